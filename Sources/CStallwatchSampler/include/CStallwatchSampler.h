@@ -1,0 +1,2 @@
+// Placeholder: the sampler helper replaces this file.
+#pragma once
