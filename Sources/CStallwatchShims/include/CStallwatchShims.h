@@ -1,0 +1,32 @@
+// Small C shims for the run loop's Linux platform code. Nothing here runs in a signal handler.
+#pragma once
+
+#include <pthread.h>
+#include <stdint.h>
+
+/// The pthread of the process's main thread, captured by a load-time constructor (which runs
+/// on the main thread before `main`). Any thread may call it.
+pthread_t sw_main_thread(void);
+
+/// Whether the calling thread is the process's main thread. Any thread may call it.
+int sw_is_main_thread(void);
+
+/// The calling thread's kernel thread id. Any thread may call it (one syscall).
+int32_t sw_gettid(void);
+
+/// libdispatch's main-queue hooks for run loops (what CoreFoundation uses). The handle is an
+/// eventfd that becomes readable when the main queue has work; after reading it, the owner
+/// of the process's main thread drains the queue with the callback. Main thread only.
+int sw_dispatch_main_queue_handle(void);
+void sw_dispatch_main_queue_drain(void);
+
+#include <sys/epoll.h>
+#include <sys/eventfd.h>
+
+/// `epoll_pwait2` with a nanosecond timeout (negative: wait forever), falling back to
+/// `epoll_wait` (rounded up to whole milliseconds) on kernels without it. Returns what the
+/// syscall returns; errno is left for the caller (EINTR is retried by the Swift side).
+int sw_epoll_wait_ns(int epfd, struct epoll_event *events, int max, int64_t timeout_ns);
+
+/// CLOCK_MONOTONIC in nanoseconds (vDSO: no syscall on this kind of machine).
+uint64_t sw_monotonic_ns(void);

@@ -1,0 +1,46 @@
+#define _GNU_SOURCE
+#include "CStallwatchShims.h"
+
+#include <unistd.h>
+
+// Exported by libdispatch for CoreFoundation's run loop; not in its public headers.
+extern int _dispatch_get_main_queue_handle_4CF(void);
+extern void _dispatch_main_queue_callback_4CF(void *msg);
+
+static pthread_t sw_main;
+
+// Shared objects linked at start-up run their constructors on the main thread before main().
+__attribute__((constructor)) static void sw_capture_main_thread(void) { sw_main = pthread_self(); }
+
+pthread_t sw_main_thread(void) { return sw_main; }
+
+int sw_is_main_thread(void) { return pthread_equal(pthread_self(), sw_main); }
+
+int32_t sw_gettid(void) { return (int32_t)gettid(); }
+
+int sw_dispatch_main_queue_handle(void) { return _dispatch_get_main_queue_handle_4CF(); }
+
+void sw_dispatch_main_queue_drain(void) { _dispatch_main_queue_callback_4CF(0); }
+
+#include <errno.h>
+#include <sys/epoll.h>
+#include <time.h>
+
+static int sw_pwait2_missing;
+
+int sw_epoll_wait_ns(int epfd, struct epoll_event *events, int max, int64_t timeout_ns) {
+    if (!sw_pwait2_missing) {
+        struct timespec ts = {timeout_ns / 1000000000, timeout_ns % 1000000000};
+        int n = epoll_pwait2(epfd, events, max, timeout_ns < 0 ? 0 : &ts, 0);
+        if (n >= 0 || errno != ENOSYS) return n;
+        sw_pwait2_missing = 1;
+    }
+    int ms = timeout_ns < 0 ? -1 : (int)((timeout_ns + 999999) / 1000000);
+    return epoll_wait(epfd, events, max, ms);
+}
+
+uint64_t sw_monotonic_ns(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
