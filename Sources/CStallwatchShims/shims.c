@@ -44,3 +44,7 @@ uint64_t sw_monotonic_ns(void) {
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
+
+#include <sys/prctl.h>
+
+int sw_set_timer_slack(unsigned long nanos) { return prctl(PR_SET_TIMERSLACK, nanos, 0, 0, 0); }

@@ -40,14 +40,17 @@ public struct Classifier: Sendable {
   public let rules: [ClassificationRule]
   private let stackRules: [CompiledRule]
   private let stateRules: [CompiledRule]
+  private let frameMatcher: FrameMatcher
+  private let frameCache = FrameCache()
 
   /// A classifier with `rules` (the built-in rules by default). Rules made in code must be
   /// valid (known syscall names); that is checked with a precondition.
   public init(rules: [ClassificationRule] = Classifier.builtinRules) {
     self.rules = rules
-    let compiled = rules.map { ($0.level, CompiledRule($0)) }
-    stackRules = compiled.filter { $0.0 == .stack }.map(\.1)
-    stateRules = compiled.filter { $0.0 == .state }.map(\.1)
+    let compiled = rules.enumerated().map { CompiledRule($1, id: $0) }
+    stackRules = compiled.filter { rules[$0.id].level == .stack }
+    stateRules = compiled.filter { rules[$0.id].level == .state }
+    frameMatcher = FrameMatcher(rules)
   }
 
   /// A classifier with the rules of the file at `path` followed by the built-in rules.
@@ -78,12 +81,13 @@ public struct Classifier: Sendable {
         category: category, reason: annotation.label,
         ruleName: Classification.annotationRuleName)
     }
-    let views = sample.frames.map(FrameView.init)
+    let analyzed = frameCache.analyze(sample.frames, with: frameMatcher)
+    let hits = frameMatcher.hits(analyzed)
     for rule in stackRules {
-      if let hit = rule.match(sample, views) { return verdict(rule, hit, sample, views) }
+      if let hit = rule.match(sample, hits) { return verdict(rule, hit, sample, analyzed) }
     }
     for rule in stateRules {
-      if let hit = rule.match(sample, views) { return verdict(rule, hit, sample, views) }
+      if let hit = rule.match(sample, hits) { return verdict(rule, hit, sample, analyzed) }
     }
     return Classification(
       category: .other, reason: Classifier.kernelReason(sample),
@@ -96,11 +100,12 @@ public struct Classifier: Sendable {
   }
 
   private func verdict(
-    _ rule: CompiledRule, _ hit: CompiledRule.Hit, _ sample: Sample, _ views: [FrameView]
+    _ rule: CompiledRule, _ hit: CompiledRule.Hit, _ sample: Sample,
+    _ frames: [FrameMatcher.AnalyzedFrame]
   ) -> Classification {
     func named(_ index: Int?) -> Classification? {
       guard let index else { return nil }
-      let view = views[index]
+      let view = frames[index].view
       let reason =
         rule.reason ?? view.reasonName ?? view.moduleName.map(String.init) ?? rule.name
       return Classification(
@@ -109,10 +114,8 @@ public struct Classifier: Sendable {
     if rule.reasonFrom == .matchInnermost, let result = named(hit.innermost) { return result }
     if rule.reasonFrom == .matchOutermost, let result = named(hit.outermost) { return result }
     if rule.reasonFrom == .appFrame, rule.reason == nil {
-      let app = views.indices.first {
-        sample.frames[$0].symbol != nil && !sample.frames[$0].isSystem
-      }
-      if let result = named(app ?? views.indices.first { views[$0].reasonName != nil }) {
+      let app = frames.indices.first { frames[$0].view.hasSymbol && !frames[$0].view.isSystem }
+      if let result = named(app ?? frames.indices.first { frames[$0].view.hasSymbol }) {
         return result
       }
     }

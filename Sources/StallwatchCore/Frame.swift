@@ -55,8 +55,8 @@ public struct Frame: Sendable, Hashable, Codable {
   ]
 
   static func basename(_ path: String) -> Substring {
-    if let slash = path.lastIndex(of: "/") {
-      return path[path.index(after: slash)...]
+    if let slash = path.utf8.lastIndex(of: UInt8(ascii: "/")) {
+      return path[path.utf8.index(after: slash)...]
     }
     return path[...]
   }

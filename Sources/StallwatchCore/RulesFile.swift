@@ -98,9 +98,23 @@ enum RulesFile {
     do {
       data = try Data(contentsOf: URL(fileURLWithPath: path))
     } catch {
-      throw RulesFileError(file: path, message: "cannot read the file: \(error)")
+      throw RulesFileError(file: path, message: "cannot read the file (\(readFailure(error)))")
     }
     return try decode(data, source: path)
+  }
+}
+
+/// A short cause for a failed read (FoundationEssentials has no localized descriptions).
+private func readFailure(_ error: any Error) -> String {
+  guard let error = error as? CocoaError else { return "\(error)" }
+  switch error.code {
+  case .fileReadNoSuchFile: return "no such file"
+  case .fileReadNoPermission: return "permission denied"
+  default:
+    if let posix = error.userInfo["NSUnderlyingError"] as? POSIXError {
+      return "\(posix.code)"
+    }
+    return "\(error.code)"
   }
 }
 
@@ -113,10 +127,10 @@ extension RulesFileError {
     switch decodingError {
     case .typeMismatch(let type, let context):
       path = context.codingPath
-      message = "wrong type (expected \(Self.jsonName(of: type)))"
+      message = "wrong type (expected \(Self.jsonName(of: type, in: context.codingPath)))"
     case .valueNotFound(let type, let context):
       path = context.codingPath
-      message = "missing value (expected \(Self.jsonName(of: type)))"
+      message = "missing value (expected \(Self.jsonName(of: type, in: context.codingPath)))"
     case .keyNotFound(let key, let context):
       path = context.codingPath + [key]
       message = "missing required field"
@@ -148,12 +162,12 @@ extension RulesFileError {
       file: file, ruleIndex: ruleIndex, field: field.isEmpty ? nil : field, message: message)
   }
 
-  private static func jsonName(of type: Any.Type) -> String {
+  private static func jsonName(of type: Any.Type, in path: [any CodingKey]) -> String {
     switch type {
+    case is [Any].Type:
+      path.contains { $0.stringValue == "match" } ? "a string or a list of strings" : "a list"
     case is String.Type: "a string"
     case is Int.Type: "an integer"
-    case is [String].Type: "a string or a list of strings"
-    case is [ClassificationRule].Type: "a list of rules"
     default: "\(type)"
     }
   }

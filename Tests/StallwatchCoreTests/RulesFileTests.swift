@@ -249,4 +249,36 @@ import Testing
       return error.file == path && error.message.hasPrefix("cannot read the file")
     }
   }
+
+  @Test func documentedExampleLoads() throws {
+    let docs = URL(fileURLWithPath: #filePath)
+      .deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+      .appendingPathComponent("docs/categories.md")
+    guard let text = try? String(contentsOf: docs, encoding: .utf8) else { return }
+    let start = try #require(text.range(of: "```json\n"))
+    let end = try #require(text.range(of: "```", range: start.upperBound..<text.endIndex))
+    let rules = try Classifier.decodeRules(
+      json: String(text[start.upperBound..<end.lowerBound]), source: "docs/categories.md")
+    #expect(
+      rules.map(\.name) == ["my-orm", "my-orm-library", "image-decoder", "gpu-ioctl", "log-write"])
+    #expect(rules[4].level == .state)
+  }
+
+  @Test func documentedMessages() throws {
+    let error = try #require(
+      try loadError(
+        #"{"version": 1, "rules": [{"name": "x", "category": "io", "match": {"symbolprefix": "MyORM."}}]}"#
+      ))
+    #expect(
+      error.message
+        == "unknown field (expected one of symbol, symbolPrefix, symbolContains, module, maxDepth, state, syscall)"
+    )
+    let category = try #require(
+      try loadError(
+        #"{"version": 1, "rules": [{"name": "b", "category": "db", "match": {"module": "x"}}]}"#))
+    #expect(
+      category.description.hasSuffix(
+        "rule 0, field 'category': unknown category 'db' (expected one of compute, io, lockWait, database, other)"
+      ))
+  }
 }

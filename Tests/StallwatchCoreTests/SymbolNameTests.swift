@@ -16,7 +16,8 @@ import Testing
     ("__", "__"),
   ])
   func cNames(raw: String, normalized: String) {
-    #expect(SymbolName.normalizedC(raw[...]) == normalized[...])
+    let view = FrameView(Frame(address: 1, symbol: raw))
+    #expect(view.text(view.cName) == normalized)
   }
 
   @Test(arguments: [
@@ -31,7 +32,8 @@ import Testing
     ("MyApp.Grid.map<A>((Swift.Int) -> A) -> [A]", "MyApp.Grid.map<A>((Swift.Int) -> A)"),
   ])
   func swiftNames(raw: String, core: String) {
-    #expect(SymbolName.swiftCore(raw[...]) == core[...])
+    let view = FrameView(Frame(address: 1, symbol: raw))
+    #expect(view.text(view.swiftName) == core)
   }
 
   @Test func frameViewSplitsTheModule() {
@@ -39,8 +41,8 @@ import Testing
       Frame(
         address: 1, symbol: "MyApp.ImageDecoder.decode(Foundation.Data) -> MyApp.Image",
         module: "/srv/app/MyApp"))
-    #expect(view.swiftName == "MyApp.ImageDecoder.decode(Foundation.Data)")
-    #expect(view.unqualified == "ImageDecoder.decode(Foundation.Data)")
+    #expect(view.text(view.swiftName) == "MyApp.ImageDecoder.decode(Foundation.Data)")
+    #expect(view.text(view.unqualified) == "ImageDecoder.decode(Foundation.Data)")
     #expect(view.moduleName == "MyApp")
     #expect(view.cName == nil)
   }

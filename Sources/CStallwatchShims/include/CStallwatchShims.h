@@ -30,3 +30,7 @@ int sw_epoll_wait_ns(int epfd, struct epoll_event *events, int max, int64_t time
 
 /// CLOCK_MONOTONIC in nanoseconds (vDSO: no syscall on this kind of machine).
 uint64_t sw_monotonic_ns(void);
+
+/// Sets the calling thread's timer slack (how late the kernel may end its timed waits) to
+/// `nanos`; the default of 50 µs would show up as timer lateness. Returns prctl's result.
+int sw_set_timer_slack(unsigned long nanos);
