@@ -2,37 +2,39 @@
 import PackageDescription
 
 let package = Package(
-  name: "Stallwatch",
-  products: [
-    .library(name: "Stallwatch", targets: ["Stallwatch"]),
-    .library(name: "StallwatchCore", targets: ["StallwatchCore"]),
-    .executable(name: "stallwatch-bench", targets: ["stallwatch-bench"]),
-  ],
-  targets: [
-    // Async-signal-safe C: the sampling signal handler (libunwind, loaded with dlopen).
-    .target(name: "CStallwatchSampler"),
-    // Tiny C shims for the loop's platform code (main-thread identity, libdispatch 4CF hooks).
-    .target(name: "CStallwatchShims"),
-    // Data model, trace format and classifier; no platform code.
-    .target(name: "StallwatchCore"),
-    // What apps import: MainLoop, StallMonitor, TraceRecorder.
-    .target(
-      name: "Stallwatch",
-      dependencies: ["StallwatchCore", "CStallwatchSampler", "CStallwatchShims"]
-    ),
-    .executableTarget(
-      name: "stallwatch-bench",
-      dependencies: ["Stallwatch"],
-      path: "Benchmarks/stallwatch-bench"
-    ),
-    .executableTarget(name: "HelloLoop", dependencies: ["Stallwatch"], path: "Samples/HelloLoop"),
-    // A helper executable the tests run as a subprocess: it owns the process's real main thread.
-    .executableTarget(
-      name: "StallwatchTestHost",
-      dependencies: ["Stallwatch"],
-      path: "Tests/StallwatchTestHost"
-    ),
-    .testTarget(name: "StallwatchCoreTests", dependencies: ["StallwatchCore"]),
-    .testTarget(name: "StallwatchTests", dependencies: ["Stallwatch", "StallwatchTestHost"]),
-  ]
+    name: "Stallwatch",
+    products: [
+        .library(name: "Stallwatch", targets: ["Stallwatch"]),
+        .library(name: "StallwatchCore", targets: ["StallwatchCore"]),
+        .executable(name: "stallwatch-bench", targets: ["stallwatch-bench"]),
+    ],
+    targets: [
+        // Async-signal-safe C: the sampling signal handler (libunwind, loaded with dlopen).
+        .target(name: "CStallwatchSampler"),
+        // Tiny C shims for the loop's platform code (main-thread identity, libdispatch 4CF hooks).
+        .target(name: "CStallwatchShims"),
+        // The system's SQLite, for tests, samples and the demo's database stalls.
+        .systemLibrary(name: "CSQLite", pkgConfig: "sqlite3", providers: [.apt(["libsqlite3-dev"])]),
+        // Data model, trace format and classifier; no platform code.
+        .target(name: "StallwatchCore"),
+        // What apps import: MainLoop, StallMonitor, TraceRecorder.
+        .target(
+            name: "Stallwatch",
+            dependencies: ["StallwatchCore", "CStallwatchSampler", "CStallwatchShims"]
+        ),
+        .executableTarget(
+            name: "stallwatch-bench",
+            dependencies: ["Stallwatch"],
+            path: "Benchmarks/stallwatch-bench"
+        ),
+        .executableTarget(name: "HelloLoop", dependencies: ["Stallwatch"], path: "Samples/HelloLoop"),
+        // A helper executable the tests run as a subprocess: it owns the process's real main thread.
+        .executableTarget(
+            name: "StallwatchTestHost",
+            dependencies: ["Stallwatch"],
+            path: "Tests/StallwatchTestHost"
+        ),
+        .testTarget(name: "StallwatchCoreTests", dependencies: ["StallwatchCore"]),
+        .testTarget(name: "StallwatchTests", dependencies: ["Stallwatch", "StallwatchTestHost", "CSQLite"]),
+    ]
 )

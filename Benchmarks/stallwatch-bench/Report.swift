@@ -3,48 +3,48 @@ import Stallwatch
 
 /// One benchmark result, printed as one JSON object per line.
 struct Result {
-  var name: String
-  var value: Double
-  var unit: String
-  var peer: String? = nil
-  var peerValue: Double? = nil
-  /// How many times better ours is than the peer (>1: ours is better), given which way is better.
-  var ratio: Double? = nil
-  var goal: String? = nil
+    var name: String
+    var value: Double
+    var unit: String
+    var peer: String? = nil
+    var peerValue: Double? = nil
+    /// How many times better ours is than the peer (>1: ours is better), given which way is better.
+    var ratio: Double? = nil
+    var goal: String? = nil
 
-  func printLine() {
-    var fields: [String] = [
-      "\"name\":\(quote(name))", "\"value\":\(format(value))", "\"unit\":\(quote(unit))",
-    ]
-    if let peer { fields.append("\"peer\":\(quote(peer))") }
-    if let peerValue { fields.append("\"peer_value\":\(format(peerValue))") }
-    if let ratio { fields.append("\"ratio\":\(format(ratio))") }
-    if let goal { fields.append("\"goal\":\(quote(goal))") }
-    FileHandle.standardOutput.write(Data(("{" + fields.joined(separator: ",") + "}\n").utf8))
-  }
+    func printLine() {
+        var fields: [String] = [
+            "\"name\":\(quote(name))", "\"value\":\(format(value))", "\"unit\":\(quote(unit))",
+        ]
+        if let peer { fields.append("\"peer\":\(quote(peer))") }
+        if let peerValue { fields.append("\"peer_value\":\(format(peerValue))") }
+        if let ratio { fields.append("\"ratio\":\(format(ratio))") }
+        if let goal { fields.append("\"goal\":\(quote(goal))") }
+        FileHandle.standardOutput.write(Data(("{" + fields.joined(separator: ",") + "}\n").utf8))
+    }
 
-  private func quote(_ s: String) -> String {
-    "\""
-      + s.replacingOccurrences(of: "\\", with: "\\\\").replacingOccurrences(of: "\"", with: "\\\"")
-      + "\""
-  }
+    private func quote(_ s: String) -> String {
+        "\""
+            + s.replacingOccurrences(of: "\\", with: "\\\\").replacingOccurrences(of: "\"", with: "\\\"")
+            + "\""
+    }
 
-  private func format(_ v: Double) -> String {
-    v.isFinite ? String(format: "%.3f", v) : "null"
-  }
+    private func format(_ v: Double) -> String {
+        v.isFinite ? String(format: "%.3f", v) : "null"
+    }
 }
 
 /// CLOCK_MONOTONIC in nanoseconds.
 func nowNanos() -> UInt64 {
-  var ts = timespec()
-  clock_gettime(CLOCK_MONOTONIC, &ts)
-  return UInt64(ts.tv_sec) * 1_000_000_000 + UInt64(ts.tv_nsec)
+    var ts = timespec()
+    clock_gettime(CLOCK_MONOTONIC, &ts)
+    return UInt64(ts.tv_sec) * 1_000_000_000 + UInt64(ts.tv_nsec)
 }
 
 func percentile(_ values: [Double], _ p: Double) -> Double {
-  guard !values.isEmpty else { return .nan }
-  let sorted = values.sorted()
-  return sorted[min(sorted.count - 1, Int(Double(sorted.count - 1) * p + 0.5))]
+    guard !values.isEmpty else { return .nan }
+    let sorted = values.sorted()
+    return sorted[min(sorted.count - 1, Int(Double(sorted.count - 1) * p + 0.5))]
 }
 
 func median(_ values: [Double]) -> Double { percentile(values, 0.5) }
@@ -52,31 +52,31 @@ func median(_ values: [Double]) -> Double { percentile(values, 0.5) }
 /// Runs this executable again with `arguments` and returns the first number it prints: for
 /// peers that must own the main thread (`dispatchMain()` never returns).
 func runPeer(_ arguments: [String]) throws -> Double {
-  let process = Process()
-  process.executableURL = URL(fileURLWithPath: "/proc/self/exe").resolvingSymlinksInPath()
-  process.arguments = arguments
-  let pipe = Pipe()
-  process.standardOutput = pipe
-  try process.run()
-  let data = pipe.fileHandleForReading.readDataToEndOfFile()
-  process.waitUntilExit()
-  let text = String(decoding: data, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
-  guard process.terminationStatus == 0, let value = Double(text) else {
-    throw BenchError(
-      "peer \(arguments.joined(separator: " ")) failed: status \(process.terminationStatus), output \(text)"
-    )
-  }
-  return value
+    let process = Process()
+    process.executableURL = URL(fileURLWithPath: "/proc/self/exe").resolvingSymlinksInPath()
+    process.arguments = arguments
+    let pipe = Pipe()
+    process.standardOutput = pipe
+    try process.run()
+    let data = pipe.fileHandleForReading.readDataToEndOfFile()
+    process.waitUntilExit()
+    let text = String(decoding: data, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
+    guard process.terminationStatus == 0, let value = Double(text) else {
+        throw BenchError(
+            "peer \(arguments.joined(separator: " ")) failed: status \(process.terminationStatus), output \(text)"
+        )
+    }
+    return value
 }
 
 struct BenchError: Error, CustomStringConvertible {
-  var description: String
-  init(_ description: String) { self.description = description }
+    var description: String
+    init(_ description: String) { self.description = description }
 }
 
 /// A mutable box the loop thread and the benchmark share; the loop thread is the only writer
 /// while a run lasts, the main thread reads it after.
 final class Box<T>: @unchecked Sendable {
-  var value: T
-  init(_ value: T) { self.value = value }
+    var value: T
+    init(_ value: T) { self.value = value }
 }

@@ -3,15 +3,15 @@
 ///
 /// A plain value; use it on any thread.
 public struct Annotation: Sendable, Hashable, Codable {
-  /// What the app called the work (e.g. `"feed.reload"`).
-  public var label: String
-  /// The category the app asserts for this work. When set, it decides the sample's
-  /// category ahead of every rule.
-  public var category: StallCategory?
+    /// What the app called the work (e.g. `"feed.reload"`).
+    public var label: String
+    /// The category the app asserts for this work. When set, it decides the sample's
+    /// category ahead of every rule.
+    public var category: StallCategory?
 
-  /// Creates an annotation.
-  public init(label: String, category: StallCategory? = nil) {
-    self.label = label
-    self.category = category
-  }
+    /// Creates an annotation.
+    public init(label: String, category: StallCategory? = nil) {
+        self.label = label
+        self.category = category
+    }
 }

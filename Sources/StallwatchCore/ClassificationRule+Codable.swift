@@ -3,177 +3,177 @@
 // matches everything or nothing.
 
 extension ClassificationRule: Codable {
-  private enum Keys: String, CodingKey, CaseIterable {
-    case name, level, category, reason, reasonFrom, match
-  }
+    private enum Keys: String, CodingKey, CaseIterable {
+        case name, level, category, reason, reasonFrom, match
+    }
 
-  /// Decodes a rule from its rules-file form, rejecting unknown keys and names.
-  public init(from decoder: any Decoder) throws {
-    try rejectUnknownKeys(in: decoder, allowed: Keys.allCases.map(\.rawValue))
-    let container = try decoder.container(keyedBy: Keys.self)
-    let name = try container.decode(String.self, forKey: .name)
-    if name.isEmpty { throw invalid(container, .name, "must not be empty") }
-    let level = try container.decodeIfPresent(String.self, forKey: .level).map {
-      guard let level = RuleLevel(rawValue: $0) else {
-        throw invalid(container, .level, unknown("level", $0, RuleLevel.allCases))
-      }
-      return level
+    /// Decodes a rule from its rules-file form, rejecting unknown keys and names.
+    public init(from decoder: any Decoder) throws {
+        try rejectUnknownKeys(in: decoder, allowed: Keys.allCases.map(\.rawValue))
+        let container = try decoder.container(keyedBy: Keys.self)
+        let name = try container.decode(String.self, forKey: .name)
+        if name.isEmpty { throw invalid(container, .name, "must not be empty") }
+        let level = try container.decodeIfPresent(String.self, forKey: .level).map {
+            guard let level = RuleLevel(rawValue: $0) else {
+                throw invalid(container, .level, unknown("level", $0, RuleLevel.allCases))
+            }
+            return level
+        }
+        let categoryName = try container.decode(String.self, forKey: .category)
+        guard let category = StallCategory(rawValue: categoryName) else {
+            throw invalid(
+                container, .category, unknown("category", categoryName, StallCategory.allCases))
+        }
+        let reason = try container.decodeIfPresent(String.self, forKey: .reason)
+        if reason?.isEmpty == true { throw invalid(container, .reason, "must not be empty") }
+        let reasonFrom = try container.decodeIfPresent(String.self, forKey: .reasonFrom).map {
+            guard let source = ReasonSource(rawValue: $0) else {
+                throw invalid(
+                    container, .reasonFrom, unknown("reasonFrom", $0, ReasonSource.allCases))
+            }
+            return source
+        }
+        let match = try container.decode(RuleMatch.self, forKey: .match)
+        if !match.testsFrames && !match.testsState {
+            throw invalid(container, .match, "must test at least one frame or state field")
+        }
+        if (reasonFrom == .matchInnermost || reasonFrom == .matchOutermost) && !match.testsFrames {
+            throw invalid(container, .reasonFrom, "'\(reasonFrom!.rawValue)' needs a frame condition")
+        }
+        self.init(
+            name: name, level: level, category: category, reason: reason,
+            reasonFrom: reasonFrom, match: match)
     }
-    let categoryName = try container.decode(String.self, forKey: .category)
-    guard let category = StallCategory(rawValue: categoryName) else {
-      throw invalid(
-        container, .category, unknown("category", categoryName, StallCategory.allCases))
-    }
-    let reason = try container.decodeIfPresent(String.self, forKey: .reason)
-    if reason?.isEmpty == true { throw invalid(container, .reason, "must not be empty") }
-    let reasonFrom = try container.decodeIfPresent(String.self, forKey: .reasonFrom).map {
-      guard let source = ReasonSource(rawValue: $0) else {
-        throw invalid(
-          container, .reasonFrom, unknown("reasonFrom", $0, ReasonSource.allCases))
-      }
-      return source
-    }
-    let match = try container.decode(RuleMatch.self, forKey: .match)
-    if !match.testsFrames && !match.testsState {
-      throw invalid(container, .match, "must test at least one frame or state field")
-    }
-    if (reasonFrom == .matchInnermost || reasonFrom == .matchOutermost) && !match.testsFrames {
-      throw invalid(container, .reasonFrom, "'\(reasonFrom!.rawValue)' needs a frame condition")
-    }
-    self.init(
-      name: name, level: level, category: category, reason: reason,
-      reasonFrom: reasonFrom, match: match)
-  }
 
-  /// Encodes the rule in its rules-file form.
-  public func encode(to encoder: any Encoder) throws {
-    var container = encoder.container(keyedBy: Keys.self)
-    try container.encode(name, forKey: .name)
-    try container.encode(level.rawValue, forKey: .level)
-    try container.encode(category.rawValue, forKey: .category)
-    try container.encodeIfPresent(reason, forKey: .reason)
-    try container.encode(reasonFrom.rawValue, forKey: .reasonFrom)
-    try container.encode(match, forKey: .match)
-  }
+    /// Encodes the rule in its rules-file form.
+    public func encode(to encoder: any Encoder) throws {
+        var container = encoder.container(keyedBy: Keys.self)
+        try container.encode(name, forKey: .name)
+        try container.encode(level.rawValue, forKey: .level)
+        try container.encode(category.rawValue, forKey: .category)
+        try container.encodeIfPresent(reason, forKey: .reason)
+        try container.encode(reasonFrom.rawValue, forKey: .reasonFrom)
+        try container.encode(match, forKey: .match)
+    }
 }
 
 extension RuleMatch: Codable {
-  private enum Keys: String, CodingKey, CaseIterable {
-    case symbol, symbolPrefix, symbolContains, module, maxDepth, state, syscall
-  }
+    private enum Keys: String, CodingKey, CaseIterable {
+        case symbol, symbolPrefix, symbolContains, module, maxDepth, state, syscall
+    }
 
-  /// Decodes conditions; each list may also be given as a single string.
-  public init(from decoder: any Decoder) throws {
-    try rejectUnknownKeys(in: decoder, allowed: Keys.allCases.map(\.rawValue))
-    let container = try decoder.container(keyedBy: Keys.self)
-    func list(_ key: Keys) throws -> [String] {
-      guard container.contains(key) else { return [] }
-      let values: [String]
-      if let single = try? container.decode(String.self, forKey: key) {
-        values = [single]
-      } else {
-        values = try container.decode([String].self, forKey: key)
-      }
-      if values.contains(where: \.isEmpty) {
-        throw invalid(container, key, "must not contain an empty string")
-      }
-      return values
+    /// Decodes conditions; each list may also be given as a single string.
+    public init(from decoder: any Decoder) throws {
+        try rejectUnknownKeys(in: decoder, allowed: Keys.allCases.map(\.rawValue))
+        let container = try decoder.container(keyedBy: Keys.self)
+        func list(_ key: Keys) throws -> [String] {
+            guard container.contains(key) else { return [] }
+            let values: [String]
+            if let single = try? container.decode(String.self, forKey: key) {
+                values = [single]
+            } else {
+                values = try container.decode([String].self, forKey: key)
+            }
+            if values.contains(where: \.isEmpty) {
+                throw invalid(container, key, "must not contain an empty string")
+            }
+            return values
+        }
+        let maxDepth = try container.decodeIfPresent(Int.self, forKey: .maxDepth)
+        if let maxDepth, maxDepth < 1 {
+            throw invalid(container, .maxDepth, "must be at least 1, got \(maxDepth)")
+        }
+        var states: [ThreadState] = []
+        for name in try list(.state) {
+            guard let state = ThreadState(ruleName: name) else {
+                let names = ThreadState.allCases.map(\.name).joined(separator: ", ")
+                throw invalid(
+                    container, .state,
+                    "unknown state '\(name)' (expected one of \(names), or a /proc letter)")
+            }
+            states.append(state)
+        }
+        let syscalls = try list(.syscall)
+        for name in syscalls where SyscallTable.number(for: name) == nil {
+            throw invalid(container, .syscall, "unknown x86_64 syscall '\(name)'")
+        }
+        self.init(
+            symbol: try list(.symbol), symbolPrefix: try list(.symbolPrefix),
+            symbolContains: try list(.symbolContains), module: try list(.module),
+            maxDepth: maxDepth, state: states, syscall: syscalls)
+        if maxDepth != nil && !testsFrames {
+            throw invalid(container, .maxDepth, "needs a frame condition")
+        }
     }
-    let maxDepth = try container.decodeIfPresent(Int.self, forKey: .maxDepth)
-    if let maxDepth, maxDepth < 1 {
-      throw invalid(container, .maxDepth, "must be at least 1, got \(maxDepth)")
-    }
-    var states: [ThreadState] = []
-    for name in try list(.state) {
-      guard let state = ThreadState(ruleName: name) else {
-        let names = ThreadState.allCases.map(\.name).joined(separator: ", ")
-        throw invalid(
-          container, .state,
-          "unknown state '\(name)' (expected one of \(names), or a /proc letter)")
-      }
-      states.append(state)
-    }
-    let syscalls = try list(.syscall)
-    for name in syscalls where SyscallTable.number(for: name) == nil {
-      throw invalid(container, .syscall, "unknown x86_64 syscall '\(name)'")
-    }
-    self.init(
-      symbol: try list(.symbol), symbolPrefix: try list(.symbolPrefix),
-      symbolContains: try list(.symbolContains), module: try list(.module),
-      maxDepth: maxDepth, state: states, syscall: syscalls)
-    if maxDepth != nil && !testsFrames {
-      throw invalid(container, .maxDepth, "needs a frame condition")
-    }
-  }
 
-  /// Encodes the conditions given, as lists.
-  public func encode(to encoder: any Encoder) throws {
-    var container = encoder.container(keyedBy: Keys.self)
-    func put(_ values: [String], _ key: Keys) throws {
-      if !values.isEmpty { try container.encode(values, forKey: key) }
+    /// Encodes the conditions given, as lists.
+    public func encode(to encoder: any Encoder) throws {
+        var container = encoder.container(keyedBy: Keys.self)
+        func put(_ values: [String], _ key: Keys) throws {
+            if !values.isEmpty { try container.encode(values, forKey: key) }
+        }
+        try put(symbol, .symbol)
+        try put(symbolPrefix, .symbolPrefix)
+        try put(symbolContains, .symbolContains)
+        try put(module, .module)
+        try container.encodeIfPresent(maxDepth, forKey: .maxDepth)
+        try put(state.map(\.name), .state)
+        try put(syscall, .syscall)
     }
-    try put(symbol, .symbol)
-    try put(symbolPrefix, .symbolPrefix)
-    try put(symbolContains, .symbolContains)
-    try put(module, .module)
-    try container.encodeIfPresent(maxDepth, forKey: .maxDepth)
-    try put(state.map(\.name), .state)
-    try put(syscall, .syscall)
-  }
 }
 
 extension ThreadState {
-  /// Parses a rules-file state: a `name` (`"diskSleep"`) or a `/proc` letter (`"D"`).
-  init?(ruleName: String) {
-    if let state = ThreadState.allCases.first(where: { $0.name == ruleName }) {
-      self = state
-    } else if ruleName.count == 1, let letter = ruleName.first,
-      ThreadState(procCode: letter) != .unknown
-    {
-      self.init(procCode: letter)
-    } else {
-      return nil
+    /// Parses a rules-file state: a `name` (`"diskSleep"`) or a `/proc` letter (`"D"`).
+    init?(ruleName: String) {
+        if let state = ThreadState.allCases.first(where: { $0.name == ruleName }) {
+            self = state
+        } else if ruleName.count == 1, let letter = ruleName.first,
+            ThreadState(procCode: letter) != .unknown
+        {
+            self.init(procCode: letter)
+        } else {
+            return nil
+        }
     }
-  }
 }
 
 /// A coding key for any string, to list the keys an object really has.
 struct AnyCodingKey: CodingKey {
-  var stringValue: String
-  var intValue: Int?
+    var stringValue: String
+    var intValue: Int?
 
-  init(stringValue: String) {
-    self.stringValue = stringValue
-    self.intValue = nil
-  }
+    init(stringValue: String) {
+        self.stringValue = stringValue
+        self.intValue = nil
+    }
 
-  init(intValue: Int) {
-    self.stringValue = String(intValue)
-    self.intValue = intValue
-  }
+    init(intValue: Int) {
+        self.stringValue = String(intValue)
+        self.intValue = intValue
+    }
 }
 
 func rejectUnknownKeys(in decoder: any Decoder, allowed: [String]) throws {
-  let container = try decoder.container(keyedBy: AnyCodingKey.self)
-  // Sorted so the error names the same key whatever order the decoder lists them in.
-  let unknown = container.allKeys.map(\.stringValue).filter { !allowed.contains($0) }.sorted()
-  if let key = unknown.first {
-    throw DecodingError.dataCorrupted(
-      .init(
-        codingPath: container.codingPath + [AnyCodingKey(stringValue: key)],
-        debugDescription:
-          "unknown field (expected one of \(allowed.joined(separator: ", ")))"))
-  }
+    let container = try decoder.container(keyedBy: AnyCodingKey.self)
+    // Sorted so the error names the same key whatever order the decoder lists them in.
+    let unknown = container.allKeys.map(\.stringValue).filter { !allowed.contains($0) }.sorted()
+    if let key = unknown.first {
+        throw DecodingError.dataCorrupted(
+            .init(
+                codingPath: container.codingPath + [AnyCodingKey(stringValue: key)],
+                debugDescription:
+                    "unknown field (expected one of \(allowed.joined(separator: ", ")))"))
+    }
 }
 
 private func invalid<Key: CodingKey>(
-  _ container: KeyedDecodingContainer<Key>, _ key: Key, _ message: String
+    _ container: KeyedDecodingContainer<Key>, _ key: Key, _ message: String
 ) -> DecodingError {
-  .dataCorrupted(.init(codingPath: container.codingPath + [key], debugDescription: message))
+    .dataCorrupted(.init(codingPath: container.codingPath + [key], debugDescription: message))
 }
 
 private func unknown<T: RawRepresentable<String>>(_ what: String, _ value: String, _ allowed: [T])
-  -> String
+    -> String
 {
-  "unknown \(what) '\(value)' (expected one of \(allowed.map(\.rawValue).joined(separator: ", ")))"
+    "unknown \(what) '\(value)' (expected one of \(allowed.map(\.rawValue).joined(separator: ", ")))"
 }

@@ -2,62 +2,62 @@
 ///
 /// A plain value; use it on any thread.
 public struct Frame: Sendable, Hashable, Codable {
-  /// The return address (or, for the innermost frame, the interrupted program counter).
-  public var address: UInt64
-  /// The demangled function name (`"Foundation.NSLock.lock() -> ()"`, `"fsync"`), if known.
-  public var symbol: String?
-  /// The path of the image holding `address`
-  /// (`"/usr/lib/x86_64-linux-gnu/libc.so.6"`), if known.
-  public var module: String?
-  /// The source file, if debug information named it.
-  public var file: String?
-  /// The source line, if debug information named it.
-  public var line: UInt32?
+    /// The return address (or, for the innermost frame, the interrupted program counter).
+    public var address: UInt64
+    /// The demangled function name (`"Foundation.NSLock.lock() -> ()"`, `"fsync"`), if known.
+    public var symbol: String?
+    /// The path of the image holding `address`
+    /// (`"/usr/lib/x86_64-linux-gnu/libc.so.6"`), if known.
+    public var module: String?
+    /// The source file, if debug information named it.
+    public var file: String?
+    /// The source line, if debug information named it.
+    public var line: UInt32?
 
-  /// Creates a frame.
-  public init(
-    address: UInt64,
-    symbol: String? = nil,
-    module: String? = nil,
-    file: String? = nil,
-    line: UInt32? = nil
-  ) {
-    self.address = address
-    self.symbol = symbol
-    self.module = module
-    self.file = file
-    self.line = line
-  }
-
-  /// Whether the frame belongs to the system rather than the app: its module is under
-  /// `/lib`, `/lib64`, `/usr/lib` or `/usr/lib64`, is the Swift runtime or a toolchain
-  /// library (`…/lib/swift/…`, `libswift*`, `libFoundation*`, `libdispatch`…), the vDSO,
-  /// or is unknown.
-  public var isSystem: Bool {
-    guard let module else { return true }
-    return Frame.isSystemModule(module)
-  }
-
-  static func isSystemModule(_ path: String) -> Bool {
-    for prefix in systemDirectories where path.hasPrefix(prefix) { return true }
-    if path.contains("/lib/swift/") { return true }
-    let name = basename(path)
-    if name.hasPrefix("linux-vdso") || name == "[vdso]" { return true }
-    for prefix in toolchainLibraryPrefixes where name.hasPrefix(prefix) { return true }
-    return false
-  }
-
-  private static let systemDirectories = ["/lib/", "/lib64/", "/usr/lib/", "/usr/lib64/"]
-
-  private static let toolchainLibraryPrefixes = [
-    "libswift", "libFoundation", "lib_Foundation", "libdispatch.so", "libBlocksRuntime",
-    "libXCTest", "libTesting", "lib_Testing",
-  ]
-
-  static func basename(_ path: String) -> Substring {
-    if let slash = path.utf8.lastIndex(of: UInt8(ascii: "/")) {
-      return path[path.utf8.index(after: slash)...]
+    /// Creates a frame.
+    public init(
+        address: UInt64,
+        symbol: String? = nil,
+        module: String? = nil,
+        file: String? = nil,
+        line: UInt32? = nil
+    ) {
+        self.address = address
+        self.symbol = symbol
+        self.module = module
+        self.file = file
+        self.line = line
     }
-    return path[...]
-  }
+
+    /// Whether the frame belongs to the system rather than the app: its module is under
+    /// `/lib`, `/lib64`, `/usr/lib` or `/usr/lib64`, is the Swift runtime or a toolchain
+    /// library (`…/lib/swift/…`, `libswift*`, `libFoundation*`, `libdispatch`…), the vDSO,
+    /// or is unknown.
+    public var isSystem: Bool {
+        guard let module else { return true }
+        return Frame.isSystemModule(module)
+    }
+
+    static func isSystemModule(_ path: String) -> Bool {
+        for prefix in systemDirectories where path.hasPrefix(prefix) { return true }
+        if path.contains("/lib/swift/") { return true }
+        let name = basename(path)
+        if name.hasPrefix("linux-vdso") || name == "[vdso]" { return true }
+        for prefix in toolchainLibraryPrefixes where name.hasPrefix(prefix) { return true }
+        return false
+    }
+
+    private static let systemDirectories = ["/lib/", "/lib64/", "/usr/lib/", "/usr/lib64/"]
+
+    private static let toolchainLibraryPrefixes = [
+        "libswift", "libFoundation", "lib_Foundation", "libdispatch.so", "libBlocksRuntime",
+        "libXCTest", "libTesting", "lib_Testing",
+    ]
+
+    static func basename(_ path: String) -> Substring {
+        if let slash = path.utf8.lastIndex(of: UInt8(ascii: "/")) {
+            return path[path.utf8.index(after: slash)...]
+        }
+        return path[...]
+    }
 }

@@ -6,39 +6,39 @@ import Synchronization
 ///
 /// Shared by copies of a `Classifier`; safe to use from any thread (one lock per sample).
 final class FrameCache: Sendable {
-  private struct Key: Hashable {
-    var address: UInt64
-    var symbol: String?
-    var module: String?
+    private struct Key: Hashable {
+        var address: UInt64
+        var symbol: String?
+        var module: String?
 
-    /// Hashes the address and lengths only: hashing whole symbols cost more than the rest of
-    /// a lookup. Equality still compares the strings, so a reused address with another
-    /// symbol (another process, another trace) is a different key.
-    func hash(into hasher: inout Hasher) {
-      hasher.combine(address)
-      hasher.combine(symbol?.utf8.count ?? -1)
-      hasher.combine(module?.utf8.count ?? -1)
+        /// Hashes the address and lengths only: hashing whole symbols cost more than the rest of
+        /// a lookup. Equality still compares the strings, so a reused address with another
+        /// symbol (another process, another trace) is a different key.
+        func hash(into hasher: inout Hasher) {
+            hasher.combine(address)
+            hasher.combine(symbol?.utf8.count ?? -1)
+            hasher.combine(module?.utf8.count ?? -1)
+        }
     }
-  }
 
-  /// Past this many entries the cache starts over, so a long-running process stays bounded.
-  static let capacity = 65_536
+    /// Past this many entries the cache starts over, so a long-running process stays bounded.
+    static let capacity = 65_536
 
-  private let entries = Mutex<[Key: FrameMatcher.AnalyzedFrame]>([:])
+    private let entries = Mutex<[Key: FrameMatcher.AnalyzedFrame]>([:])
 
-  /// `frames` analyzed with `matcher`, from the cache where possible.
-  func analyze(_ frames: [Frame], with matcher: FrameMatcher) -> [FrameMatcher.AnalyzedFrame] {
-    entries.withLock { entries in
-      if entries.count + frames.count > FrameCache.capacity {
-        entries.removeAll(keepingCapacity: true)
-      }
-      return frames.map { frame in
-        let key = Key(address: frame.address, symbol: frame.symbol, module: frame.module)
-        if let known = entries[key] { return known }
-        let analyzed = matcher.analyze(frame)
-        entries[key] = analyzed
-        return analyzed
-      }
+    /// `frames` analyzed with `matcher`, from the cache where possible.
+    func analyze(_ frames: [Frame], with matcher: FrameMatcher) -> [FrameMatcher.AnalyzedFrame] {
+        entries.withLock { entries in
+            if entries.count + frames.count > FrameCache.capacity {
+                entries.removeAll(keepingCapacity: true)
+            }
+            return frames.map { frame in
+                let key = Key(address: frame.address, symbol: frame.symbol, module: frame.module)
+                if let known = entries[key] { return known }
+                let analyzed = matcher.analyze(frame)
+                entries[key] = analyzed
+                return analyzed
+            }
+        }
     }
-  }
 }

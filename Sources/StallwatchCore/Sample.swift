@@ -2,48 +2,48 @@
 ///
 /// A plain value; use it on any thread.
 public struct Sample: Sendable, Hashable, Codable {
-  /// When the sample was taken, in `CLOCK_MONOTONIC` nanoseconds.
-  public var time: UInt64
-  /// The backtrace, innermost frame first. Empty when the capture timed out.
-  public var frames: [Frame]
-  /// The scheduler state from `/proc/<pid>/task/<tid>/stat`.
-  public var state: ThreadState
-  /// The syscall number from `/proc/<pid>/task/<tid>/syscall`, or `nil` when that file
-  /// said `running` (or could not be read). `-1` means blocked outside a syscall.
-  public var syscall: Int32?
-  /// The kernel function the thread sleeps in (`/proc/.../wchan`), `nil` if none (`0`).
-  public var wchan: String?
-  /// The thread's CPU time (user + system) at this sample, in nanoseconds.
-  public var cpuTimeNanos: UInt64
-  /// The innermost annotation active on the main thread at this sample, if any.
-  public var annotation: Annotation?
-  /// Whether the backtrace capture timed out (e.g. in state D the signal waits for the
-  /// syscall to return); the `/proc` facts are still valid.
-  public var captureTimedOut: Bool
+    /// When the sample was taken, in `CLOCK_MONOTONIC` nanoseconds.
+    public var time: UInt64
+    /// The backtrace, innermost frame first. Empty when the capture timed out.
+    public var frames: [Frame]
+    /// The scheduler state from `/proc/<pid>/task/<tid>/stat`.
+    public var state: ThreadState
+    /// The syscall number from `/proc/<pid>/task/<tid>/syscall`, or `nil` when that file
+    /// said `running` (or could not be read). `-1` means blocked outside a syscall.
+    public var syscall: Int32?
+    /// The kernel function the thread sleeps in (`/proc/.../wchan`), `nil` if none (`0`).
+    public var wchan: String?
+    /// The thread's CPU time (user + system) at this sample, in nanoseconds.
+    public var cpuTimeNanos: UInt64
+    /// The innermost annotation active on the main thread at this sample, if any.
+    public var annotation: Annotation?
+    /// Whether the backtrace capture timed out (e.g. in state D the signal waits for the
+    /// syscall to return); the `/proc` facts are still valid.
+    public var captureTimedOut: Bool
 
-  /// Creates a sample.
-  public init(
-    time: UInt64,
-    frames: [Frame] = [],
-    state: ThreadState,
-    syscall: Int32? = nil,
-    wchan: String? = nil,
-    cpuTimeNanos: UInt64 = 0,
-    annotation: Annotation? = nil,
-    captureTimedOut: Bool = false
-  ) {
-    self.time = time
-    self.frames = frames
-    self.state = state
-    self.syscall = syscall
-    self.wchan = wchan
-    self.cpuTimeNanos = cpuTimeNanos
-    self.annotation = annotation
-    self.captureTimedOut = captureTimedOut
-  }
+    /// Creates a sample.
+    public init(
+        time: UInt64,
+        frames: [Frame] = [],
+        state: ThreadState,
+        syscall: Int32? = nil,
+        wchan: String? = nil,
+        cpuTimeNanos: UInt64 = 0,
+        annotation: Annotation? = nil,
+        captureTimedOut: Bool = false
+    ) {
+        self.time = time
+        self.frames = frames
+        self.state = state
+        self.syscall = syscall
+        self.wchan = wchan
+        self.cpuTimeNanos = cpuTimeNanos
+        self.annotation = annotation
+        self.captureTimedOut = captureTimedOut
+    }
 
-  /// The name of `syscall` from the x86_64 table (`74` → `"fsync"`), or `nil`.
-  public var syscallName: String? {
-    syscall.flatMap(SyscallTable.name(for:))
-  }
+    /// The name of `syscall` from the x86_64 table (`74` → `"fsync"`), or `nil`.
+    public var syscallName: String? {
+        syscall.flatMap(SyscallTable.name(for:))
+    }
 }

@@ -2,22 +2,22 @@
 ///
 /// A plain value; use it on any thread.
 public struct ReasonTime: Sendable, Hashable, Codable {
-  /// The category the reason belongs to.
-  public var category: StallCategory
-  /// The reason (`fsync`, `sqlite3_step`, an app function…).
-  public var reason: String
-  /// The time attributed to it, in nanoseconds.
-  public var nanos: UInt64
-  /// Its fraction of the stall's attributed time (0…1).
-  public var share: Double
+    /// The category the reason belongs to.
+    public var category: StallCategory
+    /// The reason (`fsync`, `sqlite3_step`, an app function…).
+    public var reason: String
+    /// The time attributed to it, in nanoseconds.
+    public var nanos: UInt64
+    /// Its fraction of the stall's attributed time (0…1).
+    public var share: Double
 
-  /// Creates a reason's time.
-  public init(category: StallCategory, reason: String, nanos: UInt64, share: Double) {
-    self.category = category
-    self.reason = reason
-    self.nanos = nanos
-    self.share = share
-  }
+    /// Creates a reason's time.
+    public init(category: StallCategory, reason: String, nanos: UInt64, share: Double) {
+        self.category = category
+        self.reason = reason
+        self.nanos = nanos
+        self.share = share
+    }
 }
 
 /// What a stall was made of: time per category, the dominant category, the top reasons.
@@ -28,122 +28,122 @@ public struct ReasonTime: Sendable, Hashable, Codable {
 /// (e.g. the only sample of an unfinished stall), shares are by sample count and all
 /// `nanos` are 0. A plain value; use it on any thread.
 public struct StallBreakdown: Sendable, Hashable, Codable {
-  /// Attributed nanoseconds per category; every category is present (0 if none).
-  public var nanos: [StallCategory: UInt64]
-  /// The fraction (0…1) of the stall per category; every category is present.
-  public var shares: [StallCategory: Double]
-  /// The total attributed time, in nanoseconds.
-  public var totalNanos: UInt64
-  /// The category with the largest share, `nil` when the stall has no samples. Ties go to
-  /// the category listed first in `StallCategory.allCases`.
-  public var dominant: StallCategory?
-  /// The dominant category's share (0…1), 0 when there are no samples.
-  public var dominantShare: Double
-  /// The reasons, largest first (at most the number asked for).
-  public var topReasons: [ReasonTime]
-  /// The number of samples weighed.
-  public var sampleCount: Int
+    /// Attributed nanoseconds per category; every category is present (0 if none).
+    public var nanos: [StallCategory: UInt64]
+    /// The fraction (0…1) of the stall per category; every category is present.
+    public var shares: [StallCategory: Double]
+    /// The total attributed time, in nanoseconds.
+    public var totalNanos: UInt64
+    /// The category with the largest share, `nil` when the stall has no samples. Ties go to
+    /// the category listed first in `StallCategory.allCases`.
+    public var dominant: StallCategory?
+    /// The dominant category's share (0…1), 0 when there are no samples.
+    public var dominantShare: Double
+    /// The reasons, largest first (at most the number asked for).
+    public var topReasons: [ReasonTime]
+    /// The number of samples weighed.
+    public var sampleCount: Int
 
-  /// Creates a breakdown.
-  public init(
-    nanos: [StallCategory: UInt64], shares: [StallCategory: Double], totalNanos: UInt64,
-    dominant: StallCategory?, dominantShare: Double, topReasons: [ReasonTime],
-    sampleCount: Int
-  ) {
-    self.nanos = nanos
-    self.shares = shares
-    self.totalNanos = totalNanos
-    self.dominant = dominant
-    self.dominantShare = dominantShare
-    self.topReasons = topReasons
-    self.sampleCount = sampleCount
-  }
+    /// Creates a breakdown.
+    public init(
+        nanos: [StallCategory: UInt64], shares: [StallCategory: Double], totalNanos: UInt64,
+        dominant: StallCategory?, dominantShare: Double, topReasons: [ReasonTime],
+        sampleCount: Int
+    ) {
+        self.nanos = nanos
+        self.shares = shares
+        self.totalNanos = totalNanos
+        self.dominant = dominant
+        self.dominantShare = dominantShare
+        self.topReasons = topReasons
+        self.sampleCount = sampleCount
+    }
 
-  /// The attributed nanoseconds of `category`.
-  public func nanos(for category: StallCategory) -> UInt64 {
-    nanos[category] ?? 0
-  }
+    /// The attributed nanoseconds of `category`.
+    public func nanos(for category: StallCategory) -> UInt64 {
+        nanos[category] ?? 0
+    }
 
-  /// The fraction (0…1) of the attributed time spent in `category`.
-  public func share(of category: StallCategory) -> Double {
-    shares[category] ?? 0
-  }
+    /// The fraction (0…1) of the attributed time spent in `category`.
+    public func share(of category: StallCategory) -> Double {
+        shares[category] ?? 0
+    }
 }
 
 extension Classifier {
-  /// The time-weighted breakdown of `stall`, keeping the `maxReasons` largest reasons.
-  public func breakdown(of stall: Stall, maxReasons: Int = 5) -> StallBreakdown {
-    let samples = stall.samples.sorted { $0.time < $1.time }
-    return StallBreakdown(
-      samples: samples, classifications: samples.map(classify), end: stall.end,
-      maxReasons: maxReasons)
-  }
+    /// The time-weighted breakdown of `stall`, keeping the `maxReasons` largest reasons.
+    public func breakdown(of stall: Stall, maxReasons: Int = 5) -> StallBreakdown {
+        let samples = stall.samples.sorted { $0.time < $1.time }
+        return StallBreakdown(
+            samples: samples, classifications: samples.map(classify), end: stall.end,
+            maxReasons: maxReasons)
+    }
 }
 
 extension StallBreakdown {
-  /// Weighs already-classified samples (sorted by time); `end` is the stall's end, if any.
-  /// For callers that classify once and reuse the verdicts.
-  public init(
-    samples: [Sample], classifications: [Classification], end: UInt64?, maxReasons: Int = 5
-  ) {
-    precondition(samples.count == classifications.count, "one classification per sample")
-    var weights: [UInt64] = []
-    weights.reserveCapacity(samples.count)
-    for index in samples.indices {
-      let until = index + 1 < samples.count ? samples[index + 1].time : (end ?? samples[index].time)
-      weights.append(until > samples[index].time ? until - samples[index].time : 0)
-    }
-    let total = weights.reduce(0, +)
-    // With no measurable time, every sample counts once so the verdict still shows.
-    let units = total == 0 ? weights.map { _ in UInt64(1) } : weights
-    let unitTotal = units.reduce(0, +)
+    /// Weighs already-classified samples (sorted by time); `end` is the stall's end, if any.
+    /// For callers that classify once and reuse the verdicts.
+    public init(
+        samples: [Sample], classifications: [Classification], end: UInt64?, maxReasons: Int = 5
+    ) {
+        precondition(samples.count == classifications.count, "one classification per sample")
+        var weights: [UInt64] = []
+        weights.reserveCapacity(samples.count)
+        for index in samples.indices {
+            let until = index + 1 < samples.count ? samples[index + 1].time : (end ?? samples[index].time)
+            weights.append(until > samples[index].time ? until - samples[index].time : 0)
+        }
+        let total = weights.reduce(0, +)
+        // With no measurable time, every sample counts once so the verdict still shows.
+        let units = total == 0 ? weights.map { _ in UInt64(1) } : weights
+        let unitTotal = units.reduce(0, +)
 
-    var perCategory: [StallCategory: UInt64] = [:]
-    var perReason: [ReasonKey: (units: UInt64, order: Int)] = [:]
-    for (index, verdict) in classifications.enumerated() {
-      perCategory[verdict.category, default: 0] += units[index]
-      let key = ReasonKey(category: verdict.category, reason: verdict.reason)
-      let order = perReason[key]?.order ?? perReason.count
-      perReason[key] = ((perReason[key]?.units ?? 0) + units[index], order)
-    }
+        var perCategory: [StallCategory: UInt64] = [:]
+        var perReason: [ReasonKey: (units: UInt64, order: Int)] = [:]
+        for (index, verdict) in classifications.enumerated() {
+            perCategory[verdict.category, default: 0] += units[index]
+            let key = ReasonKey(category: verdict.category, reason: verdict.reason)
+            let order = perReason[key]?.order ?? perReason.count
+            perReason[key] = ((perReason[key]?.units ?? 0) + units[index], order)
+        }
 
-    var dominant: StallCategory?
-    var dominantUnits: UInt64 = 0
-    for category in StallCategory.allCases {
-      let value = perCategory[category] ?? 0
-      if value > dominantUnits {
-        dominant = category
-        dominantUnits = value
-      }
+        var dominant: StallCategory?
+        var dominantUnits: UInt64 = 0
+        for category in StallCategory.allCases {
+            let value = perCategory[category] ?? 0
+            if value > dominantUnits {
+                dominant = category
+                dominantUnits = value
+            }
+        }
+        let scale = total == 0 ? UInt64(0) : 1
+        let reasons = perReason.sorted {
+            $0.value.units != $1.value.units
+                ? $0.value.units > $1.value.units
+                : $0.value.order < $1.value.order
+        }
+        .filter { $0.value.units > 0 }
+        .prefix(max(0, maxReasons))
+        .map {
+            ReasonTime(
+                category: $0.key.category, reason: $0.key.reason, nanos: $0.value.units * scale,
+                share: Double($0.value.units) / Double(unitTotal))
+        }
+        var nanos: [StallCategory: UInt64] = [:]
+        var shares: [StallCategory: Double] = [:]
+        for category in StallCategory.allCases {
+            let value = perCategory[category] ?? 0
+            nanos[category] = value * scale
+            shares[category] = unitTotal == 0 ? 0 : Double(value) / Double(unitTotal)
+        }
+        self.init(
+            nanos: nanos, shares: shares, totalNanos: total, dominant: dominant,
+            dominantShare: unitTotal == 0 ? 0 : Double(dominantUnits) / Double(unitTotal),
+            topReasons: Array(reasons), sampleCount: samples.count)
     }
-    let scale = total == 0 ? UInt64(0) : 1
-    let reasons = perReason.sorted {
-      $0.value.units != $1.value.units
-        ? $0.value.units > $1.value.units
-        : $0.value.order < $1.value.order
-    }
-    .filter { $0.value.units > 0 }
-    .prefix(max(0, maxReasons))
-    .map {
-      ReasonTime(
-        category: $0.key.category, reason: $0.key.reason, nanos: $0.value.units * scale,
-        share: Double($0.value.units) / Double(unitTotal))
-    }
-    var nanos: [StallCategory: UInt64] = [:]
-    var shares: [StallCategory: Double] = [:]
-    for category in StallCategory.allCases {
-      let value = perCategory[category] ?? 0
-      nanos[category] = value * scale
-      shares[category] = unitTotal == 0 ? 0 : Double(value) / Double(unitTotal)
-    }
-    self.init(
-      nanos: nanos, shares: shares, totalNanos: total, dominant: dominant,
-      dominantShare: unitTotal == 0 ? 0 : Double(dominantUnits) / Double(unitTotal),
-      topReasons: Array(reasons), sampleCount: samples.count)
-  }
 }
 
 private struct ReasonKey: Hashable {
-  var category: StallCategory
-  var reason: String
+    var category: StallCategory
+    var reason: String
 }

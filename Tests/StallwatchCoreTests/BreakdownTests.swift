@@ -6,97 +6,97 @@ import Testing
 @testable import StallwatchCore
 
 @Suite struct BreakdownTests {
-  let classifier = Classifier()
-  let callout = CalloutIdentity(
-    kind: .post, file: "FeedApp/FeedController.swift", line: 42, phase: .beforeSources)
+    let classifier = Classifier()
+    let callout = CalloutIdentity(
+        kind: .post, file: "FeedApp/FeedController.swift", line: 42, phase: .beforeSources)
 
-  func at(_ time: UInt64, _ sample: Sample) -> Sample {
-    var sample = sample
-    sample.time = time
-    return sample
-  }
+    func at(_ time: UInt64, _ sample: Sample) -> Sample {
+        var sample = sample
+        sample.time = time
+        return sample
+    }
 
-  /// start 0; compute at 20 ms, fsync 70 ms, NSLock 170 ms, compute 200 ms; end 300 ms.
-  var mixedStall: Stall {
-    Stall(
-      id: 7, start: 0, end: 300 * ms, tier: .hang, callout: callout,
-      samples: [
-        at(20 * ms, Fixture.compute), at(70 * ms, Fixture.fsyncTimedOut),
-        at(170 * ms, Fixture.nsLock), at(200 * ms, Fixture.sqliteQuery),
-        at(260 * ms, Fixture.compute),
-      ])
-  }
+    /// start 0; compute at 20 ms, fsync 70 ms, NSLock 170 ms, compute 200 ms; end 300 ms.
+    var mixedStall: Stall {
+        Stall(
+            id: 7, start: 0, end: 300 * ms, tier: .hang, callout: callout,
+            samples: [
+                at(20 * ms, Fixture.compute), at(70 * ms, Fixture.fsyncTimedOut),
+                at(170 * ms, Fixture.nsLock), at(200 * ms, Fixture.sqliteQuery),
+                at(260 * ms, Fixture.compute),
+            ])
+    }
 
-  @Test func mixedStallIsTimeWeighted() {
-    let breakdown = classifier.breakdown(of: mixedStall)
-    #expect(breakdown.sampleCount == 5)
-    #expect(breakdown.totalNanos == 280 * ms)
-    #expect(breakdown.nanos(for: .compute) == 90 * ms)  // 50 + 40
-    #expect(breakdown.nanos(for: .io) == 100 * ms)
-    #expect(breakdown.nanos(for: .lockWait) == 30 * ms)
-    #expect(breakdown.nanos(for: .database) == 60 * ms)
-    #expect(breakdown.nanos(for: .other) == 0)
-    #expect(breakdown.dominant == .io)
-    #expect(abs(breakdown.dominantShare - 100.0 / 280.0) < 1e-9)
-    #expect(abs(breakdown.share(of: .compute) - 90.0 / 280.0) < 1e-9)
-    #expect(
-      breakdown.topReasons.map(\.reason) == [
-        "fsync", "FeedApp.ImageResizer.resize(_: FeedApp.Bitmap, to: Swift.Int)", "sqlite3_step",
-        "Foundation.NSLock.lock()",
-      ])
-    #expect(breakdown.topReasons[1].nanos == 90 * ms)
-    #expect(breakdown.topReasons[1].category == .compute)
-  }
+    @Test func mixedStallIsTimeWeighted() {
+        let breakdown = classifier.breakdown(of: mixedStall)
+        #expect(breakdown.sampleCount == 5)
+        #expect(breakdown.totalNanos == 280 * ms)
+        #expect(breakdown.nanos(for: .compute) == 90 * ms)  // 50 + 40
+        #expect(breakdown.nanos(for: .io) == 100 * ms)
+        #expect(breakdown.nanos(for: .lockWait) == 30 * ms)
+        #expect(breakdown.nanos(for: .database) == 60 * ms)
+        #expect(breakdown.nanos(for: .other) == 0)
+        #expect(breakdown.dominant == .io)
+        #expect(abs(breakdown.dominantShare - 100.0 / 280.0) < 1e-9)
+        #expect(abs(breakdown.share(of: .compute) - 90.0 / 280.0) < 1e-9)
+        #expect(
+            breakdown.topReasons.map(\.reason) == [
+                "fsync", "FeedApp.ImageResizer.resize(_: FeedApp.Bitmap, to: Swift.Int)", "sqlite3_step",
+                "Foundation.NSLock.lock()",
+            ])
+        #expect(breakdown.topReasons[1].nanos == 90 * ms)
+        #expect(breakdown.topReasons[1].category == .compute)
+    }
 
-  @Test func reasonsAreLimited() {
-    let breakdown = classifier.breakdown(of: mixedStall, maxReasons: 2)
-    #expect(
-      breakdown.topReasons.map(\.reason) == [
-        "fsync", "FeedApp.ImageResizer.resize(_: FeedApp.Bitmap, to: Swift.Int)",
-      ])
-  }
+    @Test func reasonsAreLimited() {
+        let breakdown = classifier.breakdown(of: mixedStall, maxReasons: 2)
+        #expect(
+            breakdown.topReasons.map(\.reason) == [
+                "fsync", "FeedApp.ImageResizer.resize(_: FeedApp.Bitmap, to: Swift.Int)",
+            ])
+    }
 
-  @Test func samplesOutOfOrderAreSortedFirst() {
-    var stall = mixedStall
-    stall.samples.reverse()
-    #expect(classifier.breakdown(of: stall) == classifier.breakdown(of: mixedStall))
-  }
+    @Test func samplesOutOfOrderAreSortedFirst() {
+        var stall = mixedStall
+        stall.samples.reverse()
+        #expect(classifier.breakdown(of: stall) == classifier.breakdown(of: mixedStall))
+    }
 
-  @Test func unfinishedStallStopsAtTheLastSample() {
-    var stall = mixedStall
-    stall.end = nil
-    stall.flags = [.unfinished]
-    let breakdown = classifier.breakdown(of: stall)
-    #expect(breakdown.totalNanos == 260 * ms - 20 * ms)
-    #expect(breakdown.nanos(for: .compute) == 50 * ms)
-    #expect(breakdown.topReasons.count == 4)
-  }
+    @Test func unfinishedStallStopsAtTheLastSample() {
+        var stall = mixedStall
+        stall.end = nil
+        stall.flags = [.unfinished]
+        let breakdown = classifier.breakdown(of: stall)
+        #expect(breakdown.totalNanos == 260 * ms - 20 * ms)
+        #expect(breakdown.nanos(for: .compute) == 50 * ms)
+        #expect(breakdown.topReasons.count == 4)
+    }
 
-  @Test func singleSampleOfAnUnfinishedStallStillHasAVerdict() {
-    let stall = Stall(
-      id: 1, start: 0, end: nil, tier: .severe, callout: callout,
-      samples: [Fixture.fsyncTimedOut], flags: [.unfinished, .captureTimedOut])
-    let breakdown = classifier.breakdown(of: stall)
-    #expect(breakdown.totalNanos == 0)
-    #expect(breakdown.dominant == .io)
-    #expect(breakdown.dominantShare == 1)
-    #expect(
-      breakdown.topReasons == [ReasonTime(category: .io, reason: "fsync", nanos: 0, share: 1)])
-  }
+    @Test func singleSampleOfAnUnfinishedStallStillHasAVerdict() {
+        let stall = Stall(
+            id: 1, start: 0, end: nil, tier: .severe, callout: callout,
+            samples: [Fixture.fsyncTimedOut], flags: [.unfinished, .captureTimedOut])
+        let breakdown = classifier.breakdown(of: stall)
+        #expect(breakdown.totalNanos == 0)
+        #expect(breakdown.dominant == .io)
+        #expect(breakdown.dominantShare == 1)
+        #expect(
+            breakdown.topReasons == [ReasonTime(category: .io, reason: "fsync", nanos: 0, share: 1)])
+    }
 
-  @Test func stallWithoutSamplesHasNoDominantCategory() {
-    let stall = Stall(id: 2, start: 0, end: 40 * ms, tier: .hitch, callout: callout)
-    let breakdown = classifier.breakdown(of: stall)
-    #expect(breakdown.dominant == nil)
-    #expect(breakdown.dominantShare == 0)
-    #expect(breakdown.topReasons.isEmpty)
-    #expect(StallCategory.allCases.allSatisfy { breakdown.nanos(for: $0) == 0 })
-  }
+    @Test func stallWithoutSamplesHasNoDominantCategory() {
+        let stall = Stall(id: 2, start: 0, end: 40 * ms, tier: .hitch, callout: callout)
+        let breakdown = classifier.breakdown(of: stall)
+        #expect(breakdown.dominant == nil)
+        #expect(breakdown.dominantShare == 0)
+        #expect(breakdown.topReasons.isEmpty)
+        #expect(StallCategory.allCases.allSatisfy { breakdown.nanos(for: $0) == 0 })
+    }
 
-  @Test func precomputedClassificationsGiveTheSameBreakdown() {
-    let stall = mixedStall
-    let direct = StallBreakdown(
-      samples: stall.samples, classifications: classifier.classify(stall.samples), end: stall.end)
-    #expect(direct == classifier.breakdown(of: stall))
-  }
+    @Test func precomputedClassificationsGiveTheSameBreakdown() {
+        let stall = mixedStall
+        let direct = StallBreakdown(
+            samples: stall.samples, classifications: classifier.classify(stall.samples), end: stall.end)
+        #expect(direct == classifier.breakdown(of: stall))
+    }
 }

@@ -7,80 +7,80 @@ import Testing
 @testable import StallwatchCore
 
 @Suite struct DataModelTests {
-  @Test func procLettersMapToStates() {
-    let expected: [Character: ThreadState] = [
-      "R": .running, "S": .sleeping, "D": .diskSleep, "T": .stopped, "t": .stopped,
-      "Z": .zombie, "X": .zombie, "I": .idle, "W": .unknown, "?": .unknown,
-    ]
-    for (letter, state) in expected {
-      #expect(ThreadState(procCode: letter) == state, "\(letter)")
+    @Test func procLettersMapToStates() {
+        let expected: [Character: ThreadState] = [
+            "R": .running, "S": .sleeping, "D": .diskSleep, "T": .stopped, "t": .stopped,
+            "Z": .zombie, "X": .zombie, "I": .idle, "W": .unknown, "?": .unknown,
+        ]
+        for (letter, state) in expected {
+            #expect(ThreadState(procCode: letter) == state, "\(letter)")
+        }
+        for state in ThreadState.allCases where state != .unknown {
+            #expect(ThreadState(procCode: state.procCode) == state)
+        }
     }
-    for state in ThreadState.allCases where state != .unknown {
-      #expect(ThreadState(procCode: state.procCode) == state)
+
+    @Test func rawValuesAreStable() {
+        #expect(LoopActivity.allCases.map(\.rawValue) == [1, 2, 3, 4, 5, 6])
+        #expect(CalloutKind.allCases.map(\.rawValue) == [1, 2, 3, 4, 5])
+        #expect(ThreadState.allCases.map(\.rawValue) == [0, 1, 2, 3, 4, 5, 6])
+        #expect(
+            StallCategory.allCases.map(\.rawValue) == ["compute", "io", "lockWait", "database", "other"])
+        #expect(StallFlags.unfinished.rawValue == 1)
+        #expect(StallFlags.suspended.rawValue == 2)
+        #expect(StallFlags.captureTimedOut.rawValue == 4)
     }
-  }
 
-  @Test func rawValuesAreStable() {
-    #expect(LoopActivity.allCases.map(\.rawValue) == [1, 2, 3, 4, 5, 6])
-    #expect(CalloutKind.allCases.map(\.rawValue) == [1, 2, 3, 4, 5])
-    #expect(ThreadState.allCases.map(\.rawValue) == [0, 1, 2, 3, 4, 5, 6])
-    #expect(
-      StallCategory.allCases.map(\.rawValue) == ["compute", "io", "lockWait", "database", "other"])
-    #expect(StallFlags.unfinished.rawValue == 1)
-    #expect(StallFlags.suspended.rawValue == 2)
-    #expect(StallFlags.captureTimedOut.rawValue == 4)
-  }
+    @Test(arguments: [
+        ("/usr/lib/x86_64-linux-gnu/libc.so.6", true),
+        ("/lib/x86_64-linux-gnu/libc.so.6", true),
+        ("/usr/lib/x86_64-linux-gnu/libsqlite3.so.0", true),
+        ("/opt/swift/usr/lib/swift/linux/libswiftCore.so", true),
+        ("/opt/swift/usr/lib/swift/linux/libFoundation.so", true),
+        ("/home/ci/toolchain/libdispatch.so", true),
+        ("[vdso]", true),
+        ("linux-vdso.so.1", true),
+        ("/srv/feed/.build/release/FeedApp", false),
+        ("/srv/feed/.build/release/libMyORM.so", false),
+    ])
+    func systemFrames(module: String, isSystem: Bool) {
+        #expect(Frame(address: 0x1000, symbol: "f", module: module).isSystem == isSystem)
+    }
 
-  @Test(arguments: [
-    ("/usr/lib/x86_64-linux-gnu/libc.so.6", true),
-    ("/lib/x86_64-linux-gnu/libc.so.6", true),
-    ("/usr/lib/x86_64-linux-gnu/libsqlite3.so.0", true),
-    ("/opt/swift/usr/lib/swift/linux/libswiftCore.so", true),
-    ("/opt/swift/usr/lib/swift/linux/libFoundation.so", true),
-    ("/home/ci/toolchain/libdispatch.so", true),
-    ("[vdso]", true),
-    ("linux-vdso.so.1", true),
-    ("/srv/feed/.build/release/FeedApp", false),
-    ("/srv/feed/.build/release/libMyORM.so", false),
-  ])
-  func systemFrames(module: String, isSystem: Bool) {
-    #expect(Frame(address: 0x1000, symbol: "f", module: module).isSystem == isSystem)
-  }
+    @Test func unknownModuleIsSystem() {
+        #expect(Frame(address: 0x1000).isSystem)
+    }
 
-  @Test func unknownModuleIsSystem() {
-    #expect(Frame(address: 0x1000).isSystem)
-  }
+    @Test func sampleNamesItsSyscall() {
+        #expect(Fixture.fsyncTimedOut.syscallName == "fsync")
+        #expect(Fixture.compute.syscallName == nil)
+        #expect(Sample(time: 0, state: .diskSleep, syscall: -1).syscallName == nil)
+    }
 
-  @Test func sampleNamesItsSyscall() {
-    #expect(Fixture.fsyncTimedOut.syscallName == "fsync")
-    #expect(Fixture.compute.syscallName == nil)
-    #expect(Sample(time: 0, state: .diskSleep, syscall: -1).syscallName == nil)
-  }
+    @Test func stallDuration() {
+        let callout = CalloutIdentity(
+            kind: .timer, label: "refresh", file: "FeedApp/Timers.swift", line: 9, phase: .beforeTimers)
+        var stall = Stall(id: 1, start: 5 * ms, end: 305 * ms, tier: .hang, callout: callout)
+        #expect(stall.duration == .milliseconds(300))
+        stall.end = nil
+        #expect(stall.duration == nil)
+    }
 
-  @Test func stallDuration() {
-    let callout = CalloutIdentity(
-      kind: .timer, label: "refresh", file: "FeedApp/Timers.swift", line: 9, phase: .beforeTimers)
-    var stall = Stall(id: 1, start: 5 * ms, end: 305 * ms, tier: .hang, callout: callout)
-    #expect(stall.duration == .milliseconds(300))
-    stall.end = nil
-    #expect(stall.duration == nil)
-  }
-
-  @Test func stallSurvivesJSON() throws {
-    let stall = Stall(
-      id: 3, start: 1_000, end: 400 * ms, tier: .hang,
-      callout: CalloutIdentity(
-        kind: .mainQueue, file: "FeedApp/Feed.swift", line: 12, mode: "tracking",
-        phase: .afterWaiting),
-      samples: [Fixture.nsLock, Fixture.fsyncTimedOut, Fixture.compute],
-      flags: [.captureTimedOut])
-    let data = try JSONEncoder().encode(stall)
-    #expect(try JSONDecoder().decode(Stall.self, from: data) == stall)
-    let breakdown = Classifier().breakdown(of: stall)
-    let decoded = try JSONDecoder().decode(
-      StallBreakdown.self, from: JSONEncoder().encode(breakdown))
-    #expect(decoded == breakdown)
-    let text = String(decoding: try JSONEncoder().encode(breakdown), as: UTF8.self)
-    #expect(text.contains("\"lockWait\""))
-  }
+    @Test func stallSurvivesJSON() throws {
+        let stall = Stall(
+            id: 3, start: 1_000, end: 400 * ms, tier: .hang,
+            callout: CalloutIdentity(
+                kind: .mainQueue, file: "FeedApp/Feed.swift", line: 12, mode: "tracking",
+                phase: .afterWaiting),
+            samples: [Fixture.nsLock, Fixture.fsyncTimedOut, Fixture.compute],
+            flags: [.captureTimedOut])
+        let data = try JSONEncoder().encode(stall)
+        #expect(try JSONDecoder().decode(Stall.self, from: data) == stall)
+        let breakdown = Classifier().breakdown(of: stall)
+        let decoded = try JSONDecoder().decode(
+            StallBreakdown.self, from: JSONEncoder().encode(breakdown))
+        #expect(decoded == breakdown)
+        let text = String(decoding: try JSONEncoder().encode(breakdown), as: UTF8.self)
+        #expect(text.contains("\"lockWait\""))
+    }
 }

@@ -6,45 +6,45 @@ import Testing
 @testable import Stallwatch
 
 @Suite struct CalloutBoardTests {
-  @Test func aWatchedCalloutIsPublishedWithItsSite() async {
-    let seen = await onLoopThread { loop -> [String] in
-      let seen = Box<[String]>([])
-      loop.board.enabled.store(true, ordering: .relaxed)
-      let line = #line + 1
-      loop.post(label: "work") {
-        let snapshot = loop.board.snapshot()
-        seen.value.append("busy:\(snapshot.isBusy)")
-        seen.value.append("\(snapshot.kind) \(snapshot.phase) \(snapshot.mode)")
-        seen.value.append(
-          "\(CalloutSite.unpack(snapshot.label) ?? "-") \(CalloutSite.unpack(snapshot.file) ?? "-"):\(snapshot.line == UInt32(line))"
-        )
-      }
-      loop.runOnce(timeout: .zero)
-      seen.value.append("after:\(loop.board.snapshot().isBusy)")
-      return seen.value
+    @Test func aWatchedCalloutIsPublishedWithItsSite() async {
+        let seen = await onLoopThread { loop -> [String] in
+            let seen = Box<[String]>([])
+            loop.board.enabled.store(true, ordering: .relaxed)
+            let line = #line + 1
+            loop.post(label: "work") {
+                let snapshot = loop.board.snapshot()
+                seen.value.append("busy:\(snapshot.isBusy)")
+                seen.value.append("\(snapshot.kind) \(snapshot.phase) \(snapshot.mode)")
+                seen.value.append(
+                    "\(CalloutSite.unpack(snapshot.label) ?? "-") \(CalloutSite.unpack(snapshot.file) ?? "-"):\(snapshot.line == UInt32(line))"
+                )
+            }
+            loop.runOnce(timeout: .zero)
+            seen.value.append("after:\(loop.board.snapshot().isBusy)")
+            return seen.value
+        }
+        #expect(
+            seen == [
+                "busy:true", "post beforeSources default",
+                "work StallwatchTests/CalloutBoardTests.swift:true", "after:false",
+            ])
     }
-    #expect(
-      seen == [
-        "busy:true", "post beforeSources default",
-        "work StallwatchTests/CalloutBoardTests.swift:true", "after:false",
-      ])
-  }
 
-  @Test func aNestedRunSuspendsTheOuterCalloutAndResumesIt() async {
-    let seen = await onLoopThread { loop -> [Bool] in
-      let seen = Box<[Bool]>([])
-      loop.board.enabled.store(true, ordering: .relaxed)
-      loop.post {
-        seen.value.append(loop.board.snapshot().isBusy)
-        loop.addObserver(.beforeWaiting, repeats: false) { _, _ in }
-        loop.schedule(after: .milliseconds(5)) { _ in }
-        loop.runOnce(timeout: .milliseconds(50))
-        // Inside the nested run's wait the board was idle; now the outer is back.
-        seen.value.append(loop.board.snapshot().isBusy)
-      }
-      loop.runOnce(timeout: .zero)
-      return seen.value
+    @Test func aNestedRunSuspendsTheOuterCalloutAndResumesIt() async {
+        let seen = await onLoopThread { loop -> [Bool] in
+            let seen = Box<[Bool]>([])
+            loop.board.enabled.store(true, ordering: .relaxed)
+            loop.post {
+                seen.value.append(loop.board.snapshot().isBusy)
+                loop.addObserver(.beforeWaiting, repeats: false) { _, _ in }
+                loop.schedule(after: .milliseconds(5)) { _ in }
+                loop.runOnce(timeout: .milliseconds(50))
+                // Inside the nested run's wait the board was idle; now the outer is back.
+                seen.value.append(loop.board.snapshot().isBusy)
+            }
+            loop.runOnce(timeout: .zero)
+            return seen.value
+        }
+        #expect(seen == [true, true])
     }
-    #expect(seen == [true, true])
-  }
 }

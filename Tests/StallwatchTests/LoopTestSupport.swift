@@ -6,70 +6,70 @@ import Testing
 /// Runs `body` on a fresh thread that owns a fresh `MainLoop` (the test runner's threads are
 /// shared, and a loop blocks its thread), and returns its result.
 func onLoopThread<T: Sendable>(_ body: @escaping @Sendable (MainLoop) -> T) async -> T {
-  await withCheckedContinuation { continuation in
-    let thread = Thread {
-      let loop = MainLoop()
-      continuation.resume(returning: body(loop))
+    await withCheckedContinuation { continuation in
+        let thread = Thread {
+            let loop = MainLoop()
+            continuation.resume(returning: body(loop))
+        }
+        thread.stackSize = 8 << 20
+        thread.start()
     }
-    thread.stackSize = 8 << 20
-    thread.start()
-  }
 }
 
 /// A value the loop thread writes and the test reads after the loop has returned.
 final class Box<T>: @unchecked Sendable {
-  var value: T
-  init(_ value: T) { self.value = value }
+    var value: T
+    init(_ value: T) { self.value = value }
 }
 
 /// A pipe whose ends close on deinit unless closed earlier.
 final class TestPipe: @unchecked Sendable {
-  let readFD: Int32
-  let writeFD: Int32
-  private var closed: Set<Int32> = []
+    let readFD: Int32
+    let writeFD: Int32
+    private var closed: Set<Int32> = []
 
-  init() {
-    var fds: [Int32] = [0, 0]
-    precondition(pipe(&fds) == 0)
-    readFD = fds[0]
-    writeFD = fds[1]
-  }
+    init() {
+        var fds: [Int32] = [0, 0]
+        precondition(pipe(&fds) == 0)
+        readFD = fds[0]
+        writeFD = fds[1]
+    }
 
-  func write(_ text: String) {
-    _ = text.withCString { Glibc.write(writeFD, $0, strlen($0)) }
-  }
+    func write(_ text: String) {
+        _ = text.withCString { Glibc.write(writeFD, $0, strlen($0)) }
+    }
 
-  func read() -> String {
-    var buffer = [UInt8](repeating: 0, count: 256)
-    let n = Glibc.read(readFD, &buffer, buffer.count)
-    return n > 0 ? String(decoding: buffer[0..<n], as: UTF8.self) : ""
-  }
+    func read() -> String {
+        var buffer = [UInt8](repeating: 0, count: 256)
+        let n = Glibc.read(readFD, &buffer, buffer.count)
+        return n > 0 ? String(decoding: buffer[0..<n], as: UTF8.self) : ""
+    }
 
-  func close(_ fd: Int32) {
-    if closed.insert(fd).inserted { _ = Glibc.close(fd) }
-  }
+    func close(_ fd: Int32) {
+        if closed.insert(fd).inserted { _ = Glibc.close(fd) }
+    }
 
-  deinit {
-    close(readFD)
-    close(writeFD)
-  }
+    deinit {
+        close(readFD)
+        close(writeFD)
+    }
 }
 
 /// The path of an executable built next to the test bundle.
 func builtProduct(_ name: String) -> String {
-  URL(fileURLWithPath: "/proc/self/exe").resolvingSymlinksInPath().deletingLastPathComponent()
-    .appendingPathComponent(name).path
+    URL(fileURLWithPath: "/proc/self/exe").resolvingSymlinksInPath().deletingLastPathComponent()
+        .appendingPathComponent(name).path
 }
 
 /// Runs a built executable and returns its exit status and standard output.
 func runProduct(_ name: String, _ arguments: [String]) throws -> (status: Int32, output: String) {
-  let process = Process()
-  process.executableURL = URL(fileURLWithPath: builtProduct(name))
-  process.arguments = arguments
-  let pipe = Pipe()
-  process.standardOutput = pipe
-  try process.run()
-  let data = pipe.fileHandleForReading.readDataToEndOfFile()
-  process.waitUntilExit()
-  return (process.terminationStatus, String(decoding: data, as: UTF8.self))
+    let process = Process()
+    process.executableURL = URL(fileURLWithPath: builtProduct(name))
+    process.arguments = arguments
+    let pipe = Pipe()
+    process.standardOutput = pipe
+    try process.run()
+    let data = pipe.fileHandleForReading.readDataToEndOfFile()
+    process.waitUntilExit()
+    return (process.terminationStatus, String(decoding: data, as: UTF8.self))
 }

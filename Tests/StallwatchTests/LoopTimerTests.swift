@@ -6,65 +6,65 @@ import Testing
 @testable import Stallwatch
 
 @Suite struct LoopTimerTests {
-  @Test func timersFireInDeadlineThenRegistrationOrder() async {
-    let order = await onLoopThread { loop -> [String] in
-      var order: [String] = []
-      loop.schedule(after: .milliseconds(30)) { _ in order.append("30") }
-      loop.schedule(after: .milliseconds(10)) { _ in order.append("10") }
-      let tie = MainLoop.monotonicNanos() + 20_000_000
-      for name in ["20a", "20b", "20c"] {
-        _ = loop.schedule(
-          at: tie, intervalNanos: nil, toleranceNanos: 0, modes: [.default],
-          site: CalloutSite(kind: .timer, label: nil, file: #fileID, line: 1)
-        ) { _ in order.append(name) }
-      }
-      let cancelled = loop.schedule(after: .milliseconds(15)) { _ in order.append("cancelled") }
-      cancelled.cancel()
-      loop.schedule(after: .milliseconds(40)) { _ in loop.stop() }
-      loop.run()
-      return order
-    }
-    #expect(order == ["10", "20a", "20b", "20c", "30"])
-  }
-
-  @Test func repeatingTimerStaysOnItsGridAndCountsSkippedFires() async {
-    struct Fire: Sendable {
-      var index: UInt64
-      var firedAt: UInt64
-    }
-    let result = await onLoopThread {
-      loop -> (fires: [Fire], origin: UInt64, skipped: UInt64, count: UInt64) in
-      var fires: [Fire] = []
-      let interval: UInt64 = 10_000_000
-      let origin = MainLoop.monotonicNanos() + interval
-      let timer = loop.schedule(
-        at: origin, intervalNanos: interval, toleranceNanos: 0, modes: [.default],
-        site: CalloutSite(kind: .timer, label: nil, file: #fileID, line: 1)
-      ) { timer in
-        // fireIndex has moved past this fire: the index of this one is the previous.
-        fires.append(Fire(index: timer.fireIndex - 1, firedAt: MainLoop.monotonicNanos()))
-        if fires.count == 5 { usleep(45_000) }  // busy for ~4.5 intervals
-        if fires.count == 12 {
-          timer.cancel()
-          loop.stop()
+    @Test func timersFireInDeadlineThenRegistrationOrder() async {
+        let order = await onLoopThread { loop -> [String] in
+            var order: [String] = []
+            loop.schedule(after: .milliseconds(30)) { _ in order.append("30") }
+            loop.schedule(after: .milliseconds(10)) { _ in order.append("10") }
+            let tie = MainLoop.monotonicNanos() + 20_000_000
+            for name in ["20a", "20b", "20c"] {
+                _ = loop.schedule(
+                    at: tie, intervalNanos: nil, toleranceNanos: 0, modes: [.default],
+                    site: CalloutSite(kind: .timer, label: nil, file: #fileID, line: 1)
+                ) { _ in order.append(name) }
+            }
+            let cancelled = loop.schedule(after: .milliseconds(15)) { _ in order.append("cancelled") }
+            cancelled.cancel()
+            loop.schedule(after: .milliseconds(40)) { _ in loop.stop() }
+            loop.run()
+            return order
         }
-      }
-      loop.run()
-      return (fires, origin, timer.skippedFires, timer.fireCount)
+        #expect(order == ["10", "20a", "20b", "20c", "30"])
     }
-    let interval: UInt64 = 10_000_000
-    #expect(result.count == 12)
-    let skipped = result.skipped
-    #expect(skipped >= 3 && skipped <= 6)
-    for (previous, fire) in zip(result.fires, result.fires.dropFirst()) {
-      #expect(fire.index > previous.index)
+
+    @Test func repeatingTimerStaysOnItsGridAndCountsSkippedFires() async {
+        struct Fire: Sendable {
+            var index: UInt64
+            var firedAt: UInt64
+        }
+        let result = await onLoopThread {
+            loop -> (fires: [Fire], origin: UInt64, skipped: UInt64, count: UInt64) in
+            var fires: [Fire] = []
+            let interval: UInt64 = 10_000_000
+            let origin = MainLoop.monotonicNanos() + interval
+            let timer = loop.schedule(
+                at: origin, intervalNanos: interval, toleranceNanos: 0, modes: [.default],
+                site: CalloutSite(kind: .timer, label: nil, file: #fileID, line: 1)
+            ) { timer in
+                // fireIndex has moved past this fire: the index of this one is the previous.
+                fires.append(Fire(index: timer.fireIndex - 1, firedAt: MainLoop.monotonicNanos()))
+                if fires.count == 5 { usleep(45_000) }  // busy for ~4.5 intervals
+                if fires.count == 12 {
+                    timer.cancel()
+                    loop.stop()
+                }
+            }
+            loop.run()
+            return (fires, origin, timer.skippedFires, timer.fireCount)
+        }
+        let interval: UInt64 = 10_000_000
+        #expect(result.count == 12)
+        let skipped = result.skipped
+        #expect(skipped >= 3 && skipped <= 6)
+        for (previous, fire) in zip(result.fires, result.fires.dropFirst()) {
+            #expect(fire.index > previous.index)
+        }
+        for fire in result.fires {
+            // Never early, and on the grid: fire k is due at origin + k × interval.
+            let due = result.origin + fire.index * interval
+            #expect(fire.firedAt >= due)
+        }
+        // No drift: the 12th fire is due exactly where the grid says, skipped fires included.
+        #expect(result.fires.last!.index == 11 + result.skipped)
     }
-    for fire in result.fires {
-      // Never early, and on the grid: fire k is due at origin + k × interval.
-      let due = result.origin + fire.index * interval
-      #expect(fire.firedAt >= due)
-    }
-    // No drift: the 12th fire is due exactly where the grid says, skipped fires included.
-    #expect(result.fires.last!.index == 11 + result.skipped)
-  }
 }

@@ -4,15 +4,15 @@ import Foundation
 import Testing
 
 @Suite struct MainQueueTests {
-  @Test func dispatchMainAndMainActorRunInsideMainLoop() throws {
-    let (status, output) = try runProduct("StallwatchTestHost", ["main-queue"])
-    #expect(status == 0)
-    let lines = Set(output.split(separator: "\n").map(String.init))
-    for key in [
-      "dispatch.async", "dispatch.asyncAfter", "task.mainActor", "mainActor.run", "returned",
-    ] {
-      #expect(lines.contains("\(key)=1"), "\(key) in \(output)")
+    @Test func dispatchMainAndMainActorRunInsideMainLoop() throws {
+        let (status, output) = try runProduct("StallwatchTestHost", ["main-queue"])
+        #expect(status == 0)
+        let lines = Set(output.split(separator: "\n").map(String.init))
+        for key in [
+            "dispatch.async", "dispatch.asyncAfter", "task.mainActor", "mainActor.run", "returned",
+        ] {
+            #expect(lines.contains("\(key)=1"), "\(key) in \(output)")
+        }
+        #expect(!lines.contains("timeout=1"))
     }
-    #expect(!lines.contains("timeout=1"))
-  }
 }

@@ -1,4 +1,5 @@
 import CStallwatchShims
+import Dispatch
 import Synchronization
 
 /// What the loop thread publishes about the callout it is running, for a watchdog thread.
@@ -8,91 +9,111 @@ import Synchronization
 /// Readers use the sequence like a seqlock: odd while a callout runs; read the fields between
 /// two equal odd loads of `sequence` to get a consistent identity.
 final class CalloutBoard: Sendable {
-  /// Set by a watchdog while it listens; the loop reads it once per callout.
-  let enabled = Atomic<Bool>(false)
-  /// Odd while a callout runs, even between callouts; each callout adds 2.
-  let sequence = Atomic<UInt64>(0)
-  /// CLOCK_MONOTONIC ns when the current callout began (or resumed after a nested run).
-  let startNanos = Atomic<UInt64>(0)
-  /// kind | phase << 8 | mode << 16 | line << 32.
-  let descriptor = Atomic<UInt64>(0)
-  /// Packed `StaticString`s (pointer | length << 48), 0 when absent.
-  let label = Atomic<UInt64>(0)
-  let file = Atomic<UInt64>(0)
-  /// Written by a watchdog that declared the callout with this sequence a stall; the loop
-  /// then stores the callout's exact end time (the only clock read at a callout's end).
-  let stalledSequence = Atomic<UInt64>(0)
-  let stallEndNanos = Atomic<UInt64>(0)
-  /// Iteration congestion: the watchdog sets the budget; the loop counts iterations whose
-  /// callouts together overran it while none alone did.
-  let budgetNanos = Atomic<UInt64>(UInt64.max)
-  let congestedIterations = Atomic<UInt64>(0)
-  /// Whether the loop is blocked in its idle wait (so a watchdog may sleep without a deadline).
-  let waiting = Atomic<Bool>(false)
+    /// Set by a watchdog while it listens; the loop reads it once per callout.
+    let enabled = Atomic<Bool>(false)
+    /// Whether a monitor is attached (one at a time: the stall handshake has one slot).
+    let monitorAttached = Atomic<Bool>(false)
+    /// Odd while a callout runs, even between callouts; each callout adds 2.
+    let sequence = Atomic<UInt64>(0)
+    /// CLOCK_MONOTONIC ns when the current callout began (or resumed after a nested run).
+    let startNanos = Atomic<UInt64>(0)
+    /// kind | phase << 8 | mode << 16 | line << 32.
+    let descriptor = Atomic<UInt64>(0)
+    /// Packed `StaticString`s (pointer | length << 48), 0 when absent.
+    let label = Atomic<UInt64>(0)
+    let file = Atomic<UInt64>(0)
+    /// Written by a watchdog that declared the callout with this sequence a stall; the loop
+    /// then stores the callout's exact end time (the only clock read at a callout's end).
+    let stalledSequence = Atomic<UInt64>(0)
+    let stallEndNanos = Atomic<UInt64>(0)
+    /// The sequence whose end `stallEndNanos` is (set after it, before `sequence` moves on).
+    let stallEndSequence = Atomic<UInt64>(0)
+    /// Iteration congestion: the watchdog sets the budget; the loop counts iterations whose
+    /// callouts together overran it while none alone did.
+    let budgetNanos = Atomic<UInt64>(UInt64.max)
+    let congestedIterations = Atomic<UInt64>(0)
+    /// Whether the loop is blocked in its idle wait (so a watchdog may sleep without a deadline).
+    let waiting = Atomic<Bool>(false)
+    /// Set by a watchdog that sleeps until the loop wakes up; the loop clears it and signals
+    /// `watchdogWake` after its wait (one syscall per idle period, only while watched). The
+    /// watchdog stores `parked` before re-checking `waiting`, the loop stores `waiting`
+    /// before exchanging `parked`: with both sequentially consistent, no wake-up is lost.
+    let parked = Atomic<Bool>(false)
+    /// Also signalled when a stalled callout ends, so the watchdog closes the stall at once.
+    let watchdogWake = DispatchSemaphore(value: 0)
+
+    /// Loop thread, after its idle wait: wakes a parked watchdog.
+    @inline(__always)
+    func loopWoke() {
+        waiting.store(false, ordering: .sequentiallyConsistent)
+        if parked.load(ordering: .sequentiallyConsistent) && parked.exchange(false, ordering: .sequentiallyConsistent) {
+            watchdogWake.signal()
+        }
+    }
 }
 
 /// A callout's identity as the loop keeps it on its own thread (no allocation: static strings).
 struct CalloutSite {
-  var kind: CalloutKind
-  var label: StaticString?
-  var file: StaticString
-  var line: UInt32
+    var kind: CalloutKind
+    var label: StaticString?
+    var file: StaticString
+    var line: UInt32
 
-  static func pack(_ string: StaticString?) -> UInt64 {
-    guard let string, string.hasPointerRepresentation, string.utf8CodeUnitCount < 1 << 16 else {
-      return 0
+    static func pack(_ string: StaticString?) -> UInt64 {
+        guard let string, string.hasPointerRepresentation, string.utf8CodeUnitCount < 1 << 16 else {
+            return 0
+        }
+        return UInt64(UInt(bitPattern: string.utf8Start)) | UInt64(string.utf8CodeUnitCount) << 48
     }
-    return UInt64(UInt(bitPattern: string.utf8Start)) | UInt64(string.utf8CodeUnitCount) << 48
-  }
 
-  /// Reads back a packed static string; safe because static strings live for the process.
-  static func unpack(_ packed: UInt64) -> String? {
-    guard packed != 0, let base = UnsafePointer<UInt8>(bitPattern: UInt(packed & 0xFFFF_FFFF_FFFF))
-    else {
-      return nil
+    /// Reads back a packed static string; safe because static strings live for the process.
+    static func unpack(_ packed: UInt64) -> String? {
+        guard packed != 0, let base = UnsafePointer<UInt8>(bitPattern: UInt(packed & 0xFFFF_FFFF_FFFF))
+        else {
+            return nil
+        }
+        return String(
+            decoding: UnsafeBufferPointer(start: base, count: Int(packed >> 48)), as: UTF8.self)
     }
-    return String(
-      decoding: UnsafeBufferPointer(start: base, count: Int(packed >> 48)), as: UTF8.self)
-  }
 }
 
 /// One consistent read of the board, taken by a watchdog thread.
 struct CalloutSnapshot: Sendable {
-  var sequence: UInt64
-  var startNanos: UInt64
-  var kind: CalloutKind
-  var phase: LoopActivity
-  var mode: MainLoop.Mode
-  var line: UInt32
-  var label: UInt64
-  var file: UInt64
+    var sequence: UInt64
+    var startNanos: UInt64
+    var kind: CalloutKind
+    var phase: LoopActivity
+    var mode: MainLoop.Mode
+    var line: UInt32
+    var label: UInt64
+    var file: UInt64
 
-  /// Whether a callout was running when the snapshot was taken.
-  var isBusy: Bool { sequence & 1 == 1 }
+    /// Whether a callout was running when the snapshot was taken.
+    var isBusy: Bool { sequence & 1 == 1 }
 }
 
 extension CalloutBoard {
-  /// A consistent snapshot, retrying while the loop moves between callouts. Any thread.
-  func snapshot() -> CalloutSnapshot {
-    while true {
-      let before = sequence.load(ordering: .acquiring)
-      let start = startNanos.load(ordering: .relaxed)
-      let packed = descriptor.load(ordering: .relaxed)
-      let labelWord = label.load(ordering: .relaxed)
-      let fileWord = file.load(ordering: .relaxed)
-      atomicMemoryFence(ordering: .acquiring)
-      if sequence.load(ordering: .relaxed) == before {
-        return CalloutSnapshot(
-          sequence: before,
-          startNanos: start,
-          kind: CalloutKind(rawValue: UInt8(packed & 0xFF)) ?? .post,
-          phase: LoopActivity(rawValue: UInt8((packed >> 8) & 0xFF)) ?? .beforeSources,
-          mode: MainLoop.Mode(id: UInt16((packed >> 16) & 0xFFFF)),
-          line: UInt32(packed >> 32),
-          label: labelWord,
-          file: fileWord
-        )
-      }
+    /// A consistent snapshot, retrying while the loop moves between callouts. Any thread.
+    func snapshot() -> CalloutSnapshot {
+        while true {
+            let before = sequence.load(ordering: .acquiring)
+            let start = startNanos.load(ordering: .relaxed)
+            let packed = descriptor.load(ordering: .relaxed)
+            let labelWord = label.load(ordering: .relaxed)
+            let fileWord = file.load(ordering: .relaxed)
+            atomicMemoryFence(ordering: .acquiring)
+            if sequence.load(ordering: .relaxed) == before {
+                return CalloutSnapshot(
+                    sequence: before,
+                    startNanos: start,
+                    kind: CalloutKind(rawValue: UInt8(packed & 0xFF)) ?? .post,
+                    phase: LoopActivity(rawValue: UInt8((packed >> 8) & 0xFF)) ?? .beforeSources,
+                    mode: MainLoop.Mode(id: UInt16((packed >> 16) & 0xFFFF)),
+                    line: UInt32(packed >> 32),
+                    label: labelWord,
+                    file: fileWord
+                )
+            }
+        }
     }
-  }
 }

@@ -2,162 +2,162 @@ import CStallwatchShims
 import Glibc
 
 extension MainLoop {
-  /// What a file-descriptor source waits for.
-  public enum SourceKind: Sendable {
-    case readable, writable
-  }
-
-  /// What happened on a source's descriptor, as its handler receives it.
-  public struct SourceEvents: OptionSet, Sendable {
-    public let rawValue: UInt8
-    public init(rawValue: UInt8) { self.rawValue = rawValue }
-    /// Data (or end of file) can be read.
-    public static let readable = SourceEvents(rawValue: 1)
-    /// The descriptor accepts writes.
-    public static let writable = SourceEvents(rawValue: 2)
-    /// The peer closed its end.
-    public static let hangup = SourceEvents(rawValue: 4)
-    /// The descriptor is in error (e.g. writing to a pipe nobody reads).
-    public static let error = SourceEvents(rawValue: 8)
-  }
-
-  /// A file-descriptor source. Level-triggered: the handler runs every iteration while the
-  /// descriptor is ready. After a hang-up with nothing left to read, or an error, the
-  /// handler runs a last time with `.hangup`/`.error` and the source cancels itself, so a
-  /// dead descriptor never spins the loop. Loop thread only.
-  public final class Source: ModeItem {
-    /// The descriptor watched (the loop never closes it).
-    public let fd: Int32
-    /// What it waits for.
-    public let kind: SourceKind
-    /// False once cancelled.
-    public private(set) var isValid = true
-
-    let handler: (Source, SourceEvents) -> Void
-    let site: CalloutSite
-    weak var loop: MainLoop?
-    var states: [ModeState] = []
-
-    init(
-      fd: Int32, kind: SourceKind, loop: MainLoop, site: CalloutSite,
-      handler: @escaping (Source, SourceEvents) -> Void
-    ) {
-      self.fd = fd
-      self.kind = kind
-      self.loop = loop
-      self.site = site
-      self.handler = handler
+    /// What a file-descriptor source waits for.
+    public enum SourceKind: Sendable {
+        case readable, writable
     }
 
-    /// Stops watching; the handler will not run again. Safe from any source's handler.
-    public func cancel() {
-      guard isValid else { return }
-      isValid = false
-      for state in states {
-        guard var entry = state.sources[fd] else { continue }
-        if kind == .readable { entry.reader = nil } else { entry.writer = nil }
-        let events = entry.events
-        // The fd may already be closed (epoll forgot it then): nothing left to undo.
-        if events == 0 {
-          state.sources[fd] = nil
-          try? state.epoll.control(EPOLL_CTL_DEL, fd, events: 0, tag: 0)
-        } else {
-          state.sources[fd] = entry
-          try? state.epoll.control(EPOLL_CTL_MOD, fd, events: events, tag: UInt64(fd))
+    /// What happened on a source's descriptor, as its handler receives it.
+    public struct SourceEvents: OptionSet, Sendable {
+        public let rawValue: UInt8
+        public init(rawValue: UInt8) { self.rawValue = rawValue }
+        /// Data (or end of file) can be read.
+        public static let readable = SourceEvents(rawValue: 1)
+        /// The descriptor accepts writes.
+        public static let writable = SourceEvents(rawValue: 2)
+        /// The peer closed its end.
+        public static let hangup = SourceEvents(rawValue: 4)
+        /// The descriptor is in error (e.g. writing to a pipe nobody reads).
+        public static let error = SourceEvents(rawValue: 8)
+    }
+
+    /// A file-descriptor source. Level-triggered: the handler runs every iteration while the
+    /// descriptor is ready. After a hang-up with nothing left to read, or an error, the
+    /// handler runs a last time with `.hangup`/`.error` and the source cancels itself, so a
+    /// dead descriptor never spins the loop. Loop thread only.
+    public final class Source: ModeItem {
+        /// The descriptor watched (the loop never closes it).
+        public let fd: Int32
+        /// What it waits for.
+        public let kind: SourceKind
+        /// False once cancelled.
+        public private(set) var isValid = true
+
+        let handler: (Source, SourceEvents) -> Void
+        let site: CalloutSite
+        weak var loop: MainLoop?
+        var states: [ModeState] = []
+
+        init(
+            fd: Int32, kind: SourceKind, loop: MainLoop, site: CalloutSite,
+            handler: @escaping (Source, SourceEvents) -> Void
+        ) {
+            self.fd = fd
+            self.kind = kind
+            self.loop = loop
+            self.site = site
+            self.handler = handler
         }
-      }
-      states = []
-      loop?.forgetCommonItem(self)
+
+        /// Stops watching; the handler will not run again. Safe from any source's handler.
+        public func cancel() {
+            guard isValid else { return }
+            isValid = false
+            for state in states {
+                guard var entry = state.sources[fd] else { continue }
+                if kind == .readable { entry.reader = nil } else { entry.writer = nil }
+                let events = entry.events
+                // The fd may already be closed (epoll forgot it then): nothing left to undo.
+                if events == 0 {
+                    state.sources[fd] = nil
+                    try? state.epoll.control(EPOLL_CTL_DEL, fd, events: 0, tag: 0)
+                } else {
+                    state.sources[fd] = entry
+                    try? state.epoll.control(EPOLL_CTL_MOD, fd, events: events, tag: UInt64(fd))
+                }
+            }
+            states = []
+            loop?.forgetCommonItem(self)
+        }
+
+        func join(_ state: ModeState, loop: MainLoop) {
+            try? register(in: state)
+        }
+
+        func register(in state: ModeState) throws {
+            var entry = state.sources[fd] ?? FDEntry()
+            let existing = kind == .readable ? entry.reader : entry.writer
+            precondition(existing == nil, "fd \(fd) already has a \(kind) source in mode \(state.mode)")
+            let op = entry.events == 0 ? EPOLL_CTL_ADD : EPOLL_CTL_MOD
+            if kind == .readable { entry.reader = self } else { entry.writer = self }
+            try state.epoll.control(op, fd, events: entry.events, tag: UInt64(fd))
+            state.sources[fd] = entry
+            states.append(state)
+        }
     }
 
-    func join(_ state: ModeState, loop: MainLoop) {
-      try? register(in: state)
+    /// Watches `fd` and calls `handler` on the loop thread whenever it is ready.
+    /// Loop thread only.
+    /// - Throws: `SystemError` if the descriptor cannot be watched (e.g. EBADF: it is closed;
+    ///   EPERM: regular files are always ready and cannot be polled).
+    @discardableResult
+    public func addSource(
+        fd: Int32,
+        _ kind: SourceKind,
+        modes: [Mode] = [.default],
+        label: StaticString? = nil,
+        file: StaticString = #fileID,
+        line: UInt = #line,
+        handler: @escaping (Source, SourceEvents) -> Void
+    ) throws -> Source {
+        precondition(isCurrent, "MainLoop.addSource must be called on the loop's thread")
+        let source = Source(
+            fd: fd, kind: kind, loop: self,
+            site: CalloutSite(
+                kind: .source, label: label, file: file, line: UInt32(truncatingIfNeeded: line)),
+            handler: handler)
+        do {
+            for state in states(for: modes, item: source) { try source.register(in: state) }
+        } catch {
+            source.cancel()
+            throw error
+        }
+        return source
     }
 
-    func register(in state: ModeState) throws {
-      var entry = state.sources[fd] ?? FDEntry()
-      let existing = kind == .readable ? entry.reader : entry.writer
-      precondition(existing == nil, "fd \(fd) already has a \(kind) source in mode \(state.mode)")
-      let op = entry.events == 0 ? EPOLL_CTL_ADD : EPOLL_CTL_MOD
-      if kind == .readable { entry.reader = self } else { entry.writer = self }
-      try state.epoll.control(op, fd, events: entry.events, tag: UInt64(fd))
-      state.sources[fd] = entry
-      states.append(state)
+    /// Runs the handlers for one epoll event in `state`. Returns whether a user callout ran.
+    func dispatch(_ event: epoll_event, in state: ModeState) -> Bool {
+        let tag = event.data.u64
+        if tag == ModeState.wakeTag {
+            // Read first, then re-arm: re-arming first would let a producer's write be
+            // swallowed by this read while `wakePending` stays set, and no later post would
+            // ever write again (a lost wake-up).
+            Epoll.drainEventFD(wakeFD)
+            wakePending.store(false, ordering: .sequentiallyConsistent)
+            return false
+        }
+        if tag == ModeState.mainQueueTag {
+            // Read the eventfd first, or it stays readable and the loop spins.
+            Epoll.drainEventFD(mainQueueFD)
+            callout(Self.mainQueueSite, phase: .afterWaiting, mode: state.mode) {
+                sw_dispatch_main_queue_drain()
+            }
+            return true
+        }
+        guard let entry = state.sources[Int32(truncatingIfNeeded: tag)] else { return false }
+        let bits = event.events
+        let hangup = bits & (EPOLLHUP.rawValue | EPOLLRDHUP.rawValue) != 0
+        let failed = bits & EPOLLERR.rawValue != 0
+        var ran = false
+        for source in [entry.reader, entry.writer] {
+            guard let source, source.isValid else { continue }
+            var events: SourceEvents = []
+            let ready =
+                source.kind == .readable ? bits & EPOLLIN.rawValue != 0 : bits & EPOLLOUT.rawValue != 0
+            if ready { events.insert(source.kind == .readable ? .readable : .writable) }
+            if hangup { events.insert(.hangup) }
+            if failed { events.insert(.error) }
+            guard !events.isEmpty else { continue }
+            ran = true
+            callout(source.site, phase: .afterWaiting, mode: state.mode) {
+                source.handler(source, events)
+            }
+            // Nothing more can come: a hang-up with no data left, or an error.
+            if failed || (hangup && !ready) { source.cancel() }
+        }
+        return ran
     }
-  }
 
-  /// Watches `fd` and calls `handler` on the loop thread whenever it is ready.
-  /// Loop thread only.
-  /// - Throws: `SystemError` if the descriptor cannot be watched (e.g. EBADF: it is closed;
-  ///   EPERM: regular files are always ready and cannot be polled).
-  @discardableResult
-  public func addSource(
-    fd: Int32,
-    _ kind: SourceKind,
-    modes: [Mode] = [.default],
-    label: StaticString? = nil,
-    file: StaticString = #fileID,
-    line: UInt = #line,
-    handler: @escaping (Source, SourceEvents) -> Void
-  ) throws -> Source {
-    precondition(isCurrent, "MainLoop.addSource must be called on the loop's thread")
-    let source = Source(
-      fd: fd, kind: kind, loop: self,
-      site: CalloutSite(
-        kind: .source, label: label, file: file, line: UInt32(truncatingIfNeeded: line)),
-      handler: handler)
-    do {
-      for state in states(for: modes, item: source) { try source.register(in: state) }
-    } catch {
-      source.cancel()
-      throw error
-    }
-    return source
-  }
-
-  /// Runs the handlers for one epoll event in `state`. Returns whether a user callout ran.
-  func dispatch(_ event: epoll_event, in state: ModeState) -> Bool {
-    let tag = event.data.u64
-    if tag == ModeState.wakeTag {
-      // Read first, then re-arm: re-arming first would let a producer's write be
-      // swallowed by this read while `wakePending` stays set, and no later post would
-      // ever write again (a lost wake-up).
-      Epoll.drainEventFD(wakeFD)
-      wakePending.store(false, ordering: .sequentiallyConsistent)
-      return false
-    }
-    if tag == ModeState.mainQueueTag {
-      // Read the eventfd first, or it stays readable and the loop spins.
-      Epoll.drainEventFD(mainQueueFD)
-      callout(Self.mainQueueSite, phase: .afterWaiting, mode: state.mode) {
-        sw_dispatch_main_queue_drain()
-      }
-      return true
-    }
-    guard let entry = state.sources[Int32(truncatingIfNeeded: tag)] else { return false }
-    let bits = event.events
-    let hangup = bits & (EPOLLHUP.rawValue | EPOLLRDHUP.rawValue) != 0
-    let failed = bits & EPOLLERR.rawValue != 0
-    var ran = false
-    for source in [entry.reader, entry.writer] {
-      guard let source, source.isValid else { continue }
-      var events: SourceEvents = []
-      let ready =
-        source.kind == .readable ? bits & EPOLLIN.rawValue != 0 : bits & EPOLLOUT.rawValue != 0
-      if ready { events.insert(source.kind == .readable ? .readable : .writable) }
-      if hangup { events.insert(.hangup) }
-      if failed { events.insert(.error) }
-      guard !events.isEmpty else { continue }
-      ran = true
-      callout(source.site, phase: .afterWaiting, mode: state.mode) {
-        source.handler(source, events)
-      }
-      // Nothing more can come: a hang-up with no data left, or an error.
-      if failed || (hangup && !ready) { source.cancel() }
-    }
-    return ran
-  }
-
-  static let mainQueueSite = CalloutSite(
-    kind: .mainQueue, label: "DispatchQueue.main", file: "libdispatch", line: 0)
+    static let mainQueueSite = CalloutSite(
+        kind: .mainQueue, label: "DispatchQueue.main", file: "libdispatch", line: 0)
 }

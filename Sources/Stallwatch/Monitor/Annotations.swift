@@ -1,0 +1,85 @@
+import CStallwatchShims
+import Glibc
+import Synchronization
+
+/// Runs `body` inside a named scope that stall samples record (the innermost scope of the
+/// loop thread at the moment of each sample), like JankStats' UI states. A `category`, if
+/// given, is what the classifier reports for samples taken inside the scope, before looking
+/// at the stack or the kernel state. Scopes nest. On a thread without a running `MainLoop`
+/// the scope is free: it just runs `body`. Any thread.
+@inline(__always)
+public func annotate<T, E: Error>(
+    _ label: StaticString, category: StallCategory? = nil, _ body: () throws(E) -> T
+) throws(E) -> T {
+    guard let scopes = AnnotationScopes.current else { return try body() }
+    let token = scopes.push(label, category)
+    defer { scopes.pop(token) }
+    return try body()
+}
+
+/// The async form of `annotate` for main-actor code. Suspended scopes stay published: work
+/// that runs on the main thread while the body awaits is attributed to the scope too.
+@MainActor
+public func annotate<T>(
+    _ label: StaticString, category: StallCategory? = nil, _ body: @MainActor () async throws -> T
+) async rethrows -> T {
+    guard let scopes = AnnotationScopes.current else { return try await body() }
+    let token = scopes.push(label, category)
+    defer { scopes.pop(token) }
+    return try await body()
+}
+
+/// The annotation scopes of one loop thread: a stack owned by that thread, and its innermost
+/// entry published with two atomic stores for the watchdog.
+final class AnnotationScopes: @unchecked Sendable {
+    private var entries: [(token: UInt64, label: UInt64, category: UInt8)] = []
+    private var nextToken: UInt64 = 0
+    /// Packed `StaticString` of the innermost scope, 0 when none.
+    let label = Atomic<UInt64>(0)
+    /// 0 when none, else 1 + the index of the category in `StallCategory.allCases`.
+    let category = Atomic<UInt8>(0)
+
+    private static let key: pthread_key_t = {
+        var key = pthread_key_t()
+        pthread_key_create(&key, nil)
+        return key
+    }()
+
+    /// The scopes of the calling thread's loop, if a loop runs on it.
+    static var current: AnnotationScopes? {
+        pthread_getspecific(key).map { Unmanaged<AnnotationScopes>.fromOpaque($0).takeUnretainedValue() }
+    }
+
+    /// Loop thread: makes these the calling thread's scopes (the loop keeps them alive).
+    func bindToCurrentThread() {
+        pthread_setspecific(Self.key, Unmanaged.passUnretained(self).toOpaque())
+    }
+
+    func push(_ label: StaticString, _ category: StallCategory?) -> UInt64 {
+        nextToken += 1
+        let code = category.map { UInt8(StallCategory.allCases.firstIndex(of: $0)! + 1) } ?? 0
+        entries.append((nextToken, CalloutSite.pack(label), code))
+        publish()
+        return nextToken
+    }
+
+    func pop(_ token: UInt64) {
+        // By token, not by position: async scopes on the main actor may end out of order.
+        if let index = entries.lastIndex(where: { $0.token == token }) { entries.remove(at: index) }
+        publish()
+    }
+
+    private func publish() {
+        let innermost = entries.last
+        label.store(innermost?.label ?? 0, ordering: .relaxed)
+        category.store(innermost?.category ?? 0, ordering: .relaxed)
+    }
+
+    /// Watchdog thread: the innermost scope now.
+    func innermost() -> Annotation? {
+        let packed = label.load(ordering: .relaxed)
+        guard let name = CalloutSite.unpack(packed) else { return nil }
+        let code = Int(category.load(ordering: .relaxed))
+        return Annotation(label: name, category: code == 0 ? nil : StallCategory.allCases[code - 1])
+    }
+}

@@ -1,0 +1,172 @@
+import CStallwatchShims
+import Dispatch
+
+extension StallMonitor {
+    /// The watchdog thread's loop: sleep to the running callout's deadline, park while the
+    /// loop is idle, and sample a callout still running at its deadline until it ends.
+    func watch() {
+        _ = sw_set_timer_slack(1_000)
+        let board = loop.board
+        let reader = ThreadStateReader(tid: loop.threadID)
+        let budget = configuration.tiers.budget.nanoseconds
+        var nextID: UInt64 = 1
+        var sleeper = Sleeper(board: board, threshold: configuration.suspendThreshold.nanoseconds)
+        while isRunning {
+            let current = board.snapshot()
+            guard current.isBusy else {
+                if board.waiting.load(ordering: .sequentiallyConsistent) {
+                    park(board)
+                } else {
+                    // Between callouts of a busy iteration: look again one budget later.
+                    sleeper.sleep(until: sw_monotonic_ns() &+ budget)
+                }
+                continue
+            }
+            let deadline = current.startNanos &+ budget
+            if sw_monotonic_ns() < deadline {
+                sleeper.sleep(until: deadline)
+                continue
+            }
+            // Still the same callout at its deadline: a stall.
+            let suspended = sleeper.takeOverslept()
+            timeStall(current, id: nextID, deadline: deadline, suspended: suspended, reader: reader, sleeper: &sleeper)
+            nextID += 1
+        }
+    }
+
+    /// Sleeps until the loop leaves its idle wait (no timer: an idle loop costs no wake-ups).
+    private func park(_ board: CalloutBoard) {
+        board.parked.store(true, ordering: .sequentiallyConsistent)
+        if board.waiting.load(ordering: .sequentiallyConsistent) {
+            board.watchdogWake.wait()
+        } else if !board.parked.exchange(false, ordering: .sequentiallyConsistent) {
+            board.watchdogWake.wait()  // the loop took the flag: its signal is on the way
+        }
+    }
+
+    private func timeStall(
+        _ callout: CalloutSnapshot, id: UInt64, deadline: UInt64, suspended: Bool, reader: ThreadStateReader,
+        sleeper: inout Sleeper
+    ) {
+        let board = loop.board
+        board.stalledSequence.store(callout.sequence, ordering: .sequentiallyConsistent)
+        var stall = Stall(
+            id: id, start: callout.startNanos, end: nil, tier: .hitch, callout: identity(of: callout),
+            flags: suspended ? [.suspended] : [])
+        var lastCaptureTimedOut = false
+        stall.samples.append(sample(reader, lastCaptureTimedOut: &lastCaptureTimedOut))
+        let firstSample = stall.samples[0].time
+        record { stats in
+            stats.stalls += 1
+            stats.detectionLatencyNanos.appendBounded(firstSample > deadline ? firstSample - deadline : 0)
+        }
+        var began = stall
+        began.flags.insert(.unfinished)
+        deliver(began, began: true)
+
+        while true {
+            let elapsed = sw_monotonic_ns() &- callout.startNanos
+            sleeper.sleep(until: stall.samples.last!.time &+ sampleInterval(after: elapsed))
+            if sleeper.takeOverslept() { stall.flags.insert(.suspended) }
+            if board.sequence.load(ordering: .acquiring) != callout.sequence {
+                let exact = board.stallEndSequence.load(ordering: .acquiring) == callout.sequence
+                stall.end = exact ? board.stallEndNanos.load(ordering: .relaxed) : sw_monotonic_ns()
+                break
+            }
+            if !isRunning {
+                stall.flags.insert(.unfinished)
+                break
+            }
+            if stall.samples.count < configuration.maxSamplesPerStall {
+                stall.samples.append(sample(reader, lastCaptureTimedOut: &lastCaptureTimedOut))
+            }
+        }
+        if let duration = stall.duration {
+            stall.tier = configuration.tiers.tier(for: duration) ?? .hitch
+        }
+        if stall.samples.contains(where: \.captureTimedOut) { stall.flags.insert(.captureTimedOut) }
+        if stall.flags.contains(.suspended) { record { $0.suspendedStalls += 1 } }
+        deliver(stall, began: false)
+    }
+
+    /// 5 ms by default; ×4 after 250 ms and ×20 after 1 s, so a long hang keeps a bounded
+    /// number of samples spread over its whole length.
+    private func sampleInterval(after elapsed: UInt64) -> UInt64 {
+        let base = configuration.sampleInterval.nanoseconds
+        if elapsed > 1_000_000_000 { return base * 20 }
+        if elapsed > 250_000_000 { return base * 4 }
+        return base
+    }
+
+    /// One sample: /proc first (a signal would disturb the syscall it reports), then the stack.
+    private func sample(_ reader: ThreadStateReader, lastCaptureTimedOut: inout Bool) -> Sample {
+        let time = sw_monotonic_ns()
+        let kernel = reader.read()
+        var addresses: [UInt64] = []
+        var timedOut = false
+        // A thread in state D cannot run the handler until its syscall returns; after one
+        // timeout, do not queue more signals while it stays there.
+        if samplerError == nil && !(kernel.state == .diskSleep && lastCaptureTimedOut) {
+            let capture = Sampler.capture(
+                tid: loop.threadID, timeoutNanos: Int64(configuration.captureTimeout.nanoseconds))
+            addresses = capture.addresses
+            timedOut = capture.timedOut
+            record { stats in
+                stats.captures += 1
+                if capture.timedOut {
+                    stats.captureTimeouts += 1
+                } else {
+                    stats.captureLatencyNanos.appendBounded(UInt64(max(0, capture.readyNanos - capture.sentNanos)))
+                }
+            }
+        } else {
+            timedOut = true
+        }
+        lastCaptureTimedOut = timedOut
+        return Sample(
+            time: time, frames: addresses.map { Frame(address: $0) }, state: kernel.state, syscall: kernel.syscall,
+            wchan: kernel.wchan, cpuTimeNanos: kernel.cpuTimeNanos, annotation: loop.annotations.innermost(),
+            captureTimedOut: timedOut)
+    }
+
+    private func identity(of callout: CalloutSnapshot) -> CalloutIdentity {
+        CalloutIdentity(
+            kind: callout.kind, label: CalloutSite.unpack(callout.label), file: CalloutSite.unpack(callout.file) ?? "?",
+            line: callout.line, mode: callout.mode.name, phase: callout.phase)
+    }
+}
+
+/// The watchdog's timed sleep: wakes early when the loop signals (a stalled callout ended,
+/// or `stop()`), and notices when it overslept (the process was stopped).
+struct Sleeper {
+    let board: CalloutBoard
+    let threshold: UInt64
+    private var overslept = false
+
+    init(board: CalloutBoard, threshold: UInt64) {
+        self.board = board
+        self.threshold = threshold
+    }
+
+    mutating func sleep(until deadline: UInt64) {
+        let now = sw_monotonic_ns()
+        guard deadline > now else { return }
+        _ = board.watchdogWake.wait(timeout: .now() + .nanoseconds(Int(deadline - now)))
+        let woke = sw_monotonic_ns()
+        if woke > deadline && woke - deadline > threshold { overslept = true }
+    }
+
+    /// Whether a sleep overslept since the last call (and forgets it).
+    mutating func takeOverslept() -> Bool {
+        defer { overslept = false }
+        return overslept
+    }
+}
+
+extension Array where Element == UInt64 {
+    /// Appends, keeping at most the last 4096 values.
+    mutating func appendBounded(_ value: UInt64) {
+        if count >= 4096 { removeFirst(count - 4095) }
+        append(value)
+    }
+}

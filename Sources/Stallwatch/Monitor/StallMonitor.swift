@@ -1,0 +1,163 @@
+import CStallwatchShims
+import Dispatch
+import Foundation
+import Synchronization
+
+/// The stall detector: a watchdog thread that notices any callout of a `MainLoop` that runs
+/// longer than the frame budget, samples the loop thread's stack and kernel state until the
+/// callout ends, and hands over an exact `Stall` record.
+///
+/// The loop pays a few atomic stores per callout (no lock, allocation or syscall); the
+/// watchdog sleeps until exactly `start + budget` of the callout it saw and does not wake
+/// at all while the loop is idle. See docs/watchdog.md.
+///
+/// Create, set the callbacks, `start()`, and `stop()` from any thread.
+public final class StallMonitor: @unchecked Sendable {
+    /// How the monitor decides what a stall is and how it samples one.
+    public struct Configuration: Sendable {
+        /// The budget and the tier thresholds; a callout longer than `tiers.budget` is a stall.
+        public var tiers = TierThresholds()
+        /// Time between samples of a stall; it grows for long hangs (×4 after 250 ms, ×20
+        /// after 1 s).
+        public var sampleInterval: Duration = .milliseconds(5)
+        /// Samples kept per stall at most; the stall is still timed to its end.
+        public var maxSamplesPerStall = 200
+        /// The real-time signal used to interrupt the loop thread (nil: SIGRTMIN+4). It must be
+        /// free: `start()` refuses a signal someone else handles.
+        public var signal: Int32? = nil
+        /// How long one stack capture may wait for the loop thread to run the handler (a
+        /// thread in state D cannot until its syscall returns).
+        public var captureTimeout: Duration = .milliseconds(5)
+        /// A watchdog that oversleeps by more than this was stopped (SIGSTOP, a debugger): the
+        /// stall it then sees is flagged `suspended`.
+        public var suspendThreshold: Duration = .milliseconds(50)
+
+        /// The frame budget (1/60 s by default).
+        public var budget: Duration {
+            get { tiers.budget }
+            set { tiers.budget = newValue }
+        }
+
+        /// The defaults: 60 Hz budget, Apple's tiers, 5 ms samples.
+        public init() {}
+    }
+
+    /// What the monitor has seen so far.
+    public struct Statistics: Sendable {
+        /// Stalls detected (suspended ones included).
+        public var stalls = 0
+        /// Stalls flagged `suspended` (the process was stopped during them).
+        public var suspendedStalls = 0
+        /// Iterations whose callouts together overran the budget though none alone did.
+        public var congestedIterations: UInt64 = 0
+        /// Stack captures attempted, and those that timed out.
+        public var captures = 0
+        public var captureTimeouts = 0
+        /// Signal sent → stack ready, for the last captures (ns, at most 4096 kept).
+        public var captureLatencyNanos: [UInt64] = []
+        /// Budget expiry → first sample taken, for the last stalls (ns, at most 4096 kept).
+        public var detectionLatencyNanos: [UInt64] = []
+    }
+
+    /// The loop watched.
+    public let loop: MainLoop
+    /// The configuration it was created with.
+    public let configuration: Configuration
+
+    private let callbacks = Mutex<(began: (@Sendable (Stall) -> Void)?, ended: (@Sendable (Stall) -> Void)?)>(
+        (nil, nil))
+    private let stats = Mutex(Statistics())
+    private let running = Atomic<Bool>(false)
+    private let finished = DispatchSemaphore(value: 0)
+    private let delivery = DispatchQueue(label: "stallwatch.monitor.delivery")
+    let symbolicator: Symbolicator
+    /// Why stacks cannot be captured, if they cannot (samples then hold only /proc facts).
+    public private(set) var samplerError: String?
+
+    /// A monitor for `loop` (the main loop by default). Any thread.
+    public init(loop: MainLoop = .main, configuration: Configuration = Configuration()) {
+        self.loop = loop
+        self.configuration = configuration
+        self.symbolicator = Symbolicator.shared
+    }
+
+    /// Called as soon as a stall is detected (before it ends), with its first sample, so a
+    /// recorder can write it even if the process is then killed. Runs on the monitor's
+    /// delivery queue, never on the loop thread. Set before `start()`.
+    public var onStallBegan: (@Sendable (Stall) -> Void)? {
+        get { callbacks.withLock { $0.began } }
+        set { callbacks.withLock { $0.began = newValue } }
+    }
+
+    /// Called when a stall has ended, with its exact duration, all samples (symbolicated) and
+    /// flags. Runs on the monitor's delivery queue, never on the loop thread.
+    public var onStallEnded: (@Sendable (Stall) -> Void)? {
+        get { callbacks.withLock { $0.ended } }
+        set { callbacks.withLock { $0.ended = newValue } }
+    }
+
+    /// A snapshot of the counters. Any thread.
+    public var statistics: Statistics {
+        var snapshot = stats.withLock { $0 }
+        snapshot.congestedIterations = loop.board.congestedIterations.load(ordering: .relaxed)
+        return snapshot
+    }
+
+    /// Starts watching. Any thread. Throws if the sampling signal is taken by someone else;
+    /// if libunwind cannot be loaded, the monitor still runs and `samplerError` says why.
+    public func start() throws {
+        precondition(!running.load(ordering: .acquiring), "StallMonitor.start called twice")
+        precondition(
+            !loop.board.monitorAttached.exchange(true, ordering: .acquiringAndReleasing),
+            "another StallMonitor watches this loop")
+        let signal = configuration.signal ?? Sampler.defaultSignal
+        do {
+            try Sampler.install(signal: signal)
+        } catch let error where error.isMissingUnwinder {
+            samplerError = error.description
+        } catch {
+            loop.board.monitorAttached.store(false, ordering: .releasing)
+            throw error
+        }
+        // The loop thread must unblock the signal itself; it also does so when it first runs.
+        if loop.isCurrent { Sampler.prepareCurrentThread() } else { loop.post { Sampler.prepareCurrentThread() } }
+        loop.board.budgetNanos.store(configuration.tiers.budget.nanoseconds, ordering: .relaxed)
+        loop.board.enabled.store(true, ordering: .releasing)
+        running.store(true, ordering: .releasing)
+        let thread = Thread { [self] in
+            watch()
+            finished.signal()
+        }
+        thread.name = "stallwatch.watchdog"
+        thread.start()
+    }
+
+    /// Stops watching and waits for the watchdog to finish (a stall in progress is delivered
+    /// as unfinished). Any thread but the delivery queue.
+    public func stop() {
+        guard running.exchange(false, ordering: .acquiringAndReleasing) else { return }
+        loop.board.enabled.store(false, ordering: .releasing)
+        loop.board.watchdogWake.signal()
+        finished.wait()
+        loop.board.budgetNanos.store(UInt64.max, ordering: .relaxed)
+        loop.board.monitorAttached.store(false, ordering: .releasing)
+        delivery.sync {}
+    }
+
+    deinit { stop() }
+
+    var isRunning: Bool { running.load(ordering: .acquiring) }
+
+    func record(_ update: (inout Statistics) -> Void) { stats.withLock { update(&$0) } }
+
+    func deliver(_ stall: Stall, began: Bool) {
+        delivery.async { [self] in
+            var stall = stall
+            for index in stall.samples.indices {
+                stall.samples[index].frames = symbolicator.symbolicate(stall.samples[index].frames.map(\.address))
+            }
+            let callback = callbacks.withLock { began ? $0.began : $0.ended }
+            callback?(stall)
+        }
+    }
+}

@@ -1,0 +1,168 @@
+// Each real stall on a monitored loop is detected exactly once, timed to within a few ms of
+// what the stalling code measured itself, sampled, attributed to its posting site, and its
+// culprit shows up in the symbolicated stack; short or nested work is never a stall.
+import CSQLite
+import Foundation
+import Synchronization
+import Testing
+
+@testable import Stallwatch
+
+@Suite(.serialized) struct StallMonitorTests {
+    /// The common assertions for a scenario with one stalling callout posted at `line`.
+    func expectOneStall(
+        _ run: MonitoredRun, line: Int, culprit: String, alsoAny: [String] = [],
+        sourceLocation: SourceLocation = #_sourceLocation
+    ) {
+        #expect(run.ended.count == 1, "stalls: \(run.ended.map(\.callout))", sourceLocation: sourceLocation)
+        #expect(run.began.count == 1, sourceLocation: sourceLocation)
+        guard let stall = run.ended.first, let measured = run.measured.first else { return }
+        let difference = Int64(stall.durationNanos) - Int64(measured)
+        #expect(
+            abs(difference) < 3_000_000, "stall \(stall.durationNanos) ns vs measured \(measured) ns",
+            sourceLocation: sourceLocation)
+        #expect(!stall.samples.isEmpty, sourceLocation: sourceLocation)
+        #expect(stall.callout.file == "StallwatchTests/StallMonitorTests.swift", sourceLocation: sourceLocation)
+        #expect(stall.callout.line == UInt32(line), sourceLocation: sourceLocation)
+        #expect(stall.callout.kind == .post, sourceLocation: sourceLocation)
+        let symbols = stall.topSymbols()
+        #expect(
+            symbols.contains { $0.contains(culprit) }, "no \(culprit) in \(symbols)", sourceLocation: sourceLocation)
+        if !alsoAny.isEmpty {
+            #expect(
+                symbols.contains { symbol in alsoAny.contains { symbol.contains($0) } },
+                "none of \(alsoAny) in \(symbols)", sourceLocation: sourceLocation)
+        }
+    }
+
+    @Test func computeSpin() async throws {
+        let run = try await monitored { loop, measure in
+            loop.post { measure.time { spinForStallTest(milliseconds: 60) } }
+        }
+        expectOneStall(run, line: #line - 2, culprit: "spinForStallTest")
+        #expect(run.ended.first?.samples.contains { $0.state == .running } == true)
+    }
+
+    @Test func sleep() async throws {
+        let run = try await monitored { loop, measure in
+            loop.post { measure.time { sleepForStallTest(milliseconds: 60) } }
+        }
+        expectOneStall(run, line: #line - 2, culprit: "sleepForStallTest", alsoAny: ["nanosleep", "usleep"])
+    }
+
+    @Test func pipeReadWithALateWriter() async throws {
+        let pipe = TestPipe()
+        let run = try await monitored { loop, measure in
+            loop.post { measure.time { readPipeForStallTest(pipe.readFD) } }
+            Thread {
+                usleep(70_000)
+                pipe.write("x")
+            }.start()
+        }
+        expectOneStall(run, line: #line - 6, culprit: "readPipeForStallTest", alsoAny: ["read"])
+    }
+
+    @Test func mutexHeldByAnotherThread() async throws {
+        nonisolated(unsafe) let mutex = UnsafeMutablePointer<pthread_mutex_t>.allocate(capacity: 1)
+        pthread_mutex_init(mutex, nil)
+        defer { mutex.deallocate() }
+        let held = DispatchSemaphore(value: 0)
+        Thread {
+            pthread_mutex_lock(mutex)
+            held.signal()
+            usleep(70_000)
+            pthread_mutex_unlock(mutex)
+        }.start()
+        held.wait()
+        let run = try await monitored { loop, measure in
+            loop.post { measure.time { lockMutexForStallTest(mutex) } }
+        }
+        expectOneStall(
+            run, line: #line - 2, culprit: "lockMutexForStallTest", alsoAny: ["pthread_mutex_lock", "lll_lock"])
+    }
+
+    @Test func conditionWait() async throws {
+        let condition = NSCondition()
+        let flag = Box(false)
+        let run = try await monitored { loop, measure in
+            loop.post { measure.time { waitConditionForStallTest(condition, until: flag) } }
+            Thread {
+                usleep(70_000)
+                condition.lock()
+                flag.value = true
+                condition.signal()
+                condition.unlock()
+            }.start()
+        }
+        expectOneStall(
+            run, line: #line - 9, culprit: "waitConditionForStallTest", alsoAny: ["pthread_cond_wait", "futex"])
+    }
+
+    @Test func slowSQLiteQuery() async throws {
+        var db: OpaquePointer?
+        #expect(sqlite3_open(":memory:", &db) == SQLITE_OK)
+        defer { sqlite3_close(db) }
+        nonisolated(unsafe) let connection = db!
+        let run = try await monitored { loop, measure in
+            loop.post { measure.time { blackHole(slowQueryForStallTest(connection, rows: 1_500_000)) } }
+        }
+        expectOneStall(run, line: #line - 2, culprit: "slowQueryForStallTest", alsoAny: ["sqlite3"])
+    }
+
+    @Test func fsyncOfAFreshLargeFile() async throws {
+        let path = FileManager.default.temporaryDirectory.appendingPathComponent("stallwatch-fsync-\(UUID())").path
+        defer { unlink(path) }
+        let run = try await monitored { loop, measure in
+            loop.post { measure.time { fsyncForStallTest(path: path, megabytes: 64) } }
+        }
+        // The write may finish within the budget on a fast disk; the whole callout is timed.
+        #expect(run.ended.count == 1)
+        guard let stall = run.ended.first, let measured = run.measured.first else { return }
+        #expect(abs(Int64(stall.durationNanos) - Int64(measured)) < 3_000_000)
+        #expect(stall.callout.line == UInt32(#line - 6))
+        let sawWrite = stall.samples.contains { [1, 74].contains($0.syscall ?? 0) || $0.state == .diskSleep }
+        let symbols = stall.topSymbols()
+        #expect(sawWrite || symbols.contains { $0.contains("fsync") || $0.contains("write") }, "\(stall.samples)")
+    }
+
+    @Test func shortCalloutsAreNeverStalls() async throws {
+        let run = try await monitored { loop, _ in
+            for _ in 0..<1_000 { loop.post { usleep(5_000) } }
+        }
+        #expect(run.ended.isEmpty, "\(run.ended.map(\.durationNanos))")
+        // 128 posts of 5 ms run per iteration: those iterations overran the budget together.
+        #expect(run.statistics.congestedIterations > 0)
+    }
+
+    @Test func aNestedLoopThatKeepsServicingIsNotAStall() async throws {
+        let run = try await monitored { loop, _ in
+            loop.post {
+                var ticks = 0
+                let timer = loop.schedule(after: .milliseconds(1), repeating: .milliseconds(4)) { _ in ticks += 1 }
+                loop.run(mode: .default, until: .now + .milliseconds(150))
+                timer.cancel()
+                blackHole(ticks)
+            }
+        }
+        #expect(run.ended.isEmpty, "\(run.ended.map(\.callout))")
+    }
+
+    @Test func stopStartStopIsClean() async throws {
+        try await onLoopThreadThrowing { loop in
+            let monitor = StallMonitor(loop: loop)
+            monitor.stop()
+            try monitor.start()
+            loop.runOnce(timeout: .milliseconds(10))
+            monitor.stop()
+            monitor.stop()
+            let again = StallMonitor(loop: loop)
+            try again.start()
+            again.stop()
+        }
+    }
+
+    @Test func theProcessKeepsItsOwnUnwinder() async throws {
+        _ = try await monitored { _, _ in }
+        #expect(Sampler.unwinderOwner?.contains("libgcc_s") == true, "\(Sampler.unwinderOwner ?? "nil")")
+    }
+}
