@@ -1,4 +1,5 @@
 import Foundation
+import Stallwatch
 
 // stallwatch-bench: the performance harness. One JSON object per line on stdout.
 let usage = """
@@ -6,6 +7,7 @@ let usage = """
 
     SUITES:
       loop      run-loop throughput, cross-thread posts, timer lateness, idle wake-ups
+      monitor   per-callout cost of watching, detection latency, capture cost, idle wake-ups
 
     Build in release mode: swift run -c release stallwatch-bench loop
     """
@@ -14,6 +16,12 @@ let arguments = Array(CommandLine.arguments.dropFirst())
 do {
     switch arguments.first {
     case "loop": try LoopBenchmarks.run()
+    case "monitor": try MonitorBenchmarks.run()
+    case "loop-chain-monitored":  // for profilers: the chain with a monitor attached
+        let monitor = Stallwatch.StallMonitor(loop: .main)
+        try monitor.start()
+        print(LoopBenchmarks.chainNanosPerTask(.main, tasks: 5_000_000))
+        monitor.stop()
     case "loop-chain":  // for profilers: just our side of the chain benchmark
         print(
             LoopBenchmarks.chainNanosPerTask(

@@ -48,3 +48,5 @@ uint64_t sw_monotonic_ns(void) {
 #include <sys/prctl.h>
 
 int sw_set_timer_slack(unsigned long nanos) { return prctl(PR_SET_TIMERSLACK, nanos, 0, 0, 0); }
+
+void sw_set_thread_name(const char *name) { pthread_setname_np(pthread_self(), name); }

@@ -69,11 +69,14 @@ import Testing
 
     @Test func aClosedDescriptorIsAnErrorNotASpin() async {
         let outcome = await onLoopThread { loop -> String in
-            loop.runOnce(timeout: .zero)  // the mode's epoll exists before the fd number is freed
+            // A number far above what parallel tests open (descriptors are allocated lowest
+            // first), made valid and then closed, so nobody else can hold it.
             let pipe = TestPipe()
-            pipe.close(pipe.readFD)
+            let closedFD: Int32 = 987
+            precondition(dup2(pipe.readFD, closedFD) == closedFD)
+            close(closedFD)
             do {
-                try loop.addSource(fd: pipe.readFD, .readable) { _, _ in }
+                try loop.addSource(fd: closedFD, .readable) { _, _ in }
                 return "no error"
             } catch let error as SystemError {
                 return "errno \(error.errno)"

@@ -12,6 +12,8 @@ struct MonitoredRun: Sendable {
     var statistics: StallMonitor.Statistics
     /// What the scenario measured itself: the stalling callout's duration (ns), per callout.
     var measured: [UInt64]
+    /// Where the scenario posted its stalling work.
+    var postedAt: (file: String, line: UInt)?
 }
 
 /// Runs `scenario` on a fresh loop thread with a StallMonitor (16 ms budget) attached, runs
@@ -42,13 +44,27 @@ func monitored(
         return monitor.statistics
     }
     let (began, ended) = collected.withLock { ($0.began, $0.ended) }
-    return MonitoredRun(began: began, ended: ended, statistics: statistics, measured: measurements.values)
+    return MonitoredRun(
+        began: began, ended: ended, statistics: statistics, measured: measurements.values,
+        postedAt: measurements.postedAt)
 }
 
 /// Durations a scenario measured around its own stalling work.
 final class Measurements: @unchecked Sendable {
     private let lock = Mutex<[UInt64]>([])
     var values: [UInt64] { lock.withLock { $0 } }
+
+    private let site = Mutex<(file: String, line: UInt)?>(nil)
+    /// Where the stalling work was posted from.
+    var postedAt: (file: String, line: UInt)? { site.withLock { $0 } }
+
+    /// Posts `work` to `loop`, timed, remembering the posting site (which the stall must name).
+    func post(
+        _ loop: MainLoop, file: StaticString = #fileID, line: UInt = #line, _ work: @escaping @Sendable () -> Void
+    ) {
+        site.withLock { $0 = ("\(file)", line) }
+        loop.post(file: file, line: line) { self.time(work) }
+    }
 
     /// Runs `work` and records how long it took.
     func time(_ work: () -> Void) {

@@ -11,7 +11,7 @@ import Testing
 @Suite(.serialized) struct StallMonitorTests {
     /// The common assertions for a scenario with one stalling callout posted at `line`.
     func expectOneStall(
-        _ run: MonitoredRun, line: Int, culprit: String, alsoAny: [String] = [],
+        _ run: MonitoredRun, culprit: String, alsoAny: [String] = [],
         sourceLocation: SourceLocation = #_sourceLocation
     ) {
         #expect(run.ended.count == 1, "stalls: \(run.ended.map(\.callout))", sourceLocation: sourceLocation)
@@ -23,7 +23,7 @@ import Testing
             sourceLocation: sourceLocation)
         #expect(!stall.samples.isEmpty, sourceLocation: sourceLocation)
         #expect(stall.callout.file == "StallwatchTests/StallMonitorTests.swift", sourceLocation: sourceLocation)
-        #expect(stall.callout.line == UInt32(line), sourceLocation: sourceLocation)
+        #expect(stall.callout.line == UInt32(run.postedAt?.line ?? 0), sourceLocation: sourceLocation)
         #expect(stall.callout.kind == .post, sourceLocation: sourceLocation)
         let symbols = stall.topSymbols()
         #expect(
@@ -37,29 +37,29 @@ import Testing
 
     @Test func computeSpin() async throws {
         let run = try await monitored { loop, measure in
-            loop.post { measure.time { spinForStallTest(milliseconds: 60) } }
+            measure.post(loop) { spinForStallTest(milliseconds: 60) }
         }
-        expectOneStall(run, line: #line - 2, culprit: "spinForStallTest")
+        expectOneStall(run, culprit: "spinForStallTest")
         #expect(run.ended.first?.samples.contains { $0.state == .running } == true)
     }
 
     @Test func sleep() async throws {
         let run = try await monitored { loop, measure in
-            loop.post { measure.time { sleepForStallTest(milliseconds: 60) } }
+            measure.post(loop) { sleepForStallTest(milliseconds: 60) }
         }
-        expectOneStall(run, line: #line - 2, culprit: "sleepForStallTest", alsoAny: ["nanosleep", "usleep"])
+        expectOneStall(run, culprit: "sleepForStallTest", alsoAny: ["nanosleep", "usleep"])
     }
 
     @Test func pipeReadWithALateWriter() async throws {
         let pipe = TestPipe()
         let run = try await monitored { loop, measure in
-            loop.post { measure.time { readPipeForStallTest(pipe.readFD) } }
+            measure.post(loop) { readPipeForStallTest(pipe.readFD) }
             Thread {
                 usleep(70_000)
                 pipe.write("x")
             }.start()
         }
-        expectOneStall(run, line: #line - 6, culprit: "readPipeForStallTest", alsoAny: ["read"])
+        expectOneStall(run, culprit: "readPipeForStallTest", alsoAny: ["read"])
     }
 
     @Test func mutexHeldByAnotherThread() async throws {
@@ -75,17 +75,16 @@ import Testing
         }.start()
         held.wait()
         let run = try await monitored { loop, measure in
-            loop.post { measure.time { lockMutexForStallTest(mutex) } }
+            measure.post(loop) { lockMutexForStallTest(mutex) }
         }
-        expectOneStall(
-            run, line: #line - 2, culprit: "lockMutexForStallTest", alsoAny: ["pthread_mutex_lock", "lll_lock"])
+        expectOneStall(run, culprit: "lockMutexForStallTest", alsoAny: ["pthread_mutex_lock", "lll_lock"])
     }
 
     @Test func conditionWait() async throws {
         let condition = NSCondition()
         let flag = Box(false)
         let run = try await monitored { loop, measure in
-            loop.post { measure.time { waitConditionForStallTest(condition, until: flag) } }
+            measure.post(loop) { waitConditionForStallTest(condition, until: flag) }
             Thread {
                 usleep(70_000)
                 condition.lock()
@@ -94,8 +93,7 @@ import Testing
                 condition.unlock()
             }.start()
         }
-        expectOneStall(
-            run, line: #line - 9, culprit: "waitConditionForStallTest", alsoAny: ["pthread_cond_wait", "futex"])
+        expectOneStall(run, culprit: "waitConditionForStallTest", alsoAny: ["pthread_cond_wait", "futex"])
     }
 
     @Test func slowSQLiteQuery() async throws {
@@ -104,22 +102,22 @@ import Testing
         defer { sqlite3_close(db) }
         nonisolated(unsafe) let connection = db!
         let run = try await monitored { loop, measure in
-            loop.post { measure.time { blackHole(slowQueryForStallTest(connection, rows: 1_500_000)) } }
+            measure.post(loop) { blackHole(slowQueryForStallTest(connection, rows: 1_500_000)) }
         }
-        expectOneStall(run, line: #line - 2, culprit: "slowQueryForStallTest", alsoAny: ["sqlite3"])
+        expectOneStall(run, culprit: "slowQueryForStallTest", alsoAny: ["sqlite3"])
     }
 
     @Test func fsyncOfAFreshLargeFile() async throws {
         let path = FileManager.default.temporaryDirectory.appendingPathComponent("stallwatch-fsync-\(UUID())").path
         defer { unlink(path) }
         let run = try await monitored { loop, measure in
-            loop.post { measure.time { fsyncForStallTest(path: path, megabytes: 64) } }
+            measure.post(loop) { fsyncForStallTest(path: path, megabytes: 64) }
         }
         // The write may finish within the budget on a fast disk; the whole callout is timed.
         #expect(run.ended.count == 1)
         guard let stall = run.ended.first, let measured = run.measured.first else { return }
         #expect(abs(Int64(stall.durationNanos) - Int64(measured)) < 3_000_000)
-        #expect(stall.callout.line == UInt32(#line - 6))
+        #expect(stall.callout.line == UInt32(run.postedAt?.line ?? 0))
         let sawWrite = stall.samples.contains { [1, 74].contains($0.syscall ?? 0) || $0.state == .diskSleep }
         let symbols = stall.topSymbols()
         #expect(sawWrite || symbols.contains { $0.contains("fsync") || $0.contains("write") }, "\(stall.samples)")

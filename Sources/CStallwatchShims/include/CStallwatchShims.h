@@ -34,3 +34,19 @@ uint64_t sw_monotonic_ns(void);
 /// Sets the calling thread's timer slack (how late the kernel may end its timed waits) to
 /// `nanos`; the default of 50 µs would show up as timer lateness. Returns prctl's result.
 int sw_set_timer_slack(unsigned long nanos);
+
+/// Names the calling thread (at most 15 bytes show in /proc/self/task/<tid>/comm).
+void sw_set_thread_name(const char *name);
+
+/// A cheap monotonic cycle counter for per-callout timestamps: the TSC on x86_64 (invariant
+/// on the machines this runs on: constant_tsc, nonstop_tsc), CLOCK_MONOTONIC ns elsewhere.
+/// About 13 ns against 34 ns for clock_gettime on the development VM. Any thread.
+static inline uint64_t sw_cycles(void) {
+#if defined(__x86_64__)
+    uint32_t lo, hi;
+    __asm__ __volatile__("rdtsc" : "=a"(lo), "=d"(hi));
+    return ((uint64_t)hi << 32) | lo;
+#else
+    return sw_monotonic_ns();
+#endif
+}

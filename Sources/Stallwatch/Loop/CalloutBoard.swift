@@ -15,8 +15,9 @@ final class CalloutBoard: Sendable {
     let monitorAttached = Atomic<Bool>(false)
     /// Odd while a callout runs, even between callouts; each callout adds 2.
     let sequence = Atomic<UInt64>(0)
-    /// CLOCK_MONOTONIC ns when the current callout began (or resumed after a nested run).
-    let startNanos = Atomic<UInt64>(0)
+    /// `sw_cycles()` when the current callout began (or resumed after a nested run); the
+    /// watchdog converts it with `Timebase`.
+    let startCycles = Atomic<UInt64>(0)
     /// kind | phase << 8 | mode << 16 | line << 32.
     let descriptor = Atomic<UInt64>(0)
     /// Packed `StaticString`s (pointer | length << 48), 0 when absent.
@@ -25,12 +26,12 @@ final class CalloutBoard: Sendable {
     /// Written by a watchdog that declared the callout with this sequence a stall; the loop
     /// then stores the callout's exact end time (the only clock read at a callout's end).
     let stalledSequence = Atomic<UInt64>(0)
-    let stallEndNanos = Atomic<UInt64>(0)
-    /// The sequence whose end `stallEndNanos` is (set after it, before `sequence` moves on).
+    let stallEndCycles = Atomic<UInt64>(0)
+    /// The sequence whose end `stallEndCycles` is (set after it, before `sequence` moves on).
     let stallEndSequence = Atomic<UInt64>(0)
     /// Iteration congestion: the watchdog sets the budget; the loop counts iterations whose
     /// callouts together overran it while none alone did.
-    let budgetNanos = Atomic<UInt64>(UInt64.max)
+    let budgetCycles = Atomic<UInt64>(UInt64.max)
     let congestedIterations = Atomic<UInt64>(0)
     /// Whether the loop is blocked in its idle wait (so a watchdog may sleep without a deadline).
     let waiting = Atomic<Bool>(false)
@@ -80,7 +81,7 @@ struct CalloutSite {
 /// One consistent read of the board, taken by a watchdog thread.
 struct CalloutSnapshot: Sendable {
     var sequence: UInt64
-    var startNanos: UInt64
+    var startCycles: UInt64
     var kind: CalloutKind
     var phase: LoopActivity
     var mode: MainLoop.Mode
@@ -97,7 +98,7 @@ extension CalloutBoard {
     func snapshot() -> CalloutSnapshot {
         while true {
             let before = sequence.load(ordering: .acquiring)
-            let start = startNanos.load(ordering: .relaxed)
+            let start = startCycles.load(ordering: .relaxed)
             let packed = descriptor.load(ordering: .relaxed)
             let labelWord = label.load(ordering: .relaxed)
             let fileWord = file.load(ordering: .relaxed)
@@ -105,7 +106,7 @@ extension CalloutBoard {
             if sequence.load(ordering: .relaxed) == before {
                 return CalloutSnapshot(
                     sequence: before,
-                    startNanos: start,
+                    startCycles: start,
                     kind: CalloutKind(rawValue: UInt8(packed & 0xFF)) ?? .post,
                     phase: LoopActivity(rawValue: UInt8((packed >> 8) & 0xFF)) ?? .beforeSources,
                     mode: MainLoop.Mode(id: UInt16((packed >> 16) & 0xFFFF)),

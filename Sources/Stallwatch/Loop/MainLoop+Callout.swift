@@ -1,17 +1,26 @@
 import CStallwatchShims
 
-/// A callout in progress on the loop thread, kept so a nested run can hand the board back to
-/// the outer callout when it returns.
-struct CalloutFrame {
-    var site: CalloutSite
-    var phase: LoopActivity
-    var mode: MainLoop.Mode
+/// The loop thread's callout bookkeeping. It lives behind a pointer owned by the loop so the
+/// per-callout path pays no dynamic exclusivity checks (the loop thread is its only user).
+struct CalloutState {
+    /// Mirrors `board.sequence`: odd while a watched callout runs.
+    var sequence: UInt64 = 0
+    /// Cycle stamp of the iteration's first watched callout (0: none yet).
+    var iterationStart: UInt64 = 0
+    var iterationHadStall = false
+}
+
+/// A callout's published identity words, saved while a nested run suspends it.
+struct SuspendedCallout {
+    var descriptor: UInt64
+    var label: UInt64
+    var file: UInt64
 }
 
 extension MainLoop {
     /// Runs one piece of work. Unwatched, this is a relaxed load and a branch; watched, it
-    /// publishes the callout on the board (atomic stores and one clock read, no lock,
-    /// allocation or syscall).
+    /// publishes the callout on the board (a TSC read and atomic stores: no lock, allocation
+    /// or syscall).
     @inline(__always)
     func callout(_ site: CalloutSite, phase: LoopActivity, mode: Mode, _ body: () -> Void) {
         if board.enabled.load(ordering: .relaxed) {
@@ -23,65 +32,76 @@ extension MainLoop {
 
     @inline(never)
     func watchedCallout(_ site: CalloutSite, phase: LoopActivity, mode: Mode, _ body: () -> Void) {
-        let frame = CalloutFrame(site: site, phase: phase, mode: mode)
-        publishBegin(frame, at: sw_monotonic_ns())
-        calloutStack.append(frame)
+        let descriptor =
+            UInt64(site.kind.rawValue) | UInt64(phase.rawValue) << 8 | UInt64(mode.id) << 16 | UInt64(site.line) << 32
+        publishBegin(
+            SuspendedCallout(
+                descriptor: descriptor, label: CalloutSite.pack(site.label), file: CalloutSite.pack(site.file)),
+            at: sw_cycles())
         body()
-        calloutStack.removeLast()
         publishEnd()
     }
 
-    func publishBegin(_ frame: CalloutFrame, at start: UInt64) {
-        calloutSequence &+= 1
-        if iterationStart == 0 { iterationStart = start }
-        board.startNanos.store(start, ordering: .relaxed)
-        let descriptor =
-            UInt64(frame.site.kind.rawValue) | UInt64(frame.phase.rawValue) << 8 | UInt64(frame.mode.id)
-            << 16
-            | UInt64(frame.site.line) << 32
-        board.descriptor.store(descriptor, ordering: .relaxed)
-        board.label.store(CalloutSite.pack(frame.site.label), ordering: .relaxed)
-        board.file.store(CalloutSite.pack(frame.site.file), ordering: .relaxed)
-        board.sequence.store(calloutSequence, ordering: .releasing)
+    @inline(__always)
+    func publishBegin(_ callout: SuspendedCallout, at start: UInt64) {
+        let state = calloutState
+        state.pointee.sequence &+= 1
+        if state.pointee.iterationStart == 0 { state.pointee.iterationStart = start }
+        board.startCycles.store(start, ordering: .relaxed)
+        board.descriptor.store(callout.descriptor, ordering: .relaxed)
+        board.label.store(callout.label, ordering: .relaxed)
+        board.file.store(callout.file, ordering: .relaxed)
+        board.sequence.store(state.pointee.sequence, ordering: .releasing)
     }
 
+    @inline(__always)
     func publishEnd() {
-        let finished = calloutSequence
-        calloutSequence &+= 1
+        let state = calloutState
+        let finished = state.pointee.sequence
+        state.pointee.sequence &+= 1
         if board.stalledSequence.load(ordering: .acquiring) == finished {
-            // The watchdog is timing this one: give it the exact end before moving on, then
-            // wake it so the stall closes now rather than at its next sample.
-            board.stallEndNanos.store(sw_monotonic_ns(), ordering: .relaxed)
-            board.stallEndSequence.store(finished, ordering: .releasing)
-            board.sequence.store(calloutSequence, ordering: .releasing)
-            board.watchdogWake.signal()
-            iterationHadStall = true
-            return
+            stalledCalloutEnded(finished)
+        } else {
+            board.sequence.store(state.pointee.sequence, ordering: .releasing)
         }
-        board.sequence.store(calloutSequence, ordering: .releasing)
     }
 
-    /// A run is starting inside a callout: the outer callout stops counting (the inner loop is
-    /// what can stall now).
-    func suspendOuterCallout() {
-        if !calloutStack.isEmpty && calloutSequence & 1 == 1 { publishEnd() }
+    /// The watchdog is timing the callout that just ended: give it the exact end before moving
+    /// on, then wake it so the stall closes now rather than at its next sample.
+    @inline(never)
+    func stalledCalloutEnded(_ finished: UInt64) {
+        board.stallEndCycles.store(sw_cycles(), ordering: .relaxed)
+        board.stallEndSequence.store(finished, ordering: .releasing)
+        board.sequence.store(calloutState.pointee.sequence, ordering: .releasing)
+        board.watchdogWake.signal()
+        calloutState.pointee.iterationHadStall = true
+    }
+
+    /// A run is starting inside a watched callout: the outer callout stops counting (the inner
+    /// loop is what can stall now). Returns it, to resume when the nested run returns.
+    func suspendOuterCallout() -> SuspendedCallout? {
+        guard calloutState.pointee.sequence & 1 == 1 else { return nil }
+        let outer = SuspendedCallout(
+            descriptor: board.descriptor.load(ordering: .relaxed), label: board.label.load(ordering: .relaxed),
+            file: board.file.load(ordering: .relaxed))
+        publishEnd()
+        return outer
     }
 
     /// A nested run returned: the outer callout is running again, from now.
-    func resumeOuterCallout() {
-        if let outer = calloutStack.last, calloutSequence & 1 == 0 {
-            publishBegin(outer, at: sw_monotonic_ns())
-        }
+    func resumeOuterCallout(_ outer: SuspendedCallout?) {
+        if let outer, calloutState.pointee.sequence & 1 == 0 { publishBegin(outer, at: sw_cycles()) }
     }
 
     /// Iteration bookkeeping for congestion: called where an iteration ends (before the wait).
     func finishIteration() {
-        guard iterationStart != 0 else { return }
-        let budget = board.budgetNanos.load(ordering: .relaxed)
-        if !iterationHadStall && sw_monotonic_ns() &- iterationStart > budget {
+        let state = calloutState
+        guard state.pointee.iterationStart != 0 else { return }
+        let budget = board.budgetCycles.load(ordering: .relaxed)
+        if !state.pointee.iterationHadStall && sw_cycles() &- state.pointee.iterationStart > budget {
             board.congestedIterations.add(1, ordering: .relaxed)
         }
-        iterationStart = 0
-        iterationHadStall = false
+        state.pointee.iterationStart = 0
+        state.pointee.iterationHadStall = false
     }
 }

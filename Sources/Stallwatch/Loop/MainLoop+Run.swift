@@ -50,13 +50,13 @@ extension MainLoop {
         if eventBuffers.count < runDepth {
             eventBuffers.append(.allocate(capacity: Int(Self.eventCapacity)))
         }
-        suspendOuterCallout()
+        let outer = suspendOuterCallout()
         notify(.entry, state)
         let result = iterate(state, deadline: deadline, returnAfterWork: returnAfterWork)
         notify(.exit, state)
         runDepth -= 1
         currentMode = outerMode
-        resumeOuterCallout()
+        resumeOuterCallout(outer)
         return result
     }
 

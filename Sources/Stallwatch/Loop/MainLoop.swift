@@ -41,10 +41,11 @@ public final class MainLoop: @unchecked Sendable {
     var preparedThread = false
     var eventBuffers: [UnsafeMutablePointer<epoll_event>] = []
     var timerSequence: UInt64 = 0
-    var calloutSequence: UInt64 = 0
-    var calloutStack: [CalloutFrame] = []
-    var iterationStart: UInt64 = 0
-    var iterationHadStall = false
+    let calloutState: UnsafeMutablePointer<CalloutState> = {
+        let state = UnsafeMutablePointer<CalloutState>.allocate(capacity: 1)
+        state.initialize(to: CalloutState())
+        return state
+    }()
 
     /// Posted closures run per iteration at most; the rest wait for the next iteration so
     /// timers and sources are never starved by a closure that keeps re-posting itself.
@@ -69,6 +70,7 @@ public final class MainLoop: @unchecked Sendable {
         for buffer in eventBuffers { buffer.deallocate() }
         close(wakeFD)
         JobRing.destroy(local)
+        calloutState.deallocate()
     }
 
     /// CLOCK_MONOTONIC in nanoseconds: the clock of timers, frame ticks and stall records.

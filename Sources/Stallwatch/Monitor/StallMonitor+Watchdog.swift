@@ -22,14 +22,19 @@ extension StallMonitor {
                 }
                 continue
             }
-            let deadline = current.startNanos &+ budget
+            let timebase = Timebase.shared
+            timebase.refresh()
+            let start = timebase.nanos(current.startCycles)
+            let deadline = start &+ budget
             if sw_monotonic_ns() < deadline {
                 sleeper.sleep(until: deadline)
                 continue
             }
             // Still the same callout at its deadline: a stall.
             let suspended = sleeper.takeOverslept()
-            timeStall(current, id: nextID, deadline: deadline, suspended: suspended, reader: reader, sleeper: &sleeper)
+            timeStall(
+                current, id: nextID, start: start, deadline: deadline, suspended: suspended, reader: reader,
+                sleeper: &sleeper)
             nextID += 1
         }
     }
@@ -45,13 +50,14 @@ extension StallMonitor {
     }
 
     private func timeStall(
-        _ callout: CalloutSnapshot, id: UInt64, deadline: UInt64, suspended: Bool, reader: ThreadStateReader,
+        _ callout: CalloutSnapshot, id: UInt64, start: UInt64, deadline: UInt64, suspended: Bool,
+        reader: ThreadStateReader,
         sleeper: inout Sleeper
     ) {
         let board = loop.board
         board.stalledSequence.store(callout.sequence, ordering: .sequentiallyConsistent)
         var stall = Stall(
-            id: id, start: callout.startNanos, end: nil, tier: .hitch, callout: identity(of: callout),
+            id: id, start: start, end: nil, tier: .hitch, callout: identity(of: callout),
             flags: suspended ? [.suspended] : [])
         var lastCaptureTimedOut = false
         stall.samples.append(sample(reader, lastCaptureTimedOut: &lastCaptureTimedOut))
@@ -65,12 +71,16 @@ extension StallMonitor {
         deliver(began, began: true)
 
         while true {
-            let elapsed = sw_monotonic_ns() &- callout.startNanos
+            let elapsed = sw_monotonic_ns() &- start
             sleeper.sleep(until: stall.samples.last!.time &+ sampleInterval(after: elapsed))
             if sleeper.takeOverslept() { stall.flags.insert(.suspended) }
             if board.sequence.load(ordering: .acquiring) != callout.sequence {
                 let exact = board.stallEndSequence.load(ordering: .acquiring) == callout.sequence
-                stall.end = exact ? board.stallEndNanos.load(ordering: .relaxed) : sw_monotonic_ns()
+                // Exact: both ends are the loop's own cycle stamps, so the duration carries no
+                // conversion error beyond the rate's.
+                let end = board.stallEndCycles.load(ordering: .relaxed)
+                stall.end =
+                    exact ? start &+ Timebase.shared.duration(from: callout.startCycles, to: end) : sw_monotonic_ns()
                 break
             }
             if !isRunning {

@@ -121,14 +121,16 @@ public final class StallMonitor: @unchecked Sendable {
         }
         // The loop thread must unblock the signal itself; it also does so when it first runs.
         if loop.isCurrent { Sampler.prepareCurrentThread() } else { loop.post { Sampler.prepareCurrentThread() } }
-        loop.board.budgetNanos.store(configuration.tiers.budget.nanoseconds, ordering: .relaxed)
+        loop.board.budgetCycles.store(
+            Timebase.shared.cycles(configuration.tiers.budget.nanoseconds), ordering: .relaxed)
         loop.board.enabled.store(true, ordering: .releasing)
         running.store(true, ordering: .releasing)
         let thread = Thread { [self] in
+            // Named for /proc and debuggers (15 bytes at most).
+            sw_set_thread_name("stallwatchdog")
             watch()
             finished.signal()
         }
-        thread.name = "stallwatch.watchdog"
         thread.start()
     }
 
@@ -139,7 +141,7 @@ public final class StallMonitor: @unchecked Sendable {
         loop.board.enabled.store(false, ordering: .releasing)
         loop.board.watchdogWake.signal()
         finished.wait()
-        loop.board.budgetNanos.store(UInt64.max, ordering: .relaxed)
+        loop.board.budgetCycles.store(UInt64.max, ordering: .relaxed)
         loop.board.monitorAttached.store(false, ordering: .releasing)
         delivery.sync {}
     }

@@ -1,0 +1,74 @@
+import CStallwatchShims
+import Synchronization
+
+/// Converts `sw_cycles()` stamps (what the loop publishes per callout, because reading the
+/// TSC costs a third of `clock_gettime`) to CLOCK_MONOTONIC nanoseconds.
+///
+/// The rate is measured against CLOCK_MONOTONIC over an ever longer baseline (from the first
+/// anchor to the latest), and conversions start from the latest anchor, so the error of a
+/// stamp near "now" stays in the tens of nanoseconds. Any thread (a mutex; the watchdog and
+/// monitors are its users, never the loop's hot path).
+final class Timebase: Sendable {
+    static let shared = Timebase()
+
+    private struct Anchor {
+        var cycles: UInt64
+        var nanos: UInt64
+    }
+
+    private struct State {
+        var first: Anchor
+        var latest: Anchor
+        var nanosPerCycle: Double
+    }
+
+    private let state: Mutex<State>
+
+    private init() {
+        let first = Self.anchor()
+        // A first rate from a short busy wait; every refresh lengthens the baseline.
+        var second = Self.anchor()
+        while second.nanos - first.nanos < 2_000_000 { second = Self.anchor() }
+        let rate = Double(second.nanos - first.nanos) / Double(max(1, second.cycles &- first.cycles))
+        state = Mutex(State(first: first, latest: second, nanosPerCycle: rate))
+    }
+
+    /// Reads both clocks back to back (cycles taken as the midpoint of two reads).
+    private static func anchor() -> Anchor {
+        let before = sw_cycles()
+        let nanos = sw_monotonic_ns()
+        let after = sw_cycles()
+        return Anchor(cycles: before &+ (after &- before) / 2, nanos: nanos)
+    }
+
+    /// Re-anchors and refines the rate (cheap: three clock reads).
+    func refresh() {
+        let now = Self.anchor()
+        state.withLock { state in
+            state.latest = now
+            let span = now.cycles &- state.first.cycles
+            if span > 0 && now.nanos > state.first.nanos {
+                state.nanosPerCycle = Double(now.nanos - state.first.nanos) / Double(span)
+            }
+        }
+    }
+
+    /// The CLOCK_MONOTONIC time of a cycle stamp.
+    func nanos(_ cycles: UInt64) -> UInt64 {
+        state.withLock { state in
+            let delta = Double(Int64(bitPattern: cycles &- state.latest.cycles)) * state.nanosPerCycle
+            return UInt64(max(0, Double(state.latest.nanos) + delta))
+        }
+    }
+
+    /// Nanoseconds between two cycle stamps.
+    func duration(from start: UInt64, to end: UInt64) -> UInt64 {
+        guard end > start else { return 0 }
+        return state.withLock { UInt64(Double(end - start) * $0.nanosPerCycle) }
+    }
+
+    /// Cycles in `nanos` nanoseconds.
+    func cycles(_ nanos: UInt64) -> UInt64 {
+        state.withLock { UInt64(Double(nanos) / $0.nanosPerCycle) }
+    }
+}
