@@ -28,6 +28,7 @@ let package = Package(
             path: "Benchmarks/stallwatch-bench"
         ),
         .executableTarget(name: "HelloLoop", dependencies: ["Stallwatch"], path: "Samples/HelloLoop"),
+        .executableTarget(name: "DetectStalls", dependencies: ["Stallwatch"], path: "Samples/DetectStalls"),
         // A helper executable the tests run as a subprocess: it owns the process's real main thread.
         .executableTarget(
             name: "StallwatchTestHost",

@@ -8,6 +8,7 @@ extension StallMonitor {
         _ = sw_set_timer_slack(1_000)
         let board = loop.board
         let reader = ThreadStateReader(tid: loop.threadID)
+        let scanner = StackScanner(tid: loop.threadID)
         let budget = configuration.tiers.budget.nanoseconds
         var nextID: UInt64 = 1
         var sleeper = Sleeper(board: board, threshold: configuration.suspendThreshold.nanoseconds)
@@ -34,6 +35,7 @@ extension StallMonitor {
             let suspended = sleeper.takeOverslept()
             timeStall(
                 current, id: nextID, start: start, deadline: deadline, suspended: suspended, reader: reader,
+                scanner: scanner,
                 sleeper: &sleeper)
             nextID += 1
         }
@@ -51,7 +53,7 @@ extension StallMonitor {
 
     private func timeStall(
         _ callout: CalloutSnapshot, id: UInt64, start: UInt64, deadline: UInt64, suspended: Bool,
-        reader: ThreadStateReader,
+        reader: ThreadStateReader, scanner: StackScanner,
         sleeper: inout Sleeper
     ) {
         let board = loop.board
@@ -60,7 +62,7 @@ extension StallMonitor {
             id: id, start: start, end: nil, tier: .hitch, callout: identity(of: callout),
             flags: suspended ? [.suspended] : [])
         var lastCaptureTimedOut = false
-        stall.samples.append(sample(reader, lastCaptureTimedOut: &lastCaptureTimedOut))
+        stall.samples.append(sample(reader, scanner, lastCaptureTimedOut: &lastCaptureTimedOut))
         let firstSample = stall.samples[0].time
         record { stats in
             stats.stalls += 1
@@ -88,7 +90,7 @@ extension StallMonitor {
                 break
             }
             if stall.samples.count < configuration.maxSamplesPerStall {
-                stall.samples.append(sample(reader, lastCaptureTimedOut: &lastCaptureTimedOut))
+                stall.samples.append(sample(reader, scanner, lastCaptureTimedOut: &lastCaptureTimedOut))
             }
         }
         if let duration = stall.duration {
@@ -109,14 +111,18 @@ extension StallMonitor {
     }
 
     /// One sample: /proc first (a signal would disturb the syscall it reports), then the stack.
-    private func sample(_ reader: ThreadStateReader, lastCaptureTimedOut: inout Bool) -> Sample {
+    private func sample(_ reader: ThreadStateReader, _ scanner: StackScanner, lastCaptureTimedOut: inout Bool) -> Sample
+    {
         let time = sw_monotonic_ns()
         let kernel = reader.read()
         var addresses: [UInt64] = []
         var timedOut = false
         // A thread in state D cannot run the handler until its syscall returns; after one
         // timeout, do not queue more signals while it stays there.
-        if samplerError == nil && !(kernel.state == .diskSleep && lastCaptureTimedOut) {
+        if let call = kernel.syscall, StackScanner.neverRestarted.contains(call) {
+            // A signal would end this sleep or poll early (EINTR): read the stack instead.
+            addresses = scanner.scan()
+        } else if samplerError == nil && !(kernel.state == .diskSleep && lastCaptureTimedOut) {
             let capture = Sampler.capture(
                 tid: loop.threadID, timeoutNanos: Int64(configuration.captureTimeout.nanoseconds))
             addresses = capture.addresses
