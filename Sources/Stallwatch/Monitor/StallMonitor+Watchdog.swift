@@ -114,7 +114,7 @@ extension StallMonitor {
     private func sample(_ reader: ThreadStateReader, _ scanner: StackScanner, lastCaptureTimedOut: inout Bool) -> Sample
     {
         let time = sw_monotonic_ns()
-        let kernel = reader.read()
+        var kernel = reader.read()
         var addresses: [UInt64] = []
         var timedOut = false
         // A thread in state D cannot run the handler until its syscall returns; after one
@@ -134,6 +134,13 @@ extension StallMonitor {
                 } else {
                     stats.captureLatencyNanos.appendBounded(UInt64(max(0, capture.readyNanos - capture.sentNanos)))
                 }
+            }
+            // "running" says only that the thread was on a CPU, user or kernel. A running thread
+            // that did not take the signal within the timeout was in the kernel all along (a
+            // long write, page-cache throttling): read /proc again for what it waits in now.
+            if capture.timedOut && kernel.syscall == nil {
+                let again = reader.read()
+                if again.syscall != nil { kernel = again }
             }
         } else {
             timedOut = true

@@ -99,8 +99,10 @@
                 let descOffset = nameOffset + ((nameSize + 3) & ~3)
                 let next = descOffset + ((descSize + 3) & ~3)
                 guard next <= size else { return nil }
-                if type == 3 /* NT_GNU_BUILD_ID */, nameSize == 4,
-                    notes.loadUnaligned(fromByteOffset: nameOffset, as: UInt32.self) == 0x0055_4e47  // "GNU\0"
+                let ntGNUBuildID: UInt32 = 3
+                let gnuOwner: UInt32 = 0x0055_4e47  // "GNU\0", little-endian
+                if type == ntGNUBuildID, nameSize == 4,
+                    notes.loadUnaligned(fromByteOffset: nameOffset, as: UInt32.self) == gnuOwner
                 {
                     let bytes = UnsafeRawBufferPointer(start: notes + descOffset, count: descSize)
                     return bytes.map { byte in
