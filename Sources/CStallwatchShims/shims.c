@@ -50,3 +50,11 @@ uint64_t sw_monotonic_ns(void) {
 int sw_set_timer_slack(unsigned long nanos) { return prctl(PR_SET_TIMERSLACK, nanos, 0, 0, 0); }
 
 void sw_set_thread_name(const char *name) { pthread_setname_np(pthread_self(), name); }
+
+#include <sys/uio.h>
+
+long sw_read_memory(uint64_t address, void *buffer, unsigned long length) {
+    struct iovec local = {buffer, length};
+    struct iovec remote = {(void *)(uintptr_t)address, length};
+    return (long)process_vm_readv(getpid(), &local, 1, &remote, 1, 0);
+}

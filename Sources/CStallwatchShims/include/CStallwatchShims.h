@@ -50,3 +50,9 @@ static inline uint64_t sw_cycles(void) {
     return sw_monotonic_ns();
 #endif
 }
+
+/// Copies `length` bytes of this process's memory at `address` into `buffer` through the
+/// kernel (process_vm_readv): an unmapped page gives an error instead of a crash, and the
+/// read of another thread's live stack is not an instrumented (racy-looking) access.
+/// Returns the number of bytes copied, or -1. Any thread.
+long sw_read_memory(uint64_t address, void *buffer, unsigned long length);

@@ -67,7 +67,7 @@ struct JobRing {
 /// Closures posted from other threads: appended under a mutex, taken by the loop in one swap
 /// per iteration. `count` mirrors the length so the loop can decide to sleep without the lock.
 final class RemoteQueue: Sendable {
-    private let jobs = Mutex<[Job]>([])
+    private let jobs = Locked<[Job]>([])
     let count = Atomic<Int>(0)
 
     /// Any thread. Returns after the job is visible to the loop.

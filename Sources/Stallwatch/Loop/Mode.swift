@@ -30,7 +30,7 @@ extension MainLoop {
 
 /// The process-wide table of mode names (modes are compared by id, named for people).
 enum ModeNames {
-    private static let table = Mutex<[String]>(["default", "tracking", "common"])
+    private static let table = Locked<[String]>(["default", "tracking", "common"])
 
     static func intern(_ name: String) -> UInt16 {
         table.withLock { names in

@@ -22,7 +22,7 @@ final class Timebase: Sendable {
         var nanosPerCycle: Double
     }
 
-    private let state: Mutex<State>
+    private let state: Locked<State>
 
     private init() {
         let first = Self.anchor()
@@ -30,7 +30,7 @@ final class Timebase: Sendable {
         var second = Self.anchor()
         while second.nanos - first.nanos < 2_000_000 { second = Self.anchor() }
         let rate = Double(second.nanos - first.nanos) / Double(max(1, second.cycles &- first.cycles))
-        state = Mutex(State(first: first, latest: second, nanosPerCycle: rate))
+        state = Locked(State(first: first, latest: second, nanosPerCycle: rate))
     }
 
     /// Reads both clocks back to back (cycles taken as the midpoint of two reads).

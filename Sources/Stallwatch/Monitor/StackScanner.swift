@@ -1,4 +1,5 @@
 #if os(Linux)
+    import CStallwatchShims
     import Glibc
 
     /// Reads the stack of a thread blocked in a system call *without* interrupting it.
@@ -40,12 +41,14 @@
             if mapping(containing: pc) == nil { reloadMappings() }
             guard let stack = mapping(containing: sp) else { return [pc] }
             var frames: [UInt64] = [pc]
-            var address = sp & ~7
+            let start = sp & ~7
             let limit = min(stack.end, sp &+ maxBytes)
-            while address + 8 <= limit && frames.count < maxFrames {
-                let word = UnsafePointer<UInt64>(bitPattern: UInt(address))!.pointee
+            guard limit > start else { return frames }
+            var words = [UInt64](repeating: 0, count: Int((limit - start) / 8))
+            let copied = words.withUnsafeMutableBytes { sw_read_memory(start, $0.baseAddress, UInt($0.count)) }
+            guard copied > 0 else { return frames }
+            for word in words.prefix(copied / 8) where frames.count < maxFrames {
                 if isReturnAddress(word) { frames.append(word) }
-                address += 8
             }
             return frames
         }

@@ -64,9 +64,9 @@ public final class StallMonitor: @unchecked Sendable {
     /// The configuration it was created with.
     public let configuration: Configuration
 
-    private let callbacks = Mutex<(began: (@Sendable (Stall) -> Void)?, ended: (@Sendable (Stall) -> Void)?)>(
+    private let callbacks = Locked<(began: (@Sendable (Stall) -> Void)?, ended: (@Sendable (Stall) -> Void)?)>(
         (nil, nil))
-    private let stats = Mutex(Statistics())
+    private let stats = Locked(Statistics())
     private let running = Atomic<Bool>(false)
     private let finished = DispatchSemaphore(value: 0)
     private let delivery = DispatchQueue(label: "stallwatch.monitor.delivery")

@@ -44,12 +44,12 @@
             var cache: [UInt64: Resolved] = [:]
         }
 
-        private let state: Mutex<State>
+        private let state: Locked<State>
 
         /// Captures the module map (tens of microseconds, no file I/O). libdw and the image files
         /// are opened on the first lookup. `useDebugInfo: false` skips libdw: `dladdr` names only.
         init(useDebugInfo: Bool = true) {
-            state = Mutex(State(map: ModuleMap.capture(), useDebugInfo: useDebugInfo))
+            state = Locked(State(map: ModuleMap.capture(), useDebugInfo: useDebugInfo))
         }
 
         /// Whether file:line and symbols of non-exported functions are available (libdw loaded).
