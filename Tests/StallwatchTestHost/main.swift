@@ -33,8 +33,8 @@ case "main-queue":
     }
     Task { @MainActor in finish("task.mainActor", insideMainLoop()) }
     Task.detached {
-        let ok = await MainActor.run { mainActorCheck() }
-        finish("mainActor.run", ok)
+        // Every check reports from the main thread: `done` is the main thread's alone.
+        await MainActor.run { finish("mainActor.run", mainActorCheck()) }
     }
     // A watchdog for the test: never hang the suite.
     loop.schedule(after: .seconds(10)) { _ in
@@ -43,7 +43,30 @@ case "main-queue":
     }
     loop.run()
     report("returned", true)
+case "stalls":
+    // Zero-code recording: STALLWATCH_TRACE set by the test makes MainLoop.main record.
+    let loop = MainLoop.main
+    loop.post(label: "spin") { spinForHost(milliseconds: 80) }
+    loop.post(label: "sleep") { usleep(60_000) }
+    loop.schedule(after: .milliseconds(400)) { _ in loop.stop() }
+    loop.run()
+    report("returned", true)
+case "hang":
+    // Hangs forever in a callout; the test kills the process mid-hang.
+    let loop = MainLoop.main
+    loop.post(label: "hang forever") {
+        FileHandle.standardOutput.write(Data("hanging\n".utf8))
+        spinForHost(milliseconds: 3_600_000)
+    }
+    loop.run()
 default:
-    FileHandle.standardError.write(Data("usage: StallwatchTestHost main-queue\n".utf8))
+    FileHandle.standardError.write(Data("usage: StallwatchTestHost main-queue|stalls|hang\n".utf8))
     exit(2)
+}
+
+@inline(never) func spinForHost(milliseconds: UInt64) {
+    let end = MainLoop.monotonicNanos() + milliseconds * 1_000_000
+    var x: UInt64 = 0
+    while MainLoop.monotonicNanos() < end { x = x &* 31 &+ 1 }
+    if x == 7 { print("") }
 }

@@ -11,6 +11,8 @@ import Synchronization
 final class CalloutBoard: Sendable {
     /// Set by a watchdog while it listens; the loop reads it once per callout.
     let enabled = Atomic<Bool>(false)
+    /// The loop's running frame clocks, for a trace recorder's per-second summaries.
+    let frameClocks = Locked<[FrameCounters]>([])
     /// Whether a monitor is attached (one at a time: the stall handshake has one slot).
     let monitorAttached = Atomic<Bool>(false)
     /// Odd while a callout runs, even between callouts; each callout adds 2.

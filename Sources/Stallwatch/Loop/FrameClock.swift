@@ -1,4 +1,5 @@
 import CStallwatchShims
+import Synchronization
 
 /// One frame of a `FrameClock`.
 public struct FrameTick: Sendable, Equatable {
@@ -23,6 +24,8 @@ public final class FrameClock {
     private var timer: MainLoop.Timer?
     private var droppedBefore: UInt64 = 0
     private var deliveredBefore: UInt64 = 0
+    /// The counters as other threads (a trace recorder) may read them.
+    let counters = FrameCounters()
 
     /// A clock for `loop` at `framesPerSecond` whose ticks call `onFrame` in `modes` (all
     /// common modes by default, so frames keep coming while tracking). Call `start()`.
@@ -41,16 +44,19 @@ public final class FrameClock {
     /// Starts ticking; the first frame is due one frame interval from now.
     public func start() {
         guard timer == nil else { return }
+        loop.board.frameClocks.withLock { $0.append(counters) }
         let interval = 1_000_000_000 / UInt64(framesPerSecond)
         var lastSkipped: UInt64 = 0
         timer = loop.schedule(
             at: sw_monotonic_ns() + interval, intervalNanos: interval, toleranceNanos: 0, modes: modes,
             site: CalloutSite(kind: .timer, label: "FrameClock", file: #fileID, line: UInt32(#line))
-        ) { [onFrame] timer in
+        ) { [onFrame, unowned self] timer in
             // When the loop was late, the tick stands for the latest grid point due; the ones
             // before it (since the previous tick) are dropped. The timer has already moved on.
             let dropped = timer.skippedFires - lastSkipped
             lastSkipped = timer.skippedFires
+            self.counters.delivered.add(1, ordering: .relaxed)
+            self.counters.dropped.add(dropped, ordering: .relaxed)
             onFrame(
                 FrameTick(
                     frameIndex: timer.fireIndex - 1, targetNanos: timer.deadline - interval,
@@ -65,6 +71,7 @@ public final class FrameClock {
         deliveredBefore += timer.fireCount
         timer.cancel()
         self.timer = nil
+        loop.board.frameClocks.withLock { $0.removeAll { $0 === counters } }
     }
 
     /// Frames delivered so far.
@@ -73,4 +80,10 @@ public final class FrameClock {
     public var framesDropped: UInt64 { droppedBefore + (timer?.skippedFires ?? 0) }
     /// Frames that were due: delivered plus dropped.
     public var framesExpected: UInt64 { framesDelivered + framesDropped }
+}
+
+/// A frame clock's delivered and dropped frames, readable from any thread.
+final class FrameCounters: Sendable {
+    let delivered = Atomic<UInt64>(0)
+    let dropped = Atomic<UInt64>(0)
 }

@@ -8,6 +8,10 @@ struct CalloutState {
     /// Cycle stamp of the iteration's first watched callout (0: none yet).
     var iterationStart: UInt64 = 0
     var iterationHadStall = false
+    /// The trace recorder's ring, when one records this loop (set on the loop thread).
+    var ring: EventRing?
+    /// Whether every callout goes to the ring (`full` mode) or only iterations.
+    var recordCallouts = false
 }
 
 /// A callout's published identity words, saved while a nested run suspends it.
@@ -34,12 +38,17 @@ extension MainLoop {
     func watchedCallout(_ site: CalloutSite, phase: LoopActivity, mode: Mode, _ body: () -> Void) {
         let descriptor =
             UInt64(site.kind.rawValue) | UInt64(phase.rawValue) << 8 | UInt64(mode.id) << 16 | UInt64(site.line) << 32
-        publishBegin(
-            SuspendedCallout(
-                descriptor: descriptor, label: CalloutSite.pack(site.label), file: CalloutSite.pack(site.file)),
-            at: sw_cycles())
+        let callout = SuspendedCallout(
+            descriptor: descriptor, label: CalloutSite.pack(site.label), file: CalloutSite.pack(site.file))
+        let start = sw_cycles()
+        publishBegin(callout, at: start)
         body()
         publishEnd()
+        if calloutState.pointee.recordCallouts, let ring = calloutState.pointee.ring {
+            ring.push(
+                EventRing.Event(
+                    descriptor: descriptor, label: callout.label, file: callout.file, start: start, end: sw_cycles()))
+        }
     }
 
     @inline(__always)
@@ -98,9 +107,14 @@ extension MainLoop {
         let state = calloutState
         guard state.pointee.iterationStart != 0 else { return }
         let budget = board.budgetCycles.load(ordering: .relaxed)
-        if !state.pointee.iterationHadStall && sw_cycles() &- state.pointee.iterationStart > budget {
+        let end = sw_cycles()
+        if !state.pointee.iterationHadStall && end &- state.pointee.iterationStart > budget {
             board.congestedIterations.add(1, ordering: .relaxed)
         }
+        // How long the loop was busy before it could look for new work: its latency.
+        state.pointee.ring?.push(
+            EventRing.Event(
+                descriptor: EventRing.iterationKind, label: 0, file: 0, start: state.pointee.iterationStart, end: end))
         state.pointee.iterationStart = 0
         state.pointee.iterationHadStall = false
     }

@@ -61,6 +61,29 @@ final class Timebase: Sendable {
         }
     }
 
+    /// A lock-free converter for a batch of stamps near now (the writer thread's many callouts).
+    struct Converter {
+        var cycles: UInt64
+        var nanos: UInt64
+        var nanosPerCycle: Double
+
+        func nanos(_ stamp: UInt64) -> UInt64 {
+            UInt64(max(0, Double(nanos) + Double(Int64(bitPattern: stamp &- cycles)) * nanosPerCycle))
+        }
+
+        func duration(from start: UInt64, to end: UInt64) -> UInt64 {
+            end > start ? UInt64(Double(end - start) * nanosPerCycle) : 0
+        }
+    }
+
+    /// Re-anchors and returns a converter for stamps near now.
+    func converter() -> Converter {
+        refresh()
+        return state.withLock {
+            Converter(cycles: $0.latest.cycles, nanos: $0.latest.nanos, nanosPerCycle: $0.nanosPerCycle)
+        }
+    }
+
     /// Nanoseconds between two cycle stamps.
     func duration(from start: UInt64, to end: UInt64) -> UInt64 {
         guard end > start else { return 0 }

@@ -1,0 +1,57 @@
+import Foundation
+
+extension TraceRecorder {
+    /// What the environment asks for: `STALLWATCH_TRACE=path` turns recording on;
+    /// `STALLWATCH_BUDGET_MS` (a positive number of milliseconds) and
+    /// `STALLWATCH_MODE=stalls|full` tune it. Bad values are reported on stderr once and the
+    /// defaults used.
+    struct EnvironmentRequest: Equatable {
+        var path: String
+        var budgetMilliseconds: Double?
+        var mode: TraceMode
+        var warnings: [String]
+
+        init?(_ environment: [String: String]) {
+            guard let path = environment["STALLWATCH_TRACE"], !path.isEmpty else { return nil }
+            self.path = path
+            warnings = []
+            mode = .stalls
+            if let text = environment["STALLWATCH_BUDGET_MS"] {
+                if let value = Double(text), value > 0, value.isFinite {
+                    budgetMilliseconds = value
+                } else {
+                    warnings.append("STALLWATCH_BUDGET_MS=\(text) is not a positive number of milliseconds; using 16.7")
+                }
+            }
+            if let text = environment["STALLWATCH_MODE"] {
+                switch text {
+                case "stalls": mode = .stalls
+                case "full": mode = .full
+                default: warnings.append("STALLWATCH_MODE=\(text) is not 'stalls' or 'full'; using stalls")
+                }
+            }
+        }
+    }
+
+    /// The recorder the environment started for `MainLoop.main`, if any.
+    nonisolated(unsafe) static var fromEnvironment: TraceRecorder?
+
+    /// Called once, on the main thread, when `MainLoop.main` first runs: starts recording if
+    /// `STALLWATCH_TRACE` is set, and stops (flushing the file) at exit. Never fails the app:
+    /// problems are reported on stderr and the app runs unrecorded.
+    static func startFromEnvironment(loop: MainLoop) {
+        guard let request = EnvironmentRequest(ProcessInfo.processInfo.environment) else { return }
+        for warning in request.warnings { FileHandle.standardError.write(Data("stallwatch: \(warning)\n".utf8)) }
+        var configuration = StallMonitor.Configuration()
+        if let budget = request.budgetMilliseconds { configuration.budget = .nanoseconds(Int64(budget * 1_000_000)) }
+        do {
+            let recorder = try TraceRecorder(
+                path: request.path, loop: loop, mode: request.mode, configuration: configuration)
+            try recorder.start()
+            fromEnvironment = recorder
+            atexit { TraceRecorder.fromEnvironment?.stop() }
+        } catch {
+            FileHandle.standardError.write(Data("stallwatch: not recording \(request.path): \(error)\n".utf8))
+        }
+    }
+}

@@ -1,0 +1,110 @@
+import CStallwatchShims
+import Dispatch
+import Foundation
+
+/// Records a `MainLoop` to a trace file: stalls with their samples and symbols as the
+/// monitor finds them, per-second summaries (loop-latency histogram, congestion, frame
+/// clocks, lost records) and, in `full` mode, every callout.
+///
+/// The loop thread only pushes fixed-size events into a lock-free ring; a writer thread
+/// drains it, encodes records and writes the file. When the ring is full, events are
+/// dropped and counted (a `lostRecords` record), and the loop never waits. A stall's begin
+/// record and first sample are written as soon as the monitor detects it, so a process killed
+/// mid-hang leaves a readable trace that shows the unfinished hang.
+///
+/// `start()` and `stop()` may be called from any thread.
+public final class TraceRecorder: @unchecked Sendable {
+    /// Where the trace goes.
+    public let path: String
+    /// What it records.
+    public let mode: TraceMode
+    /// The monitor whose stalls it records (the recorder starts and stops it).
+    public let monitor: StallMonitor
+
+    let loop: MainLoop
+    let ring = EventRing()
+    let pending = Locked<[PendingStall]>([])
+    let wake = DispatchSemaphore(value: 0)
+    private let finished = DispatchSemaphore(value: 0)
+    private let running = Locked(false)
+    let fd: Int32
+
+    /// A stall event from the monitor, waiting for the writer.
+    enum PendingStall {
+        case began(Stall)
+        case ended(Stall)
+    }
+
+    /// A recorder writing to `path` (created or truncated) for `loop`, with a monitor of
+    /// `configuration`. Throws if the file cannot be opened.
+    public init(
+        path: String, loop: MainLoop = .main, mode: TraceMode = .stalls,
+        configuration: StallMonitor.Configuration = StallMonitor.Configuration()
+    ) throws {
+        let fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o644)
+        guard fd >= 0 else { throw SystemError(call: "open(\(path))", errno: errno) }
+        self.fd = fd
+        self.path = path
+        self.mode = mode
+        self.loop = loop
+        self.monitor = StallMonitor(loop: loop, configuration: configuration)
+    }
+
+    deinit {
+        stop()
+        close(fd)
+    }
+
+    /// Starts the monitor and the writer. Any thread.
+    public func start() throws {
+        guard
+            running.withLock({ running in
+                defer { running = true }
+                return !running
+            })
+        else { return }
+        monitor.onStallBegan = { [weak self] stall in self?.enqueue(.began(stall)) }
+        monitor.onStallEnded = { [weak self] stall in self?.enqueue(.ended(stall)) }
+        try monitor.start()
+        let attach: @Sendable () -> Void = { [loop, ring, mode] in
+            loop.calloutState.pointee.ring = ring
+            loop.calloutState.pointee.recordCallouts = mode == .full
+        }
+        if loop.isCurrent { attach() } else { loop.post(label: "TraceRecorder.attach", attach) }
+        let thread = Thread { [self] in
+            sw_set_thread_name("stallwatchtrace")
+            var writer = TraceWriter(recorder: self)
+            writer.run()
+            finished.signal()
+        }
+        thread.start()
+    }
+
+    /// Stops recording: the monitor stops (a stall in progress is written unfinished), the
+    /// writer drains everything and the file is complete. Any thread but the loop's while it
+    /// is inside a callout that the monitor is timing.
+    public func stop() {
+        guard running.withLock({ $0 }) else { return }
+        // The monitor first: its last stalls reach `pending` before the writer's final drain.
+        monitor.stop()
+        if loop.isCurrent {
+            loop.calloutState.pointee.ring = nil
+            loop.calloutState.pointee.recordCallouts = false
+        } else {
+            loop.post(label: "TraceRecorder.detach") { [loop] in
+                loop.calloutState.pointee.ring = nil
+                loop.calloutState.pointee.recordCallouts = false
+            }
+        }
+        running.withLock { $0 = false }
+        wake.signal()
+        finished.wait()
+    }
+
+    var isRunning: Bool { running.withLock { $0 } }
+
+    private func enqueue(_ stall: PendingStall) {
+        pending.withLock { $0.append(stall) }
+        wake.signal()  // a stall's first record goes to disk now, not at the next flush
+    }
+}

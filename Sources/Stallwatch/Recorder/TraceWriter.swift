@@ -1,0 +1,274 @@
+import CStallwatchShims
+import Dispatch
+import Foundation
+import Glibc
+
+/// The recorder's writer thread: drains the ring and the monitor's stalls, encodes records
+/// and writes them. Everything here runs on that one thread.
+struct TraceWriter {
+    let recorder: TraceRecorder
+    private var encoder = TraceEncoder()
+    private var bytes: [UInt8] = []
+    private var sites: [SiteKey: UInt64] = [:]
+    private var modes: [String: UInt16] = [:]
+    private var annotations: [Annotation: UInt64] = [:]
+    private var symbols: Set<UInt64> = []
+    private var moduleIndex: [String: UInt32] = [:]
+    private var samplesWritten: [UInt64: Int] = [:]
+    private var latency = [UInt64](repeating: 0, count: LatencyBuckets.count)
+    private var intervalStart: UInt64 = 0
+    private var lastCongested: UInt64 = 0
+    private var lastDropped: UInt64 = 0
+    private var lastFrames: (delivered: UInt64, dropped: UInt64) = (0, 0)
+    private var failed = false
+
+    /// Summaries cover one second; the file is written at least every 50 ms.
+    static let interval: UInt64 = 1_000_000_000
+    static let flushPeriod: Int = 50
+
+    struct SiteKey: Hashable {
+        var kind: UInt8
+        var label: String?
+        var file: String
+        var line: UInt32
+    }
+
+    init(recorder: TraceRecorder) {
+        self.recorder = recorder
+    }
+
+    mutating func run() {
+        bytes = TraceEncoder.preamble
+        writeHeader()
+        intervalStart = sw_monotonic_ns()
+        lastCongested = recorder.loop.board.congestedIterations.load(ordering: .relaxed)
+        while recorder.isRunning {
+            _ = recorder.wake.wait(timeout: .now() + .milliseconds(Self.flushPeriod))
+            drain()
+        }
+        drain()
+        summarize(until: sw_monotonic_ns())
+        flush()
+    }
+
+    private mutating func drain() {
+        let stalls = recorder.pending.withLock { pending in
+            defer { pending.removeAll() }
+            return pending
+        }
+        for stall in stalls {
+            switch stall {
+            case .began(let stall): write(stall, ended: false)
+            case .ended(let stall): write(stall, ended: true)
+            }
+        }
+        let converter = Timebase.shared.converter()
+        recorder.ring.drain { event in
+            if event.descriptor & 0xFF == EventRing.iterationKind {
+                let nanos = converter.duration(from: event.start, to: event.end)
+                latency[LatencyBuckets.index(forNanoseconds: nanos)] += 1
+            } else {
+                writeCallout(event, converter)
+            }
+        }
+        let now = sw_monotonic_ns()
+        if now - intervalStart >= Self.interval { summarize(until: now) }
+        flush()
+    }
+
+    // MARK: Records
+
+    private mutating func writeHeader() {
+        let configuration = recorder.monitor.configuration
+        var wall = timespec()
+        clock_gettime(CLOCK_REALTIME, &wall)
+        let clockBase = sw_monotonic_ns()
+        let name =
+            (try? String(contentsOfFile: "/proc/self/comm", encoding: .utf8))?
+            .trimmingCharacters(in: .whitespacesAndNewlines) ?? "unknown"
+        append(
+            .header(
+                TraceRecord.Header(
+                    processName: name, pid: UInt32(getpid()),
+                    wallClockStart: UInt64(wall.tv_sec) * 1_000_000_000 + UInt64(wall.tv_nsec), clockBase: clockBase,
+                    mode: recorder.mode, thresholds: configuration.tiers, sampleInterval: configuration.sampleInterval))
+        )
+        // Module indices start at 1: 0 means "unknown module" in symbol records.
+        for (offset, module) in recorder.monitor.symbolicator.modules().enumerated() {
+            let index = UInt32(offset + 1)
+            moduleIndex[module.path] = index
+            append(
+                .module(
+                    TraceRecord.Module(
+                        index: index, loadAddress: module.base, path: module.path,
+                        buildID: module.buildID.map(Self.bytes(fromHex:)) ?? [])))
+        }
+    }
+
+    private mutating func writeCallout(_ event: EventRing.Event, _ converter: Timebase.Converter) {
+        let kind = UInt8(event.descriptor & 0xFF)
+        let site = siteID(
+            SiteKey(
+                kind: kind, label: CalloutSite.unpack(event.label), file: CalloutSite.unpack(event.file) ?? "?",
+                line: UInt32(event.descriptor >> 32)))
+        let mode = modeID(MainLoop.Mode(id: UInt16((event.descriptor >> 16) & 0xFFFF)).name)
+        append(
+            .callout(
+                TraceRecord.Callout(
+                    site: site, mode: mode, start: converter.nanos(event.start),
+                    duration: converter.duration(from: event.start, to: event.end))))
+    }
+
+    private mutating func write(_ stall: Stall, ended: Bool) {
+        if samplesWritten[stall.id] == nil {
+            let site = siteID(
+                SiteKey(
+                    kind: stall.callout.kind.rawValue, label: stall.callout.label, file: stall.callout.file,
+                    line: stall.callout.line))
+            append(
+                .stallBegan(
+                    TraceRecord.StallBegan(
+                        id: stall.id, start: stall.start, site: site, mode: modeID(stall.callout.mode),
+                        phase: stall.callout.phase, tier: .hitch)))
+            samplesWritten[stall.id] = 0
+        }
+        let done = samplesWritten[stall.id] ?? 0
+        for sample in stall.samples.dropFirst(done) { write(sample, of: stall.id) }
+        samplesWritten[stall.id] = max(done, stall.samples.count)
+        if ended {
+            var flags = stall.flags
+            if stall.end != nil { flags.remove(.unfinished) }
+            append(.stallEnded(TraceRecord.StallEnded(id: stall.id, end: stall.end ?? sw_monotonic_ns(), flags: flags)))
+            samplesWritten[stall.id] = nil
+        }
+    }
+
+    private mutating func write(_ sample: Sample, of stall: UInt64) {
+        for frame in sample.frames where symbols.insert(frame.address).inserted {
+            let module = frame.module.flatMap { moduleIndex[$0] } ?? 0
+            append(
+                .symbol(
+                    TraceRecord.Symbol(
+                        address: frame.address, module: module, name: frame.symbol, file: frame.file, line: frame.line))
+            )
+        }
+        let annotation = sample.annotation.map { annotationID($0) } ?? 0
+        append(
+            .sample(
+                TraceRecord.Sample(
+                    stall: stall, time: sample.time, state: sample.state, syscall: sample.syscall, wchan: sample.wchan,
+                    cpuTime: sample.cpuTimeNanos, annotation: annotation, captureTimedOut: sample.captureTimedOut,
+                    frames: sample.frames.map(\.address))))
+    }
+
+    /// The per-second summaries: latency histogram, congestion, frame clocks, lost events.
+    private mutating func summarize(until now: UInt64) {
+        let length = now - intervalStart
+        if latency.contains(where: { $0 > 0 }) {
+            append(
+                .latencyHistogram(
+                    TraceRecord.LatencyHistogram(
+                        intervalStart: intervalStart, intervalLength: length, buckets: LatencyBuckets.sparse(latency))))
+            latency = [UInt64](repeating: 0, count: LatencyBuckets.count)
+        }
+        let board = recorder.loop.board
+        let congested = board.congestedIterations.load(ordering: .relaxed)
+        if congested > lastCongested {
+            append(
+                .congestion(
+                    TraceRecord.Congestion(
+                        intervalStart: intervalStart, intervalLength: length, count: congested - lastCongested)))
+            lastCongested = congested
+        }
+        let frames = board.frameClocks.withLock { clocks in
+            clocks.reduce(into: (delivered: UInt64(0), dropped: UInt64(0))) {
+                $0.delivered += $1.delivered.load(ordering: .relaxed)
+                $0.dropped += $1.dropped.load(ordering: .relaxed)
+            }
+        }
+        let delivered = frames.delivered &- lastFrames.delivered
+        let dropped = frames.dropped &- lastFrames.dropped
+        if delivered > 0 || dropped > 0, frames.delivered >= lastFrames.delivered {
+            append(
+                .frameClock(
+                    TraceRecord.FrameClock(
+                        intervalStart: intervalStart, intervalLength: length, expected: delivered + dropped,
+                        delivered: delivered, dropped: dropped)))
+        }
+        lastFrames = frames
+        let lost = recorder.ring.dropped.load(ordering: .relaxed)
+        if lost > lastDropped {
+            append(.lostRecords(TraceRecord.LostRecords(time: now, count: lost - lastDropped)))
+            lastDropped = lost
+        }
+        intervalStart = now
+    }
+
+    // MARK: Interning
+
+    private mutating func siteID(_ key: SiteKey) -> UInt64 {
+        if let id = sites[key] { return id }
+        let id = UInt64(sites.count + 1)
+        sites[key] = id
+        append(
+            .callSite(
+                TraceRecord.CallSite(
+                    id: id, kind: CalloutKind(rawValue: key.kind) ?? .post, label: key.label, file: key.file,
+                    line: key.line)))
+        return id
+    }
+
+    private mutating func modeID(_ name: String) -> UInt16 {
+        if let id = modes[name] { return id }
+        let id = UInt16(truncatingIfNeeded: modes.count + 1)
+        modes[name] = id
+        append(.modeName(TraceRecord.ModeName(id: id, name: name)))
+        return id
+    }
+
+    private mutating func annotationID(_ annotation: Annotation) -> UInt64 {
+        if let id = annotations[annotation] { return id }
+        let id = UInt64(annotations.count + 1)
+        annotations[annotation] = id
+        append(.annotation(TraceRecord.AnnotationDefinition(id: id, annotation: annotation)))
+        return id
+    }
+
+    // MARK: Output
+
+    private mutating func append(_ record: TraceRecord) {
+        encoder.append(record, to: &bytes)
+    }
+
+    /// Writes what is buffered; a failure is reported once on stderr and recording goes on
+    /// in memory-free mode (records are dropped) so the app is never disturbed.
+    private mutating func flush() {
+        guard !bytes.isEmpty else { return }
+        defer { bytes.removeAll(keepingCapacity: true) }
+        guard !failed else { return }
+        var offset = 0
+        while offset < bytes.count {
+            let written = bytes.withUnsafeBytes {
+                Glibc.write(recorder.fd, $0.baseAddress! + offset, $0.count - offset)
+            }
+            if written < 0 && errno == EINTR { continue }
+            if written <= 0 {
+                failed = true
+                FileHandle.standardError.write(
+                    Data("stallwatch: cannot write trace \(recorder.path): \(String(cString: strerror(errno)))\n".utf8))
+                return
+            }
+            offset += written
+        }
+    }
+
+    private static func bytes(fromHex hex: String) -> [UInt8] {
+        var result: [UInt8] = []
+        var index = hex.startIndex
+        while let next = hex.index(index, offsetBy: 2, limitedBy: hex.endIndex), index != hex.endIndex {
+            if let byte = UInt8(hex[index..<next], radix: 16) { result.append(byte) }
+            index = next
+        }
+        return result
+    }
+}

@@ -1,0 +1,141 @@
+/// A whole trace decoded and put together: the header, the stalls with their samples'
+/// frames symbolicated from the trace's `symbol` and `module` records, and the summaries.
+///
+/// Built from whatever decoded: a damaged trace gives the stalls its surviving records
+/// describe (`outcome` lists what was lost). References to definitions that never arrived
+/// are filled in plainly (an unknown call site becomes a `post` at file `"?"`, line 0, labelled
+/// `"unknown call site N"`; an unknown mode is named `"mode N"`).
+///
+/// A plain value; use it on any thread.
+public struct DecodedTrace: Sendable {
+    /// The header, if the trace has one (the last, if several).
+    public var header: TraceRecord.Header?
+    /// The module map, in file order.
+    public var modules: [TraceRecord.Module] = []
+    /// The stalls, by start time. A stall with no `stallEnded` record has the `unfinished`
+    /// flag, no end, and the tier it had reached by its last sample.
+    public var stalls: [Stall] = []
+    /// How many `callout` records the trace holds (`full` mode).
+    public var calloutCount = 0
+    /// The congestion counts, in file order.
+    public var congestion: [TraceRecord.Congestion] = []
+    /// The frame-clock summaries, in file order.
+    public var frameClock: [TraceRecord.FrameClock] = []
+    /// The loop-latency histograms, in file order.
+    public var latencyHistograms: [TraceRecord.LatencyHistogram] = []
+    /// The records the recorder said it dropped, summed.
+    public var lostRecords: UInt64 = 0
+    /// Samples whose stall has no `stallBegan` record (lost to damage); left out of `stalls`.
+    public var orphanSamples = 0
+    /// How decoding went.
+    public var outcome = TraceOutcome()
+
+    /// Decodes `bytes` and assembles the result; `fileName` is only used in error messages.
+    public init(decoding bytes: [UInt8], fileName: String? = nil) {
+        self = bytes.withUnsafeBytes { DecodedTrace(decoding: $0, fileName: fileName) }
+    }
+
+    /// Decodes `bytes` and assembles the result; `fileName` is only used in error messages.
+    public init(decoding bytes: UnsafeRawBufferPointer, fileName: String? = nil) {
+        var assembler = StallAssembler()
+        outcome = TraceDecoder.decode(bytes, fileName: fileName) { record, _ in
+            switch record {
+            case .header(let header): self.header = header
+            case .module(let module): modules.append(module)
+            case .callout: calloutCount += 1
+            case .congestion(let record): congestion.append(record)
+            case .frameClock(let record): frameClock.append(record)
+            case .latencyHistogram(let record): latencyHistograms.append(record)
+            case .lostRecords(let record): lostRecords &+= record.count
+            default: assembler.add(record)
+            }
+        }
+        let thresholds = header?.thresholds ?? .default
+        (stalls, orphanSamples) = assembler.stalls(modules: modules, thresholds: thresholds)
+    }
+}
+
+/// Gathers definitions and stall records, then joins them once everything is read (symbols
+/// are usually written after the samples that need them).
+private struct StallAssembler {
+    var sites: [UInt64: TraceRecord.CallSite] = [:]
+    var modes: [UInt16: String] = [:]
+    var annotations: [UInt64: Annotation] = [:]
+    var symbols: [UInt64: TraceRecord.Symbol] = [:]
+    var began: [TraceRecord.StallBegan] = []
+    var ended: [UInt64: TraceRecord.StallEnded] = [:]
+    var samples: [UInt64: [TraceRecord.Sample]] = [:]
+
+    mutating func add(_ record: TraceRecord) {
+        switch record {
+        case .callSite(let site): sites[site.id] = site
+        case .modeName(let mode): modes[mode.id] = mode.name
+        case .annotation(let definition): annotations[definition.id] = definition.annotation
+        case .symbol(let symbol): symbols[symbol.address] = symbol
+        case .stallBegan(let record): began.append(record)
+        case .stallEnded(let record): ended[record.id] = record
+        case .sample(let sample): samples[sample.stall, default: []].append(sample)
+        default: break
+        }
+    }
+
+    func stalls(modules: [TraceRecord.Module], thresholds: TierThresholds) -> ([Stall], Int) {
+        var modulePaths: [UInt32: String] = [:]
+        for module in modules { modulePaths[module.index] = module.path }
+        var frames: [UInt64: Frame] = [:]
+        func frame(_ address: UInt64) -> Frame {
+            if let known = frames[address] { return known }
+            var frame = Frame(address: address)
+            if let symbol = symbols[address] {
+                frame.symbol = symbol.name
+                frame.module = modulePaths[symbol.module]
+                frame.file = symbol.file
+                frame.line = symbol.line
+            }
+            frames[address] = frame
+            return frame
+        }
+
+        var result: [Stall] = []
+        var used = Set<UInt64>()
+        for record in began where used.insert(record.id).inserted {
+            let samples = (self.samples[record.id] ?? []).sorted { $0.time < $1.time }.map {
+                Sample(
+                    time: $0.time, frames: $0.frames.map(frame), state: $0.state, syscall: $0.syscall,
+                    wchan: $0.wchan, cpuTimeNanos: $0.cpuTime,
+                    annotation: $0.annotation == 0 ? nil : annotations[$0.annotation],
+                    captureTimedOut: $0.captureTimedOut)
+            }
+            var flags: StallFlags = [.unfinished]
+            var end: UInt64?
+            if let ended = ended[record.id] {
+                flags = ended.flags
+                end = ended.end
+            }
+            if samples.contains(where: \.captureTimedOut) { flags.insert(.captureTimedOut) }
+            let reached = end ?? samples.last?.time ?? record.start
+            let elapsed = reached >= record.start ? reached - record.start : 0
+            let tier = max(
+                record.tier, thresholds.tier(for: .nanoseconds(Int64(clamping: elapsed))) ?? record.tier)
+            result.append(
+                Stall(
+                    id: record.id, start: record.start, end: end, tier: tier,
+                    callout: identity(record), samples: samples, flags: flags))
+        }
+        result.sort { ($0.start, $0.id) < ($1.start, $1.id) }
+        let orphans = samples.reduce(0) { $0 + (used.contains($1.key) ? 0 : $1.value.count) }
+        return (result, orphans)
+    }
+
+    private func identity(_ record: TraceRecord.StallBegan) -> CalloutIdentity {
+        let mode = modes[record.mode] ?? "mode \(record.mode)"
+        guard let site = sites[record.site] else {
+            return CalloutIdentity(
+                kind: .post, label: "unknown call site \(record.site)", file: "?", line: 0, mode: mode,
+                phase: record.phase)
+        }
+        return CalloutIdentity(
+            kind: site.kind, label: site.label, file: site.file, line: site.line, mode: mode,
+            phase: record.phase)
+    }
+}

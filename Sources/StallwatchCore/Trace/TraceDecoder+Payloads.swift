@@ -1,0 +1,183 @@
+// Parses the payloads of every kind but `callout` and `sync` (which carry the decoder's
+// delta state). Field order is the one `docs/trace-format.md` lists; any value the encoder
+// cannot write (an unknown enum byte, a reserved flag bit) is an error, because without
+// checksums strictness is what catches damage.
+
+extension TraceParser {
+    static func parseColdPayload(_ kind: TraceRecordKind, _ reader: inout TraceByteReader)
+        throws(TraceFieldError) -> TraceRecord
+    {
+        switch kind {
+        case .header:
+            let name = try reader.string("processName")
+            let pid = try reader.varint32("pid")
+            let wall = try reader.varint("wallClockStart")
+            let clockBase = try reader.varint("clockBase")
+            let modeCode = try reader.byte("mode")
+            guard let mode = TraceMode(rawValue: modeCode) else {
+                throw .outOfRange("mode", UInt64(modeCode))
+            }
+            let thresholds = TierThresholds(
+                budget: try duration(&reader, "budget"), microHang: try duration(&reader, "microHang"),
+                hang: try duration(&reader, "hang"), severe: try duration(&reader, "severe"))
+            let interval = try duration(&reader, "sampleInterval")
+            return .header(
+                .init(
+                    processName: name, pid: pid, wallClockStart: wall, clockBase: clockBase, mode: mode,
+                    thresholds: thresholds, sampleInterval: interval))
+        case .module:
+            let index = try reader.varint32("index")
+            if index == 0 { throw .outOfRange("index", 0) }
+            let load = try reader.varint("loadAddress")
+            let path = try reader.string("path")
+            let buildID = Array(try reader.bytes("buildID", count: try reader.varint("buildID")))
+            return .module(.init(index: index, loadAddress: load, path: path, buildID: buildID))
+        case .callSite:
+            let id = try reader.varint("id")
+            let kindCode = try reader.byte("kind")
+            guard let calloutKind = CalloutKind(rawValue: kindCode) else {
+                throw .outOfRange("kind", UInt64(kindCode))
+            }
+            let line = try reader.varint32("line")
+            let label = try reader.optionalString("label")
+            let file = try reader.string("file")
+            return .callSite(.init(id: id, kind: calloutKind, label: label, file: file, line: line))
+        case .modeName:
+            let id = try reader.varint16("id")
+            return .modeName(.init(id: id, name: try reader.string("name")))
+        case .annotation:
+            let id = try reader.varint("id")
+            if id == 0 { throw .outOfRange("id", 0) }
+            let code = try reader.byte("category")
+            let category = TraceCodes.category(code)
+            if code != 0 && category == nil { throw .outOfRange("category", UInt64(code)) }
+            let label = try reader.string("label")
+            return .annotation(.init(id: id, annotation: Annotation(label: label, category: category)))
+        case .symbol:
+            let address = try reader.varint("address")
+            let module = try reader.varint32("module")
+            let line = try reader.varint32("line")
+            let name = try reader.optionalString("name")
+            let file = try reader.optionalString("file")
+            return .symbol(
+                .init(
+                    address: address, module: module, name: name, file: file,
+                    line: line == 0 ? nil : line))
+        case .stallBegan:
+            let id = try reader.varint("id")
+            let start = try reader.varint("start")
+            let site = try reader.varint("site")
+            let mode = try reader.varint16("mode")
+            let phaseCode = try reader.byte("phase")
+            guard let phase = LoopActivity(rawValue: phaseCode) else {
+                throw .outOfRange("phase", UInt64(phaseCode))
+            }
+            let tierCode = try reader.byte("tier")
+            guard let tier = TraceCodes.tier(tierCode) else {
+                throw .outOfRange("tier", UInt64(tierCode))
+            }
+            return .stallBegan(
+                .init(id: id, start: start, site: site, mode: mode, phase: phase, tier: tier))
+        case .sample:
+            return .sample(try parseSample(&reader))
+        case .stallEnded:
+            let id = try reader.varint("id")
+            let end = try reader.varint("end")
+            let flags = StallFlags(rawValue: try reader.byte("flags"))
+            if flags.rawValue & ~0b111 != 0 { throw .outOfRange("flags", UInt64(flags.rawValue)) }
+            return .stallEnded(.init(id: id, end: end, flags: flags))
+        case .congestion:
+            return .congestion(
+                .init(
+                    intervalStart: try reader.varint("intervalStart"),
+                    intervalLength: try reader.varint("intervalLength"), count: try reader.varint("count")
+                ))
+        case .frameClock:
+            return .frameClock(
+                .init(
+                    intervalStart: try reader.varint("intervalStart"),
+                    intervalLength: try reader.varint("intervalLength"),
+                    expected: try reader.varint("expected"), delivered: try reader.varint("delivered"),
+                    dropped: try reader.varint("dropped")))
+        case .latencyHistogram:
+            let start = try reader.varint("intervalStart")
+            let length = try reader.varint("intervalLength")
+            let count = try reader.varint("bucketCount")
+            // Each bucket takes at least two bytes: refuse a count the payload cannot hold before
+            // reserving room for it.
+            guard count <= UInt64(reader.end - reader.position) / 2 else {
+                throw .outOfRange("bucketCount", count)
+            }
+            var buckets: [LatencyBuckets.Bucket] = []
+            buckets.reserveCapacity(Int(count))
+            var next: UInt64 = 0
+            for _ in 0..<count {
+                let gap = try reader.varint("bucketIndex")
+                let (index, overflow) = next.addingReportingOverflow(gap)
+                guard !overflow, index < UInt64(LatencyBuckets.count) else {
+                    throw .outOfRange("bucketIndex", gap)
+                }
+                let value = try reader.varint("bucketCount")
+                if value == 0 { throw .outOfRange("bucketCount", 0) }
+                buckets.append(.init(index: UInt16(index), count: value))
+                next = index + 1
+            }
+            return .latencyHistogram(
+                .init(intervalStart: start, intervalLength: length, buckets: buckets))
+        case .lostRecords:
+            return .lostRecords(.init(time: try reader.varint("time"), count: try reader.varint("count")))
+        case .callout, .sync:
+            preconditionFailure("parsed by TraceParser.parsePayload")
+        }
+    }
+
+    private static func parseSample(_ reader: inout TraceByteReader) throws(TraceFieldError)
+        -> TraceRecord.Sample
+    {
+        let stall = try reader.varint("stall")
+        let time = try reader.varint("time")
+        let stateCode = try reader.byte("state")
+        guard let state = ThreadState(rawValue: stateCode) else {
+            throw .outOfRange("state", UInt64(stateCode))
+        }
+        let flags = try reader.byte("flags")
+        if flags > 1 { throw .outOfRange("flags", UInt64(flags)) }
+        let syscallCode = try reader.varint("syscall")
+        var syscall: Int32?
+        if syscallCode != 0 {
+            guard let number = Int32(exactly: unzigzag(syscallCode - 1)) else {
+                throw .outOfRange("syscall", syscallCode)
+            }
+            syscall = number
+        }
+        let cpuTime = try reader.varint("cpuTime")
+        let annotation = try reader.varint("annotation")
+        let wchan = try reader.optionalString("wchan")
+        let count = try reader.varint("frameCount")
+        guard count <= UInt64(min(TraceFormat.maxFrames, reader.end - reader.position)) else {
+            throw .outOfRange("frameCount", count)
+        }
+        var frames: [UInt64] = []
+        frames.reserveCapacity(Int(count))
+        var previous: UInt64 = 0
+        for index in 0..<Int(count) {
+            let address =
+                index == 0
+                ? try reader.varint("frames")
+                : previous &+ UInt64(bitPattern: try reader.signedVarint("frames"))
+            frames.append(address)
+            previous = address
+        }
+        return .init(
+            stall: stall, time: time, state: state, syscall: syscall, wchan: wchan, cpuTime: cpuTime,
+            annotation: annotation, captureTimedOut: flags == 1, frames: frames)
+    }
+
+    private static func duration(_ reader: inout TraceByteReader, _ field: StaticString)
+        throws(TraceFieldError) -> Duration
+    {
+        let nanoseconds = try reader.varint(field)
+        guard let value = Int64(exactly: nanoseconds) else { throw .outOfRange(field, nanoseconds) }
+        return .nanoseconds(value)
+    }
+}

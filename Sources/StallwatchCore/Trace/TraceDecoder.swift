@@ -1,0 +1,268 @@
+/// Decodes a trace (`docs/trace-format.md`) record by record.
+///
+/// Never traps on bad input. Records of unknown kinds are skipped. A truncated trace yields
+/// every record before the incomplete one; after a corrupt region the decoder scans for the
+/// next sync marker and goes on from there. Once `next()` returns `nil`, `outcome` says how
+/// the input ended and lists every problem (`TraceError`, with file name and byte offset).
+///
+/// A value owned by one thread at a time; decode different traces on different threads.
+public struct TraceDecoder: Sequence, IteratorProtocol {
+    private let bytes: [UInt8]
+    private var parser: TraceParser
+
+    /// Decodes `bytes`; `fileName` is only used in error messages.
+    public init(_ bytes: [UInt8], fileName: String? = nil) {
+        self.bytes = bytes
+        self.parser = TraceParser(fileName: fileName)
+    }
+
+    /// The next record, or `nil` at the end of the input.
+    public mutating func next() -> TraceRecord? {
+        bytes.withUnsafeBytes { parser.next(in: $0) }
+    }
+
+    /// How decoding went so far; complete once `next()` has returned `nil`.
+    public var outcome: TraceOutcome { parser.outcome }
+
+    /// The byte offset of the record `next()` returned last.
+    public var recordOffset: Int { parser.recordOffset }
+
+    /// Decodes all of `bytes`, calling `body` with each record and its byte offset, and
+    /// returns how it went. The fastest way through a large trace.
+    public static func decode(
+        _ bytes: UnsafeRawBufferPointer, fileName: String? = nil,
+        _ body: (TraceRecord, Int) throws -> Void
+    ) rethrows -> TraceOutcome {
+        var parser = TraceParser(fileName: fileName)
+        while let record = parser.next(in: bytes) {
+            try body(record, parser.recordOffset)
+        }
+        return parser.outcome
+    }
+}
+
+/// The decoder's state, kept apart from the bytes so both entry points share it.
+struct TraceParser {
+    private enum Phase {
+        case preamble, records, done
+    }
+
+    let fileName: String?
+    private var phase = Phase.preamble
+    private var offset = 0
+    private(set) var recordOffset = 0
+    private var calloutBase: UInt64 = 0
+    private(set) var outcome = TraceOutcome()
+
+    init(fileName: String?) {
+        self.fileName = fileName
+    }
+
+    /// The next record. Callouts, the bulk of a `full` trace, take a short path; anything
+    /// unusual about one (or any other kind) goes the general way, which also reports errors.
+    @inline(__always)
+    mutating func next(in buffer: UnsafeRawBufferPointer) -> TraceRecord? {
+        if phase == .records, let base = buffer.baseAddress, buffer.count - offset >= 2 {
+            let start = offset
+            let kind = base.load(fromByteOffset: start, as: UInt8.self)
+            let length = Int(base.load(fromByteOffset: start + 1, as: UInt8.self))
+            if kind == TraceRecordKind.callout.rawValue, length < 0x80,
+                length <= buffer.count - start - 2
+            {
+                var reader = TraceByteReader(base: base, position: start + 2, end: start + 2 + length)
+                if let callout = try? parseCallout(&reader), reader.position == reader.end {
+                    calloutBase = callout.start &+ callout.duration
+                    offset = reader.end
+                    recordOffset = start
+                    outcome.recordCount += 1
+                    return .callout(callout)
+                }
+            }
+        }
+        return nextRecord(in: buffer)
+    }
+
+    @inline(__always)
+    private func parseCallout(_ reader: inout TraceByteReader) throws(TraceFieldError)
+        -> TraceRecord.Callout
+    {
+        let site = try reader.varint("site")
+        let mode = try reader.varint16("mode")
+        let delta = try reader.signedVarint("start")
+        let duration = try reader.varint("duration")
+        return .init(
+            site: site, mode: mode, start: calloutBase &+ UInt64(bitPattern: delta), duration: duration)
+    }
+
+    private mutating func nextRecord(in buffer: UnsafeRawBufferPointer) -> TraceRecord? {
+        guard let base = buffer.baseAddress else {
+            if phase == .preamble { fail(at: 0, .truncated(kind: nil), buffer) }
+            phase = .done
+            return nil
+        }
+        let count = buffer.count
+        while true {
+            switch phase {
+            case .done:
+                return nil
+            case .preamble:
+                readPreamble(buffer)
+                continue
+            case .records:
+                break
+            }
+            let start = offset
+            if start >= count {
+                phase = .done
+                return nil
+            }
+            let kind = base.load(fromByteOffset: start, as: UInt8.self)
+            if kind == 0 {
+                fail(at: start, .reservedKind(0), buffer)
+                continue
+            }
+            var header = TraceByteReader(base: base, position: start + 1, end: count)
+            let length: UInt64
+            do {
+                length = try header.varint("length")
+            } catch {
+                if case .pastEnd = error {
+                    endOrResync(at: start, kind: kind, buffer)
+                } else {
+                    fail(at: start, .badLength(kind: kind, reason: "not a valid varint"), buffer)
+                }
+                continue
+            }
+            if length > UInt64(TraceFormat.maxPayloadLength) {
+                let reason = "\(length) bytes is over the \(TraceFormat.maxPayloadLength)-byte limit"
+                fail(at: start, .badLength(kind: kind, reason: reason), buffer)
+                continue
+            }
+            let payloadStart = header.position
+            guard Int(length) <= count - payloadStart else {
+                endOrResync(at: start, kind: kind, buffer)
+                continue
+            }
+            let end = payloadStart + Int(length)
+            guard let known = TraceRecordKind(rawValue: kind) else {
+                outcome.unknownRecordCount += 1
+                offset = end
+                continue
+            }
+            var reader = TraceByteReader(base: base, position: payloadStart, end: end)
+            do {
+                let record = try parsePayload(known, &reader)
+                try reader.finish()
+                offset = end
+                recordOffset = start
+                outcome.recordCount += 1
+                return record
+            } catch {
+                fail(at: start, .malformedRecord(kind: kind, reason: error.reason), buffer)
+            }
+        }
+    }
+
+    @inline(__always)
+    private mutating func parsePayload(_ kind: TraceRecordKind, _ reader: inout TraceByteReader)
+        throws(TraceFieldError) -> TraceRecord
+    {
+        switch kind {
+        case .callout:
+            let callout = try parseCallout(&reader)
+            try reader.finish()
+            calloutBase = callout.start &+ callout.duration
+            return .callout(callout)
+        case .sync:
+            let pattern = try reader.bytes("pattern", count: 8)
+            guard pattern.loadUnaligned(as: UInt64.self) == TraceFormat.syncPatternWord.littleEndian
+            else { throw .outOfRange("pattern", pattern.loadUnaligned(as: UInt64.self)) }
+            let sync = TraceRecord.Sync(
+                sequence: try reader.varint("sequence"), calloutBase: try reader.varint("calloutBase"))
+            calloutBase = sync.calloutBase
+            return .sync(sync)
+        default:
+            return try TraceParser.parseColdPayload(kind, &reader)
+        }
+    }
+
+    private mutating func readPreamble(_ buffer: UnsafeRawBufferPointer) {
+        let expected = TraceEncoder.preamble
+        let available = min(buffer.count, TraceFormat.preambleSize)
+        // Magic first: a wrong magic means "not a trace", whatever the version says.
+        for index in 0..<min(available, 4) where buffer[index] != expected[index] {
+            return fail(at: 0, .badPreamble, buffer)
+        }
+        if available < TraceFormat.preambleSize {
+            outcome.problems.append(
+                TraceError(
+                    fileName: fileName, offset: 0, problem: .truncated(kind: nil),
+                    skippedBytes: buffer.count))
+            phase = .done
+            return
+        }
+        let version = UInt16(buffer[4]) | UInt16(buffer[5]) << 8
+        if version == 0 || version > TraceFormat.version {
+            outcome.problems.append(
+                TraceError(
+                    fileName: fileName, offset: 4, problem: .unsupportedVersion(version),
+                    skippedBytes: buffer.count - 4))
+            phase = .done
+            return
+        }
+        if buffer[6] != 0 || buffer[7] != 0 { return fail(at: 0, .badPreamble, buffer) }
+        phase = .records
+        offset = TraceFormat.preambleSize
+    }
+
+    /// The input ends inside the record at `start`: a truncation, unless a sync marker follows
+    /// (then the record's length was damaged).
+    private mutating func endOrResync(
+        at start: Int, kind: UInt8, _ buffer: UnsafeRawBufferPointer
+    ) {
+        if TraceParser.nextSync(after: start, in: buffer) != nil {
+            fail(at: start, .badLength(kind: kind, reason: "runs past the end of the input"), buffer)
+        } else {
+            outcome.problems.append(
+                TraceError(
+                    fileName: fileName, offset: start, problem: .truncated(kind: kind),
+                    skippedBytes: buffer.count - start))
+            phase = .done
+        }
+    }
+
+    /// Records a corrupt region starting at `start` and moves to the next sync marker, or to
+    /// the end when there is none.
+    private mutating func fail(
+        at start: Int, _ problem: TraceError.Problem, _ buffer: UnsafeRawBufferPointer
+    ) {
+        var error = TraceError(fileName: fileName, offset: start, problem: problem)
+        if let sync = TraceParser.nextSync(after: start, in: buffer) {
+            error.skippedBytes = sync - start
+            error.resumed = true
+            offset = sync
+            phase = .records
+        } else {
+            error.skippedBytes = buffer.count - start
+            phase = .done
+        }
+        outcome.problems.append(error)
+    }
+
+    /// The offset of the first sync record that starts after `start`: a sync kind byte, one
+    /// length byte, then the pattern.
+    static func nextSync(after start: Int, in buffer: UnsafeRawBufferPointer) -> Int? {
+        let patternSize = 8
+        let last = buffer.count - 2 - patternSize
+        guard start + 1 <= last else { return nil }
+        let kind = TraceRecordKind.sync.rawValue
+        let pattern = TraceFormat.syncPatternWord.littleEndian
+        for candidate in (start + 1)...last
+        where buffer[candidate] == kind
+            && buffer.loadUnaligned(fromByteOffset: candidate + 2, as: UInt64.self) == pattern
+        {
+            return candidate
+        }
+        return nil
+    }
+}

@@ -1,0 +1,145 @@
+// The payloads of the cold record kinds (definitions, stall boundaries, summaries); field
+// order is the one `docs/trace-format.md` lists.
+
+extension TraceEncoder {
+    func writePayload(of record: TraceRecord, to writer: inout TraceByteWriter) {
+        switch record {
+        case .header(let header):
+            writer.string(header.processName)
+            writer.varint(UInt64(header.pid))
+            writer.varint(header.wallClockStart)
+            writer.varint(header.clockBase)
+            writer.byte(header.mode.rawValue)
+            writer.varint(nanoseconds(header.thresholds.budget))
+            writer.varint(nanoseconds(header.thresholds.microHang))
+            writer.varint(nanoseconds(header.thresholds.hang))
+            writer.varint(nanoseconds(header.thresholds.severe))
+            writer.varint(nanoseconds(header.sampleInterval))
+        case .module(let module):
+            writer.varint(UInt64(module.index))
+            writer.varint(module.loadAddress)
+            writer.string(module.path)
+            module.buildID.withUnsafeBytes { writer.lengthPrefixed($0) }
+        case .callSite(let site):
+            writer.varint(site.id)
+            writer.byte(site.kind.rawValue)
+            writer.varint(UInt64(site.line))
+            writer.optionalString(site.label)
+            writer.string(site.file)
+        case .modeName(let mode):
+            writer.varint(UInt64(mode.id))
+            writer.string(mode.name)
+        case .annotation(let definition):
+            writer.varint(definition.id)
+            writer.byte(definition.annotation.category.map(TraceCodes.code(of:)) ?? 0)
+            writer.string(definition.annotation.label)
+        case .symbol(let symbol):
+            writer.varint(symbol.address)
+            writer.varint(UInt64(symbol.module))
+            writer.varint(UInt64(symbol.line ?? 0))
+            writer.optionalString(symbol.name)
+            writer.optionalString(symbol.file)
+        case .stallBegan(let began):
+            writer.varint(began.id)
+            writer.varint(began.start)
+            writer.varint(began.site)
+            writer.varint(UInt64(began.mode))
+            writer.byte(began.phase.rawValue)
+            writer.byte(TraceCodes.code(of: began.tier))
+        case .stallEnded(let ended):
+            writer.varint(ended.id)
+            writer.varint(ended.end)
+            writer.byte(ended.flags.rawValue)
+        case .congestion(let congestion):
+            writer.varint(congestion.intervalStart)
+            writer.varint(congestion.intervalLength)
+            writer.varint(congestion.count)
+        case .frameClock(let clock):
+            writer.varint(clock.intervalStart)
+            writer.varint(clock.intervalLength)
+            writer.varint(clock.expected)
+            writer.varint(clock.delivered)
+            writer.varint(clock.dropped)
+        case .latencyHistogram(let histogram):
+            writer.varint(histogram.intervalStart)
+            writer.varint(histogram.intervalLength)
+            // Zero counts are left out and indices must rise, as the decoder insists.
+            let buckets = histogram.buckets.filter {
+                $0.count > 0 && Int($0.index) < LatencyBuckets.count
+            }
+            .sorted { $0.index < $1.index }
+            var kept: [LatencyBuckets.Bucket] = []
+            for bucket in buckets {
+                if let last = kept.last, last.index == bucket.index {
+                    kept[kept.count - 1].count &+= bucket.count
+                } else {
+                    kept.append(bucket)
+                }
+            }
+            writer.varint(UInt64(kept.count))
+            var next = 0
+            for bucket in kept {
+                writer.varint(UInt64(Int(bucket.index) - next))
+                writer.varint(bucket.count)
+                next = Int(bucket.index) + 1
+            }
+        case .lostRecords(let lost):
+            writer.varint(lost.time)
+            writer.varint(lost.count)
+        case .sync, .callout, .sample:
+            preconditionFailure("encoded by TraceEncoder.encode")
+        }
+    }
+
+    /// Whole nanoseconds; negative durations are 0 and huge ones saturate.
+    private func nanoseconds(_ duration: Duration) -> UInt64 {
+        let (seconds, attoseconds) = duration.components
+        guard seconds >= 0, attoseconds >= 0 else { return 0 }
+        let (whole, overflow) = UInt64(seconds).multipliedReportingOverflow(by: 1_000_000_000)
+        let (sum, carry) = whole.addingReportingOverflow(UInt64(attoseconds / 1_000_000_000))
+        return overflow || carry ? .max : sum
+    }
+}
+
+/// The bytes that stand for the model's enums whose raw values are not already bytes.
+enum TraceCodes {
+    static func code(of tier: Tier) -> UInt8 {
+        switch tier {
+        case .hitch: 1
+        case .microHang: 2
+        case .hang: 3
+        case .severe: 4
+        }
+    }
+
+    static func tier(_ code: UInt8) -> Tier? {
+        switch code {
+        case 1: .hitch
+        case 2: .microHang
+        case 3: .hang
+        case 4: .severe
+        default: nil
+        }
+    }
+
+    static func code(of category: StallCategory) -> UInt8 {
+        switch category {
+        case .compute: 1
+        case .io: 2
+        case .lockWait: 3
+        case .database: 4
+        case .other: 5
+        }
+    }
+
+    static func category(_ code: UInt8) -> StallCategory? {
+        switch code {
+        case 1: .compute
+        case 2: .io
+        case 3: .lockWait
+        case 4: .database
+        case 5: .other
+        default: nil
+        }
+    }
+}

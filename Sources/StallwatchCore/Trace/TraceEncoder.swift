@@ -1,0 +1,189 @@
+/// Encodes trace records into caller memory (`docs/trace-format.md`).
+///
+/// The encoder writes a sync record before its first record and then again once
+/// `syncInterval` bytes have gone by, so its output can be appended to a file as it comes.
+/// It keeps the state `callout` records are delta-encoded against, so all the records of one
+/// encoder must reach the file in the order it wrote them, none missing: when the caller's
+/// buffer is too small, an `encode` method writes nothing, returns 0 and leaves the encoder
+/// unchanged (count the record as lost and write `lostRecords` later).
+///
+/// `encodeCallout` and `encodeSample` neither allocate nor lock, so a recorder can call them
+/// on the main thread to write straight into its ring. An encoder is a value owned by one
+/// thread at a time.
+public struct TraceEncoder: Sendable {
+    /// About how many bytes go between two sync records.
+    public let syncInterval: Int
+    /// The time the next callout's start is written as a delta from: the previous callout's
+    /// end (start + duration).
+    public private(set) var calloutBase: UInt64
+    private var bytesSinceSync = 0
+    private var syncSequence: UInt64 = 0
+    private var syncDue = true
+
+    /// Creates an encoder that writes a sync record about every `syncInterval` bytes (at
+    /// least 64). A reader loses at most that much around a corrupt byte.
+    public init(syncInterval: Int = 4_096, calloutBase: UInt64 = 0) {
+        self.syncInterval = max(64, syncInterval)
+        self.calloutBase = calloutBase
+    }
+
+    /// The preamble every trace file starts with: magic, version, two zero bytes.
+    public static var preamble: [UInt8] {
+        let magic = TraceFormat.magic
+        let version = TraceFormat.version
+        return [
+            magic.0, magic.1, magic.2, magic.3, UInt8(truncatingIfNeeded: version),
+            UInt8(truncatingIfNeeded: version >> 8), 0, 0,
+        ]
+    }
+
+    /// Writes one callout record (preceded by a sync record when one is due) at the start of
+    /// `buffer`. Returns the bytes written, or 0 if they did not fit (then nothing changed).
+    ///
+    /// No allocation; call it on the thread that owns the encoder (the main thread).
+    public mutating func encodeCallout(
+        site: UInt64, mode: UInt16, start: UInt64, duration: UInt64,
+        into buffer: UnsafeMutableRawBufferPointer
+    ) -> Int {
+        var writer = TraceByteWriter(buffer)
+        let sync = writeSyncIfDue(&writer)
+        let payload = writer.beginRecord(.callout)
+        writer.varint(site)
+        writer.varint(UInt64(mode))
+        writer.signedVarint(Int64(bitPattern: start &- calloutBase))
+        writer.varint(duration)
+        writer.endRecord(payloadStart: payload)
+        guard commit(writer, sync: sync) else { return 0 }
+        calloutBase = start &+ duration
+        return writer.position
+    }
+
+    /// Writes one sample record (preceded by a sync record when one is due) at the start of
+    /// `buffer`. `wchan` is the wait channel's UTF-8 bytes (`nil` for none); `frames` are return
+    /// addresses, innermost first (at most `TraceFormat.maxFrames` are kept). Returns the bytes
+    /// written, or 0 if they did not fit (then nothing changed).
+    ///
+    /// No allocation; call it on the thread that owns the encoder.
+    public mutating func encodeSample(
+        stall: UInt64, time: UInt64, state: ThreadState, syscall: Int32?,
+        wchan: UnsafeRawBufferPointer?, cpuTime: UInt64, annotation: UInt64,
+        captureTimedOut: Bool, frames: UnsafeBufferPointer<UInt64>,
+        into buffer: UnsafeMutableRawBufferPointer
+    ) -> Int {
+        var writer = TraceByteWriter(buffer)
+        let sync = writeSyncIfDue(&writer)
+        let payload = writer.beginRecord(.sample)
+        writer.varint(stall)
+        writer.varint(time)
+        writer.byte(state.rawValue)
+        writer.byte(captureTimedOut ? 1 : 0)
+        writer.varint(syscall.map { zigzag(Int64($0)) + 1 } ?? 0)
+        writer.varint(cpuTime)
+        writer.varint(annotation)
+        writer.optionalBytes(wchan)
+        let count = min(frames.count, TraceFormat.maxFrames)
+        writer.varint(UInt64(count))
+        var previous: UInt64 = 0
+        for index in 0..<count {
+            let address = frames[index]
+            if index == 0 {
+                writer.varint(address)
+            } else {
+                writer.signedVarint(Int64(bitPattern: address &- previous))
+            }
+            previous = address
+        }
+        writer.endRecord(payloadStart: payload)
+        return commit(writer, sync: sync) ? writer.position : 0
+    }
+
+    /// Writes `record` (preceded by a sync record when one is due) at the start of `buffer`.
+    /// Returns the bytes written, or 0 if they did not fit (then nothing changed). Encoding a
+    /// `.sync` record makes its `calloutBase` the encoder's.
+    ///
+    /// May allocate (for strings that are not native); call it on the thread that owns the
+    /// encoder.
+    public mutating func encode(_ record: TraceRecord, into buffer: UnsafeMutableRawBufferPointer)
+        -> Int
+    {
+        switch record {
+        case .callout(let callout):
+            return encodeCallout(
+                site: callout.site, mode: callout.mode, start: callout.start,
+                duration: callout.duration, into: buffer)
+        case .sample(let sample):
+            return sample.frames.withUnsafeBufferPointer { frames in
+                func encode(_ wchan: UnsafeRawBufferPointer?) -> Int {
+                    encodeSample(
+                        stall: sample.stall, time: sample.time, state: sample.state,
+                        syscall: sample.syscall, wchan: wchan, cpuTime: sample.cpuTime,
+                        annotation: sample.annotation, captureTimedOut: sample.captureTimedOut,
+                        frames: frames, into: buffer)
+                }
+                guard var wchan = sample.wchan else { return encode(nil) }
+                return wchan.withUTF8 { encode(UnsafeRawBufferPointer($0)) }
+            }
+        case .sync(let sync):
+            var writer = TraceByteWriter(buffer)
+            writeSync(&writer, sequence: sync.sequence, calloutBase: sync.calloutBase)
+            guard !writer.overflowed else { return 0 }
+            calloutBase = sync.calloutBase
+            syncSequence = sync.sequence &+ 1
+            bytesSinceSync = 0
+            syncDue = false
+            return writer.position
+        default:
+            var writer = TraceByteWriter(buffer)
+            let sync = writeSyncIfDue(&writer)
+            let payload = writer.beginRecord(record.kind)
+            writePayload(of: record, to: &writer)
+            writer.endRecord(payloadStart: payload)
+            return commit(writer, sync: sync) ? writer.position : 0
+        }
+    }
+
+    /// Appends `record` (preceded by a sync record when one is due) to `bytes`.
+    ///
+    /// Allocates; call it on the thread that owns the encoder.
+    public mutating func append(_ record: TraceRecord, to bytes: inout [UInt8]) {
+        let start = bytes.count
+        var room = 256
+        while true {
+            bytes.append(contentsOf: repeatElement(0, count: room))
+            let written = bytes.withUnsafeMutableBytes { buffer in
+                encode(record, into: UnsafeMutableRawBufferPointer(rebasing: buffer[start...]))
+            }
+            bytes.removeLast(bytes.count - start - written)
+            if written > 0 { return }
+            room *= 4
+        }
+    }
+
+    /// Whether a sync record was written.
+    @inline(__always)
+    private mutating func writeSyncIfDue(_ writer: inout TraceByteWriter) -> Bool {
+        guard syncDue || bytesSinceSync >= syncInterval else { return false }
+        writeSync(&writer, sequence: syncSequence, calloutBase: calloutBase)
+        return true
+    }
+
+    private func writeSync(_ writer: inout TraceByteWriter, sequence: UInt64, calloutBase: UInt64) {
+        let payload = writer.beginRecord(.sync)
+        withUnsafeBytes(of: TraceFormat.syncPatternWord.littleEndian) { writer.bytes($0) }
+        writer.varint(sequence)
+        writer.varint(calloutBase)
+        writer.endRecord(payloadStart: payload)
+    }
+
+    @inline(__always)
+    private mutating func commit(_ writer: TraceByteWriter, sync: Bool) -> Bool {
+        guard !writer.overflowed else { return false }
+        if sync {
+            syncSequence &+= 1
+            syncDue = false
+            bytesSinceSync = 0
+        }
+        bytesSinceSync += writer.position
+        return true
+    }
+}

@@ -1,0 +1,123 @@
+/// A problem found while decoding a trace: where (file and byte offset), what, and how many
+/// bytes the decoder skipped to get past it. Its `description` is one readable line, e.g.
+/// `app.swtrace: byte 4242: callout record is malformed: field 'duration' runs past the
+/// record's end; skipped 310 bytes to the next sync marker`.
+///
+/// A plain value; use it on any thread.
+public struct TraceError: Error, Sendable, Hashable, CustomStringConvertible {
+    /// What went wrong.
+    public enum Problem: Sendable, Hashable, CustomStringConvertible {
+        /// The input does not start with the trace magic: not a trace, or its first bytes are
+        /// damaged.
+        case badPreamble
+        /// The trace was written by a newer version of the format.
+        case unsupportedVersion(UInt16)
+        /// The input ends inside a record (`kind` is `nil` inside the preamble or a record's
+        /// kind and length).
+        case truncated(kind: UInt8?)
+        /// A record has a reserved kind id (0: usually zero-filled bytes).
+        case reservedKind(UInt8)
+        /// A record's length is not a varint, is over `TraceFormat.maxPayloadLength`, or runs
+        /// past the end of the input though more records follow.
+        case badLength(kind: UInt8, reason: String)
+        /// A known record's payload does not parse.
+        case malformedRecord(kind: UInt8, reason: String)
+
+        /// One line saying what is wrong.
+        public var description: String {
+            switch self {
+            case .badPreamble:
+                "does not start with the trace magic \"SWTR\" and a version"
+            case .unsupportedVersion(let version):
+                "format version \(version) is not supported (this reader knows 1...\(TraceFormat.version))"
+            case .truncated(nil):
+                "the input ends inside a record header"
+            case .truncated(let kind?):
+                "the input ends inside a \(kindName(kind)) record"
+            case .reservedKind(let kind):
+                "record kind \(kind) is reserved\(kind == 0 ? " (zero-filled bytes?)" : "")"
+            case .badLength(let kind, let reason):
+                "\(kindName(kind)) record has a bad length: \(reason)"
+            case .malformedRecord(let kind, let reason):
+                "\(kindName(kind)) record is malformed: \(reason)"
+            }
+        }
+    }
+
+    /// The file the trace came from, if known.
+    public var fileName: String?
+    /// The byte offset (from the start of the input) where the problem starts.
+    public var offset: Int
+    /// What went wrong.
+    public var problem: Problem
+    /// How many bytes from `offset` the decoder skipped: to the next sync marker, or to the
+    /// end of the input.
+    public var skippedBytes: Int
+    /// Whether the decoder went on after this problem (it found a sync marker).
+    public var resumed: Bool
+
+    /// Creates an error.
+    public init(
+        fileName: String? = nil, offset: Int, problem: Problem, skippedBytes: Int = 0,
+        resumed: Bool = false
+    ) {
+        self.fileName = fileName
+        self.offset = offset
+        self.problem = problem
+        self.skippedBytes = skippedBytes
+        self.resumed = resumed
+    }
+
+    /// One line: `file: byte N: problem; what the decoder did`.
+    public var description: String {
+        let place = fileName.map { "\($0): byte \(offset)" } ?? "byte \(offset)"
+        let action: String
+        switch problem {
+        case .truncated: action = "the last \(skippedBytes) bytes are an incomplete record"
+        case .unsupportedVersion: action = "nothing decoded"
+        default:
+            action =
+                resumed
+                ? "skipped \(skippedBytes) bytes to the next sync marker"
+                : "skipped the remaining \(skippedBytes) bytes (no sync marker after it)"
+        }
+        return "\(place): \(problem); \(action)"
+    }
+}
+
+/// How decoding a trace went, once the decoder has reached the end of its input.
+///
+/// A plain value; use it on any thread.
+public struct TraceOutcome: Sendable, Hashable {
+    /// Records decoded (sync records included, unknown kinds not).
+    public var recordCount = 0
+    /// Well-formed records of kinds this reader does not know, skipped.
+    public var unknownRecordCount = 0
+    /// Every problem, in input order. At most the last is a truncation.
+    public var problems: [TraceError] = []
+
+    /// Creates an empty outcome.
+    public init() {}
+
+    /// Whether the input was a whole, undamaged trace.
+    public var endedCleanly: Bool { problems.isEmpty }
+
+    /// The truncation, if the input ended inside a record; its offset is where the incomplete
+    /// record starts (the decoded records are everything before it).
+    public var truncation: TraceError? {
+        guard let last = problems.last, case .truncated = last.problem else { return nil }
+        return last
+    }
+
+    /// The corrupt regions (every problem that is not the final truncation).
+    public var corruptRegions: [TraceError] {
+        problems.filter {
+            if case .truncated = $0.problem { return false }
+            return true
+        }
+    }
+}
+
+func kindName(_ kind: UInt8) -> String {
+    TraceRecordKind(rawValue: kind).map(\.name) ?? "kind-\(kind)"
+}

@@ -1,0 +1,119 @@
+/// Constants of the trace file format (`docs/trace-format.md`).
+///
+/// A trace is an 8-byte preamble (`magic`, then `version` as a little-endian `UInt16`, then two
+/// zero bytes), followed by records. Each record is a kind byte, a LEB128 varint payload length
+/// and the payload, so a reader skips kinds it does not know. Sync records, written every
+/// `TraceEncoder.syncInterval` bytes or so, carry `syncPattern`; a reader scans for it to
+/// resynchronise after a corrupt region.
+///
+/// Pure constants; use them on any thread.
+public enum TraceFormat {
+    /// The first four bytes of every trace: `"SWTR"`.
+    public static let magic: (UInt8, UInt8, UInt8, UInt8) = (0x53, 0x57, 0x54, 0x52)
+
+    /// The version this code writes and the newest it reads. Adding a record kind does not
+    /// change it (old readers skip the kind); changing the framing or an existing kind's
+    /// payload does.
+    public static let version: UInt16 = 1
+
+    /// The size of the preamble: magic, version, two reserved zero bytes.
+    public static let preambleSize = 8
+
+    /// The largest payload a reader accepts. A length past it is corruption, not a big record:
+    /// the encoder never writes one (strings are capped at `maxStringBytes`, samples at
+    /// `maxFrames` frames).
+    public static let maxPayloadLength = 1 << 20
+
+    /// Strings longer than this many UTF-8 bytes are cut (at a character boundary) when encoded.
+    public static let maxStringBytes = 65_535
+
+    /// Samples keep at most this many frames (the innermost ones) when encoded.
+    public static let maxFrames = 4_096
+
+    /// The eight bytes that open every sync record's payload. `C3 3C` cannot occur inside a
+    /// well-formed UTF-8 string, and the whole pattern is improbable in varint data.
+    public static let syncPattern: (UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8) =
+        (0xA5, 0x5A, 0xC3, 0x3C, 0x96, 0x69, 0xF0, 0x0F)
+
+    static let syncPatternWord: UInt64 = 0x0FF0_6996_3CC3_5AA5
+
+}
+
+/// The kind id of a record: its first byte.
+///
+/// Ids are stable. Never reuse one: when a kind is retired, move it to the reserved list.
+/// - Reserved: `0` (never a kind, so zero-filled bytes are caught as corruption);
+///   `128...255` (kept for a future two-byte kind form; v1 readers skip them like any
+///   unknown kind).
+/// - Next id: **16**.
+///
+/// A plain value; use it on any thread.
+public enum TraceRecordKind: UInt8, CaseIterable, Sendable, Hashable {
+    /// Process, clocks and configuration; once, at the start.
+    case header = 1
+    /// A sync marker: `TraceFormat.syncPattern` and the callout time base.
+    case sync = 2
+    /// One loaded image: index, load address, path, build id.
+    case module = 3
+    /// A call-site definition: id → callout kind, label, `#fileID`, line.
+    case callSite = 4
+    /// A run-loop mode name definition: id → name.
+    case modeName = 5
+    /// An annotation definition: id → label, category.
+    case annotation = 6
+    /// A symbolicated address: name, module index, file, line.
+    case symbol = 7
+    /// A stall was detected.
+    case stallBegan = 8
+    /// One sample of the main thread during a stall.
+    case sample = 9
+    /// A stall's callout returned.
+    case stallEnded = 10
+    /// One callout (`full` mode only); the compact, hottest record.
+    case callout = 11
+    /// Loop iterations whose callouts together overran the budget, over an interval.
+    case congestion = 12
+    /// Frames expected, delivered and dropped over an interval.
+    case frameClock = 13
+    /// A loop-latency histogram over an interval (log-linear buckets, sparse).
+    case latencyHistogram = 14
+    /// Records the recorder dropped because its ring was full.
+    case lostRecords = 15
+
+    /// The id the next new kind gets.
+    public static let nextID: UInt8 = 16
+
+    /// Ids that are not kinds and must never become kinds.
+    public static let reservedIDs: [ClosedRange<UInt8>] = [0...0, 128...255]
+
+    /// A lower-case name for messages (`"callout"`, `"stallBegan"`…).
+    public var name: String {
+        switch self {
+        case .header: "header"
+        case .sync: "sync"
+        case .module: "module"
+        case .callSite: "callSite"
+        case .modeName: "modeName"
+        case .annotation: "annotation"
+        case .symbol: "symbol"
+        case .stallBegan: "stallBegan"
+        case .sample: "sample"
+        case .stallEnded: "stallEnded"
+        case .callout: "callout"
+        case .congestion: "congestion"
+        case .frameClock: "frameClock"
+        case .latencyHistogram: "latencyHistogram"
+        case .lostRecords: "lostRecords"
+        }
+    }
+}
+
+/// Whether a trace records only stalls or every callout too.
+///
+/// Raw values are stable (trace files store them). A plain value; use it on any thread.
+public enum TraceMode: UInt8, CaseIterable, Sendable, Hashable, Codable {
+    /// Stalls, their samples and the per-interval summaries.
+    case stalls = 1
+    /// Everything in `stalls`, plus one `callout` record per callout.
+    case full = 2
+}

@@ -1,0 +1,382 @@
+/// One decoded record of a trace file. Times are `CLOCK_MONOTONIC` nanoseconds unless a field
+/// says otherwise; ids refer to definition records (`callSite`, `modeName`, `annotation`)
+/// written earlier in the same trace.
+///
+/// A plain value; use it on any thread.
+public enum TraceRecord: Sendable, Hashable {
+    /// The process and configuration (kind 1).
+    indirect case header(Header)
+    /// A sync marker (kind 2).
+    case sync(Sync)
+    /// A loaded image (kind 3).
+    indirect case module(Module)
+    /// A call-site definition (kind 4).
+    indirect case callSite(CallSite)
+    /// A run-loop mode name (kind 5).
+    case modeName(ModeName)
+    /// An annotation definition (kind 6).
+    case annotation(AnnotationDefinition)
+    /// A symbolicated address (kind 7).
+    indirect case symbol(Symbol)
+    /// A stall was detected (kind 8).
+    case stallBegan(StallBegan)
+    /// A sample during a stall (kind 9).
+    indirect case sample(Sample)
+    /// A stall ended (kind 10).
+    case stallEnded(StallEnded)
+    /// One callout, `full` mode (kind 11).
+    case callout(Callout)
+    /// Congested iterations over an interval (kind 12).
+    case congestion(Congestion)
+    /// A frame-clock summary (kind 13).
+    case frameClock(FrameClock)
+    /// A loop-latency histogram (kind 14).
+    indirect case latencyHistogram(LatencyHistogram)
+    /// Records the recorder dropped (kind 15).
+    case lostRecords(LostRecords)
+
+    /// The record's kind id.
+    public var kind: TraceRecordKind {
+        switch self {
+        case .header: .header
+        case .sync: .sync
+        case .module: .module
+        case .callSite: .callSite
+        case .modeName: .modeName
+        case .annotation: .annotation
+        case .symbol: .symbol
+        case .stallBegan: .stallBegan
+        case .sample: .sample
+        case .stallEnded: .stallEnded
+        case .callout: .callout
+        case .congestion: .congestion
+        case .frameClock: .frameClock
+        case .latencyHistogram: .latencyHistogram
+        case .lostRecords: .lostRecords
+        }
+    }
+}
+
+extension TraceRecord {
+    /// The process and the recorder's configuration.
+    public struct Header: Sendable, Hashable {
+        /// The process name (`/proc/self/comm` or `argv[0]`'s last component).
+        public var processName: String
+        /// The process id.
+        public var pid: UInt32
+        /// Wall-clock time at the start, in nanoseconds since 1970-01-01 00:00 UTC.
+        public var wallClockStart: UInt64
+        /// `CLOCK_MONOTONIC` nanoseconds at the same instant as `wallClockStart`.
+        public var clockBase: UInt64
+        /// What the trace records.
+        public var mode: TraceMode
+        /// The budget and tier thresholds in force.
+        public var thresholds: TierThresholds
+        /// The interval between samples during a stall.
+        public var sampleInterval: Duration
+
+        /// Creates a header.
+        public init(
+            processName: String, pid: UInt32, wallClockStart: UInt64, clockBase: UInt64,
+            mode: TraceMode, thresholds: TierThresholds = .default,
+            sampleInterval: Duration = .milliseconds(10)
+        ) {
+            self.processName = processName
+            self.pid = pid
+            self.wallClockStart = wallClockStart
+            self.clockBase = clockBase
+            self.mode = mode
+            self.thresholds = thresholds
+            self.sampleInterval = sampleInterval
+        }
+    }
+
+    /// A sync marker. Readers get it like any record; `TraceEncoder` writes it by itself.
+    public struct Sync: Sendable, Hashable {
+        /// Counts the sync records one encoder wrote, from 0.
+        public var sequence: UInt64
+        /// The time the next `callout` record's start is a delta from.
+        public var calloutBase: UInt64
+
+        /// Creates a sync marker.
+        public init(sequence: UInt64, calloutBase: UInt64) {
+            self.sequence = sequence
+            self.calloutBase = calloutBase
+        }
+    }
+
+    /// One image mapped into the process.
+    public struct Module: Sendable, Hashable {
+        /// The index `Symbol.module` refers to; 1 or more (0 means "unknown module").
+        public var index: UInt32
+        /// The address the image is loaded at.
+        public var loadAddress: UInt64
+        /// The image's path.
+        public var path: String
+        /// The GNU build id (`NT_GNU_BUILD_ID`), empty if the image has none.
+        public var buildID: [UInt8]
+
+        /// Creates a module entry.
+        public init(index: UInt32, loadAddress: UInt64, path: String, buildID: [UInt8] = []) {
+            self.index = index
+            self.loadAddress = loadAddress
+            self.path = path
+            self.buildID = buildID
+        }
+    }
+
+    /// Where a callout's work was registered; `StallBegan.site` and `Callout.site` refer to it.
+    public struct CallSite: Sendable, Hashable {
+        /// The id records use for this site.
+        public var id: UInt64
+        /// The kind of callout.
+        public var kind: CalloutKind
+        /// The label given at registration, if any.
+        public var label: String?
+        /// The `#fileID` of the registering code.
+        public var file: String
+        /// The `#line` of the registering code.
+        public var line: UInt32
+
+        /// Creates a call-site definition.
+        public init(id: UInt64, kind: CalloutKind, label: String? = nil, file: String, line: UInt32) {
+            self.id = id
+            self.kind = kind
+            self.label = label
+            self.file = file
+            self.line = line
+        }
+    }
+
+    /// A run-loop mode's name; stalls and callouts refer to modes by id.
+    public struct ModeName: Sendable, Hashable {
+        /// The loop's id for the mode.
+        public var id: UInt16
+        /// The mode's name (`"default"`, `"tracking"`…).
+        public var name: String
+
+        /// Creates a mode name definition.
+        public init(id: UInt16, name: String) {
+            self.id = id
+            self.name = name
+        }
+    }
+
+    /// An annotation the app put around work; samples refer to it by id.
+    public struct AnnotationDefinition: Sendable, Hashable {
+        /// The id samples use; 1 or more (0 in a sample means "no annotation").
+        public var id: UInt64
+        /// The label and optional category.
+        public var annotation: Annotation
+
+        /// Creates an annotation definition.
+        public init(id: UInt64, annotation: Annotation) {
+            self.id = id
+            self.annotation = annotation
+        }
+    }
+
+    /// What is known about one code address seen in samples.
+    public struct Symbol: Sendable, Hashable {
+        /// The address, as samples store it.
+        public var address: UInt64
+        /// The `Module.index` of the image holding it; 0 if unknown.
+        public var module: UInt32
+        /// The demangled function name, if known (stripped images have none).
+        public var name: String?
+        /// The source file, if debug information named it.
+        public var file: String?
+        /// The source line, if debug information named it (lines start at 1).
+        public var line: UInt32?
+
+        /// Creates a symbol record.
+        public init(
+            address: UInt64, module: UInt32 = 0, name: String?, file: String? = nil,
+            line: UInt32? = nil
+        ) {
+            self.address = address
+            self.module = module
+            self.name = name
+            self.file = file
+            self.line = line
+        }
+    }
+
+    /// A callout overran the budget and became a stall.
+    public struct StallBegan: Sendable, Hashable {
+        /// The stall's id, unique within the trace.
+        public var id: UInt64
+        /// When the callout started.
+        public var start: UInt64
+        /// The `CallSite.id` of the callout.
+        public var site: UInt64
+        /// The `ModeName.id` the loop ran in.
+        public var mode: UInt16
+        /// The loop phase the callout ran in.
+        public var phase: LoopActivity
+        /// The tier when the stall was detected.
+        public var tier: Tier
+
+        /// Creates a stall-began record.
+        public init(
+            id: UInt64, start: UInt64, site: UInt64, mode: UInt16, phase: LoopActivity, tier: Tier
+        ) {
+            self.id = id
+            self.start = start
+            self.site = site
+            self.mode = mode
+            self.phase = phase
+            self.tier = tier
+        }
+    }
+
+    /// One sample of the main thread, with raw frame addresses (see `Symbol`).
+    public struct Sample: Sendable, Hashable {
+        /// The `StallBegan.id` of the stall it belongs to.
+        public var stall: UInt64
+        /// When it was taken.
+        public var time: UInt64
+        /// The scheduler state.
+        public var state: ThreadState
+        /// The syscall number, `nil` if `/proc` said `running`; see `StallwatchCore.Sample`.
+        public var syscall: Int32?
+        /// The kernel wait channel, if any.
+        public var wchan: String?
+        /// The thread's CPU time, in nanoseconds.
+        public var cpuTime: UInt64
+        /// The `AnnotationDefinition.id` active, 0 for none.
+        public var annotation: UInt64
+        /// Whether the backtrace capture timed out.
+        public var captureTimedOut: Bool
+        /// Return addresses, innermost first.
+        public var frames: [UInt64]
+
+        /// Creates a sample record.
+        public init(
+            stall: UInt64, time: UInt64, state: ThreadState, syscall: Int32? = nil,
+            wchan: String? = nil, cpuTime: UInt64 = 0, annotation: UInt64 = 0,
+            captureTimedOut: Bool = false, frames: [UInt64] = []
+        ) {
+            self.stall = stall
+            self.time = time
+            self.state = state
+            self.syscall = syscall
+            self.wchan = wchan
+            self.cpuTime = cpuTime
+            self.annotation = annotation
+            self.captureTimedOut = captureTimedOut
+            self.frames = frames
+        }
+    }
+
+    /// A stall's callout returned.
+    public struct StallEnded: Sendable, Hashable {
+        /// The `StallBegan.id`.
+        public var id: UInt64
+        /// When the callout returned.
+        public var end: UInt64
+        /// Facts about the stall.
+        public var flags: StallFlags
+
+        /// Creates a stall-ended record.
+        public init(id: UInt64, end: UInt64, flags: StallFlags = []) {
+            self.id = id
+            self.end = end
+            self.flags = flags
+        }
+    }
+
+    /// One callout, stalled or not (`full` mode).
+    public struct Callout: Sendable, Hashable {
+        /// The `CallSite.id`.
+        public var site: UInt64
+        /// The `ModeName.id`.
+        public var mode: UInt16
+        /// When it started.
+        public var start: UInt64
+        /// How long it ran, in nanoseconds.
+        public var duration: UInt64
+
+        /// Creates a callout record.
+        public init(site: UInt64, mode: UInt16, start: UInt64, duration: UInt64) {
+            self.site = site
+            self.mode = mode
+            self.start = start
+            self.duration = duration
+        }
+    }
+
+    /// Congested loop iterations (callouts that together, not singly, overran the budget).
+    public struct Congestion: Sendable, Hashable {
+        /// The interval's start.
+        public var intervalStart: UInt64
+        /// The interval's length, in nanoseconds.
+        public var intervalLength: UInt64
+        /// Congested iterations in the interval.
+        public var count: UInt64
+
+        /// Creates a congestion record.
+        public init(intervalStart: UInt64, intervalLength: UInt64, count: UInt64) {
+            self.intervalStart = intervalStart
+            self.intervalLength = intervalLength
+            self.count = count
+        }
+    }
+
+    /// What a frame clock managed over an interval.
+    public struct FrameClock: Sendable, Hashable {
+        /// The interval's start.
+        public var intervalStart: UInt64
+        /// The interval's length, in nanoseconds.
+        public var intervalLength: UInt64
+        /// Frames due in the interval.
+        public var expected: UInt64
+        /// Frames delivered.
+        public var delivered: UInt64
+        /// Frames dropped because the loop was busy.
+        public var dropped: UInt64
+
+        /// Creates a frame-clock summary.
+        public init(
+            intervalStart: UInt64, intervalLength: UInt64, expected: UInt64, delivered: UInt64,
+            dropped: UInt64
+        ) {
+            self.intervalStart = intervalStart
+            self.intervalLength = intervalLength
+            self.expected = expected
+            self.delivered = delivered
+            self.dropped = dropped
+        }
+    }
+
+    /// Loop latencies over an interval, in `LatencyBuckets` (only non-empty buckets are kept).
+    public struct LatencyHistogram: Sendable, Hashable {
+        /// The interval's start.
+        public var intervalStart: UInt64
+        /// The interval's length, in nanoseconds (normally one second).
+        public var intervalLength: UInt64
+        /// Non-empty buckets, by increasing `index`; every count is at least 1.
+        public var buckets: [LatencyBuckets.Bucket]
+
+        /// Creates a histogram record.
+        public init(intervalStart: UInt64, intervalLength: UInt64, buckets: [LatencyBuckets.Bucket]) {
+            self.intervalStart = intervalStart
+            self.intervalLength = intervalLength
+            self.buckets = buckets
+        }
+    }
+
+    /// Records the recorder dropped (its ring was full) since the previous such record.
+    public struct LostRecords: Sendable, Hashable {
+        /// When the recorder could write again.
+        public var time: UInt64
+        /// How many records were dropped.
+        public var count: UInt64
+
+        /// Creates a lost-record counter.
+        public init(time: UInt64, count: UInt64) {
+            self.time = time
+            self.count = count
+        }
+    }
+}

@@ -1,0 +1,74 @@
+// Decoded records assemble into stalls with symbolicated frames, whatever order and
+// completeness the records came in.
+
+import Testing
+
+@testable import StallwatchCore
+
+@Suite struct TraceAssemblyTests {
+    @Test func stallsAreAssembledAndSymbolicated() throws {
+        let trace = DecodedTrace(
+            decoding: TraceFixture.encode(TraceFixture.realistic()), fileName: "feed.swtrace")
+        #expect(trace.outcome.endedCleanly)
+        #expect(trace.header == TraceFixture.header)
+        #expect(trace.modules.map(\.index) == [1, 2])
+        #expect(trace.calloutCount == 240)
+        #expect(trace.congestion.count == 2)
+        #expect(trace.frameClock.count == 1)
+        #expect(trace.latencyHistograms.count == 1)
+        #expect(trace.lostRecords == 17)
+        #expect(trace.orphanSamples == 0)
+        #expect(trace.stalls.map(\.id) == [7, 8])
+
+        let first = trace.stalls[0]
+        #expect(first.end == 81_234_735_000_000)
+        #expect(first.tier == .microHang)  // 135 ms, detected as a hitch
+        #expect(first.flags == [.suspended, .captureTimedOut])
+        #expect(
+            first.callout
+                == CalloutIdentity(
+                    kind: .timer, label: "feed.refresh", file: "FeedApp/Feed.swift", line: 42,
+                    mode: "default", phase: .beforeTimers))
+        #expect(first.samples.count == 3)
+        let frames = first.samples[0].frames
+        #expect(frames.count == 4)
+        #expect(frames[0].symbol == "fsync")
+        #expect(frames[0].module == "/usr/lib/x86_64-linux-gnu/libc.so.6")
+        #expect(frames[1].symbol == "FeedApp.FeedController.reload() -> ()")
+        #expect(frames[1].file == "FeedApp/Feed.swift")
+        #expect(frames[1].line == 57)
+        #expect(frames[3].symbol == nil && frames[3].module == nil)
+        #expect(first.samples[0].annotation == Annotation(label: "feed.reload", category: .database))
+        #expect(first.samples[0].syscallName == "fsync")
+        #expect(first.samples[0].wchan == "jbd2_log_wait_commit")
+        #expect(first.samples[2].syscall == -1)
+
+        let second = trace.stalls[1]
+        #expect(second.end == nil)
+        #expect(second.flags == [.unfinished])
+        #expect(second.tier == .hitch)  // 20 ms by its last sample
+        #expect(second.callout.mode == "tracking")
+        #expect(second.callout.label == nil)
+        #expect(second.samples.first?.annotation == Annotation(label: "thumbnails"))
+    }
+
+    @Test func missingDefinitionsAreFilledInPlainly() {
+        let records: [TraceRecord] = [
+            .stallBegan(.init(id: 1, start: 1_000, site: 99, mode: 5, phase: .beforeSources, tier: .hang)),
+            .sample(.init(stall: 1, time: 2_000, state: .running, annotation: 4, frames: [0x1234])),
+            .sample(.init(stall: 2, time: 2_000, state: .running)),
+            .stallEnded(.init(id: 1, end: 500)),  // before its start: damaged, but no trap
+        ]
+        let trace = DecodedTrace(decoding: TraceFixture.encode(records))
+        #expect(trace.header == nil)
+        #expect(trace.orphanSamples == 1)
+        let stall = trace.stalls[0]
+        #expect(stall.callout.label == "unknown call site 99")
+        #expect(stall.callout.file == "?")
+        #expect(stall.callout.mode == "mode 5")
+        #expect(stall.tier == .hang)
+        #expect(stall.samples[0].annotation == nil)
+        #expect(stall.samples[0].frames == [Frame(address: 0x1234)])
+    }
+
+}

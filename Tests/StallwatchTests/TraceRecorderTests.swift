@@ -1,0 +1,144 @@
+// A recorded trace holds every stall with its samples, symbols and posting site; it survives
+// a SIGKILL mid-hang; recording is enabled from the environment without code; a real trace
+// cut at any byte still decodes up to its last whole record.
+import Foundation
+import Testing
+
+@testable import Stallwatch
+
+@Suite(.serialized) struct TraceRecorderTests {
+    func temporaryTrace(_ name: String) -> String {
+        FileManager.default.temporaryDirectory.appendingPathComponent("stallwatch-\(name)-\(UUID()).trace").path
+    }
+
+    func readBytes(_ path: String) throws -> [UInt8] {
+        [UInt8](try Data(contentsOf: URL(fileURLWithPath: path)))
+    }
+
+    /// Records a loop that stalls twice (compute, then a sleep) and returns the trace path.
+    func recordTwoStalls(mode: TraceMode) async throws -> String {
+        let path = temporaryTrace("recorder")
+        try await onLoopThreadThrowing { loop in
+            let recorder = try TraceRecorder(path: path, loop: loop, mode: mode)
+            try recorder.start()
+            loop.post(label: "spin") { spinForStallTest(milliseconds: 60) }
+            loop.post(label: "sleep") { sleepForStallTest(milliseconds: 40) }
+            for _ in 0..<100 { loop.post {} }
+            let done = Box(false)
+            loop.schedule(after: .milliseconds(200)) { _ in done.value = true }
+            while !done.value { loop.runOnce(timeout: .milliseconds(100)) }
+            recorder.stop()
+        }
+        return path
+    }
+
+    @Test func aRecordedTraceHoldsTheStallsWithSamplesAndSymbols() async throws {
+        let path = try await recordTwoStalls(mode: .stalls)
+        defer { unlink(path) }
+        let trace = DecodedTrace(decoding: try readBytes(path), fileName: path)
+        #expect(trace.outcome.endedCleanly, "\(trace.outcome.problems)")
+        #expect(trace.header?.pid == UInt32(getpid()))
+        #expect(!trace.modules.isEmpty)
+        #expect(trace.stalls.count == 2, "\(trace.stalls.map { ($0.callout.label, $0.duration) })")
+        let spin = try #require(trace.stalls.first { $0.callout.label == "spin" })
+        #expect(spin.callout.file == "StallwatchTests/TraceRecorderTests.swift")
+        #expect((spin.duration ?? .zero) >= .milliseconds(55))
+        #expect(!spin.samples.isEmpty)
+        #expect(spin.samples.contains { $0.frames.contains { $0.symbol?.contains("spinForStallTest") == true } })
+        #expect(!spin.flags.contains(.unfinished))
+        #expect(!trace.latencyHistograms.isEmpty)
+    }
+
+    @Test func fullModeRecordsEveryCallout() async throws {
+        let path = try await recordTwoStalls(mode: .full)
+        defer { unlink(path) }
+        let trace = DecodedTrace(decoding: try readBytes(path), fileName: path)
+        #expect(trace.outcome.endedCleanly)
+        // 102 posts plus the timer; the recorder's own attach post may add one.
+        #expect(trace.calloutCount >= 103, "\(trace.calloutCount)")
+        #expect(trace.stalls.count == 2)
+    }
+
+    @Test func aTraceCutAtAnyByteDecodesUpToItsLastWholeRecord() async throws {
+        let path = try await recordTwoStalls(mode: .stalls)
+        defer { unlink(path) }
+        let bytes = try readBytes(path)
+        let whole = DecodedTrace(decoding: bytes).outcome.recordCount
+        var previous = 0
+        for cut in stride(from: 0, through: bytes.count, by: 1) {
+            var decoder = TraceDecoder(Array(bytes[0..<cut]), fileName: path)
+            var count = 0
+            while decoder.next() != nil { count += 1 }
+            // Never more than the whole trace, never fewer records for a longer prefix.
+            #expect(count <= whole && count >= previous, "cut at \(cut): \(count) records")
+            // A prefix ends at a record boundary (clean) or mid-record (truncated), never corrupt.
+            #expect(decoder.outcome.corruptRegions.isEmpty, "cut at \(cut): \(decoder.outcome.problems)")
+            previous = count
+        }
+        #expect(previous == whole)
+    }
+
+    @Test func aProcessKilledMidHangLeavesTheUnfinishedHangWithASample() throws {
+        let path = temporaryTrace("killed")
+        defer { unlink(path) }
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: builtProduct("StallwatchTestHost"))
+        process.arguments = ["hang"]
+        process.environment = ProcessInfo.processInfo.environment.merging(["STALLWATCH_TRACE": path]) { $1 }
+        let output = Pipe()
+        process.standardOutput = output
+        try process.run()
+        // "hanging" is printed as the hang starts; kill 500 ms into it.
+        var seen = Data()
+        while !String(decoding: seen, as: UTF8.self).contains("hanging") {
+            let chunk = output.fileHandleForReading.availableData
+            if chunk.isEmpty { break }
+            seen.append(chunk)
+        }
+        usleep(500_000)
+        kill(process.processIdentifier, SIGKILL)
+        process.waitUntilExit()
+        #expect(process.terminationReason == .uncaughtSignal)
+        let trace = DecodedTrace(decoding: try readBytes(path), fileName: path)
+        let hang = try #require(trace.stalls.first)
+        #expect(hang.callout.label == "hang forever")
+        #expect(hang.end == nil || hang.flags.contains(.unfinished))
+        #expect(!hang.samples.isEmpty)
+    }
+
+    @Test func theEnvironmentTurnsRecordingOnAndBadValuesOnlyWarn() throws {
+        let path = temporaryTrace("environment")
+        defer { unlink(path) }
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: builtProduct("StallwatchTestHost"))
+        process.arguments = ["stalls"]
+        process.environment = ProcessInfo.processInfo.environment.merging([
+            "STALLWATCH_TRACE": path, "STALLWATCH_BUDGET_MS": "fast", "STALLWATCH_MODE": "everything",
+        ]) { $1 }
+        let errors = Pipe()
+        process.standardError = errors
+        process.standardOutput = Pipe()
+        try process.run()
+        process.waitUntilExit()
+        let stderr = String(decoding: errors.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        #expect(process.terminationStatus == 0)
+        #expect(stderr.contains("STALLWATCH_BUDGET_MS=fast"))
+        #expect(stderr.contains("STALLWATCH_MODE=everything"))
+        let trace = DecodedTrace(decoding: try readBytes(path), fileName: path)
+        #expect(trace.header?.mode == .stalls)
+        #expect(trace.stalls.count == 2, "\(trace.stalls.map(\.callout))")
+    }
+
+    @Test func environmentParsing() {
+        let good = TraceRecorder.EnvironmentRequest([
+            "STALLWATCH_TRACE": "/tmp/x.trace", "STALLWATCH_BUDGET_MS": "8.5", "STALLWATCH_MODE": "full",
+        ])
+        #expect(good?.budgetMilliseconds == 8.5)
+        #expect(good?.mode == .full)
+        #expect(good?.warnings.isEmpty == true)
+        #expect(TraceRecorder.EnvironmentRequest([:]) == nil)
+        let bad = TraceRecorder.EnvironmentRequest(["STALLWATCH_TRACE": "t", "STALLWATCH_BUDGET_MS": "-3"])
+        #expect(bad?.budgetMilliseconds == nil)
+        #expect(bad?.warnings.count == 1)
+    }
+}
