@@ -7,6 +7,7 @@ let package = Package(
         .library(name: "Stallwatch", targets: ["Stallwatch"]),
         .library(name: "StallwatchCore", targets: ["StallwatchCore"]),
         .executable(name: "stallwatch-bench", targets: ["stallwatch-bench"]),
+        .executable(name: "stallwatch", targets: ["stallwatch"]),
     ],
     targets: [
         // Async-signal-safe C: the sampling signal handler (libunwind, loaded with dlopen).
@@ -22,6 +23,10 @@ let package = Package(
             name: "Stallwatch",
             dependencies: ["StallwatchCore", "CStallwatchSampler", "CStallwatchShims"]
         ),
+        // Reading traces: aggregation, signatures, rendering, exporters, gate, the CLI's commands.
+        .target(name: "StallwatchReport", dependencies: ["StallwatchCore"]),
+        // The `stallwatch` CLI (main.swift and the lead's Demo.swift; the commands live in StallwatchReport).
+        .executableTarget(name: "stallwatch", dependencies: ["StallwatchReport", "Stallwatch", "CSQLite"]),
         .executableTarget(
             name: "stallwatch-bench",
             dependencies: ["Stallwatch"],
@@ -36,6 +41,7 @@ let package = Package(
             path: "Tests/StallwatchTestHost"
         ),
         .testTarget(name: "StallwatchCoreTests", dependencies: ["StallwatchCore"]),
+        .testTarget(name: "StallwatchReportTests", dependencies: ["StallwatchReport", "StallwatchCore", "stallwatch"]),
         .testTarget(name: "StallwatchTests", dependencies: ["Stallwatch", "StallwatchTestHost", "CSQLite"]),
     ]
 )

@@ -8,6 +8,7 @@ let usage = """
     SUITES:
       loop      run-loop throughput, cross-thread posts, timer lateness, idle wake-ups
       monitor   per-callout cost of watching, detection latency, capture cost, idle wake-ups
+      trace     recording cost per event, bytes per event, parse rate, a long fuzz run
 
     Build in release mode: swift run -c release stallwatch-bench loop
     """
@@ -17,6 +18,7 @@ do {
     switch arguments.first {
     case "loop": try LoopBenchmarks.run()
     case "monitor": try MonitorBenchmarks.run()
+    case "trace": try TraceBenchmarks.run()
     case "loop-chain-monitored":  // for profilers: the chain with a monitor attached
         let monitor = Stallwatch.StallMonitor(loop: .main)
         try monitor.start()

@@ -22,7 +22,9 @@ public final class TraceRecorder: @unchecked Sendable {
     public let monitor: StallMonitor
 
     let loop: MainLoop
-    let ring = EventRing()
+    /// Full mode carries every callout: a ring of 256 Ki events (10 MiB) rides out the
+    /// writer's 50 ms naps at millions of callouts per second; stalls mode carries iterations.
+    let ring: EventRing
     let pending = Locked<[PendingStall]>([])
     let wake = DispatchSemaphore(value: 0)
     private let finished = DispatchSemaphore(value: 0)
@@ -48,6 +50,7 @@ public final class TraceRecorder: @unchecked Sendable {
         self.mode = mode
         self.loop = loop
         self.monitor = StallMonitor(loop: loop, configuration: configuration)
+        self.ring = EventRing(capacity: mode == .full ? 1 << 18 : 1 << 12)
     }
 
     deinit {

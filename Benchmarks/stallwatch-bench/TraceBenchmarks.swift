@@ -1,0 +1,151 @@
+import Foundation
+import Stallwatch
+
+/// `stallwatch-bench trace`: what recording costs the loop, how compact the file is, how
+/// fast it parses, and a long fuzz run of the reader.
+enum TraceBenchmarks {
+    static func run() throws {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("stallwatch-bench-\(getpid())")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: directory) }
+
+        // 1. Record cost per event on the loop thread (full mode vs a monitor alone, same run).
+        var monitored: [Double] = []
+        var recorded: [Double] = []
+        let loop = MainLoop.main
+        for round in 0..<5 {
+            let monitor = StallMonitor(loop: loop)
+            try monitor.start()
+            monitored.append(LoopBenchmarks.chainNanosPerTask(loop, tasks: LoopBenchmarks.chainTasks))
+            monitor.stop()
+            let recorder = try TraceRecorder(
+                path: directory.appendingPathComponent("cost-\(round).trace").path, loop: loop, mode: .full)
+            try recorder.start()
+            recorded.append(LoopBenchmarks.chainNanosPerTask(loop, tasks: LoopBenchmarks.chainTasks))
+            recorder.stop()
+        }
+        Result(
+            name: "trace.record_cost", value: median(recorded) - median(monitored), unit: "ns/event",
+            peer: "chain with monitor, not recording", peerValue: median(monitored),
+            ratio: median(recorded) / median(monitored), goal: "<= 40 ns"
+        ).printLine()
+
+        // 2. Bytes per callout event on disk, from a full-mode recording the writer keeps up with.
+        let sizePath = directory.appendingPathComponent("size.trace").path
+        let recorder = try TraceRecorder(path: sizePath, loop: loop, mode: .full)
+        try recorder.start()
+        let posts = 200_000
+        let remaining = Box(posts)
+        for _ in 0..<posts {
+            loop.post {
+                spin(nanoseconds: 1_500)
+                remaining.value -= 1
+                if remaining.value == 0 { loop.stop() }
+            }
+        }
+        loop.run()
+        recorder.stop()
+        let bytes = [UInt8](try Data(contentsOf: URL(fileURLWithPath: sizePath)))
+        let trace = DecodedTrace(decoding: bytes, fileName: sizePath)
+        Result(
+            name: "trace.bytes_per_callout", value: Double(bytes.count) / Double(max(1, trace.calloutCount)),
+            unit: "B/event", goal: "<= 12 B"
+        ).printLine()
+        Result(name: "trace.callouts_recorded", value: Double(trace.calloutCount), unit: "events").printLine()
+        Result(name: "trace.lost_records", value: Double(trace.lostRecords), unit: "events").printLine()
+
+        // 3. Parse rate of a >= 500 MB trace made by the encoder, on one core.
+        let big = generate(megabytes: 512)
+        var records = 0
+        let start = nowNanos()
+        let outcome = big.withUnsafeBytes { buffer in
+            TraceDecoder.decode(buffer) { _, _ in records += 1 }
+        }
+        let seconds = Double(nowNanos() - start) / 1e9
+        Result(
+            name: "trace.parse_rate", value: Double(records) / seconds / 1e6, unit: "M records/s",
+            goal: ">= 30 M records/s"
+        ).printLine()
+        Result(name: "trace.parse_size", value: Double(big.count) / 1e6, unit: "MB").printLine()
+        if !outcome.endedCleanly { throw BenchError("generated trace did not decode cleanly: \(outcome.problems)") }
+
+        // 4. A long fuzz run of the reader on mutations of a real recorded trace.
+        // The first 16 KiB of the real full-mode trace: header, modules, call sites, callouts.
+        let mutations = 500_000
+        let sample = Array(bytes.prefix(16 << 10))
+        let fuzzStart = nowNanos()
+        let survived = fuzz(sample, mutations: mutations)
+        Result(
+            name: "trace.fuzz_rate", value: Double(mutations) / (Double(nowNanos() - fuzzStart) / 1e9),
+            unit: "mutations/s"
+        ).printLine()
+        Result(name: "trace.fuzz_mutations_survived", value: Double(survived), unit: "mutations", goal: "\(mutations)")
+            .printLine()
+    }
+
+    @inline(never) static func spin(nanoseconds: UInt64) {
+        let end = nowNanos() + nanoseconds
+        while nowNanos() < end {}
+    }
+
+    /// A callout-heavy trace: a header, a few call sites, then callout records.
+    static func generate(megabytes: Int) -> [UInt8] {
+        var encoder = TraceEncoder()
+        var bytes = TraceEncoder.preamble
+        bytes.reserveCapacity(megabytes << 20 + 1 << 20)
+        encoder.append(
+            .header(
+                TraceRecord.Header(
+                    processName: "bench", pid: 1, wallClockStart: 0, clockBase: 0, mode: .full)), to: &bytes)
+        for site in 1...8 {
+            encoder.append(
+                .callSite(
+                    TraceRecord.CallSite(id: UInt64(site), kind: .post, file: "Bench/main.swift", line: UInt32(site))),
+                to: &bytes)
+        }
+        var time: UInt64 = 1_000_000
+        var scratch = [UInt8](repeating: 0, count: 64)
+        var state: UInt64 = 0x9E37_79B9_7F4A_7C15
+        while bytes.count < megabytes << 20 {
+            state ^= state << 13
+            state ^= state >> 7
+            state ^= state << 17
+            let duration = 200 + state % 5_000
+            let written = scratch.withUnsafeMutableBytes {
+                encoder.encodeCallout(site: 1 + state % 8, mode: 1, start: time, duration: duration, into: $0)
+            }
+            bytes.append(contentsOf: scratch[0..<written])
+            time += duration + 50
+        }
+        return bytes
+    }
+
+    /// Decodes `count` mutated copies; returns how many decoded without crashing (a crash would
+    /// end the process, so this is `count` or the process is gone).
+    static func fuzz(_ original: [UInt8], mutations count: Int) -> Int {
+        var state: UInt64 = 0xD1B5_4A32_D192_ED03
+        func next() -> UInt64 {
+            state ^= state << 13
+            state ^= state >> 7
+            state ^= state << 17
+            return state
+        }
+        var survived = 0
+        var copy = original
+        for _ in 0..<count {
+            copy = original
+            for _ in 0..<(1 + Int(next() % 4)) {
+                let position = Int(next() % UInt64(copy.count))
+                switch next() % 4 {
+                case 0: copy[position] ^= UInt8(1 << (next() % 8))
+                case 1: copy[position] = UInt8(truncatingIfNeeded: next())
+                case 2: copy.insert(UInt8(truncatingIfNeeded: next()), at: position)
+                default: copy.remove(at: position)
+                }
+            }
+            _ = copy.withUnsafeBytes { TraceDecoder.decode($0) { _, _ in } }
+            survived += 1
+        }
+        return survived
+    }
+}

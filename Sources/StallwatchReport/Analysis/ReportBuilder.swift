@@ -1,0 +1,223 @@
+import Dispatch
+import StallwatchCore
+import Synchronization
+
+/// Builds a `StallReport` from loaded traces: classifies every stall (traces in parallel),
+/// groups stalls into signatures and adds up the summaries.
+///
+/// Call from any thread; it blocks until done.
+public struct ReportBuilder: Sendable {
+    /// The classifier used for every sample.
+    public var classifier: Classifier
+
+    /// Creates a builder with `classifier` (the built-in rules by default).
+    public init(classifier: Classifier = Classifier()) {
+        self.classifier = classifier
+    }
+
+    /// Every stall of every trace, analyzed, in trace order then start order.
+    public func analyze(_ traces: [LoadedTrace]) -> [[AnalyzedStall]] {
+        let results = Mutex([[AnalyzedStall]](repeating: [], count: traces.count))
+        let classifier = self.classifier
+        DispatchQueue.concurrentPerform(iterations: traces.count) { index in
+            let trace = traces[index]
+            let budget = trace.trace.header?.thresholds.budget ?? TierThresholds.default.budget
+            let analyzed = trace.trace.stalls.map {
+                AnalyzedStall($0, tracePath: trace.path, budget: budget, classifier: classifier)
+            }
+            results.withLock { $0[index] = analyzed }
+        }
+        return results.withLock { $0 }
+    }
+
+    /// The report of `traces`, listing the `top` largest signatures.
+    public func report(_ traces: [LoadedTrace], top: Int = 10) -> StallReport {
+        let analyzed = analyze(traces)
+        return report(traces, analyzed: analyzed, top: top)
+    }
+
+    /// The report of `traces` whose stalls are already analyzed.
+    public func report(_ traces: [LoadedTrace], analyzed: [[AnalyzedStall]], top: Int) -> StallReport {
+        let stalls = analyzed.flatMap { $0 }
+        var infos: [StallReport.TraceInfo] = []
+        var runNanos: UInt64 = 0
+        var fullRunNanos: UInt64 = 0
+        var calloutNanos: UInt64 = 0
+        var sawFull = false
+        for (index, trace) in traces.enumerated() {
+            let run = Self.runTime(of: trace)
+            runNanos += run
+            if trace.trace.header?.mode == .full || trace.trace.calloutCount > 0 {
+                sawFull = true
+                fullRunNanos += run
+                calloutNanos += trace.calloutNanos
+            }
+            let header = trace.trace.header
+            infos.append(
+                StallReport.TraceInfo(
+                    path: trace.path, process: header?.processName ?? "", pid: header?.pid ?? 0,
+                    mode: header.map { $0.mode == .full ? "full" : "stalls" } ?? "unknown", bytes: trace.byteCount,
+                    runTimeSeconds: round(Double(run) / 1e9, 6), stalls: analyzed[index].count,
+                    problems: trace.trace.outcome.problems.map(\.description)))
+        }
+
+        var byTier: [String: Int] = [:]
+        for tier in Tier.allCases { byTier[tier.rawValue] = 0 }
+        var byCategory: [String: Int] = [:]
+        var categoryNanos: [StallCategory: UInt64] = [:]
+        for category in StallCategory.allCases { byCategory[category.rawValue] = 0 }
+        var overrun: UInt64 = 0
+        var total: UInt64 = 0
+        for stall in stalls {
+            byTier[stall.stall.tier.rawValue, default: 0] += 1
+            byCategory[stall.category.rawValue, default: 0] += 1
+            for category in StallCategory.allCases {
+                categoryNanos[category, default: 0] += stall.breakdown.nanos(for: category)
+            }
+            overrun += stall.overrunNanos
+            total += stall.durationNanos
+        }
+        let stallStats = StallReport.StallStats(
+            total: stalls.count, unfinished: stalls.filter { $0.stall.end == nil }.count, totalMs: ms(total),
+            byTier: byTier, byCategory: byCategory,
+            categoryMs: Dictionary(
+                uniqueKeysWithValues: StallCategory.allCases.map { ($0.rawValue, ms(categoryNanos[$0] ?? 0)) }),
+            hangs: stalls.filter { $0.stall.tier >= .hang }.count)
+
+        let signatures = Self.signatures(stalls)
+        return StallReport(
+            traces: infos, runTimeSeconds: round(Double(runNanos) / 1e9, 6),
+            loopUtilisation: sawFull && fullRunNanos > 0 ? round(Double(calloutNanos) / Double(fullRunNanos), 4) : nil,
+            frames: Self.frameStats(traces),
+            hitchRatioMsPerSecond: runNanos == 0 ? 0 : round(Double(overrun) / 1e6 / (Double(runNanos) / 1e9), 3),
+            stalls: stallStats, loopLatency: Self.latency(traces), signatureCount: signatures.count,
+            signatures: Array(signatures.prefix(max(0, top))))
+    }
+
+    /// Every signature of `stalls`, by total time, then count, then key.
+    public static func signatures(_ stalls: [AnalyzedStall]) -> [StallReport.Signature] {
+        var groups: [SignatureKey: [AnalyzedStall]] = [:]
+        for stall in stalls { groups[stall.key, default: []].append(stall) }
+        var result: [(key: SignatureKey, total: UInt64, signature: StallReport.Signature)] = []
+        for (key, members) in groups {
+            let total = members.reduce(0) { $0 + $1.durationNanos }
+            let longest = members.max { ($0.durationNanos, $1.stall.start) < ($1.durationNanos, $0.stall.start) }!
+            var tiers: [String: Int] = [:]
+            var categoryNanos: [StallCategory: Double] = [:]
+            var reasons: [String: Double] = [:]
+            var sites: [String: Int] = [:]
+            for member in members {
+                tiers[member.stall.tier.rawValue, default: 0] += 1
+                sites[member.site, default: 0] += 1
+                for category in StallCategory.allCases {
+                    categoryNanos[category, default: 0] +=
+                        member.breakdown.share(of: category) * Double(max(1, member.durationNanos))
+                }
+                for reason in member.breakdown.topReasons where reason.category == key.category {
+                    reasons[reason.reason, default: 0] += reason.share * Double(max(1, member.durationNanos))
+                }
+            }
+            let categoryTotal = categoryNanos.values.reduce(0, +)
+            let siteList = sites.map { StallReport.SiteCount(site: $0.key, count: $0.value) }
+                .sorted { ($1.count, $0.site) < ($0.count, $1.site) }
+            let reason = reasons.max { ($0.value, $1.key) < ($1.value, $0.key) }?.key ?? ""
+            let stack = longest.representativeSample.map { longest.stall.samples[$0].frames.map(stackFrame) } ?? []
+            result.append(
+                (
+                    key, total,
+                    StallReport.Signature(
+                        category: key.category.rawValue, frames: key.frames, count: members.count, totalMs: ms(total),
+                        maxMs: ms(longest.durationNanos), tiers: tiers,
+                        categoryShares: Dictionary(
+                            uniqueKeysWithValues: StallCategory.allCases.map {
+                                (
+                                    $0.rawValue,
+                                    categoryTotal == 0 ? 0 : round((categoryNanos[$0] ?? 0) / categoryTotal, 4)
+                                )
+                            }),
+                        reason: reason, site: siteList.first?.site ?? "", sites: siteList, stack: stack,
+                        example: StallReport.StallReference(trace: longest.tracePath, stall: longest.stall.id))
+                ))
+        }
+        result.sort {
+            ($0.total, $0.signature.count) != ($1.total, $1.signature.count)
+                ? ($0.total, $0.signature.count) > ($1.total, $1.signature.count) : $0.key < $1.key
+        }
+        return result.map(\.signature)
+    }
+
+    static func stackFrame(_ frame: Frame) -> StallReport.StackFrame {
+        StallReport.StackFrame(
+            symbol: frameName(frame), module: frame.module,
+            source: frame.file.map { file in frame.line.map { "\(file):\($0)" } ?? file }, system: frame.isSystem)
+    }
+
+    /// From the header's start (else the first timestamp) to the last timestamp, in nanoseconds.
+    static func runTime(of loaded: LoadedTrace) -> UInt64 {
+        let trace = loaded.trace
+        var first = UInt64.max
+        var last: UInt64 = 0
+        func see(_ time: UInt64) {
+            first = min(first, time)
+            last = max(last, time)
+        }
+        for stall in trace.stalls {
+            see(stall.start)
+            if let end = stall.end { see(end) }
+            if let sample = stall.samples.last { see(sample.time) }
+        }
+        for record in trace.frameClock { see(record.intervalStart &+ record.intervalLength) }
+        for record in trace.latencyHistograms { see(record.intervalStart &+ record.intervalLength) }
+        for record in trace.congestion { see(record.intervalStart &+ record.intervalLength) }
+        if loaded.lastCalloutEnd > 0 { see(loaded.lastCalloutEnd) }
+        let start = trace.header?.clockBase ?? first
+        return last > start ? last - start : 0
+    }
+
+    static func frameStats(_ traces: [LoadedTrace]) -> StallReport.FrameStats? {
+        let records = traces.flatMap(\.trace.frameClock)
+        guard !records.isEmpty else { return nil }
+        let expected = records.reduce(0) { $0 + $1.expected }
+        let delivered = records.reduce(0) { $0 + $1.delivered }
+        let dropped = records.reduce(0) { $0 + $1.dropped }
+        let seconds = Double(records.reduce(0) { $0 + $1.intervalLength }) / 1e9
+        return StallReport.FrameStats(
+            expected: expected, delivered: delivered, dropped: dropped,
+            fps: seconds == 0 ? 0 : round(Double(delivered) / seconds, 2))
+    }
+
+    static func latency(_ traces: [LoadedTrace]) -> StallReport.LatencyStats? {
+        var counts: [Int: UInt64] = [:]
+        for record in traces.flatMap(\.trace.latencyHistograms) {
+            for bucket in record.buckets where Int(bucket.index) < LatencyBuckets.count {
+                counts[Int(bucket.index), default: 0] += bucket.count
+            }
+        }
+        let total = counts.values.reduce(0, +)
+        guard total > 0 else { return nil }
+        let sorted = counts.sorted { $0.key < $1.key }
+        func percentile(_ fraction: Double) -> Double {
+            let rank = max(1, UInt64((fraction * Double(total)).rounded(.up)))
+            var seen: UInt64 = 0
+            for (index, count) in sorted {
+                seen += count
+                if seen >= rank { return ms(LatencyBuckets.lowerBoundNanoseconds(ofBucket: index)) }
+            }
+            return ms(LatencyBuckets.lowerBoundNanoseconds(ofBucket: sorted.last!.key))
+        }
+        return StallReport.LatencyStats(
+            count: total, p50Ms: percentile(0.5), p90Ms: percentile(0.9), p99Ms: percentile(0.99),
+            p999Ms: percentile(0.999), maxMs: percentile(1))
+    }
+}
+
+/// Nanoseconds as milliseconds, to the microsecond.
+func ms(_ nanos: UInt64) -> Double {
+    round(Double(nanos) / 1e6, 3)
+}
+
+func round(_ value: Double, _ places: Int) -> Double {
+    var scale = 1.0
+    for _ in 0..<places { scale *= 10 }
+    return (value * scale).rounded() / scale
+}

@@ -1,0 +1,139 @@
+import Synchronization
+
+#if canImport(Glibc)
+    import Glibc
+#elseif canImport(Darwin)
+    import Darwin
+#endif
+
+/// Where a command's text goes: the process's stdout/stderr, or a buffer in tests.
+///
+/// Implementations must be safe to call from any thread (the progress bar writes from a
+/// timer thread).
+public protocol TextSink: Sendable {
+    /// Writes `text` as it is (no newline added).
+    func write(_ text: String)
+}
+
+/// A sink that writes to a file descriptor with `write(2)`, retrying on EINTR.
+///
+/// Use it from any thread.
+public struct FileDescriptorSink: TextSink {
+    /// The descriptor (1 for stdout, 2 for stderr).
+    public let descriptor: Int32
+
+    /// Creates a sink for `descriptor`.
+    public init(descriptor: Int32) {
+        self.descriptor = descriptor
+    }
+
+    /// Writes all of `text`.
+    public func write(_ text: String) {
+        var text = text
+        text.withUTF8 { bytes in
+            var offset = 0
+            while offset < bytes.count {
+                let written = Glibc.write(descriptor, bytes.baseAddress! + offset, bytes.count - offset)
+                if written < 0 {
+                    if errno == EINTR { continue }
+                    return
+                }
+                offset += written
+            }
+        }
+    }
+
+    /// Whether the descriptor is a terminal.
+    public var isTerminal: Bool { isatty(descriptor) == 1 }
+}
+
+/// A sink that keeps what is written, for tests.
+///
+/// Use it from any thread.
+public final class BufferSink: TextSink {
+    private let storage = Mutex("")
+
+    /// Creates an empty buffer.
+    public init() {}
+
+    /// Appends `text`.
+    public func write(_ text: String) {
+        storage.withLock { $0 += text }
+    }
+
+    /// Everything written so far.
+    public var text: String { storage.withLock { $0 } }
+}
+
+/// Runs the lead's built-in demo workload: `(budgetMilliseconds, keep) -> trace path`.
+public typealias DemoRunner = @Sendable (Double?, Bool) throws -> String
+
+/// What a command runs with: its output streams, whether they are terminals, the environment
+/// and the optional demo workload.
+///
+/// A plain value; use it on any thread.
+public struct CommandContext: Sendable {
+    /// Standard output.
+    public var standardOutput: any TextSink
+    /// Standard error: warnings, errors, the progress bar.
+    public var standardError: any TextSink
+    /// Whether standard output is a terminal (colour is only used then).
+    public var outputIsTerminal: Bool
+    /// Whether standard error is a terminal (the progress bar is only drawn then).
+    public var errorIsTerminal: Bool
+    /// The process environment (`NO_COLOR`; `record` passes it on to its command).
+    public var environment: [String: String]
+    /// The workload `stallwatch demo` runs; `nil` when the binary has none.
+    public var demo: DemoRunner?
+
+    /// Creates a context.
+    public init(
+        standardOutput: any TextSink, standardError: any TextSink, outputIsTerminal: Bool = false,
+        errorIsTerminal: Bool = false, environment: [String: String] = [:], demo: DemoRunner? = nil
+    ) {
+        self.standardOutput = standardOutput
+        self.standardError = standardError
+        self.outputIsTerminal = outputIsTerminal
+        self.errorIsTerminal = errorIsTerminal
+        self.environment = environment
+        self.demo = demo
+    }
+
+    /// The process's own stdout and stderr and environment.
+    public static func process(demo: DemoRunner? = nil) -> CommandContext {
+        let output = FileDescriptorSink(descriptor: 1)
+        let error = FileDescriptorSink(descriptor: 2)
+        return CommandContext(
+            standardOutput: output, standardError: error, outputIsTerminal: output.isTerminal,
+            errorIsTerminal: error.isTerminal, environment: processEnvironment(), demo: demo)
+    }
+
+    /// Whether to colour standard output: only on a terminal, and only if `NO_COLOR` is unset
+    /// or empty (https://no-color.org).
+    public var usesColour: Bool {
+        outputIsTerminal && (environment["NO_COLOR"] ?? "").isEmpty
+    }
+
+    /// Writes `text` and a newline to standard output.
+    public func print(_ text: String = "") {
+        standardOutput.write(text + "\n")
+    }
+
+    /// Writes `text` and a newline to standard error.
+    public func printError(_ text: String) {
+        standardError.write(text + "\n")
+    }
+}
+
+func processEnvironment() -> [String: String] {
+    var result: [String: String] = [:]
+    var pointer = environ
+    while let entry = pointer.pointee {
+        let text = String(cString: entry)
+        if let equals = text.firstIndex(of: "=") {
+            result[String(text[..<equals])] = String(text[text.index(after: equals)...])
+        }
+        pointer += 1
+    }
+    return result
+}

@@ -1,0 +1,49 @@
+/// `stallwatch report T… [--json] [--top N]`: the summary of one or more traces.
+public struct ReportCommand: Command {
+    /// The name, abstract and arguments.
+    public static let configuration = CommandConfiguration(
+        commandName: "report",
+        abstract: "Summarize the stalls of one or more traces.",
+        discussion: """
+            Prints run time, loop utilisation, frames and FPS, the hitch ratio, stalls per tier \
+            and per category, loop-latency percentiles and the top stall signatures (dominant \
+            category + innermost app frames). Several traces are read in parallel and added up. A trace that ends inside a record \
+            (a killed recorder) is read up to its last whole record, with a warning; a trace with \
+            a damaged region is reported as far as it could be read, then the command exits 2.
+            """,
+        arguments: [
+            .positional("traces", help: "The trace files to read.", repeating: true),
+            .flag("json", help: "Print the report as JSON (schema: docs/cli.md)."),
+            .option("top", valueName: "n", help: "How many stall signatures to list.", defaultDescription: "10"),
+        ])
+
+    /// The trace files.
+    public var traces: [String]
+    /// Whether to print JSON.
+    public var json: Bool
+    /// How many signatures to list.
+    public var top: Int
+
+    /// Builds the command from parsed arguments.
+    public init(parsing arguments: ParsedArguments) throws(UsageError) {
+        traces = arguments.all("traces")
+        json = arguments.flag("json")
+        top = try arguments.integer("top") ?? 10
+    }
+
+    /// Reads the traces and prints the report.
+    public func run(in context: CommandContext) throws -> ExitCode {
+        let loaded = try TraceInputs.load(traces, context: context, allowCorrupt: true)
+        let report = ReportBuilder().report(loaded.traces, top: top)
+        if json {
+            context.standardOutput.write(try JSONOutput.encode(report))
+        } else {
+            context.standardOutput.write(ReportText.render(report, colour: context.usesColour))
+        }
+        if loaded.damaged {
+            context.printError("Error: the report above covers only the readable parts of the traces")
+            return .validationFailure
+        }
+        return .success
+    }
+}

@@ -1,0 +1,118 @@
+import StallwatchCore
+
+/// `stallwatch show T --stall N`: one stall and its samples as a timeline.
+public struct ShowCommand: Command {
+    /// The name, abstract and arguments.
+    public static let configuration = CommandConfiguration(
+        commandName: "show",
+        abstract: "Show one stall and its samples as a timeline.",
+        arguments: [
+            .positional("trace", help: "The trace file to read."),
+            .option(
+                "stall", valueName: "id", help: "The stall's id (as listed by 'stallwatch report').", required: true),
+        ])
+
+    /// The trace file.
+    public var trace: String
+    /// The stall's id.
+    public var stall: UInt64
+
+    /// Builds the command from parsed arguments.
+    public init(parsing arguments: ParsedArguments) throws(UsageError) {
+        trace = arguments.value("trace") ?? ""
+        stall = UInt64(try arguments.integer("stall") ?? 0)
+    }
+
+    /// Reads the trace and prints the stall.
+    public func run(in context: CommandContext) throws -> ExitCode {
+        let loaded = try TraceInputs.load([trace], context: context).traces[0]
+        guard let stall = loaded.trace.stalls.first(where: { $0.id == self.stall }) else {
+            let ids = loaded.trace.stalls.map { String($0.id) }
+            let known = ids.isEmpty ? "it has no stalls" : "its stalls are " + ids.prefix(20).joined(separator: ", ")
+            throw CommandFailure("\(trace): no stall with id \(self.stall) (\(known)\(ids.count > 20 ? ", …" : ""))")
+        }
+        let budget = loaded.trace.header?.thresholds.budget ?? TierThresholds.default.budget
+        let analyzed = AnalyzedStall(stall, tracePath: trace, budget: budget, classifier: Classifier())
+        context.standardOutput.write(StallText.render(analyzed, colour: context.usesColour))
+        return .success
+    }
+}
+
+/// Renders one analyzed stall for `stallwatch show`.
+///
+/// Pure; use it on any thread.
+enum StallText {
+    static func render(_ analyzed: AnalyzedStall, colour: Bool) -> String {
+        let style = Style(enabled: colour)
+        let stall = analyzed.stall
+        var lines: [String] = []
+        var flags: [String] = []
+        if stall.flags.contains(.unfinished) { flags.append("unfinished") }
+        if stall.flags.contains(.suspended) { flags.append("suspended") }
+        if stall.flags.contains(.captureTimedOut) { flags.append("capture timed out") }
+        let duration = format(Double(analyzed.durationNanos) / 1e6, 1) + " ms"
+        lines.append(
+            style.bold("Stall \(stall.id)") + " — \(stall.tier.rawValue), \(duration)"
+                + (flags.isEmpty ? "" : " (\(flags.joined(separator: ", ")))") + " in \(analyzed.tracePath)")
+        let callout = stall.callout
+        let label = callout.label.map { " \"\($0)\"" } ?? ""
+        lines.append(
+            "  callout   \(callout.kind)\(label) posted at \(callout.file):\(callout.line), mode \(callout.mode), "
+                + "phase \(callout.phase)")
+        let shares = StallCategory.allCases.compactMap { category -> String? in
+            let share = analyzed.breakdown.share(of: category)
+            return share > 0 ? "\(category.rawValue) \(format(share * 100, 0)) %" : nil
+        }
+        lines.append(
+            "  category  \(analyzed.category.rawValue)" + (shares.isEmpty ? "" : ": \(shares.joined(separator: ", "))"))
+        if !analyzed.breakdown.topReasons.isEmpty {
+            lines.append(
+                "  reasons   "
+                    + analyzed.breakdown.topReasons.map { "\($0.reason) \(format($0.share * 100, 0)) %" }
+                    .joined(separator: ", "))
+        }
+        lines.append("  signature \(analyzed.key.text)")
+        lines.append("")
+        if stall.samples.isEmpty {
+            lines.append("No samples.")
+            return lines.joined(separator: "\n") + "\n"
+        }
+        lines.append(style.bold("Samples") + " (\(stall.samples.count); time from the callout's start)")
+        lines.append(
+            "  " + padLeft("time", 10) + "  " + pad("state", 12) + "  " + pad("syscall", 16) + "  "
+                + pad("category", 9) + "  " + pad("reason", 24) + "  top frames")
+        for (index, sample) in stall.samples.enumerated() {
+            let offset = sample.time >= stall.start ? sample.time - stall.start : 0
+            let verdict = analyzed.classifications[index]
+            let syscall = sample.syscallName ?? sample.syscall.map { "#\($0)" } ?? "-"
+            // The innermost frame, then the next two that are not compiler-generated glue.
+            let shown = sample.frames.enumerated().filter { $0.offset == 0 || !isCompilerGenerated($0.element) }
+            var frames = shown.prefix(3).map { frameName($0.element) }.joined(separator: " ← ")
+            if shown.count > 3 { frames += " ← …" }
+            if sample.captureTimedOut { frames = "(capture timed out)" }
+            let annotation = sample.annotation.map { "  [\($0.label)]" } ?? ""
+            lines.append(
+                "  " + padLeft("+" + format(Double(offset) / 1e6, 1) + " ms", 10) + "  "
+                    + pad("\(sample.state.procCode) \(sample.state.name)", 12) + "  " + pad(syscall, 16) + "  "
+                    + pad(verdict.category.rawValue, 9) + "  " + pad(verdict.reason, 24) + "  " + frames + annotation)
+        }
+        if let index = analyzed.representativeSample {
+            lines.append("")
+            lines.append(style.bold("Representative stack") + " (sample \(index + 1), innermost first)")
+            for frame in stall.samples[index].frames {
+                let stack = ReportBuilder.stackFrame(frame)
+                let text =
+                    "  \(stack.symbol)" + (stack.source.map { " (\($0))" } ?? "")
+                    + (stack.module.map { "  \(Frame.basenameOf($0))" } ?? "")
+                lines.append(stack.system ? style.dim(text) : text)
+            }
+        }
+        return lines.joined(separator: "\n") + "\n"
+    }
+}
+
+extension Frame {
+    static func basenameOf(_ path: String) -> String {
+        path.split(separator: "/").last.map(String.init) ?? path
+    }
+}

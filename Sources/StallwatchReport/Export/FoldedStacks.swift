@@ -1,0 +1,37 @@
+import StallwatchCore
+
+/// Folded stacks (Brendan Gregg's `flamegraph.pl` input, also read by speedscope and
+/// inferno): one line per distinct stack, `category;outermost;…;innermost WEIGHT`, the weight
+/// in whole microseconds of sample time. Lines are sorted; zero-weight stacks are left out.
+///
+/// Pure; use it on any thread.
+public enum FoldedStacksExporter {
+    /// The folded stacks of `stalls`.
+    public static func export(_ stalls: [AnalyzedStall]) -> String {
+        var weights: [String: UInt64] = [:]
+        for analyzed in stalls {
+            let sampleWeights = sampleWeights(analyzed.stall)
+            for (index, sample) in analyzed.stall.samples.enumerated() {
+                let micros = sampleWeights[index] / 1_000
+                guard micros > 0 else { continue }
+                let stack = rootedStack(sample, category: analyzed.classifications[index].category)
+                    .map(sanitize).joined(separator: ";")
+                weights[stack, default: 0] += micros
+            }
+        }
+        return weights.sorted { $0.key < $1.key }.map { "\($0.key) \($0.value)\n" }.joined()
+    }
+
+    /// Frame names may not hold the separator or a line break.
+    static func sanitize(_ name: String) -> String {
+        var result = ""
+        for character in name {
+            switch character {
+            case ";": result.append(":")
+            case "\n", "\r": result.append(" ")
+            default: result.append(character)
+            }
+        }
+        return result.isEmpty ? "?" : result
+    }
+}

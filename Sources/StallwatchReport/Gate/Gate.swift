@@ -1,0 +1,127 @@
+import StallwatchCore
+
+/// A limit `stallwatch gate` checks.
+///
+/// A plain value; use it on any thread.
+public enum GateLimit: Sendable, Hashable {
+    /// At most this many stalls.
+    case maxStalls(Int)
+    /// At most this many stalls of tier `hang` or `severe`.
+    case maxHangs(Int)
+    /// At most this many milliseconds of overrun per second of run time.
+    case maxHitchRatio(Double)
+    /// At most this many stalls whose dominant category is the given one.
+    case maxCategory(StallCategory, Int)
+    /// The hitch ratio may exceed the baseline's by at most this many percent.
+    case maxRegression(percent: Double, baseline: StallReport)
+
+    /// The name of the check (the JUnit test case's name).
+    public var name: String {
+        switch self {
+        case .maxStalls: "stalls"
+        case .maxHangs: "hangs"
+        case .maxHitchRatio: "hitch-ratio"
+        case .maxCategory(let category, _): "category-\(category.rawValue)"
+        case .maxRegression: "regression-hitch-ratio"
+        }
+    }
+}
+
+/// The outcome of one limit.
+///
+/// A plain value; use it on any thread.
+public struct GateCheck: Sendable, Hashable {
+    /// The limit's name.
+    public var name: String
+    /// What was measured, as shown (`3`, `12.5 ms/s`, `+40.0 %`).
+    public var measured: String
+    /// The limit, as shown.
+    public var limit: String
+    /// Whether the measurement is within the limit.
+    public var passed: Bool
+
+    /// `hangs: 3 > 0` or `hangs: 0 <= 0`.
+    public var summary: String {
+        "\(name): \(measured) \(passed ? "<=" : ">") \(limit)"
+    }
+}
+
+/// Checks a report against limits.
+///
+/// Pure; use it on any thread.
+public enum Gate {
+    /// One check per limit, in the order given.
+    public static func evaluate(_ report: StallReport, limits: [GateLimit]) -> [GateCheck] {
+        limits.map { limit in
+            switch limit {
+            case .maxStalls(let maximum):
+                return GateCheck(
+                    name: limit.name, measured: String(report.stalls.total), limit: String(maximum),
+                    passed: report.stalls.total <= maximum)
+            case .maxHangs(let maximum):
+                return GateCheck(
+                    name: limit.name, measured: String(report.stalls.hangs), limit: String(maximum),
+                    passed: report.stalls.hangs <= maximum)
+            case .maxHitchRatio(let maximum):
+                return GateCheck(
+                    name: limit.name, measured: format(report.hitchRatioMsPerSecond, 3) + " ms/s",
+                    limit: format(maximum, 3) + " ms/s", passed: report.hitchRatioMsPerSecond <= maximum)
+            case .maxCategory(let category, let maximum):
+                let count = report.stalls.byCategory[category.rawValue] ?? 0
+                return GateCheck(
+                    name: limit.name, measured: String(count), limit: String(maximum), passed: count <= maximum)
+            case .maxRegression(let percent, let baseline):
+                let before = baseline.hitchRatioMsPerSecond
+                let after = report.hitchRatioMsPerSecond
+                let measured: String
+                let passed: Bool
+                if before == 0 {
+                    passed = after == 0
+                    measured = passed ? "+0.0 %" : "+inf % (baseline 0 ms/s, now \(format(after, 3)) ms/s)"
+                } else {
+                    let change = (after - before) / before * 100
+                    passed = change <= percent
+                    measured =
+                        "\(change >= 0 ? "+" : "")\(format(change, 1)) % (\(format(before, 3)) → \(format(after, 3)) ms/s)"
+                }
+                return GateCheck(
+                    name: limit.name, measured: measured, limit: "+" + format(percent, 1) + " %", passed: passed)
+            }
+        }
+    }
+
+    /// JUnit XML: one `testsuite`, one `testcase` per check, a `failure` for each failed one.
+    public static func junit(_ checks: [GateCheck], suiteName: String = "stallwatch gate") -> String {
+        let failures = checks.filter { !$0.passed }.count
+        var xml = "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n"
+        xml += "<testsuite name=\"\(escape(suiteName))\" tests=\"\(checks.count)\" failures=\"\(failures)\" "
+        xml += "errors=\"0\" skipped=\"0\">\n"
+        for check in checks {
+            xml += "  <testcase classname=\"stallwatch.gate\" name=\"\(escape(check.name))\""
+            if check.passed {
+                xml += "/>\n"
+            } else {
+                xml += ">\n    <failure message=\"\(escape(check.summary))\" type=\"limit\">"
+                xml += "measured \(escape(check.measured)), limit \(escape(check.limit))</failure>\n"
+                xml += "  </testcase>\n"
+            }
+        }
+        xml += "</testsuite>\n"
+        return xml
+    }
+
+    static func escape(_ text: String) -> String {
+        var result = ""
+        for character in text {
+            switch character {
+            case "&": result += "&amp;"
+            case "<": result += "&lt;"
+            case ">": result += "&gt;"
+            case "\"": result += "&quot;"
+            case "'": result += "&apos;"
+            default: result.append(character)
+            }
+        }
+        return result
+    }
+}

@@ -1,0 +1,52 @@
+import StallwatchCore
+
+/// Reads a command's input traces and applies the CLI's rules for damaged input:
+///
+/// - unreadable (cannot open or read, not a trace, newer version, no whole record): an error
+///   line each, exit 2;
+/// - truncated (ends inside a record, as when the recorder was killed): a `warning:` line,
+///   and the whole records before it are used;
+/// - corrupt (a damaged region skipped in the middle): an error line each; `report` still
+///   prints what it read and then exits 2, the other commands exit 2 at once.
+///
+/// Call from the command's thread.
+enum TraceInputs {
+    struct Loaded {
+        var traces: [LoadedTrace]
+        /// Whether a corrupt region was skipped (so the command must exit 2 after its output).
+        var damaged: Bool
+    }
+
+    static func load(
+        _ paths: [String], context: CommandContext, includeCallouts: Bool = false, allowCorrupt: Bool = false
+    ) throws(CommandFailure) -> Loaded {
+        var progress: ProgressBar?
+        if context.errorIsTerminal {
+            progress = ProgressBar(
+                sink: context.standardError, total: paths.reduce(0) { $0 + TraceLoader.size(of: $1) })
+        }
+        let results = TraceLoader.load(paths: paths, includeCallouts: includeCallouts, progress: progress)
+        progress?.finish()
+        var fatal: [String] = []
+        var corrupt: [String] = []
+        var traces: [LoadedTrace] = []
+        for result in results {
+            switch result {
+            case .failure(let error):
+                fatal.append(error.description)
+            case .success(let trace):
+                traces.append(trace)
+                corrupt += trace.corruptRegions.map(\.description)
+                if let truncation = trace.truncation {
+                    context.printError("warning: \(truncation.description); using the whole records before it")
+                }
+            }
+        }
+        if !fatal.isEmpty { throw CommandFailure(fatal + corrupt) }
+        if !corrupt.isEmpty {
+            guard allowCorrupt else { throw CommandFailure(corrupt) }
+            for line in corrupt { context.printError("Error: \(line)") }
+        }
+        return Loaded(traces: traces, damaged: !corrupt.isEmpty)
+    }
+}

@@ -1,0 +1,210 @@
+// Every help text, whole, as swift-argument-parser lays it out: OVERVIEW, USAGE, ARGUMENTS, OPTIONS, SUBCOMMANDS.
+import Testing
+
+@testable import StallwatchReport
+
+private let rootHelpText = """
+    OVERVIEW: Find and explain main-thread stalls recorded by Stallwatch.
+
+    USAGE: stallwatch <subcommand>
+
+    OPTIONS:
+      -h, --help              Show help information.
+
+    SUBCOMMANDS:
+      demo                    Run a built-in stalling workload and print its report.
+      record                  Run a command with stall recording turned on.
+      report                  Summarize the stalls of one or more traces.
+      show                    Show one stall and its samples as a timeline.
+      export                  Export a trace for Perfetto, flame graphs or
+                              speedscope.
+      diff                    Compare the stall signatures of two traces.
+      gate                    Check traces against stall limits (for CI).
+      help                    Show subcommand help information.
+
+      See 'stallwatch help <subcommand>' for detailed help.
+
+    """
+
+private let commandHelpTexts: [String: String] = [
+    "demo": """
+    OVERVIEW: Run a built-in stalling workload and print its report.
+
+    USAGE: stallwatch demo [--budget <ms>] [--keep]
+
+    OPTIONS:
+      --budget <ms>           The frame budget in milliseconds. (default: 16.667)
+      --keep                  Keep the trace file (its path is printed).
+      -h, --help              Show help information.
+
+    """,
+    "record": """
+    OVERVIEW: Run a command with stall recording turned on.
+
+    Sets STALLWATCH_TRACE, STALLWATCH_BUDGET_MS and STALLWATCH_MODE in the command's
+    environment; any app that runs MainLoop records to the trace. Exits with the
+    command's status, 128+N if signal N killed it, 127 if it was not found, 126 if
+    it could not run.
+
+    USAGE: stallwatch record -o <trace> [--budget <ms>] [--mode <mode>]
+           -- <command> ...
+
+    ARGUMENTS:
+      <command>               The command to run, with its arguments.
+
+    OPTIONS:
+      -o, --output <trace>    The trace file to write.
+      --budget <ms>           The frame budget in milliseconds. (default: 16.667)
+      --mode <mode>           stalls (stalls only) or full (every callout too).
+                              (default: stalls)
+      -h, --help              Show help information.
+
+    """,
+    "report": """
+    OVERVIEW: Summarize the stalls of one or more traces.
+
+    Prints run time, loop utilisation, frames and FPS, the hitch ratio, stalls per
+    tier and per category, loop-latency percentiles and the top stall signatures
+    (dominant category + innermost app frames). Several traces are read in parallel
+    and added up. A trace that ends inside a record (a killed recorder) is read up
+    to its last whole record, with a warning; a trace with a damaged region is
+    reported as far as it could be read, then the command exits 2.
+
+    USAGE: stallwatch report <traces> ... [--json] [--top <n>]
+
+    ARGUMENTS:
+      <traces>                The trace files to read.
+
+    OPTIONS:
+      --json                  Print the report as JSON (schema: docs/cli.md).
+      --top <n>               How many stall signatures to list. (default: 10)
+      -h, --help              Show help information.
+
+    """,
+    "show": """
+    OVERVIEW: Show one stall and its samples as a timeline.
+
+    USAGE: stallwatch show <trace> --stall <id>
+
+    ARGUMENTS:
+      <trace>                 The trace file to read.
+
+    OPTIONS:
+      --stall <id>            The stall's id (as listed by 'stallwatch report').
+      -h, --help              Show help information.
+
+    """,
+    "export": """
+    OVERVIEW: Export a trace for Perfetto, flame graphs or speedscope.
+
+    chrome: stalls, samples and (full mode) callouts on the main thread's track;
+    open in https://ui.perfetto.dev or chrome://tracing. folded:
+    'category;outer;...;inner MICROSECONDS' lines for flame graphs. speedscope: open
+    in https://www.speedscope.app.
+
+    USAGE: stallwatch export <trace> --format <format> -o <file>
+
+    ARGUMENTS:
+      <trace>                 The trace file to read.
+
+    OPTIONS:
+      --format <format>       chrome, folded or speedscope.
+      -o, --output <file>     The file to write ('-' for stdout).
+      -h, --help              Show help information.
+
+    """,
+    "diff": """
+    OVERVIEW: Compare the stall signatures of two traces.
+
+    A signature is worse when its total stall time or its stall count grew by more
+    than the threshold (in percent of the base), better when one of them shrank by
+    more and neither grew. Exits 0 whatever the result; use 'stallwatch gate' to
+    fail a build.
+
+    USAGE: stallwatch diff <base> <new> [--threshold <pct>] [--json]
+
+    ARGUMENTS:
+      <base>                  The baseline trace.
+      <new>                   The trace to compare with it.
+
+    OPTIONS:
+      --threshold <pct>       The change that counts, in percent. (default: 10)
+      --json                  Print the diff as JSON (schema: docs/cli.md).
+      -h, --help              Show help information.
+
+    """,
+    "gate": """
+    OVERVIEW: Check traces against stall limits (for CI).
+
+    Exits 0 when every limit passes, 1 when one fails, 2 for a usage error or an
+    unreadable trace. Each limit is printed with its measured value and PASS or
+    FAIL. Stalls are counted by their dominant category. The regression limit
+    compares the hitch ratio (ms of overrun per second of run time) with the
+    baseline's; a baseline of 0 allows no hitches.
+
+    USAGE: stallwatch gate <traces> ... [--max-stalls <n>] [--max-hangs <n>]
+           [--max-hitch-ratio <ms-per-s>] [--max <category=n> ...]
+           [--baseline <trace>] [--max-regression <pct>] [--junit <file>]
+
+    ARGUMENTS:
+      <traces>                The trace files to check (added up).
+
+    OPTIONS:
+      --max-stalls <n>        At most this many stalls.
+      --max-hangs <n>         At most this many hangs (at least 250 ms by default).
+      --max-hitch-ratio <ms-per-s>
+                              At most this many ms of overrun per second.
+      --max <category=n>      At most n stalls of the category (compute, io,
+                              lockWait, database, other).
+      --baseline <trace>      A baseline trace for --max-regression.
+      --max-regression <pct>  How far the hitch ratio may exceed the baseline's, in
+                              percent.
+      --junit <file>          Also write the results as JUnit XML.
+      -h, --help              Show help information.
+
+    """,
+]
+
+@Test func rootHelp() {
+    #expect(StallwatchCLI.rootHelp == rootHelpText)
+    #expect(CLIRun(["--help"]).output == rootHelpText)
+    #expect(CLIRun(["-h"]).output == rootHelpText)
+    #expect(CLIRun(["help"]).output == rootHelpText)
+    let bare = CLIRun([])
+    #expect(bare.exitCode == 2)
+    #expect(bare.error == rootHelpText)
+}
+
+@Test(arguments: ["demo", "record", "report", "show", "export", "diff", "gate"])
+func commandHelp(command: String) throws {
+    let expected = try #require(commandHelpTexts[command])
+    for arguments in [[command, "--help"], [command, "-h"], ["help", command]] {
+        let run = CLIRun(arguments)
+        #expect(run.exitCode == 0)
+        #expect(run.output == expected, "\(arguments)")
+        #expect(run.error.isEmpty)
+    }
+}
+
+@Test func usageErrorsPrintMessageAndUsage() {
+    let run = CLIRun(["show", "t.swtrace"])
+    #expect(run.exitCode == 2)
+    #expect(
+        run.error == """
+            Error: Missing expected argument '--stall <id>'
+            Usage: stallwatch show <trace> --stall <id>
+              See 'stallwatch show --help' for more information.
+
+            """)
+    #expect(run.output.isEmpty)
+    let unknown = CLIRun(["frobnicate"])
+    #expect(unknown.exitCode == 2)
+    #expect(unknown.error.hasPrefix("Error: Unknown subcommand 'frobnicate'\n"))
+    #expect(CLIRun(["help", "frobnicate"]).exitCode == 2)
+}
+
+@Test func everyLineFitsIn80Columns() {
+    for text in [rootHelpText] + Array(commandHelpTexts.values) {
+        for line in text.split(separator: "\n") { #expect(line.count <= 80, "\(line)") }
+    }
+}

@@ -1,0 +1,309 @@
+// `report --json` of a fixed synthetic trace is exactly this document: keys sorted, every key present, milliseconds to the microsecond.
+import Foundation
+import Testing
+
+@testable import StallwatchReport
+
+@Suite struct ReportJSONTests {
+    let directory = TemporaryDirectory()
+
+    @Test func reportJSONMatchesTheGolden() throws {
+        let bytes = Fixture.standard()
+        let path = directory.write("standard.swtrace", bytes)
+        let run = CLIRun(["report", path, "--json"])
+        #expect(run.exitCode == 0)
+        #expect(run.error.isEmpty)
+        // The file's size and path are the only values that depend on the environment.
+        let expected = golden.replacingOccurrences(of: "\"PATH\"", with: "\"\(path)\"")
+            .replacingOccurrences(of: "BYTES", with: String(bytes.count))
+        #expect(run.output == expected)
+    }
+
+    @Test func reportJSONParsesAndIsStable() throws {
+        let path = directory.write("standard.swtrace", Fixture.standard())
+        let first = CLIRun(["report", path, path, "--json"]).output
+        let second = CLIRun(["report", path, path, "--json"]).output
+        #expect(first == second)
+        let json = try #require(try JSONSerialization.jsonObject(with: Data(first.utf8)) as? [String: Any])
+        #expect(json["schemaVersion"] as? Int == 1)
+        #expect((json["traces"] as? [Any])?.count == 2)
+        #expect(json["loopUtilisation"] is NSNull)
+    }
+
+    private let golden = """
+        {
+          "frames" : {
+            "delivered" : 330,
+            "dropped" : 30,
+            "expected" : 360,
+            "fps" : 55
+          },
+          "hitchRatioMsPerSecond" : 82.5,
+          "loopLatency" : {
+            "count" : 1000,
+            "maxMs" : 294.912,
+            "p50Ms" : 0.05,
+            "p90Ms" : 0.05,
+            "p999Ms" : 1.984,
+            "p99Ms" : 0.05
+          },
+          "loopUtilisation" : null,
+          "runTimeSeconds" : 6,
+          "schemaVersion" : 1,
+          "signatureCount" : 4,
+          "signatures" : [
+            {
+              "category" : "compute",
+              "categoryShares" : {
+                "compute" : 1,
+                "database" : 0,
+                "io" : 0,
+                "lockWait" : 0,
+                "other" : 0
+              },
+              "count" : 2,
+              "example" : {
+                "stall" : 1,
+                "trace" : "PATH"
+              },
+              "frames" : [
+                "FixtureApp.checksum(Swift.Int) -> Swift.Int",
+                "FixtureApp.Feed.reload()",
+                "FixtureApp.main()"
+              ],
+              "maxMs" : 300,
+              "reason" : "FixtureApp.checksum(Swift.Int)",
+              "site" : "FixtureApp/Feed.swift:12",
+              "sites" : [
+                {
+                  "count" : 2,
+                  "site" : "FixtureApp/Feed.swift:12"
+                }
+              ],
+              "stack" : [
+                {
+                  "module" : "/opt/fixture/FixtureApp",
+                  "source" : "FixtureApp/Checksum.swift:7",
+                  "symbol" : "FixtureApp.checksum(Swift.Int) -> Swift.Int",
+                  "system" : false
+                },
+                {
+                  "module" : "/opt/fixture/FixtureApp",
+                  "source" : "FixtureApp/Feed.swift:42",
+                  "symbol" : "FixtureApp.Feed.reload()",
+                  "system" : false
+                },
+                {
+                  "module" : "/opt/fixture/FixtureApp",
+                  "source" : "FixtureApp/main.swift:10",
+                  "symbol" : "FixtureApp.main()",
+                  "system" : false
+                }
+              ],
+              "tiers" : {
+                "hang" : 1,
+                "hitch" : 1
+              },
+              "totalMs" : 320
+            },
+            {
+              "category" : "database",
+              "categoryShares" : {
+                "compute" : 0,
+                "database" : 1,
+                "io" : 0,
+                "lockWait" : 0,
+                "other" : 0
+              },
+              "count" : 1,
+              "example" : {
+                "stall" : 4,
+                "trace" : "PATH"
+              },
+              "frames" : [
+                "FixtureApp.Cache.lookup()",
+                "FixtureApp.main()"
+              ],
+              "maxMs" : 150,
+              "reason" : "sqlite3_step",
+              "site" : "FixtureApp/Database.swift:77",
+              "sites" : [
+                {
+                  "count" : 1,
+                  "site" : "FixtureApp/Database.swift:77"
+                }
+              ],
+              "stack" : [
+                {
+                  "module" : "/usr/lib/x86_64-linux-gnu/libsqlite3.so.0",
+                  "source" : null,
+                  "symbol" : "sqlite3_step",
+                  "system" : true
+                },
+                {
+                  "module" : "/opt/fixture/FixtureApp",
+                  "source" : "FixtureApp/Cache.swift:19",
+                  "symbol" : "FixtureApp.Cache.lookup()",
+                  "system" : false
+                },
+                {
+                  "module" : "/opt/fixture/FixtureApp",
+                  "source" : "FixtureApp/main.swift:10",
+                  "symbol" : "FixtureApp.main()",
+                  "system" : false
+                }
+              ],
+              "tiers" : {
+                "microHang" : 1
+              },
+              "totalMs" : 150
+            },
+            {
+              "category" : "io",
+              "categoryShares" : {
+                "compute" : 0,
+                "database" : 0,
+                "io" : 1,
+                "lockWait" : 0,
+                "other" : 0
+              },
+              "count" : 2,
+              "example" : {
+                "stall" : 2,
+                "trace" : "PATH"
+              },
+              "frames" : [
+                "FixtureApp.Store.save()",
+                "FixtureApp.main()"
+              ],
+              "maxMs" : 40,
+              "reason" : "fsync",
+              "site" : "FixtureApp/Store.swift:30",
+              "sites" : [
+                {
+                  "count" : 2,
+                  "site" : "FixtureApp/Store.swift:30"
+                }
+              ],
+              "stack" : [
+                {
+                  "module" : "/usr/lib/x86_64-linux-gnu/libc.so.6",
+                  "source" : null,
+                  "symbol" : "fsync",
+                  "system" : true
+                },
+                {
+                  "module" : "/opt/fixture/FixtureApp",
+                  "source" : "FixtureApp/Store.swift:88",
+                  "symbol" : "FixtureApp.Store.save()",
+                  "system" : false
+                },
+                {
+                  "module" : "/opt/fixture/FixtureApp",
+                  "source" : "FixtureApp/main.swift:10",
+                  "symbol" : "FixtureApp.main()",
+                  "system" : false
+                }
+              ],
+              "tiers" : {
+                "hitch" : 2
+              },
+              "totalMs" : 65
+            },
+            {
+              "category" : "lockWait",
+              "categoryShares" : {
+                "compute" : 0,
+                "database" : 0,
+                "io" : 0,
+                "lockWait" : 1,
+                "other" : 0
+              },
+              "count" : 1,
+              "example" : {
+                "stall" : 5,
+                "trace" : "PATH"
+              },
+              "frames" : [
+                "FixtureApp.Cache.lookup()",
+                "FixtureApp.main()"
+              ],
+              "maxMs" : 60,
+              "reason" : "pthread_mutex_lock",
+              "site" : "FixtureApp/Cache.swift:5",
+              "sites" : [
+                {
+                  "count" : 1,
+                  "site" : "FixtureApp/Cache.swift:5"
+                }
+              ],
+              "stack" : [
+                {
+                  "module" : "/usr/lib/x86_64-linux-gnu/libc.so.6",
+                  "source" : null,
+                  "symbol" : "pthread_mutex_lock",
+                  "system" : true
+                },
+                {
+                  "module" : "/opt/fixture/FixtureApp",
+                  "source" : "FixtureApp/Cache.swift:19",
+                  "symbol" : "FixtureApp.Cache.lookup()",
+                  "system" : false
+                },
+                {
+                  "module" : "/opt/fixture/FixtureApp",
+                  "source" : "FixtureApp/main.swift:10",
+                  "symbol" : "FixtureApp.main()",
+                  "system" : false
+                }
+              ],
+              "tiers" : {
+                "hitch" : 1
+              },
+              "totalMs" : 60
+            }
+          ],
+          "stalls" : {
+            "byCategory" : {
+              "compute" : 2,
+              "database" : 1,
+              "io" : 2,
+              "lockWait" : 1,
+              "other" : 0
+            },
+            "byTier" : {
+              "hang" : 1,
+              "hitch" : 4,
+              "microHang" : 1,
+              "severe" : 0
+            },
+            "categoryMs" : {
+              "compute" : 286,
+              "database" : 130,
+              "io" : 31,
+              "lockWait" : 43,
+              "other" : 0
+            },
+            "hangs" : 1,
+            "total" : 6,
+            "totalMs" : 595,
+            "unfinished" : 1
+          },
+          "traces" : [
+            {
+              "bytes" : BYTES,
+              "mode" : "stalls",
+              "path" : "PATH",
+              "pid" : 4242,
+              "problems" : [
+
+              ],
+              "process" : "FixtureApp",
+              "runTimeSeconds" : 6,
+              "stalls" : 6
+            }
+          ]
+        }
+
+        """
+}
