@@ -68,6 +68,15 @@ enum TraceBenchmarks {
         ).printLine()
         Result(name: "trace.parse_size", value: Double(big.count) / 1e6, unit: "MB").printLine()
         if !outcome.endedCleanly { throw BenchError("generated trace did not decode cleanly: \(outcome.problems)") }
+        // The same file assembled the way `stallwatch report` reads it (records → stalls,
+        // callout counts, summaries).
+        let assembleStart = nowNanos()
+        let assembled = DecodedTrace(decoding: big)
+        Result(
+            name: "trace.assemble_rate",
+            value: Double(assembled.outcome.recordCount) / (Double(nowNanos() - assembleStart) / 1e9) / 1e6,
+            unit: "M records/s"
+        ).printLine()
 
         // 4. A long fuzz run of the reader on mutations of a real recorded trace.
         // The first 16 KiB of the real full-mode trace: header, modules, call sites, callouts.

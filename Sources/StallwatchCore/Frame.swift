@@ -35,7 +35,14 @@ public struct Frame: Sendable, Hashable, Codable {
     /// or is unknown.
     public var isSystem: Bool {
         guard let module else { return true }
+        if let symbol, Frame.isInfrastructure(symbol) { return true }
         return Frame.isSystemModule(module)
+    }
+
+    /// Stallwatch's own run loop and monitor, compiled into the app: not the app's code.
+    static func isInfrastructure(_ symbol: String) -> Bool {
+        symbol.hasPrefix("Stallwatch.") || symbol.hasPrefix("StallwatchCore.")
+            || symbol.hasPrefix("static Stallwatch.") || symbol.hasPrefix("closure #1 () -> () in Stallwatch.")
     }
 
     static func isSystemModule(_ path: String) -> Bool {

@@ -48,16 +48,20 @@ final class DemoApp {
             blackHole(Layout.measure(items: 300 + Int(tick.frameIndex % 7)))
         }
         frames?.start()
-        let steps: [(Duration, StaticString, () -> Void)] = [
-            (.milliseconds(300), "decode image", { blackHole(ImageDecoder.decode(megapixels: 24)) }),
-            (.milliseconds(700), "save settings", { SettingsStore.save(in: self.directory, megabytes: 24) }),
-            (.milliseconds(1_100), "cache lookup", { Cache.lookupWhileAnotherThreadHoldsTheLock(milliseconds: 120) }),
-            (.milliseconds(1_500), "load feed", { blackHole(FeedDatabase.loadFeed(rows: 1_200_000)) }),
-            (.milliseconds(1_900), "retry backoff", { Network.backOff(milliseconds: 60) }),
-        ]
-        for (delay, label, work) in steps {
-            loop.schedule(after: delay, label: label) { _ in work() }
+        // One timer per stall, each on its own line: the report names where each was scheduled.
+        loop.schedule(after: .milliseconds(300), label: "decode image") { _ in
+            blackHole(ImageDecoder.decode(megapixels: 48))
         }
+        loop.schedule(after: .milliseconds(700), label: "save settings") { [directory] _ in
+            SettingsStore.save(in: directory, megabytes: 24)
+        }
+        loop.schedule(after: .milliseconds(1_100), label: "cache lookup") { _ in
+            Cache.lookupWhileAnotherThreadHoldsTheLock(milliseconds: 120)
+        }
+        loop.schedule(after: .milliseconds(1_500), label: "load feed") { _ in
+            blackHole(FeedDatabase.loadFeed(rows: 1_200_000))
+        }
+        loop.schedule(after: .milliseconds(1_900), label: "retry backoff") { _ in Network.backOff(milliseconds: 60) }
         for index in 0..<20 {
             loop.schedule(after: .milliseconds(100 * index + 50), label: "small update") { _ in
                 blackHole(Layout.measure(items: 2_000))

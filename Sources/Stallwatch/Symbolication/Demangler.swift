@@ -27,7 +27,7 @@
                 return name.withCString { pointer in
                     guard let result = swiftDemangle(pointer, strlen(pointer), nil, nil, 0) else { return name }
                     defer { free(result) }
-                    return String(cString: result)
+                    return simplified(String(cString: result))
                 }
             }
             if name.hasPrefix("_Z") {
@@ -38,6 +38,45 @@
                 return status == 0 ? String(cString: result) : name
             }
             return name
+        }
+
+        /// The optimizer's wrappers say how a function was compiled, not what it is: drop
+        /// "function signature specialization <…> of ", "generic specialization <…> of ",
+        /// "merged " and the like, so reports and signatures name the function itself.
+        static func simplified(_ name: String) -> String {
+            var text = Substring(name)
+            var changed = true
+            while changed {
+                changed = false
+                for prefix in ["merged ", "outlined copy of ", "outlined consume of "] where text.hasPrefix(prefix) {
+                    text = text.dropFirst(prefix.count)
+                    changed = true
+                }
+                for prefix in [
+                    "function signature specialization ", "generic specialization ", "generic partial specialization ",
+                ] where text.hasPrefix(prefix) {
+                    var rest = text.dropFirst(prefix.count)
+                    guard rest.first == "<" else { continue }
+                    var depth = 0
+                    var end: Substring.Index?
+                    for index in rest.indices {
+                        if rest[index] == "<" { depth += 1 }
+                        if rest[index] == ">" {
+                            depth -= 1
+                            if depth == 0 {
+                                end = index
+                                break
+                            }
+                        }
+                    }
+                    guard let end else { continue }
+                    rest = rest[rest.index(after: end)...]
+                    guard rest.hasPrefix(" of ") else { continue }
+                    text = rest.dropFirst(4)
+                    changed = true
+                }
+            }
+            return String(text)
         }
 
         private static func lookup<T>(_ symbol: String) -> T? {
