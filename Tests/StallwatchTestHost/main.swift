@@ -1,6 +1,7 @@
 import Dispatch
 import Foundation
-import Stallwatch
+
+@testable import Stallwatch
 
 // A helper the tests run as a subprocess: unlike the test runner, it owns the process's
 // real main thread, so it can run `MainLoop.main`. Prints one `key=value` line per check.
@@ -51,6 +52,29 @@ case "stalls":
     loop.schedule(after: .milliseconds(400)) { _ in loop.stop() }
     loop.run()
     report("returned", true)
+case "busy":
+    // Back-to-back 4 ms callouts for 1.5 s with a monitor attached; prints every stall it saw.
+    // The test stops the whole process (SIGSTOP) for a while in the middle.
+    let loop = MainLoop.main
+    let monitor = StallMonitor(loop: loop)
+    let stalls = Locked<[Stall]>([])
+    monitor.onStallEnded = { stall in stalls.withLock { $0.append(stall) } }
+    try! monitor.start()
+    let end = MainLoop.monotonicNanos() + 1_500_000_000
+    @Sendable func work() {
+        spinForHost(milliseconds: 4)
+        if MainLoop.monotonicNanos() < end { loop.post(label: "work", work) } else { loop.stop() }
+    }
+    loop.post(label: "work", work)
+    FileHandle.standardOutput.write(Data("busy\n".utf8))
+    loop.run()
+    monitor.stop()
+    for stall in stalls.withLock({ $0 }) {
+        print(
+            "stall suspended=\(stall.flags.contains(.suspended) ? 1 : 0) ms=\(((stall.end ?? stall.start) - stall.start) / 1_000_000)"
+        )
+    }
+    print("suspendedStalls=\(monitor.statistics.suspendedStalls)")
 case "hang":
     // Hangs forever in a callout; the test kills the process mid-hang.
     let loop = MainLoop.main
@@ -60,7 +84,7 @@ case "hang":
     }
     loop.run()
 default:
-    FileHandle.standardError.write(Data("usage: StallwatchTestHost main-queue|stalls|hang\n".utf8))
+    FileHandle.standardError.write(Data("usage: StallwatchTestHost main-queue|stalls|hang|busy\n".utf8))
     exit(2)
 }
 

@@ -33,7 +33,11 @@ import Testing
         let log = await onLoopThread { loop -> [String] in
             var log: [String] = []
             loop.addObserver(.all) { _, activity in log.append("\(activity)") }
-            loop.schedule(after: .milliseconds(20)) { _ in log.append("timer") }
+            // Scheduled from inside the first iteration, microseconds before the loop decides to
+            // wait, so even a slow start cannot make it due before that wait.
+            loop.addObserver(.beforeSources, order: -1, repeats: false) { _, _ in
+                loop.schedule(after: .milliseconds(100)) { _ in log.append("timer") }
+            }
             log.append("result:\(loop.runOnce())")
             return log
         }

@@ -6,10 +6,16 @@ import Testing
 /// Runs `body` on a fresh thread that owns a fresh `MainLoop` (the test runner's threads are
 /// shared, and a loop blocks its thread), and returns its result.
 func onLoopThread<T: Sendable>(_ body: @escaping @Sendable (MainLoop) -> T) async -> T {
-    await withCheckedContinuation { continuation in
+    // The body cannot throw, so neither can the shared runner.
+    try! await onLoopThreadThrowing(body)
+}
+
+/// `onLoopThread` for bodies that throw.
+func onLoopThreadThrowing<T: Sendable>(_ body: @escaping @Sendable (MainLoop) throws -> T) async throws -> T {
+    try await withCheckedThrowingContinuation { continuation in
         let thread = Thread {
             let loop = MainLoop()
-            continuation.resume(returning: body(loop))
+            continuation.resume(with: Result { try body(loop) })
         }
         thread.stackSize = 8 << 20
         thread.start()

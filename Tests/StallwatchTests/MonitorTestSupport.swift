@@ -75,17 +75,6 @@ final class Measurements: @unchecked Sendable {
     }
 }
 
-func onLoopThreadThrowing<T: Sendable>(_ body: @escaping @Sendable (MainLoop) throws -> T) async throws -> T {
-    try await withCheckedThrowingContinuation { continuation in
-        let thread = Thread {
-            let loop = MainLoop()
-            continuation.resume(with: Result { try body(loop) })
-        }
-        thread.stackSize = 8 << 20
-        thread.start()
-    }
-}
-
 extension Stall {
     /// Every symbol in the first `depth` frames of every sample.
     func topSymbols(depth: Int = 12) -> [String] {

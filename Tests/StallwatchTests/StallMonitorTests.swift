@@ -166,3 +166,39 @@ import Testing
         #expect(Sampler.unwinderOwner?.contains("libgcc_s") == true, "\(Sampler.unwinderOwner ?? "nil")")
     }
 }
+
+// A process stopped by SIGSTOP (or a debugger) makes the callout it was in look endless: the
+// watchdog notices it overslept and flags that stall `suspended` instead of reporting a hang.
+@Suite struct SuspendedProcessTests {
+    @Test func aStallCausedByStoppingTheProcessIsFlaggedSuspended() throws {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: builtProduct("StallwatchTestHost"))
+        process.arguments = ["busy"]
+        let output = Pipe()
+        process.standardOutput = output
+        try process.run()
+        var seen = Data()
+        while !String(decoding: seen, as: UTF8.self).contains("busy") {
+            let chunk = output.fileHandleForReading.availableData
+            if chunk.isEmpty { break }
+            seen.append(chunk)
+        }
+        usleep(400_000)
+        kill(process.processIdentifier, SIGSTOP)
+        usleep(300_000)
+        kill(process.processIdentifier, SIGCONT)
+        seen.append(output.fileHandleForReading.readDataToEndOfFile())
+        process.waitUntilExit()
+        let lines = String(decoding: seen, as: UTF8.self).split(separator: "\n").map(String.init)
+        let stalls = lines.filter { $0.hasPrefix("stall ") }
+        // The stop lands inside a 4 ms callout (they run back to back): that callout looks like a
+        // 300 ms hang, and must be flagged suspended. (Short stalls may also come from a busy
+        // machine starving the child; those are real and not flagged.)
+        #expect(process.terminationStatus == 0)
+        let long = stalls.filter { line in
+            line.split(separator: "=").last.flatMap { Int($0) }.map { $0 >= 250 } ?? false
+        }
+        #expect(!long.isEmpty, "\(lines)")
+        #expect(long.allSatisfy { $0.contains("suspended=1") }, "\(stalls)")
+    }
+}

@@ -57,6 +57,8 @@ public final class StallMonitor: @unchecked Sendable {
         public var captureLatencyNanos: [UInt64] = []
         /// Budget expiry → first sample taken, for the last stalls (ns, at most 4096 kept).
         public var detectionLatencyNanos: [UInt64] = []
+        /// How the watchdog thread is scheduled: "SCHED_FIFO 1", "nice -10" or "normal".
+        public var watchdogScheduling = "normal"
     }
 
     /// The loop watched.
