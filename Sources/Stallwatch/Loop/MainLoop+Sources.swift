@@ -138,24 +138,25 @@ extension MainLoop {
         let bits = event.events
         let hangup = bits & (EPOLLHUP.rawValue | EPOLLRDHUP.rawValue) != 0
         let failed = bits & EPOLLERR.rawValue != 0
-        var ran = false
-        for source in [entry.reader, entry.writer] {
-            guard let source, source.isValid else { continue }
-            var events: SourceEvents = []
-            let ready =
-                source.kind == .readable ? bits & EPOLLIN.rawValue != 0 : bits & EPOLLOUT.rawValue != 0
-            if ready { events.insert(source.kind == .readable ? .readable : .writable) }
-            if hangup { events.insert(.hangup) }
-            if failed { events.insert(.error) }
-            guard !events.isEmpty else { continue }
-            ran = true
-            callout(source.site, phase: .afterWaiting, mode: state.mode) {
-                source.handler(source, events)
-            }
-            // Nothing more can come: a hang-up with no data left, or an error.
-            if failed || (hangup && !ready) { source.cancel() }
-        }
-        return ran
+        // Reader, then writer; no array of the two, so a ready descriptor allocates nothing.
+        let ranReader = entry.reader.map { deliver(bits, to: $0, hangup: hangup, failed: failed, mode: state.mode) }
+        let ranWriter = entry.writer.map { deliver(bits, to: $0, hangup: hangup, failed: failed, mode: state.mode) }
+        return ranReader == true || ranWriter == true
+    }
+
+    /// Calls one source's handler for an epoll event. Returns whether it ran.
+    private func deliver(_ bits: UInt32, to source: Source, hangup: Bool, failed: Bool, mode: Mode) -> Bool {
+        guard source.isValid else { return false }
+        var events: SourceEvents = []
+        let ready = source.kind == .readable ? bits & EPOLLIN.rawValue != 0 : bits & EPOLLOUT.rawValue != 0
+        if ready { events.insert(source.kind == .readable ? .readable : .writable) }
+        if hangup { events.insert(.hangup) }
+        if failed { events.insert(.error) }
+        guard !events.isEmpty else { return false }
+        callout(source.site, phase: .afterWaiting, mode: mode) { source.handler(source, events) }
+        // Nothing more can come: a hang-up with no data left, or an error.
+        if failed || (hangup && !ready) { source.cancel() }
+        return true
     }
 
     static let mainQueueSite = CalloutSite(
