@@ -18,10 +18,14 @@ final class EventRing: @unchecked Sendable {
 
     private let slots: UnsafeMutablePointer<Event>
     private let mask: Int
-    /// Written by the loop thread only.
-    private let head = Atomic<Int>(0)
+    /// Written by the loop thread only. Each counter sits in its own padded object, so the
+    /// producer's and the consumer's stores do not bounce one cache line between the cores.
+    private let head = PaddedCounter()
     /// Written by the writer thread only.
-    private let tail = Atomic<Int>(0)
+    private let tail = PaddedCounter()
+    /// The producer's last look at `tail`: it re-reads the shared one only when the ring
+    /// seems full, so a push touches no line the writer writes.
+    private let tailSeen = UnsafeMutablePointer<Int>.allocate(capacity: 8)
     /// Events dropped because the ring was full.
     let dropped = Atomic<UInt64>(0)
 
@@ -29,31 +33,45 @@ final class EventRing: @unchecked Sendable {
         precondition(capacity > 0 && capacity & (capacity - 1) == 0, "capacity must be a power of two")
         slots = .allocate(capacity: capacity)
         mask = capacity - 1
+        tailSeen.initialize(to: 0)
     }
 
-    deinit { slots.deallocate() }
+    deinit {
+        slots.deallocate()
+        tailSeen.deallocate()
+    }
 
     /// Loop thread.
     @inline(__always)
     func push(_ event: Event) {
-        let position = head.load(ordering: .relaxed)
-        if position &- tail.load(ordering: .acquiring) > mask {
-            dropped.add(1, ordering: .relaxed)
-            return
+        let position = head.value.load(ordering: .relaxed)
+        if position &- tailSeen.pointee > mask {
+            tailSeen.pointee = tail.value.load(ordering: .acquiring)
+            if position &- tailSeen.pointee > mask {
+                dropped.add(1, ordering: .relaxed)
+                return
+            }
         }
         (slots + (position & mask)).initialize(to: event)
-        head.store(position &+ 1, ordering: .releasing)
+        head.value.store(position &+ 1, ordering: .releasing)
     }
 
     /// Writer thread: hands every event pushed so far to `body`, oldest first.
     func drain(_ body: (Event) -> Void) {
-        let from = tail.load(ordering: .relaxed)
-        let to = head.load(ordering: .acquiring)
+        let from = tail.value.load(ordering: .relaxed)
+        let to = head.value.load(ordering: .acquiring)
         var position = from
         while position != to {
             body(slots[position & mask])
             position &+= 1
         }
-        tail.store(to, ordering: .releasing)
+        tail.value.store(to, ordering: .releasing)
     }
+}
+
+/// An atomic counter alone on its cache line (the object is padded to 128 bytes).
+final class PaddedCounter: Sendable {
+    private let before: (Int, Int, Int, Int, Int, Int, Int) = (0, 0, 0, 0, 0, 0, 0)
+    let value = Atomic<Int>(0)
+    private let after: (Int, Int, Int, Int, Int, Int, Int) = (0, 0, 0, 0, 0, 0, 0)
 }
