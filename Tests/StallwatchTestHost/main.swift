@@ -75,6 +75,30 @@ case "busy":
         )
     }
     print("suspendedStalls=\(monitor.statistics.suspendedStalls)")
+case "annotate-async":
+    // The async form of `annotate` on the main actor: a stall inside it carries the scope.
+    let loop = MainLoop.main
+    let monitor = StallMonitor(loop: loop)
+    let seen = Locked<[String]>([])
+    monitor.onStallEnded = { stall in
+        seen.withLock {
+            $0.append(
+                contentsOf: stall.samples.compactMap {
+                    $0.annotation.map { "\($0.label):\($0.category?.rawValue ?? "-")" }
+                })
+        }
+    }
+    try! monitor.start()
+    Task { @MainActor in
+        await annotate("refresh feed", category: .database) {
+            await Task.yield()
+            spinForHost(milliseconds: 60)
+        }
+        loop.schedule(after: .milliseconds(50)) { _ in loop.stop() }
+    }
+    loop.run()
+    monitor.stop()
+    for line in Set(seen.withLock { $0 }) { print("annotation=\(line)") }
 case "hang":
     // Hangs forever in a callout; the test kills the process mid-hang.
     let loop = MainLoop.main
@@ -84,7 +108,7 @@ case "hang":
     }
     loop.run()
 default:
-    FileHandle.standardError.write(Data("usage: StallwatchTestHost main-queue|stalls|hang|busy\n".utf8))
+    FileHandle.standardError.write(Data("usage: StallwatchTestHost main-queue|stalls|hang|busy|annotate-async\n".utf8))
     exit(2)
 }
 

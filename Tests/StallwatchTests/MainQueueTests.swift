@@ -16,3 +16,13 @@ import Testing
         #expect(!lines.contains("timeout=1"))
     }
 }
+
+// The async form of `annotate`, on the main actor inside MainLoop.main: samples of a stall
+// inside the scope record it (and its category).
+@Suite struct AsyncAnnotationTests {
+    @Test func samplesInsideAnAsyncScopeRecordIt() throws {
+        let (status, output) = try runProduct("StallwatchTestHost", ["annotate-async"])
+        #expect(status == 0)
+        #expect(output.split(separator: "\n").contains("annotation=refresh feed:database"), "\(output)")
+    }
+}
