@@ -132,26 +132,11 @@ enum TraceBenchmarks {
     /// Decodes `count` mutated copies; returns how many decoded without crashing (a crash would
     /// end the process, so this is `count` or the process is gone).
     static func fuzz(_ original: [UInt8], mutations count: Int) -> Int {
-        var state: UInt64 = 0xD1B5_4A32_D192_ED03
-        func next() -> UInt64 {
-            state ^= state << 13
-            state ^= state >> 7
-            state ^= state << 17
-            return state
-        }
+        var mutator = TraceMutator(seed: 0xD1B5_4A32_D192_ED03)
         var survived = 0
-        var copy = original
         for _ in 0..<count {
-            copy = original
-            for _ in 0..<(1 + Int(next() % 4)) {
-                let position = Int(next() % UInt64(copy.count))
-                switch next() % 4 {
-                case 0: copy[position] ^= UInt8(1 << (next() % 8))
-                case 1: copy[position] = UInt8(truncatingIfNeeded: next())
-                case 2: copy.insert(UInt8(truncatingIfNeeded: next()), at: position)
-                default: copy.remove(at: position)
-                }
-            }
+            var copy = original
+            mutator.mutate(&copy, count: 1 + Int(mutator.next(below: 4)))
             _ = copy.withUnsafeBytes { TraceDecoder.decode($0) { _, _ in } }
             survived += 1
         }

@@ -31,11 +31,11 @@ import Testing
 
     @Test(arguments: seeds)
     func randomMutationsNeverCrashTheDecoder(seed: UInt64) {
-        var random = SplitMix64(seed: seed)
+        var random = TraceMutator(seed: seed)
         var undetected = 0
         for round in 0..<Self.mutationsPerSeed {
             var bytes = Self.originals[round % Self.originals.count]
-            for _ in 0...random.next(below: 3) { mutate(&bytes, &random) }
+            random.mutate(&bytes, count: 1 + Int(random.next(below: 4)))
 
             var count = 0
             var lastOffset = -1
@@ -64,25 +64,6 @@ import Testing
         }
         // Damage is usually noticed; values changed in place (a flipped time) cannot be.
         #expect(undetected < Self.mutationsPerSeed / 2)
-    }
-
-    private func mutate(_ bytes: inout [UInt8], _ random: inout SplitMix64) {
-        let position = Int(random.next(below: UInt64(bytes.count)))
-        switch random.next(below: 5) {
-        case 0: bytes[position] ^= 1 << UInt8(random.next(below: 8))
-        case 1: bytes[position] = UInt8(truncatingIfNeeded: random.next())
-        case 2:
-            let inserted = (0...random.next(below: 8)).map { _ in UInt8(truncatingIfNeeded: random.next()) }
-            bytes.insert(contentsOf: inserted, at: position)
-        case 3:
-            let count = min(bytes.count - position, 1 + Int(random.next(below: 8)))
-            bytes.removeSubrange(position..<(position + count))
-            if bytes.isEmpty { bytes = [0x53] }
-        default:
-            // A plausible record header in the wrong place: a known kind with a small length.
-            bytes[position] = UInt8(1 + random.next(below: UInt64(TraceRecordKind.nextID - 1)))
-            if position + 1 < bytes.count { bytes[position + 1] = UInt8(random.next(below: 40)) }
-        }
     }
 
     private func wellFormed(_ problems: [TraceError], count: Int, checkText: Bool) -> Bool {

@@ -82,28 +82,14 @@ import Testing
         let path = try await recordTwoStalls(mode: .stalls)
         defer { unlink(path) }
         let original = try readBytes(path)
-        var state: UInt64 = 0x5EED_0F_57A1_1CA7  // fixed seed: the same mutations every run
-        func next() -> UInt64 {
-            state ^= state << 13
-            state ^= state >> 7
-            state ^= state << 17
-            return state
-        }
+        var mutator = TraceMutator(seed: 0x5EED_0F57_A11C_A7)  // the same mutations every run
         var reportedProblems = 0
-        // 40,000 here on a recorder-written trace (~11 KB, ~8 s in a debug build); the format's
+        // 30,000 here on a recorder-written trace (~11 KB, ~7 s in a debug build); the format's
         // own suite adds 100,000 on encoder-built traces, the bench 500,000 in release.
-        let rounds = 40_000
+        let rounds = 30_000
         for _ in 0..<rounds {
             var copy = original
-            for _ in 0..<(1 + Int(next() % 3)) {
-                let position = Int(next() % UInt64(copy.count))
-                switch next() % 4 {
-                case 0: copy[position] ^= UInt8(1 << (next() % 8))
-                case 1: copy[position] = UInt8(truncatingIfNeeded: next())
-                case 2: copy.insert(UInt8(truncatingIfNeeded: next()), at: position)
-                default: copy.remove(at: position)
-                }
-            }
+            mutator.mutate(&copy, count: 1 + Int(mutator.next(below: 3)))
             let outcome = copy.withUnsafeBytes { TraceDecoder.decode($0, fileName: path) { _, _ in } }
             if !outcome.endedCleanly {
                 reportedProblems += 1
