@@ -19,6 +19,12 @@ do {
     case "loop": try LoopBenchmarks.run()
     case "monitor": try MonitorBenchmarks.run()
     case "trace": try TraceBenchmarks.run()
+    case "count-trace":  // PATH: records in a trace (to turn `time stallwatch report` into a rate)
+        let bytes = [UInt8](try Data(contentsOf: URL(fileURLWithPath: arguments[1])))
+        print(DecodedTrace(decoding: bytes).outcome.recordCount)
+    case "generate-trace":  // PATH [MB]: a callout-heavy trace for timing `stallwatch report`
+        let bytes = TraceBenchmarks.generate(megabytes: Int(arguments.dropFirst(2).first ?? "") ?? 512)
+        try Data(bytes).write(to: URL(fileURLWithPath: arguments[1]))
     case "loop-chain-monitored":  // for profilers: the chain with a monitor attached
         let monitor = Stallwatch.StallMonitor(loop: .main)
         try monitor.start()

@@ -1,7 +1,6 @@
 import Dispatch
 import Foundation
-
-@testable import Stallwatch
+import Stallwatch
 
 // A helper the tests run as a subprocess: unlike the test runner, it owns the process's
 // real main thread, so it can run `MainLoop.main`. Prints one `key=value` line per check.
@@ -57,8 +56,8 @@ case "busy":
     // The test stops the whole process (SIGSTOP) for a while in the middle.
     let loop = MainLoop.main
     let monitor = StallMonitor(loop: loop)
-    let stalls = Locked<[Stall]>([])
-    monitor.onStallEnded = { stall in stalls.withLock { $0.append(stall) } }
+    let stalls = Collected<Stall>()
+    monitor.onStallEnded = { stall in stalls.append(stall) }
     try! monitor.start()
     let end = MainLoop.monotonicNanos() + 1_500_000_000
     @Sendable func work() {
@@ -69,7 +68,7 @@ case "busy":
     FileHandle.standardOutput.write(Data("busy\n".utf8))
     loop.run()
     monitor.stop()
-    for stall in stalls.withLock({ $0 }) {
+    for stall in stalls.values {
         print(
             "stall suspended=\(stall.flags.contains(.suspended) ? 1 : 0) ms=\(((stall.end ?? stall.start) - stall.start) / 1_000_000)"
         )
@@ -79,13 +78,12 @@ case "annotate-async":
     // The async form of `annotate` on the main actor: a stall inside it carries the scope.
     let loop = MainLoop.main
     let monitor = StallMonitor(loop: loop)
-    let seen = Locked<[String]>([])
+    let seen = Collected<String>()
     monitor.onStallEnded = { stall in
-        seen.withLock {
-            $0.append(
-                contentsOf: stall.samples.compactMap {
-                    $0.annotation.map { "\($0.label):\($0.category?.rawValue ?? "-")" }
-                })
+        for sample in stall.samples {
+            if let annotation = sample.annotation {
+                seen.append("\(annotation.label):\(annotation.category?.rawValue ?? "-")")
+            }
         }
     }
     try! monitor.start()
@@ -98,7 +96,7 @@ case "annotate-async":
     }
     loop.run()
     monitor.stop()
-    for line in Set(seen.withLock { $0 }) { print("annotation=\(line)") }
+    for line in Set(seen.values) { print("annotation=\(line)") }
 case "hang":
     // Hangs forever in a callout; the test kills the process mid-hang.
     let loop = MainLoop.main
@@ -117,4 +115,12 @@ default:
     var x: UInt64 = 0
     while MainLoop.monotonicNanos() < end { x = x &* 31 &+ 1 }
     if x == 7 { print("") }
+}
+
+/// Values the monitor's delivery queue appends and the main thread reads at the end.
+final class Collected<Value: Sendable>: @unchecked Sendable {
+    private let lock = NSLock()
+    private var items: [Value] = []
+    func append(_ value: Value) { lock.withLock { items.append(value) } }
+    var values: [Value] { lock.withLock { items } }
 }

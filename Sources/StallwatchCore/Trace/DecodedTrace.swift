@@ -17,6 +17,10 @@ public struct DecodedTrace: Sendable {
     public var stalls: [Stall] = []
     /// How many `callout` records the trace holds (`full` mode).
     public var calloutCount = 0
+    /// The callouts' total duration in nanoseconds (`full` mode): the loop's busy time.
+    public var calloutNanos: UInt64 = 0
+    /// The end of the last callout (CLOCK_MONOTONIC ns), 0 without callouts.
+    public var lastCalloutEnd: UInt64 = 0
     /// The congestion counts, in file order.
     public var congestion: [TraceRecord.Congestion] = []
     /// The frame-clock summaries, in file order.
@@ -42,7 +46,10 @@ public struct DecodedTrace: Sendable {
             switch record {
             case .header(let header): self.header = header
             case .module(let module): modules.append(module)
-            case .callout: calloutCount += 1
+            case .callout(let callout):
+                calloutCount += 1
+                calloutNanos &+= callout.duration
+                lastCalloutEnd = max(lastCalloutEnd, callout.start &+ callout.duration)
             case .congestion(let record): congestion.append(record)
             case .frameClock(let record): frameClock.append(record)
             case .latencyHistogram(let record): latencyHistograms.append(record)

@@ -70,7 +70,10 @@ public enum TraceLoader {
             return .failure(TraceLoadError(path: path, description: problem.description))
         }
         var loaded = LoadedTrace(path: path, byteCount: bytes.count, trace: trace)
-        if trace.calloutCount > 0 { scanCallouts(bytes, into: &loaded, keep: includeCallouts) }
+        loaded.calloutNanos = trace.calloutNanos
+        loaded.lastCalloutEnd = trace.lastCalloutEnd
+        // A second pass only when the callouts themselves are wanted (export).
+        if includeCallouts && trace.calloutCount > 0 { scanCallouts(bytes, into: &loaded) }
         return .success(loaded)
     }
 
@@ -93,27 +96,20 @@ public enum TraceLoader {
         return stat(path, &info) == 0 ? Int(info.st_size) : 0
     }
 
-    private static func scanCallouts(_ bytes: [UInt8], into loaded: inout LoadedTrace, keep: Bool) {
+    private static func scanCallouts(_ bytes: [UInt8], into loaded: inout LoadedTrace) {
         var sites: [UInt64: TraceRecord.CallSite] = [:]
         var modes: [UInt16: String] = [:]
         var raw: [TraceRecord.Callout] = []
-        var total: UInt64 = 0
-        var lastEnd: UInt64 = 0
         bytes.withUnsafeBytes { buffer in
             _ = TraceDecoder.decode(buffer) { record, _ in
                 switch record {
-                case .callout(let callout):
-                    total &+= callout.duration
-                    lastEnd = max(lastEnd, callout.start &+ callout.duration)
-                    if keep { raw.append(callout) }
+                case .callout(let callout): raw.append(callout)
                 case .callSite(let site): sites[site.id] = site
                 case .modeName(let mode): modes[mode.id] = mode.name
                 default: break
                 }
             }
         }
-        loaded.calloutNanos = total
-        loaded.lastCalloutEnd = lastEnd
         loaded.callouts = raw.map {
             CalloutEvent(
                 site: sites[$0.site], mode: modes[$0.mode] ?? "mode \($0.mode)", start: $0.start, duration: $0.duration)
@@ -131,20 +127,24 @@ public enum TraceLoader {
         defer { close(descriptor) }
         var info = stat()
         guard fstat(descriptor, &info) == 0 else { return failure("stat") }
-        var bytes: [UInt8] = []
-        bytes.reserveCapacity(Int(max(0, info.st_size)))
-        var chunk = [UInt8](repeating: 0, count: 1 << 20)
-        while true {
-            let count = chunk.withUnsafeMutableBytes { read(descriptor, $0.baseAddress, $0.count) }
-            if count < 0 {
-                if errno == EINTR { continue }
-                return .failure(
-                    TraceLoadError(
-                        path: path,
-                        description: "\(path): byte \(bytes.count): cannot read (\(String(cString: strerror(errno))))"))
+        // Read straight into the final buffer (no chunk copies); a file that grows while being
+        // read is read up to the size it had.
+        let size = Int(max(0, info.st_size))
+        var failedAt: Int?
+        let bytes = [UInt8](unsafeUninitializedCapacity: size) { buffer, initialized in
+            while initialized < size {
+                let count = read(descriptor, buffer.baseAddress! + initialized, size - initialized)
+                if count < 0 && errno == EINTR { continue }
+                if count < 0 { failedAt = initialized }
+                if count <= 0 { break }
+                initialized += count
             }
-            if count == 0 { break }
-            bytes.append(contentsOf: chunk[0..<count])
+        }
+        if let failedAt {
+            return .failure(
+                TraceLoadError(
+                    path: path,
+                    description: "\(path): byte \(failedAt): cannot read (\(String(cString: strerror(errno))))"))
         }
         return .success(bytes)
     }
