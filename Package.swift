@@ -34,6 +34,7 @@ let package = Package(
         ),
         .executableTarget(name: "HelloLoop", dependencies: ["Stallwatch"], path: "Samples/HelloLoop"),
         .executableTarget(name: "DetectStalls", dependencies: ["Stallwatch"], path: "Samples/DetectStalls"),
+        .executableTarget(name: "FeedScreen", dependencies: ["Stallwatch", "CSQLite"], path: "Samples/FeedScreen"),
         // A helper executable the tests run as a subprocess: it owns the process's real main thread.
         .executableTarget(
             name: "StallwatchTestHost",
@@ -42,6 +43,7 @@ let package = Package(
         ),
         .testTarget(name: "StallwatchCoreTests", dependencies: ["StallwatchCore"]),
         .testTarget(name: "StallwatchReportTests", dependencies: ["StallwatchReport", "StallwatchCore", "stallwatch"]),
-        .testTarget(name: "StallwatchTests", dependencies: ["Stallwatch", "StallwatchTestHost", "CSQLite"]),
+        .testTarget(
+            name: "StallwatchTests", dependencies: ["Stallwatch", "StallwatchTestHost", "FeedScreen", "CSQLite"]),
     ]
 )

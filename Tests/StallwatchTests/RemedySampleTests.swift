@@ -1,0 +1,30 @@
+// The seed scenario's remedy works and the tool proves it: the feed screen that queries
+// SQLite on the main thread records a database stall; the fixed one records none.
+import Foundation
+import Testing
+
+@testable import Stallwatch
+
+@Suite struct RemedySampleTests {
+    func record(_ arguments: [String]) throws -> DecodedTrace {
+        let path = FileManager.default.temporaryDirectory.appendingPathComponent("feed-\(UUID()).swtrace").path
+        defer { unlink(path) }
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: builtProduct("FeedScreen"))
+        process.arguments = arguments
+        process.environment = ProcessInfo.processInfo.environment.merging(["STALLWATCH_TRACE": path]) { $1 }
+        process.standardOutput = Pipe()
+        try process.run()
+        process.waitUntilExit()
+        #expect(process.terminationStatus == 0)
+        return DecodedTrace(decoding: [UInt8](try Data(contentsOf: URL(fileURLWithPath: path))), fileName: path)
+    }
+
+    @Test func theBlockingFeedStallsInTheDatabaseAndTheFixedOneDoesNot() throws {
+        let blocking = try record([])
+        let categories = blocking.stalls.map { Classifier().breakdown(of: $0).dominant }
+        #expect(categories.contains(.database), "\(categories)")
+        let fixed = try record(["--fixed"])
+        #expect(fixed.stalls.isEmpty, "\(fixed.stalls.map(\.callout))")
+    }
+}
