@@ -47,10 +47,46 @@
             var words = [UInt64](repeating: 0, count: Int((limit - start) / 8))
             let copied = words.withUnsafeMutableBytes { sw_read_memory(start, $0.baseAddress, UInt($0.count)) }
             guard copied > 0 else { return frames }
-            for word in words.prefix(copied / 8) where frames.count < maxFrames {
+            let count = copied / 8
+            // SwiftPM code keeps frame pointers; libc and libsqlite3 do not. So: scan the words
+            // below the first frame-pointer record (the frames of libraries without them),
+            // then follow the record chain, which skips stale return addresses.
+            let chain = firstChain(in: words, count: count, base: start, limit: start + UInt64(count) * 8)
+            for word in words[0..<(chain?.index ?? count)] where frames.count < maxFrames {
                 if isReturnAddress(word) { frames.append(word) }
             }
+            for address in chain?.returns ?? [] where frames.count < maxFrames { frames.append(address) }
             return frames
+        }
+
+        /// The lowest frame-pointer record on the stack — a saved RBP pointing further up the
+        /// stack, next to a return address — that starts a chain of at least three such records.
+        private func firstChain(in words: [UInt64], count: Int, base: UInt64, limit: UInt64)
+            -> (index: Int, returns: [UInt64])?
+        {
+            func record(at index: Int) -> (next: UInt64, returnAddress: UInt64)? {
+                guard index + 1 < count else { return nil }
+                let saved = words[index]
+                let address = base + UInt64(index) * 8
+                guard saved > address, saved < limit, saved & 7 == 0, isReturnAddress(words[index + 1]) else {
+                    return nil
+                }
+                return (saved, words[index + 1])
+            }
+            for index in 0..<count {
+                var returns: [UInt64] = []
+                var current = index
+                while let (next, returnAddress) = record(at: current), returns.count < 256 {
+                    returns.append(returnAddress)
+                    current = Int((next - base) / 8)
+                }
+                // The outermost record's saved RBP is 0 (or leaves the window): count it too.
+                if current + 1 < count, words[current] == 0, isReturnAddress(words[current + 1]) {
+                    returns.append(words[current + 1])
+                }
+                if returns.count >= 3 { return (index, returns) }
+            }
+            return nil
         }
 
         /// "nr arg1 … arg6 sp pc" while in a syscall ("running" or "-1 sp pc" otherwise).
