@@ -1,17 +1,24 @@
 extension MainLoop {
     /// The activities an observer subscribes to (CFRunLoop's, in the order an iteration
-    /// passes them).
+    /// passes them). A plain value; any thread.
     public struct Activities: OptionSet, Sendable {
         public let rawValue: UInt8
         public init(rawValue: UInt8) { self.rawValue = rawValue }
         /// Subscribes to one activity.
         public init(_ activity: LoopActivity) { rawValue = 1 << (activity.rawValue - 1) }
+        /// The loop is entered (once per run).
         public static let entry = Activities(.entry)
+        /// The loop is about to fire due timers.
         public static let beforeTimers = Activities(.beforeTimers)
+        /// The loop is about to run posted closures.
         public static let beforeSources = Activities(.beforeSources)
+        /// The loop is about to block in its wait.
         public static let beforeWaiting = Activities(.beforeWaiting)
+        /// The loop has woken from its wait.
         public static let afterWaiting = Activities(.afterWaiting)
+        /// The loop is left (once per run).
         public static let exit = Activities(.exit)
+        /// Every activity.
         public static let all: Activities = [
             .entry, .beforeTimers, .beforeSources, .beforeWaiting, .afterWaiting, .exit,
         ]

@@ -42,7 +42,6 @@ enum Sampler {
         var timedOut: Bool
         var sentNanos: Int64
         var readyNanos: Int64
-        var wokenNanos: Int64
     }
 
     /// Captures thread `tid`'s stack, waiting at most `timeoutNanos`. Watchdog thread only.
@@ -53,12 +52,12 @@ enum Sampler {
             sw_sampler_capture(tid, $0.baseAddress, Int32(SW_SAMPLER_MAX_FRAMES), timeoutNanos, &result)
         }
         guard code >= 0 else {
-            return Capture(addresses: [], timedOut: true, sentNanos: result.sent_ns, readyNanos: 0, wokenNanos: 0)
+            return Capture(addresses: [], timedOut: true, sentNanos: result.sent_ns, readyNanos: 0)
         }
         let count = Int(result.frame_count)
         return Capture(
             addresses: frames[..<count].map { UInt64($0) }, timedOut: false, sentNanos: result.sent_ns,
-            readyNanos: result.ready_ns, wokenNanos: result.woken_ns)
+            readyNanos: result.ready_ns)
     }
 
     /// The object that defines `_Unwind_RaiseException` for the process (libgcc_s, unless

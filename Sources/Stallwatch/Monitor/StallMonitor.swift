@@ -50,8 +50,9 @@ public final class StallMonitor: @unchecked Sendable {
         public var suspendedStalls = 0
         /// Iterations whose callouts together overran the budget though none alone did.
         public var congestedIterations: UInt64 = 0
-        /// Stack captures attempted, and those that timed out.
+        /// Stack captures attempted.
         public var captures = 0
+        /// Captures whose handler did not run within `captureTimeout` (state D, signal blocked).
         public var captureTimeouts = 0
         /// Signal sent → stack ready, for the last captures (ns, at most 4096 kept).
         public var captureLatencyNanos: [UInt64] = []
