@@ -34,7 +34,17 @@ let package = Package(
         ),
         .executableTarget(name: "HelloLoop", dependencies: ["Stallwatch"], path: "Samples/HelloLoop"),
         .executableTarget(name: "DetectStalls", dependencies: ["Stallwatch"], path: "Samples/DetectStalls"),
-        .executableTarget(name: "FeedScreen", dependencies: ["Stallwatch", "CSQLite"], path: "Samples/FeedScreen"),
+        // Shared by the remedy samples: monitor + frame clock + recorder, and the summary they print.
+        .target(name: "SampleSupport", dependencies: ["Stallwatch"], path: "Samples/SampleSupport"),
+        .executableTarget(
+            name: "FeedScreen", dependencies: ["Stallwatch", "SampleSupport", "CSQLite"], path: "Samples/FeedScreen"),
+        .executableTarget(
+            name: "BlockingMain", dependencies: ["Stallwatch", "SampleSupport", "CSQLite"],
+            path: "Samples/BlockingMain"),
+        .executableTarget(
+            name: "GalleryScroll", dependencies: ["Stallwatch", "SampleSupport"], path: "Samples/GalleryScroll"),
+        .executableTarget(
+            name: "AsyncRender", dependencies: ["Stallwatch", "SampleSupport"], path: "Samples/AsyncRender"),
         // A helper executable the tests run as a subprocess: it owns the process's real main thread.
         .executableTarget(
             name: "StallwatchTestHost",
@@ -44,6 +54,11 @@ let package = Package(
         .testTarget(name: "StallwatchCoreTests", dependencies: ["StallwatchCore"]),
         .testTarget(name: "StallwatchReportTests", dependencies: ["StallwatchReport", "StallwatchCore", "stallwatch"]),
         .testTarget(
-            name: "StallwatchTests", dependencies: ["Stallwatch", "StallwatchTestHost", "FeedScreen", "CSQLite"]),
+            name: "StallwatchTests",
+            dependencies: [
+                "Stallwatch", "StallwatchTestHost", "CSQLite",
+                // Built for the sample tests, which run them as subprocesses.
+                "FeedScreen", "BlockingMain", "GalleryScroll", "AsyncRender",
+            ]),
     ]
 )

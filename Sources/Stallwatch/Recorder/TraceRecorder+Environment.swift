@@ -33,14 +33,24 @@ extension TraceRecorder {
         }
     }
 
-    /// The recorder the environment started for `MainLoop.main`, if any.
-    nonisolated(unsafe) static var fromEnvironment: TraceRecorder?
+    /// The recorder `STALLWATCH_TRACE` started for `MainLoop.main`, if any; set on the main
+    /// thread when the loop first runs. Read it on the main thread.
+    nonisolated(unsafe) public private(set) static var fromEnvironment: TraceRecorder?
 
     /// Called once, on the main thread, when `MainLoop.main` first runs: starts recording if
     /// `STALLWATCH_TRACE` is set, and stops (flushing the file) at exit. Never fails the app:
     /// problems are reported on stderr and the app runs unrecorded.
     static func startFromEnvironment(loop: MainLoop) {
         guard let request = EnvironmentRequest(ProcessInfo.processInfo.environment) else { return }
+        // An app that records itself (its own monitor on this loop) keeps its recorder: a
+        // second monitor cannot watch the same loop, and the app must not die for an
+        // environment variable.
+        if loop.board.monitorAttached.load(ordering: .acquiring) {
+            let message =
+                "stallwatch: STALLWATCH_TRACE=\(request.path) ignored: the app runs its own StallMonitor on the main loop\n"
+            FileHandle.standardError.write(Data(message.utf8))
+            return
+        }
         for warning in request.warnings { FileHandle.standardError.write(Data("stallwatch: \(warning)\n".utf8)) }
         var configuration = StallMonitor.Configuration()
         if let budget = request.budgetMilliseconds { configuration.budget = .nanoseconds(Int64(budget * 1_000_000)) }

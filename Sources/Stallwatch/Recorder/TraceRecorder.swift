@@ -30,6 +30,15 @@ public final class TraceRecorder: @unchecked Sendable {
     private let finished = DispatchSemaphore(value: 0)
     private let running = Locked(false)
     let fd: Int32
+    private let observer = Locked<(@Sendable (Stall) -> Void)?>(nil)
+
+    /// Called with every finished stall after it is queued for the file (the monitor's own
+    /// callbacks belong to the recorder), e.g. for an app's own summary. Runs on the monitor's
+    /// delivery queue, never on the loop thread. Any thread.
+    public var onStallEnded: (@Sendable (Stall) -> Void)? {
+        get { observer.withLock { $0 } }
+        set { observer.withLock { $0 = newValue } }
+    }
 
     /// A stall event from the monitor, waiting for the writer.
     enum PendingStall {
@@ -67,7 +76,11 @@ public final class TraceRecorder: @unchecked Sendable {
             })
         else { return }
         monitor.onStallBegan = { [weak self] stall in self?.enqueue(.began(stall)) }
-        monitor.onStallEnded = { [weak self] stall in self?.enqueue(.ended(stall)) }
+        monitor.onStallEnded = { [weak self] stall in
+            guard let self else { return }
+            enqueue(.ended(stall))
+            observer.withLock { $0 }?(stall)
+        }
         try monitor.start()
         let attach: @Sendable () -> Void = { [loop, ring, mode] in
             loop.calloutState.pointee.ring = ring

@@ -1,0 +1,1 @@
+// Placeholder: the AsyncRender sample (issue 8) is being written.

@@ -1,0 +1,1 @@
+// Placeholder: the BlockingMain sample (issue 8) is being written.

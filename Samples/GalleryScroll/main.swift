@@ -1,0 +1,1 @@
+// Placeholder: the GalleryScroll sample (issue 8) is being written.

@@ -1,0 +1,2 @@
+// Placeholder: shared support for the remedy samples (issue 8) is being written.
+import Stallwatch
