@@ -1,2 +1,0 @@
-// Placeholder: shared support for the remedy samples (issue 8) is being written.
-import Stallwatch
