@@ -19,7 +19,8 @@ public final class FrameClock {
     public let framesPerSecond: Int
     /// The loop it ticks on.
     public let loop: MainLoop
-    private let modes: [MainLoop.Mode]
+    /// The modes its ticks fire in (what a `Throttle` on this clock uses too).
+    let modes: [MainLoop.Mode]
     private let onFrame: (FrameTick) -> Void
     private var timer: MainLoop.Timer?
     private var droppedBefore: UInt64 = 0
@@ -78,6 +79,12 @@ public final class FrameClock {
     public var framesDelivered: UInt64 { deliveredBefore + (timer?.fireCount ?? 0) }
     /// Frames dropped so far because the loop was busy.
     public var framesDropped: UInt64 { droppedBefore + (timer?.skippedFires ?? 0) }
+    /// When the next tick is due (CLOCK_MONOTONIC ns), or nil while stopped.
+    var nextTickNanos: UInt64? { timer?.deadline }
+
+    /// The interval between ticks, in nanoseconds.
+    var intervalNanos: UInt64 { 1_000_000_000 / UInt64(framesPerSecond) }
+
     /// Frames that were due: delivered plus dropped.
     public var framesExpected: UInt64 { framesDelivered + framesDropped }
 }

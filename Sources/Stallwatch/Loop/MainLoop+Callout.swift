@@ -119,3 +119,15 @@ extension MainLoop {
         state.pointee.iterationHadStall = false
     }
 }
+
+extension MainLoop {
+    /// Runs `body` as a callout of its own inside the current one (an observer or timer that
+    /// runs several independent pieces of work, such as idle tasks or transaction actions):
+    /// while it runs, a stall names `site`, not the enclosing callout. Loop thread only.
+    func subCallout(_ site: CalloutSite, phase: LoopActivity, _ body: () -> Void) {
+        guard board.enabled.load(ordering: .relaxed) else { return body() }
+        let outer = suspendOuterCallout()
+        watchedCallout(site, phase: phase, mode: currentMode ?? .default, body)
+        resumeOuterCallout(outer)
+    }
+}
