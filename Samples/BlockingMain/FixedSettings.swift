@@ -1,0 +1,4 @@
+// Placeholder until ReadMostlyCache lands on main.
+extension FixedBlockers {
+    func refreshSettings() {}
+}
