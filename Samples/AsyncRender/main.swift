@@ -1,1 +1,34 @@
-// Placeholder: the AsyncRender sample (issue 8) is being written.
+// Seed 001's asynchronous drawing: a feed of 24 rows, each a 256×256 RGBA bitmap whose every
+// pixel is computed (~6 ms a row), redrawn as model updates arrive, 8 requests in a burst
+// every 250 ms.
+//   blocking   each update request redraws its rows on the loop, in the next frame tick
+//   --fixed    a `Throttle` on the frame clock turns a frame's requests into one pass; the
+//              dirty rows render on a `QueuePool` (off the loop) and their bitmaps reach the
+//              screen through `LoopTransactions`, one commit per row however many renders
+//
+//   swift run AsyncRender [--fixed] [--seconds S]
+//   stallwatch record -o render.swtrace -- .build/debug/AsyncRender --fixed
+import SampleSupport
+import Stallwatch
+
+let run = SampleRun(name: "AsyncRender")
+let renderer = RowRenderer.calibrated()
+let rows = (0..<24).map { RowView(row: $0) }
+let screen: any Screen = run.options.fixed ? FixedScreen(run: run, rows: rows) : BlockingScreen(rows: rows)
+
+run.onFrame = { _ in screen.frame() }
+run.onFinish = {
+    run.note("bitmaps", "\(renderer.iterations) iterations a pixel; \(screen.statistics)")
+    let shown = rows.reduce(UInt64(0)) { $0 &+ ($1.contents?.checksum ?? 0) }
+    run.note("screen", "\(rows.filter { $0.contents != nil }.count) rows drawn, checksum \(shown % 100_000)")
+}
+run.run { run in
+    var burst = 0
+    run.loop.schedule(after: .milliseconds(100), repeating: .milliseconds(250), label: "feed burst") { _ in
+        for request in 0..<UpdateFeed.requestsPerBurst {
+            let touched = UpdateFeed.rows(burst: burst, request: request)
+            run.loop.post(label: "row update") { screen.update(rows: touched) }
+        }
+        burst += 1
+    }
+}

@@ -1,15 +1,12 @@
 // A seed-article scenario with its remedy: a feed screen that loads its rows from SQLite.
 //   swift run FeedScreen            the query runs on the main thread: a database stall
-//   swift run FeedScreen --fixed    the query runs on a background queue and only the result
-//                                   is posted back to the main loop: no stall
+//   swift run FeedScreen --fixed    the query runs off the loop (`loop.offload`) and only the
+//                                   result comes back to the main loop: no stall
 // Record it with `STALLWATCH_TRACE=feed.swtrace swift run FeedScreen` (or `stallwatch record`)
-// and gate it with `stallwatch gate feed.swtrace --max database=0`.
+// and gate it with `stallwatch gate feed.swtrace --max database=0`. Runs 1.2 s (`--seconds S`).
 import CSQLite
-import Dispatch
+import SampleSupport
 import Stallwatch
-
-let fixed = CommandLine.arguments.contains("--fixed")
-let loop = MainLoop.main
 
 /// The screen's state; only the main loop's thread touches it.
 final class FeedScreen: @unchecked Sendable {
@@ -29,20 +26,22 @@ let screen = FeedScreen()
     return sqlite3_step(statement) == SQLITE_ROW ? Int(sqlite3_column_int64(statement, 0)) : 0
 }
 
-let frames = FrameClock(loop: loop) { _ in }  // the screen keeps rendering
-frames.start()
-loop.schedule(after: .milliseconds(100), label: "open feed") { _ in
-    if fixed {
-        // The remedy: heavy work off the main thread, only the UI update back on it.
-        DispatchQueue.global(qos: .userInitiated).async {
-            let count = loadFeedRows(count: 1_000_000)
-            loop.post(label: "show feed") { screen.rows = count }
+let run = SampleRun(name: "FeedScreen", defaultSeconds: 1.2)
+run.onFrame = { _ in min(screen.rows, 12) }  // the visible rows, once the feed is loaded
+run.onFinish = { run.note("feed", "\(screen.rows) rows loaded") }
+run.run { run in  // the frame clock keeps the screen rendering meanwhile
+    run.loop.schedule(after: .milliseconds(100), label: "open feed") { _ in
+        if run.options.fixed {
+            // The remedy: heavy work off the main thread, only the UI update back on it.
+            run.loop.offload(label: "show feed") {
+                loadFeedRows(count: 1_000_000)
+            } completion: { result in
+                screen.rows = (try? result.get()) ?? 0
+            }
+        } else {
+            screen.rows = loadFeedRows(count: 1_000_000)
         }
-    } else {
-        screen.rows = loadFeedRows(count: 1_000_000)
     }
 }
-loop.schedule(after: .milliseconds(1_200), label: "close") { _ in loop.stop() }
-loop.run()
-frames.stop()
-print("rows \(screen.rows), frames delivered \(frames.framesDelivered), dropped \(frames.framesDropped)")
+let frames = run.frameClock
+print("rows \(screen.rows), frames delivered \(frames?.framesDelivered ?? 0), dropped \(frames?.framesDropped ?? 0)")
