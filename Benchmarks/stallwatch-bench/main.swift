@@ -9,6 +9,9 @@ let usage = """
       loop      run-loop throughput, cross-thread posts, timer lateness, idle wake-ups
       monitor   per-callout cost of watching, detection latency, capture cost, idle wake-ups
       trace     recording cost per event, bytes per event, parse rate, a long fuzz run
+      soak [SECONDS] [TASKS_PER_SECOND]
+                60 s (default) at 1 M posted tasks/s, monitor on, recorder in full mode:
+                rate reached, records lost, resident memory at start and end
 
     Build in release mode: swift run -c release stallwatch-bench loop
     """
@@ -19,6 +22,15 @@ do {
     case "loop": try LoopBenchmarks.run()
     case "monitor": try MonitorBenchmarks.run()
     case "trace": try TraceBenchmarks.run()
+    case "soak":
+        let seconds = arguments.count > 1 ? Int(arguments[1]) : 60
+        let rate = arguments.count > 2 ? Int(arguments[2]) : 1_000_000
+        guard let seconds, let rate, seconds > 1, rate > 0 else {
+            FileHandle.standardError.write(
+                Data("stallwatch-bench soak: SECONDS (> 1) and TASKS_PER_SECOND (> 0) are whole numbers\n".utf8))
+            exit(2)
+        }
+        try SoakBenchmark.run(seconds: seconds, tasksPerSecond: rate)
     case "count-trace":  // PATH: records in a trace (to turn `time stallwatch report` into a rate)
         let bytes = [UInt8](try Data(contentsOf: URL(fileURLWithPath: arguments[1])))
         print(DecodedTrace(decoding: bytes).outcome.recordCount)

@@ -82,8 +82,12 @@ func spin(milliseconds: Double) {
         let blocking = try await monitored { loop, _ in
             loop.post { for _ in 0..<100 { spin(milliseconds: 1) } }
         }
-        #expect(chunked.ended.isEmpty, "\(chunked.ended.map(\.duration))")
+        // On a quiet machine the chunked run has no stall at all; on a loaded one a slice can be
+        // preempted into a hitch, but never into anything near the one long callout.
+        let longestChunked = chunked.ended.compactMap(\.duration).max() ?? .zero
+        #expect(longestChunked < .milliseconds(50), "\(chunked.ended.count) stalls, longest \(longestChunked)")
         #expect(blocking.ended.count == 1)
+        #expect((blocking.ended.first?.duration ?? .zero) >= .milliseconds(100))
     }
 
     @Test func cancelStopsBeforeTheNextItemAndCompletesOnce() async {
