@@ -1,0 +1,65 @@
+// The remedy samples prove their remedies: each fixed variant records fewer stalls and drops
+// fewer frames than its blocking variant, and BlockingMain blocks in all four categories.
+import Foundation
+import Stallwatch
+import Testing
+
+/// One recorded run of a sample: its trace and what it printed.
+struct SampleRecording: Sendable {
+    var trace: DecodedTrace
+    var output: String
+
+    var stalls: Int { trace.stalls.count }
+    var droppedFrames: UInt64 { trace.frameClock.reduce(0) { $0 + $1.dropped } }
+    var dominantCategories: [StallCategory] {
+        trace.stalls.compactMap { Classifier().breakdown(of: $0).dominant }
+    }
+
+    /// Runs `sample` with `arguments` as a subprocess recording to a temporary trace.
+    static func record(_ sample: String, _ arguments: [String]) throws -> SampleRecording {
+        let path = FileManager.default.temporaryDirectory.appendingPathComponent("\(sample)-\(UUID()).swtrace").path
+        defer { unlink(path) }
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: builtProduct(sample))
+        process.arguments = arguments
+        process.environment = ProcessInfo.processInfo.environment.merging(["STALLWATCH_TRACE": path]) { $1 }
+        let pipe = Pipe()
+        process.standardOutput = pipe
+        try process.run()
+        let output = String(decoding: pipe.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        process.waitUntilExit()
+        #expect(process.terminationStatus == 0, "\(sample) \(arguments): \(output)")
+        let bytes = [UInt8](try Data(contentsOf: URL(fileURLWithPath: path)))
+        return SampleRecording(trace: DecodedTrace(decoding: bytes, fileName: path), output: output)
+    }
+}
+
+@Suite(.serialized) struct RemedySamplesTests {
+    /// CI-sized runs: 1.5 s each (FeedScreen keeps its own 1.2 s).
+    static func arguments(_ sample: String, fixed: Bool) -> [String] {
+        (fixed ? ["--fixed"] : []) + (sample == "FeedScreen" ? [] : ["--seconds", "1.5"])
+    }
+
+    /// BlockingMain's blocking run, shared by the two tests that read it.
+    static let blockingMain = Result { try SampleRecording.record("BlockingMain", arguments("BlockingMain", fixed: false)) }
+
+    @Test(arguments: ["BlockingMain", "GalleryScroll", "AsyncRender", "FeedScreen"])
+    func theFixedVariantStallsLessAndDropsFewerFrames(sample: String) throws {
+        let blocking =
+            sample == "BlockingMain"
+            ? try Self.blockingMain.get() : try SampleRecording.record(sample, Self.arguments(sample, fixed: false))
+        let fixed = try SampleRecording.record(sample, Self.arguments(sample, fixed: true))
+        #expect(blocking.stalls > 0, "\(blocking.output)")
+        #expect(fixed.stalls < blocking.stalls, "blocking:\n\(blocking.output)\nfixed:\n\(fixed.output)")
+        #expect(
+            fixed.droppedFrames < blocking.droppedFrames, "blocking:\n\(blocking.output)\nfixed:\n\(fixed.output)")
+    }
+
+    @Test func theBlockingMainThreadStallsInComputeIODatabaseAndLockWait() throws {
+        let blocking = try Self.blockingMain.get()
+        let categories = Set(blocking.dominantCategories)
+        for category in [StallCategory.compute, .io, .lockWait, .database] {
+            #expect(categories.contains(category), "\(category) missing from \(blocking.dominantCategories)")
+        }
+    }
+}
