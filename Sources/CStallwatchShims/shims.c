@@ -58,3 +58,9 @@ long sw_read_memory(uint64_t address, void *buffer, unsigned long length) {
     struct iovec remote = {(void *)(uintptr_t)address, length};
     return (long)process_vm_readv(getpid(), &local, 1, &remote, 1, 0);
 }
+
+#include <sched.h>
+
+int sw_get_thread_affinity(cpu_set_t *set) { return sched_getaffinity(0, sizeof(cpu_set_t), set); }
+
+int sw_set_thread_affinity(const cpu_set_t *set) { return sched_setaffinity(0, sizeof(cpu_set_t), set); }

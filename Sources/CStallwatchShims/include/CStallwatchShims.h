@@ -56,3 +56,13 @@ static inline uint64_t sw_cycles(void) {
 /// read of another thread's live stack is not an instrumented (racy-looking) access.
 /// Returns the number of bytes copied, or -1. Any thread.
 long sw_read_memory(uint64_t address, void *buffer, unsigned long length);
+
+/// The calling thread's CPU affinity mask (sched_getaffinity(0, …)). glibc declares it only
+/// under _GNU_SOURCE, which Swift's Glibc module does not define. Returns 0, or -1 with errno
+/// (EINVAL if the kernel's mask is wider than cpu_set_t's 1024 CPUs). Any thread.
+int sw_get_thread_affinity(cpu_set_t *set);
+
+/// Restricts the calling thread (only it, not the process) to the CPUs in `set`
+/// (sched_setaffinity(0, …)); tests use it to check the core count follows the mask.
+/// Returns 0, or -1 with errno. Any thread.
+int sw_set_thread_affinity(const cpu_set_t *set);
