@@ -9,7 +9,8 @@ protocol Screen: Sendable {
     func update(rows: [Int])
     /// Draws what the frame needs; returns the rows drawn.
     func frame() -> Int
-    var statistics: String { get }
+    /// Result lines for the summary.
+    var statistics: [(label: String, text: String)] { get }
 }
 
 final class BlockingScreen: Screen, @unchecked Sendable {
@@ -37,5 +38,7 @@ final class BlockingScreen: Screen, @unchecked Sendable {
         return batch.reduce(0) { $0 + $1.count }
     }
 
-    var statistics: String { "\(requests) requests, \(renders) rows drawn on the loop" }
+    var statistics: [(label: String, text: String)] {
+        [("updates", "\(requests) requests, each redrawn"), ("drawing", "\(renders) rows drawn on the loop")]
+    }
 }

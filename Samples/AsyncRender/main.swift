@@ -14,15 +14,17 @@ import Stallwatch
 let run = SampleRun(name: "AsyncRender")
 let renderer = RowRenderer.calibrated()
 let rows = (0..<24).map { RowView(row: $0) }
-let screen: any Screen = run.options.fixed ? FixedScreen(run: run, rows: rows) : BlockingScreen(rows: rows)
 
-run.onFrame = { _ in screen.frame() }
-run.onFinish = {
-    run.note("bitmaps", "\(renderer.iterations) iterations a pixel; \(screen.statistics)")
-    let shown = rows.reduce(UInt64(0)) { $0 &+ ($1.contents?.checksum ?? 0) }
-    run.note("screen", "\(rows.filter { $0.contents != nil }.count) rows drawn, checksum \(shown % 100_000)")
-}
 run.run { run in
+    // The fixed screen's throttle needs the frame clock, which exists once the run has begun.
+    let screen: any Screen = run.options.fixed ? FixedScreen(run: run, rows: rows) : BlockingScreen(rows: rows)
+    run.onFrame = { _ in screen.frame() }
+    run.onFinish = {
+        run.note("bitmaps", "256×256 RGBA, \(renderer.iterations) fractal iterations a pixel")
+        for line in screen.statistics { run.note(line.label, line.text) }
+        let shown = rows.reduce(UInt64(0)) { $0 &+ ($1.contents?.checksum ?? 0) }
+        run.note("screen", "\(rows.filter { $0.contents != nil }.count) rows drawn, checksum \(shown % 100_000)")
+    }
     var burst = 0
     run.loop.schedule(after: .milliseconds(100), repeating: .milliseconds(250), label: "feed burst") { _ in
         for request in 0..<UpdateFeed.requestsPerBurst {

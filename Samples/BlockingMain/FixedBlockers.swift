@@ -7,6 +7,14 @@ import Stallwatch
 /// The remedies of seed 000: offloading, and a read-mostly cache.
 struct FixedBlockers: Blockers {
     let run: SampleRun
+    /// The app's settings, version 1 until the refresher swaps in version 2.
+    let settings = ReadMostlyCache<String, String>()
+
+    init(run: SampleRun) {
+        self.run = run
+        settings.setValue("1", forKey: "version")
+        settings.setValue("light", forKey: "theme")
+    }
 
     /// The hash runs on a background queue; only its result comes back. (A `ChunkedTask` in
     /// 4 ms slices keeps the loop responsive on a quiet machine, but a loop that is busy back

@@ -20,7 +20,8 @@ public final class SampleRun {
     public private(set) var frameClock: FrameClock?
     /// Called on every frame tick; returns the rows it rendered (the summary counts them).
     public var onFrame: (FrameTick) -> Int = { _ in 0 }
-    /// Called on the loop when the run time is up, before the summary (e.g. to add notes).
+    /// Called once the loop has returned and recording has stopped, before the summary (e.g. to
+    /// add notes): what it costs is not part of the run.
     public var onFinish: () -> Void = {}
     /// Rows rendered by frame ticks so far.
     public private(set) var rowsRendered = 0
@@ -78,6 +79,7 @@ public final class SampleRun {
         // The recorder stops first: its last summary still sees the frame clock's counters.
         recorder?.stop()
         frameClock?.stop()
+        onFinish()
         print(summary())
         for cleanup in cleanups.reversed() { cleanup() }
     }
@@ -100,9 +102,7 @@ public final class SampleRun {
         startNanos = MainLoop.monotonicNanos()
         clock.start()
         loop.schedule(after: .nanoseconds(Int64(options.seconds * 1e9)), label: "SampleRun.finish") {
-            [unowned self] _ in
-            onFinish()
-            loop.stop()
+            [loop] _ in loop.stop()
         }
         workload(self)
     }

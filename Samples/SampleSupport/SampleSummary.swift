@@ -64,8 +64,19 @@ struct SummaryRenderer {
     func render() -> String {
         let m = measurement
         var lines = ["\(title): \(format(m.seconds, 2)) s on the main loop"]
+        // Label column of 14; text wrapped at word boundaries to stay within 100 columns.
         func row(_ label: String, _ text: String) {
-            lines.append("  " + label.padding(toLength: 11, withPad: " ", startingAt: 0) + " " + text)
+            var prefix = "  " + label.padding(toLength: 11, withPad: " ", startingAt: 0) + " "
+            var line = ""
+            for word in text.split(separator: " ", omittingEmptySubsequences: false) {
+                if !line.isEmpty && prefix.count + line.count + 1 + word.count > 100 {
+                    lines.append(prefix + line)
+                    prefix = String(repeating: " ", count: 14)
+                    line = ""
+                }
+                line += (line.isEmpty ? "" : " ") + word
+            }
+            lines.append(prefix + line)
         }
         for (index, line) in trace.enumerated() { row(index == 0 ? "trace" : "", line) }
         let tiers = Tier.allCases.map { tier in "\(tier.rawValue) \(m.stalls.filter { $0.tier == tier }.count)" }
