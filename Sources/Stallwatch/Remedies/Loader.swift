@@ -1,6 +1,7 @@
 import Dispatch
 
-/// Counters of what a `Loader` did since it was created (a snapshot; see `Loader.statistics`).
+/// Counters of what a `Loader` did since it was created: a snapshot value from
+/// `Loader.statistics`, usable on any thread.
 public struct LoaderStatistics: Sendable, Equatable {
     /// Calls of the `load` closure.
     public var loadsStarted = 0

@@ -10,7 +10,7 @@
 /// ahead of the ones the user stopped at, except when the index left the window by becoming
 /// visible: the item on screen needs that load, so it is released to finish, not cancelled.
 public final class Prefetcher<Value: Sendable> {
-    /// Which way the visible range last moved.
+    /// Which way the visible range last moved (a value: any thread).
     public enum Direction: Sendable, Equatable {
         case down
         case up
