@@ -64,7 +64,10 @@ final class FixedScreen: Screen, @unchecked Sendable {
     var statistics: [(label: String, text: String)] {
         [
             ("updates", "\(requests) requests → \(throttle.executions) throttled passes"),
-            ("drawing", "\(renders) rows drawn on \(pool.width) pool queues, \(applied) applied in \(transactions.commits) commits"),
+            (
+                "drawing",
+                "\(renders) rows drawn on \(pool.width) pool queues, \(applied) applied in \(transactions.commits) commits"
+            ),
         ]
     }
 }

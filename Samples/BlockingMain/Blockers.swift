@@ -43,7 +43,9 @@ final class PhotoLibrary: Sendable {
     private static func hash(_ bytes: [UInt8], chunk index: Int, seed: UInt64) -> UInt64 {
         let chunks = bytes.count / chunkSize
         let start = (index % chunks) * chunkSize
-        return bytes.withUnsafeBytes { fnv1a(UnsafeRawBufferPointer(rebasing: $0[start..<start + chunkSize]), seed: seed) }
+        return bytes.withUnsafeBytes {
+            fnv1a(UnsafeRawBufferPointer(rebasing: $0[start..<start + chunkSize]), seed: seed)
+        }
     }
 }
 

@@ -38,7 +38,8 @@ struct FixedBlockers: Blockers {
         } completion: { result in
             guard case .success(let result) = result else { return }
             bound.value.note(
-                "file I/O", "read \(result.bytesRead >> 20) MiB, saved \(result.chunksSaved) × 256 KiB with fsync (offloaded)")
+                "file I/O",
+                "read \(result.bytesRead >> 20) MiB, saved \(result.chunksSaved) × 256 KiB with fsync (offloaded)")
         }
     }
 

@@ -38,6 +38,7 @@ final class BlockingGallery: Gallery {
 
     var statistics: GalleryStatistics {
         GalleryStatistics(
-            cellFrames: cellFrames, placeholders: 0, decodes: "\(decoded) decoded on the loop, checksum \(drawn % 100_000)")
+            cellFrames: cellFrames, placeholders: 0,
+            decodes: "\(decoded) decoded on the loop, checksum \(drawn % 100_000)")
     }
 }

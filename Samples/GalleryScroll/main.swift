@@ -16,7 +16,10 @@ let run = SampleRun(name: "GalleryScroll")
 let directory = makeTemporaryDirectory("GalleryScroll", removedAfter: run)
 let photos = PhotoFiles(directory: directory)
 let path = ScrollPath(rows: 100)
-let gallery: any Gallery = run.options.fixed ? FixedGallery(run: run, cacheDirectory: directory + "/thumbnails", items: path.rows * ScrollPath.columns) : BlockingGallery()
+let gallery: any Gallery =
+    run.options.fixed
+    ? FixedGallery(run: run, cacheDirectory: directory + "/thumbnails", items: path.rows * ScrollPath.columns)
+    : BlockingGallery()
 
 run.onFrame = { tick in gallery.frame(path.visibleItems(atFrame: tick.frameIndex)) }
 run.onFinish = {

@@ -80,8 +80,12 @@ struct SummaryRenderer {
         }
         for (index, line) in trace.enumerated() { row(index == 0 ? "trace" : "", line) }
         let tiers = Tier.allCases.map { tier in "\(tier.rawValue) \(m.stalls.filter { $0.tier == tier }.count)" }
-        row("stalls", "\(m.stalls.count), \(format(m.stallMilliseconds, 1)) ms in all: \(tiers.joined(separator: ", "))")
-        let categories = m.dominantCategories().map { "\($0.category.rawValue) \($0.count) (\(format($0.milliseconds, 1)) ms)" }
+        row(
+            "stalls", "\(m.stalls.count), \(format(m.stallMilliseconds, 1)) ms in all: \(tiers.joined(separator: ", "))"
+        )
+        let categories = m.dominantCategories().map {
+            "\($0.category.rawValue) \($0.count) (\(format($0.milliseconds, 1)) ms)"
+        }
         row("categories", categories.isEmpty ? "none" : categories.joined(separator: ", "))
         row(
             "frames",

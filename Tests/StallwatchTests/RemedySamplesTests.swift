@@ -41,7 +41,9 @@ struct SampleRecording: Sendable {
     }
 
     /// BlockingMain's blocking run, shared by the two tests that read it.
-    static let blockingMain = Result { try SampleRecording.record("BlockingMain", arguments("BlockingMain", fixed: false)) }
+    static let blockingMain = Result {
+        try SampleRecording.record("BlockingMain", arguments("BlockingMain", fixed: false))
+    }
 
     @Test(arguments: ["BlockingMain", "GalleryScroll", "AsyncRender", "FeedScreen"])
     func theFixedVariantStallsLessAndDropsFewerFrames(sample: String) throws {
