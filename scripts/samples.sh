@@ -10,7 +10,7 @@ if [ "${1:-}" = "--seconds" ] && [ -n "${2:-}" ]; then seconds=$2; fi
 samples="FeedScreen BlockingMain GalleryScroll AsyncRender"
 out=${SAMPLES_OUT:-$(mktemp -d "${TMPDIR:-/tmp}/samples.XXXXXX")}
 mkdir -p "$out"
-scripts/install-deps.sh
+scripts/install-deps.sh >/dev/null
 for product in stallwatch $samples; do
     swift build -c release --product "$product" 2>&1 | grep -E "error|warning:" >&2 || true
     [ -x ".build/release/$product" ] || { echo "samples.sh: building $product failed" >&2; exit 1; }
@@ -31,28 +31,29 @@ done
 python3 - "$out" $runs <<'PY'
 import json, sys
 out, runs = sys.argv[1], [r.split(":") for r in sys.argv[2:]]
-header = f"{'sample':<14}{'variant':<9}{'stalls':>6}{'stall ms':>10}{'dropped':>8}{'fps':>6}{'hitch ms/s':>11}  dominant categories"
-print(header)
+order = ["compute", "io", "lockWait", "database", "other"]
+print(f"{'sample':<14}{'variant':<9}{'stalls':>6}{'stall ms':>9}{'dropped':>8}{'fps':>6}{'hitch ms/s':>11} dominant categories")
 print("-" * 100)
 previous = None
 for sample, variant in runs:
     report = json.load(open(f"{out}/{sample}-{variant}.json"))
     stalls, frames = report["stalls"], report["frames"] or {"dropped": 0, "fps": 0.0}
-    categories = ", ".join(f"{name} {count}" for name, count in
-                           sorted(stalls["byCategory"].items(), key=lambda item: -item[1]) if count) or "none"
+    counts = stalls["byCategory"]
+    ranked = sorted((name for name in order if counts.get(name)), key=lambda name: -counts[name])
+    categories = " ".join(f"{name}:{counts[name]}" for name in ranked) or "none"
     name = sample if sample != previous else ""
     previous = sample
-    print(f"{name:<14}{variant:<9}{stalls['total']:>6}{stalls['totalMs']:>10.1f}{frames['dropped']:>8}"
-          f"{frames['fps']:>6.1f}{report['hitchRatioMsPerSecond']:>11.1f}  {categories}"[:100])
+    print(f"{name:<14}{variant:<9}{stalls['total']:>6}{stalls['totalMs']:>9.1f}{frames['dropped']:>8}"
+          f"{frames['fps']:>6.1f}{report['hitchRatioMsPerSecond']:>11.1f} {categories}")
 print()
-print("stall ms = every stall's duration added up; fps and dropped from the trace's frame-clock summaries;")
-print("hitch ms/s = stall time beyond the 16.7 ms budget per second. What each run printed itself:")
+print("stall ms: every stall's duration added up; dropped, fps: the trace's frame-clock summaries;")
+print("hitch ms/s: stall time beyond the 16.7 ms budget per second of run time. The samples' own lines:")
 for sample, variant in runs:
     lines = open(f"{out}/{sample}-{variant}.txt").read().splitlines()
     # The summary's own results follow its "frames" line (the sample's notes).
     start = next((i + 1 for i, line in enumerate(lines) if line.startswith("  frames")), len(lines))
+    print(f"{sample} {variant}")
     for line in lines[start:]:
-        if line.strip():
-            print(f"  {sample + ' ' + variant:<24}{line.strip()}"[:100])
+        print(line if line.startswith("  ") else "  " + line)
 PY
 echo "traces and reports: $out"

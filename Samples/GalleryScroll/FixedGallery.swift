@@ -30,7 +30,6 @@ final class FixedGallery: Gallery {
 
     func frame(_ visible: Range<Int>) -> Int {
         self.visible = visible
-        prefetcher.visibleRangeChanged(visible)
         // Cells that scrolled off are reused: forget their image and what they waited for.
         cells = cells.filter { visible.contains($0.key) }
         for (index, request) in waiting where !visible.contains(index) {
@@ -45,6 +44,9 @@ final class FixedGallery: Gallery {
                 waiting[index] = loader.load(PhotoFiles.key(index)) { result in bound.value.loaded(index, result) }
             }
         }
+        // After the cells' own loads: the loader starts loads first in, first out, and what is on
+        // screen comes before what might be.
+        prefetcher.visibleRangeChanged(visible)
         for index in visible {
             if let thumbnail = cells[index] { drawn = drawn &+ thumbnail.checksum } else { placeholders += 1 }
         }
