@@ -14,6 +14,7 @@ final class FixedGallery: Gallery {
     private var waiting: [Int: LoadRequest] = [:]
     private var cellFrames = 0
     private var placeholders = 0
+    private var fromMemory = 0
     private var drawn: UInt64 = 0
 
     /// Loop thread.
@@ -40,6 +41,7 @@ final class FixedGallery: Gallery {
         for index in visible where cells[index] == nil {
             if let thumbnail = loader.cachedValue(forKey: PhotoFiles.key(index)) {
                 cells[index] = thumbnail
+                fromMemory += 1
             } else if waiting[index] == nil {
                 waiting[index] = loader.load(PhotoFiles.key(index)) { result in bound.value.loaded(index, result) }
             }
@@ -63,7 +65,8 @@ final class FixedGallery: Gallery {
         let stats = loader.statistics
         return GalleryStatistics(
             cellFrames: cellFrames, placeholders: placeholders,
-            decodes: "\(stats.loadsStarted) decoded off the loop, \(stats.diskHits) disk hits, \(stats.memoryHits) "
-                + "memory hits, \(prefetcher.started) prefetched, \(stats.cancelledLoads) cancelled")
+            decodes: "\(stats.loadsStarted) decoded off the loop (\(loader.concurrencyLimit) at a time), "
+                + "\(stats.diskHits) read from the disk cache, \(fromMemory) cells filled from memory, "
+                + "\(prefetcher.started) prefetched, \(stats.cancelledLoads) cancelled")
     }
 }
