@@ -58,7 +58,8 @@ public final class LoadRequest: Sendable {
 /// A request for a key is answered from memory, else from disk (read and decoded on a serial
 /// background queue), else by the `load` closure. Requests for a key that is already being
 /// fetched wait for that fetch. At most `concurrencyLimit` `load` closures run at once, each on
-/// its own serial queue (its own thread: a blocking load does not hold back a shared pool);
+/// a queue of its own in a `QueuePool` as wide as the limit (its own thread: a blocking load
+/// does not hold back a shared pool);
 /// the rest wait first in, first out. A value is stored in memory, then on disk (if `disk` and
 /// `encode` are given), and only then delivered, so a later request or Loader finds it. Errors
 /// are delivered, not cached.
@@ -74,7 +75,9 @@ public final class Loader<Value: Sendable>: @unchecked Sendable {
     private let decode: (@Sendable ([UInt8]) throws -> Value)?
     private let cost: (@Sendable (Value) -> Int)?
     private let body: @Sendable (String) throws -> Value
-    private let workers: [DispatchQueue]
+    /// As wide as the limit and never given more loads than that, so each load lands on an idle
+    /// queue.
+    private let workers: QueuePool
     private let diskQueue: DispatchQueue
     private let state: Locked<LoaderState<Value>>
 
@@ -99,10 +102,9 @@ public final class Loader<Value: Sendable>: @unchecked Sendable {
         self.decode = decode
         self.cost = cost
         self.body = load
-        let qos = DispatchQoS(qosClass: qos, relativePriority: 0)
-        workers = (0..<concurrencyLimit).map { DispatchQueue(label: "stallwatch.loader.\($0)", qos: qos) }
-        diskQueue = DispatchQueue(label: "stallwatch.loader.disk", qos: qos)
-        state = Locked(LoaderState(slots: concurrencyLimit))
+        workers = QueuePool(label: "stallwatch.loader", qos: qos, width: concurrencyLimit)
+        diskQueue = DispatchQueue(label: "stallwatch.loader.disk", qos: DispatchQoS(qosClass: qos, relativePriority: 0))
+        state = Locked(LoaderState(limit: concurrencyLimit))
     }
 
     /// Requests the value for `key`. `completion` is called exactly once, on the loop, as a posted
@@ -208,11 +210,11 @@ public final class Loader<Value: Sendable>: @unchecked Sendable {
 
     private func start(_ ready: [Start<Value>]) {
         for start in ready {
-            workers[start.slot].async { self.run(start) }
+            workers.submit { self.run(start) }
         }
     }
 
-    /// A worker queue: runs the load, caches its value, frees the slot, delivers.
+    /// A worker queue: runs the load, caches its value, frees its place, delivers.
     private func run(_ start: Start<Value>) {
         let key = start.flight.key
         let result = Result { try body(key) }
@@ -222,7 +224,7 @@ public final class Loader<Value: Sendable>: @unchecked Sendable {
             if let disk, let encode { try? disk.store(encode(value), forKey: key) }
         }
         let (waiters, ready) = state.withLock { state -> ([Waiter<Value>], [Start<Value>]) in
-            state.freeSlots.append(start.slot)
+            state.running -= 1
             let waiters = state.finish(start.flight)
             return (waiters, state.startReady())
         }
@@ -244,10 +246,9 @@ private enum LoadOutcome<Value> {
     case readDisk(UInt64, Flight<Value>)
 }
 
-/// A load granted a worker slot.
+/// A load granted one of the `concurrencyLimit` places.
 private struct Start<Value: Sendable>: Sendable {
     let flight: Flight<Value>
-    let slot: Int
 }
 
 private struct Waiter<Value: Sendable>: Sendable {
@@ -278,14 +279,14 @@ private struct LoaderState<Value: Sendable> {
     /// cancelled entries stay until they reach the head.
     var pending: [Flight<Value>?] = []
     var pendingHead = 0
-    var freeSlots: [Int]
+    /// Loads started and not finished: at most `limit`.
+    var running = 0
     var nextWaiter: UInt64 = 0
     var statistics = LoaderStatistics()
-    let slots: Int
+    let limit: Int
 
-    init(slots: Int) {
-        self.slots = slots
-        freeSlots = Array((0..<slots).reversed())
+    init(limit: Int) {
+        self.limit = limit
     }
 
     mutating func enqueue(_ flight: Flight<Value>) {
@@ -293,18 +294,19 @@ private struct LoaderState<Value: Sendable> {
         pending.append(flight)
     }
 
-    /// Grants free slots to queued loads, oldest first.
+    /// Starts queued loads, oldest first, while fewer than `limit` run.
     mutating func startReady() -> [Start<Value>] {
         var ready: [Start<Value>] = []
-        while !freeSlots.isEmpty, pendingHead < pending.count {
+        while running < limit, pendingHead < pending.count {
             let flight = pending[pendingHead]!
             pending[pendingHead] = nil
             pendingHead += 1
             guard flight.phase == .queued else { continue }
             flight.phase = .running
-            ready.append(Start(flight: flight, slot: freeSlots.removeLast()))
+            ready.append(Start(flight: flight))
+            running += 1
             statistics.loadsStarted += 1
-            statistics.maxConcurrentLoads = max(statistics.maxConcurrentLoads, slots - freeSlots.count)
+            statistics.maxConcurrentLoads = max(statistics.maxConcurrentLoads, running)
         }
         if pendingHead > 64, pendingHead * 2 > pending.count {
             pending.removeFirst(pendingHead)

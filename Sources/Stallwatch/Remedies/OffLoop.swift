@@ -1,14 +1,9 @@
 import Dispatch
-import Synchronization
 
 /// Work started by `MainLoop.offload`: cancel it before it starts and it never runs.
 /// Any thread.
 public final class OffloadTask: Sendable {
-    private enum State: UInt8 {
-        case pending, started, cancelled
-    }
-
-    private let state = Atomic<UInt8>(State.pending.rawValue)
+    private let gate = StartGate()
     private let onCancel: @Sendable () -> Void
 
     init(onCancel: @escaping @Sendable () -> Void) {
@@ -20,23 +15,16 @@ public final class OffloadTask: Sendable {
     /// started or been cancelled, and its completion gets what it returns). Any thread.
     @discardableResult
     public func cancel() -> Bool {
-        guard transition(to: .cancelled) else { return false }
+        guard gate.cancel() else { return false }
         onCancel()
         return true
     }
 
     /// Whether `cancel()` stopped the work before it started. Any thread.
-    public var isCancelled: Bool { state.load(ordering: .acquiring) == State.cancelled.rawValue }
+    public var isCancelled: Bool { gate.isCancelled }
 
     /// The background queue claims the work; false if it was cancelled first.
-    func claim() -> Bool { transition(to: .started) }
-
-    // Exactly one of `claim` and `cancel` wins the pending state.
-    private func transition(to next: State) -> Bool {
-        state.compareExchange(
-            expected: State.pending.rawValue, desired: next.rawValue, ordering: .acquiringAndReleasing
-        ).exchanged
-    }
+    func claim() -> Bool { gate.start() }
 }
 
 extension MainLoop {

@@ -1,7 +1,6 @@
 import CStallwatchShims
 import Dispatch
 import Glibc
-import Synchronization
 
 /// Serial dispatch queues, as many as the active cores, for one QoS; each submitted task goes
 /// to the queue with the fewest tasks queued or running. Work that would stall the loop (decoding,
@@ -102,13 +101,7 @@ public final class QueuePool: Sendable {
 
 /// A task submitted to a `QueuePool`, for cancelling it before it starts. Any thread.
 public final class PoolTask: Sendable {
-    private enum Phase: UInt8, AtomicRepresentable {
-        case pending, started, cancelled
-    }
-
-    /// One compare-and-swap decides between "the queue starts it" and "the caller cancels it",
-    /// so exactly one of them wins without taking the pool's lock.
-    private let phase = Atomic<Phase>(.pending)
+    private let gate = StartGate()
     private let pool: QueuePool
 
     /// The index of the queue the task was placed on (for tests and debugging).
@@ -124,16 +117,13 @@ public final class PoolTask: Sendable {
     /// runs to the end) or was already cancelled. Any thread.
     @discardableResult
     public func cancel() -> Bool {
-        let (cancelled, _) = phase.compareExchange(
-            expected: .pending, desired: .cancelled, ordering: .acquiringAndReleasing)
+        let cancelled = gate.cancel()
         if cancelled { pool.taskEnded(onQueue: queueIndex) }
         return cancelled
     }
 
     /// Whether `cancel()` stopped the task before it started. Any thread.
-    public var isCancelled: Bool { phase.load(ordering: .acquiring) == .cancelled }
+    public var isCancelled: Bool { gate.isCancelled }
 
-    fileprivate func start() -> Bool {
-        phase.compareExchange(expected: .pending, desired: .started, ordering: .acquiringAndReleasing).exchanged
-    }
+    fileprivate func start() -> Bool { gate.start() }
 }
