@@ -79,3 +79,13 @@ func runProduct(_ name: String, _ arguments: [String]) throws -> (status: Int32,
     process.waitUntilExit()
     return (process.terminationStatus, String(decoding: data, as: UTF8.self))
 }
+
+/// Polls `condition` until it holds or `timeout` passes; returns whether it held.
+func eventually(timeout: Duration = .seconds(5), _ condition: () -> Bool) -> Bool {
+    let deadline = ContinuousClock.now + timeout
+    while ContinuousClock.now < deadline {
+        if condition() { return true }
+        usleep(1_000)
+    }
+    return condition()
+}

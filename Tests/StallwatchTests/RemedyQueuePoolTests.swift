@@ -15,16 +15,6 @@ private final class Gate: Sendable {
     func wait() { _ = group.wait(timeout: .now() + .seconds(10)) }
 }
 
-/// Polls `condition` until it holds or `timeout` passes; returns whether it held.
-private func eventually(timeout: Duration = .seconds(5), _ condition: () -> Bool) -> Bool {
-    let deadline = ContinuousClock.now + timeout
-    while ContinuousClock.now < deadline {
-        if condition() { return true }
-        usleep(1_000)
-    }
-    return condition()
-}
-
 /// The CPU indices set in `mask`, lowest first.
 private func cpus(in mask: cpu_set_t) -> [Int] {
     withUnsafeBytes(of: mask) { bytes in

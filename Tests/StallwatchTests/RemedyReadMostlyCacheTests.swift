@@ -260,12 +260,3 @@ private struct MakeFailed: Error {}
     }
 }
 
-/// Polls `condition` until it holds or `timeout` passes; returns whether it held.
-private func eventually(timeout: Duration = .seconds(5), _ condition: () -> Bool) -> Bool {
-    let deadline = ContinuousClock.now + timeout
-    while ContinuousClock.now < deadline {
-        if condition() { return true }
-        usleep(1_000)
-    }
-    return condition()
-}
