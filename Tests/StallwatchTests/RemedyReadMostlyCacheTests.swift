@@ -259,4 +259,3 @@ private struct MakeFailed: Error {}
         }
     }
 }
-
