@@ -34,8 +34,9 @@ let package = Package(
         ),
         .executableTarget(name: "HelloLoop", dependencies: ["Stallwatch"], path: "Samples/HelloLoop"),
         .executableTarget(name: "DetectStalls", dependencies: ["Stallwatch"], path: "Samples/DetectStalls"),
-        // Shared by the remedy samples: monitor + frame clock + recorder, and the summary they print.
-        .target(name: "SampleSupport", dependencies: ["Stallwatch"], path: "Samples/SampleSupport"),
+        // The samples' one workload target: the run (monitor + frame clock + recorder, the summary
+        // they print) and the seed's blockers that BlockingMain and the demo share.
+        .target(name: "SampleSupport", dependencies: ["Stallwatch", "CSQLite"], path: "Samples/SampleSupport"),
         .executableTarget(
             name: "FeedScreen", dependencies: ["Stallwatch", "SampleSupport", "CSQLite"], path: "Samples/FeedScreen"),
         .executableTarget(
@@ -43,6 +44,8 @@ let package = Package(
             path: "Samples/BlockingMain"),
         .executableTarget(
             name: "GalleryScroll", dependencies: ["Stallwatch", "SampleSupport"], path: "Samples/GalleryScroll"),
+        // The README's main job (scripts/demo.sh records and reports it).
+        .executableTarget(name: "Demo", dependencies: ["Stallwatch", "SampleSupport"], path: "Samples/Demo"),
         .executableTarget(
             name: "AsyncRender", dependencies: ["Stallwatch", "SampleSupport"], path: "Samples/AsyncRender"),
         // A helper executable the tests run as a subprocess: it owns the process's real main thread.
@@ -58,7 +61,7 @@ let package = Package(
             dependencies: [
                 "Stallwatch", "StallwatchTestHost", "CSQLite",
                 // Built for the sample tests, which run them as subprocesses.
-                "FeedScreen", "BlockingMain", "GalleryScroll", "AsyncRender",
+                "FeedScreen", "BlockingMain", "GalleryScroll", "AsyncRender", "Demo",
             ]),
     ]
 )

@@ -18,13 +18,16 @@ public struct SampleOptions: Sendable, Equatable {
         self.seconds = seconds
     }
 
-    /// Parses `arguments` (without the program name). Returns the usage problem, if any.
-    public static func parse(_ arguments: [String], defaultSeconds: Double) -> Result<SampleOptions, UsageError> {
+    /// Parses `arguments` (without the program name); `--fixed` only where the sample has a fixed
+    /// variant. Returns the usage problem, if any.
+    public static func parse(
+        _ arguments: [String], defaultSeconds: Double, allowsFixed: Bool = true
+    ) -> Result<SampleOptions, UsageError> {
         var options = SampleOptions(seconds: defaultSeconds)
         var rest = arguments[...]
         while let argument = rest.popFirst() {
             switch argument {
-            case "--fixed": options.fixed = true
+            case "--fixed" where allowsFixed: options.fixed = true
             case "--seconds":
                 guard let text = rest.popFirst() else { return .failure(UsageError("--seconds needs a value")) }
                 guard let value = Double(text), value > 0, value <= 600 else {
@@ -39,13 +42,14 @@ public struct SampleOptions: Sendable, Equatable {
     }
 
     /// The options of this process, or the usage on stderr and exit 2 (0 for `--help`).
-    static func fromCommandLine(sample: String, defaultSeconds: Double) -> SampleOptions {
-        switch parse(Array(CommandLine.arguments.dropFirst()), defaultSeconds: defaultSeconds) {
+    static func fromCommandLine(sample: String, defaultSeconds: Double, allowsFixed: Bool) -> SampleOptions {
+        switch parse(Array(CommandLine.arguments.dropFirst()), defaultSeconds: defaultSeconds, allowsFixed: allowsFixed)
+        {
         case .success(let options): return options
         case .failure(let error):
+            let fixedLine = allowsFixed ? "\n  --fixed       run the remedy instead of the blocking code" : ""
             let usage = """
-                USAGE: \(sample) [--fixed] [--seconds S]
-                  --fixed       run the remedy instead of the blocking code
+                USAGE: \(sample)\(allowsFixed ? " [--fixed]" : "") [--seconds S]\(fixedLine)
                   --seconds S   run the workload for S seconds (default \(defaultSeconds))
                 Records to $STALLWATCH_TRACE if set (stallwatch record sets it), else to a temporary file.
 

@@ -36,17 +36,28 @@ public final class SampleRun {
     private var endNanos: UInt64 = 0
     private var cleanups: [() -> Void] = []
 
-    /// A run named `name` with the options of the command line (`--fixed`, `--seconds S`,
-    /// default `defaultSeconds`); a bad command line prints the usage and exits 2.
-    public convenience init(name: String, defaultSeconds: Double = 2) {
-        self.init(name: name, options: .fromCommandLine(sample: name, defaultSeconds: defaultSeconds))
+    /// A run named `name` with the options of the command line (`--fixed` if the sample has a
+    /// fixed variant, `--seconds S`, default `defaultSeconds`); a bad command line prints the
+    /// usage and exits 2.
+    public convenience init(name: String, defaultSeconds: Double = 2, hasFixedVariant: Bool = true) {
+        self.init(
+            name: name,
+            options: .fromCommandLine(sample: name, defaultSeconds: defaultSeconds, allowsFixed: hasFixedVariant),
+            hasFixedVariant: hasFixedVariant)
     }
 
     /// A run named `name` with `options`.
-    public init(name: String, options: SampleOptions) {
+    public init(name: String, options: SampleOptions, hasFixedVariant: Bool = true) {
         self.name = name
         self.options = options
+        self.hasFixedVariant = hasFixedVariant
     }
+
+    /// Whether the sample has a remedy to switch to; without one the summary names no variant.
+    public let hasFixedVariant: Bool
+
+    /// What the summary and the temporary trace are called: the name and, if any, the variant.
+    var title: String { hasFixedVariant ? "\(name)-\(options.variant)" : name }
 
     /// Adds (or replaces) a line of the summary's results, e.g. a checksum that proves the work
     /// was done. Loop thread.
@@ -109,7 +120,7 @@ public final class SampleRun {
 
     private func startOwnRecorder() {
         let path = FileManager.default.temporaryDirectory
-            .appendingPathComponent("\(name)-\(options.variant)-\(getpid()).swtrace").path
+            .appendingPathComponent("\(title)-\(getpid()).swtrace").path
         do {
             let recorder = try TraceRecorder(path: path, loop: loop)
             recorder.onStallEnded = { [stalls] stall in stalls.append(stall) }
@@ -135,7 +146,8 @@ public final class SampleRun {
         var trace = [tracePath.isEmpty ? "not recorded" : tracePath]
         if ownsTrace { trace.append("stallwatch report \(tracePath)") }
         return SummaryRenderer(
-            title: "\(name) — \(options.variant)", trace: trace, measurement: measurement, notes: notes
+            title: hasFixedVariant ? "\(name) — \(options.variant)" : name, trace: trace, measurement: measurement,
+            notes: notes
         ).render()
     }
 }

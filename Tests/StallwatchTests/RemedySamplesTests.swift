@@ -1,5 +1,6 @@
 // The remedy samples prove their remedies: each fixed variant records fewer stalls and drops
-// fewer frames than its blocking variant, and BlockingMain blocks in all four categories.
+// fewer frames than its blocking variant, BlockingMain blocks in all four categories, and the
+// demo stalls in every category on every run.
 import Foundation
 import Stallwatch
 import Testing
@@ -63,5 +64,11 @@ struct SampleRecording: Sendable {
         for category in [StallCategory.compute, .io, .lockWait, .database] {
             #expect(categories.contains(category), "\(category) missing from \(blocking.dominantCategories)")
         }
+    }
+
+    @Test func theDemoStallsOnceInEveryCategory() throws {
+        let demo = try SampleRecording.record("Demo", [])
+        #expect(demo.stalls >= 5, "\(demo.output)")
+        #expect(Set(demo.dominantCategories) == Set(StallCategory.allCases), "\(demo.output)")
     }
 }

@@ -1,24 +1,23 @@
-// The four classic main-thread blockers of seed 000, as plain work that either variant runs:
-// heavy compute, file I/O, a database query and a slow holder of a lock. Each is sized (by a
-// calibration or by time) so that on the main loop it overruns the frame budget by far more
-// than 50 ms on any machine.
+// The four classic main-thread blockers of seed 000, as plain work any sample (BlockingMain,
+// Demo) runs on the loop or off it: heavy compute, file I/O, a database query and a slow holder
+// of a lock. Each is sized (by a calibration or by time) so that on the main loop it overruns
+// the frame budget by far more than 50 ms on any machine, fast disk or not.
 import CSQLite
 import Foundation
-import SampleSupport
 
 /// How long each blocker works: ≥ 50 ms beyond the 16.7 ms budget even on a fast device.
-let blockerDuration = Duration.milliseconds(150)
+public let blockerDuration = Duration.milliseconds(150)
 
 /// A large photo buffer that is hashed in 64 KiB chunks (compute).
-final class PhotoLibrary: Sendable {
-    static let chunkSize = 64 << 10
-    let bytes: [UInt8]
+public final class PhotoLibrary: Sendable {
+    public static let chunkSize = 64 << 10
+    public let bytes: [UInt8]
     /// Chunks to hash for one checksum: calibrated so the whole job takes `blockerDuration`.
-    let chunkCount: Int
+    public let chunkCount: Int
 
     /// 8 MiB of deterministic bytes; the chunk count is calibrated here, before the loop runs,
     /// from the fastest of 8 timings (a busy machine must not shrink the job).
-    init() {
+    public init() {
         var bytes = [UInt8](repeating: 0, count: 8 << 20)
         bytes.withUnsafeMutableBytes { raw in
             var state: UInt64 = 0x1234_5678
@@ -38,7 +37,7 @@ final class PhotoLibrary: Sendable {
     }
 
     /// Hashes chunk `index` (cycling through the buffer) into `seed`.
-    func hashChunk(_ index: Int, seed: UInt64) -> UInt64 { Self.hash(bytes, chunk: index, seed: seed) }
+    public func hashChunk(_ index: Int, seed: UInt64) -> UInt64 { Self.hash(bytes, chunk: index, seed: seed) }
 
     private static func hash(_ bytes: [UInt8], chunk index: Int, seed: UInt64) -> UInt64 {
         let chunks = bytes.count / chunkSize
@@ -50,13 +49,13 @@ final class PhotoLibrary: Sendable {
 }
 
 /// A document on disk that is loaded and saved (file I/O).
-struct DocumentStore: Sendable {
-    let documentPath: String
-    let savePath: String
+public struct DocumentStore: Sendable {
+    public let documentPath: String
+    public let savePath: String
 
     /// Writes a 16 MiB document into `directory` and drops it from the page cache, so loading
     /// it reads the disk.
-    init(directory: String) {
+    public init(directory: String) {
         documentPath = directory + "/document.bin"
         savePath = directory + "/saved.bin"
         let chunk = [UInt8](repeating: 0x5a, count: 1 << 20)
@@ -70,7 +69,7 @@ struct DocumentStore: Sendable {
 
     /// Loads the document with `Data(contentsOf:)`, then saves 256 KiB chunks with write +
     /// fsync until `minimum` has passed (an fsync takes 2 ms on one disk and 40 ms on another).
-    func loadAndSave(minimum: Duration) -> (bytesRead: Int, chunksSaved: Int) {
+    public func loadAndSave(minimum: Duration) -> (bytesRead: Int, chunksSaved: Int) {
         let watch = Stopwatch()
         let document = (try? Data(contentsOf: URL(fileURLWithPath: documentPath))) ?? Data()
         let fd = open(savePath, O_WRONLY | O_CREAT | O_TRUNC, 0o644)
@@ -89,12 +88,12 @@ struct DocumentStore: Sendable {
 
 /// An in-memory SQLite database of posts, searched with a full-table LIKE (database).
 /// Used by one thread at a time: the main loop (blocking) or an offload (fixed).
-final class PostsDatabase: @unchecked Sendable {
+public final class PostsDatabase: @unchecked Sendable {
     private var db: OpaquePointer?
-    let rowCount: Int
+    public let rowCount: Int
 
     /// Creates and fills the table (before the loop runs).
-    init(rows: Int) {
+    public init(rows: Int) {
         rowCount = rows
         guard sqlite3_open(":memory:", &db) == SQLITE_OK else { preconditionFailure("sqlite3_open failed") }
         exec("CREATE TABLE posts(id INTEGER PRIMARY KEY, author INTEGER, body TEXT, likes INTEGER)")
@@ -116,7 +115,7 @@ final class PostsDatabase: @unchecked Sendable {
 
     /// Searches the posts with an unindexed LIKE, one word after another, until `minimum` has
     /// passed; returns the queries run and the rows they matched.
-    func search(minimum: Duration) -> (queries: Int, matches: Int) {
+    public func search(minimum: Duration) -> (queries: Int, matches: Int) {
         let watch = Stopwatch()
         let words = ["tuna", "laser", "nap", "box", "sunbeam", "purr"]
         var queries = 0
@@ -134,9 +133,9 @@ final class PostsDatabase: @unchecked Sendable {
 }
 
 /// App settings, refreshed by a background thread; the refresh is slow (it parses a lot).
-enum SettingsRefresh {
+public enum SettingsRefresh {
     /// Builds the next version's settings: compute for `minimum`, like parsing a large file.
-    static func build(version: Int, minimum: Duration) -> [String: String] {
+    public static func build(version: Int, minimum: Duration) -> [String: String] {
         let watch = Stopwatch()
         var hash: UInt64 = 0
         var buffer = [UInt8](repeating: UInt8(truncatingIfNeeded: version), count: 4096)
@@ -150,12 +149,15 @@ enum SettingsRefresh {
 
 /// The blocking settings store: one lock guards the dictionary, and the refresher holds it
 /// for the whole refresh, so a reader on the main loop waits behind it.
-final class LockedSettings: @unchecked Sendable {
+public final class LockedSettings: @unchecked Sendable {
     private let lock = NSLock()
     private var values = ["version": "1", "theme": "light"]
 
+    /// Settings at version 1.
+    public init() {}
+
     /// Refreshes to `version` while holding the lock; `holding` runs once it is held.
-    func refresh(version: Int, holding: () -> Void) {
+    public func refresh(version: Int, holding: () -> Void) {
         lock.lock()
         holding()
         values = SettingsRefresh.build(version: version, minimum: blockerDuration)
@@ -163,9 +165,23 @@ final class LockedSettings: @unchecked Sendable {
     }
 
     /// Reads a value (waits while a refresh holds the lock).
-    func value(_ key: String) -> String? {
+    public func value(_ key: String) -> String? {
         lock.lock()
         defer { lock.unlock() }
         return values[key]
+    }
+
+    /// Starts a refresh to `version` on another thread and reads `key` as soon as that thread
+    /// holds the lock: the caller waits for the whole refresh (a lock wait). Returns the value
+    /// read (the new version's) and how long the read waited.
+    public func readWhileAnotherThreadRefreshes(
+        version: Int, key: String
+    ) -> (value: String?, waitedMilliseconds: Double) {
+        let held = DispatchSemaphore(value: 0)
+        Thread.detachNewThread { self.refresh(version: version) { held.signal() } }
+        held.wait()
+        let watch = Stopwatch()
+        let value = value(key)
+        return (value, watch.elapsedMilliseconds)
     }
 }
