@@ -3,7 +3,6 @@
 // culprit shows up in the symbolicated stack; short or nested work is never a stall.
 import CSQLite
 import Foundation
-import Synchronization
 import Testing
 
 @testable import Stallwatch

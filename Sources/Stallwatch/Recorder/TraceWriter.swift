@@ -64,7 +64,7 @@ struct TraceWriter {
         }
         let converter = Timebase.shared.converter()
         recorder.ring.drain { event in
-            if event.descriptor & 0xFF == EventRing.iterationKind {
+            if event.descriptor.isIteration {
                 let nanos = converter.duration(from: event.start, to: event.end)
                 latency[LatencyBuckets.index(forNanoseconds: nanos)] += 1
             } else {
@@ -106,12 +106,11 @@ struct TraceWriter {
     }
 
     private mutating func writeCallout(_ event: EventRing.Event, _ converter: Timebase.Converter) {
-        let kind = UInt8(event.descriptor & 0xFF)
         let site = siteID(
             SiteKey(
-                kind: kind, label: CalloutSite.unpack(event.label), file: CalloutSite.unpack(event.file) ?? "?",
-                line: UInt32(event.descriptor >> 32)))
-        let mode = modeID(MainLoop.Mode(id: UInt16((event.descriptor >> 16) & 0xFFFF)).name)
+                kind: event.descriptor.kindCode, label: CalloutSite.unpack(event.label),
+                file: CalloutSite.unpack(event.file) ?? "?", line: event.descriptor.line))
+        let mode = modeID(event.descriptor.mode.name)
         append(
             .callout(
                 TraceRecord.Callout(
