@@ -10,7 +10,7 @@ package enum StallwatchSymbols {
     /// The idle wait's frame exactly as the symbolicator names it (demangled and simplified), for
     /// test fixtures that imitate an idle loop's stack.
     package static let idleWaitFrame =
-        "Stallwatch.blockingWaitForWork(Swift.Int32, Swift.UnsafeMutablePointer<__C.epoll_event>, Swift.Int32, timeoutNanos: Swift.Int64) -> Swift.Int"
+        "Stallwatch.blockingWaitForWork(_: Swift.Int32, _: Swift.UnsafeMutablePointer<__C.epoll_event>, _: Swift.Int32, timeoutNanos: Swift.Int64) -> Swift.Int"
 
     /// The module apps import: the loop, the monitor and the recorder.
     package static let runtimeModule = "Stallwatch"

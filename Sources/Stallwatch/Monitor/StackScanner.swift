@@ -12,10 +12,18 @@ import Glibc
 /// instruction. It is a heuristic — a stale return address left on the stack can show up —
 /// so these samples are marked by having `syscall` set and state S. Watchdog thread only.
 final class StackScanner {
-    /// x86_64 syscalls that return EINTR after a handler runs, whatever SA_RESTART says.
-    static let neverRestarted: Set<Int32> = [
-        7, 23, 34, 35, 128, 130, 208, 230, 232, 270, 271, 281, 441,
-    ]
+    /// Syscalls that return EINTR after a handler runs, whatever SA_RESTART says (signal(7)),
+    /// by name: the numbers come from `SyscallTable`, the package's one syscall numbering.
+    static let neverRestarted: Set<Int32> = Set(
+        [
+            "poll", "select", "pause", "nanosleep", "rt_sigtimedwait", "rt_sigsuspend", "io_getevents",
+            "clock_nanosleep", "epoll_wait", "pselect6", "ppoll", "epoll_pwait", "epoll_pwait2",
+        ].map { name in
+            guard let number = SyscallTable.number(for: name) else {
+                preconditionFailure("no syscall named \(name) in SyscallTable")
+            }
+            return number
+        })
 
     private struct Mapping {
         var start: UInt64

@@ -93,6 +93,7 @@ struct TraceWriter {
                     wallClockStart: UInt64(wall.tv_sec) * 1_000_000_000 + UInt64(wall.tv_nsec), clockBase: clockBase,
                     mode: recorder.mode, thresholds: configuration.tiers, sampleInterval: configuration.sampleInterval))
         )
+        append(.platform(TraceRecord.Platform(architecture: Platform.architecture)))
         // Module indices start at 1: 0 means "unknown module" in symbol records.
         for (offset, module) in recorder.monitor.symbolicator.modules().enumerated() {
             let index = UInt32(offset + 1)
