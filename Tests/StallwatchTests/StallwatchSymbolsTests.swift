@@ -28,7 +28,8 @@ private func currentStack() -> [Frame] {
             let tid = loop.threadID
             Thread {
                 let reader = ThreadStateReader(tid: tid)
-                let epollWaits = Set(["epoll_wait", "epoll_pwait", "epoll_pwait2"].compactMap(SyscallTable.number(for:)))
+                let epollWaits = Set(
+                    ["epoll_wait", "epoll_pwait", "epoll_pwait2"].compactMap(SyscallTable.number(for:)))
                 let giveUp = MainLoop.monotonicNanos() + 10_000_000_000
                 while MainLoop.monotonicNanos() < giveUp {
                     if let call = reader.read().syscall, epollWaits.contains(call) {
