@@ -4,18 +4,6 @@
 import CStallwatchShims
 import Glibc
 
-/// A system call failed: which one and errno. Thrown by the loop's registration functions.
-public struct SystemError: Error, CustomStringConvertible, Sendable {
-    /// The failing call, e.g. `epoll_ctl(ADD, fd 7)`.
-    public var call: String
-    /// The errno it set.
-    public var errno: Int32
-
-    public var description: String {
-        "\(call) failed: \(String(cString: strerror(errno))) (errno \(errno))"
-    }
-}
-
 /// One epoll instance (a mode's interest set), spoken to in `SourceEvents`, plus eventfd
 /// helpers. Internal, loop-thread only.
 struct Epoll {
