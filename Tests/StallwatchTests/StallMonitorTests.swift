@@ -160,6 +160,17 @@ import Testing
         }
     }
 
+    @Test func statisticsEnumsReadAsTheirOldStrings() {
+        #expect(StallMonitor.Statistics().watchdogScheduling == .normal)
+        #expect(
+            [StallMonitor.WatchdogScheduling.realTime, .raisedNice, .normal].map(\.description) == [
+                "SCHED_FIFO 1", "nice -10", "normal",
+            ])
+        #expect(
+            StallMonitor.SamplerError.unwinderUnavailable(signal: 38).description
+                == "cannot install the sampling signal 38: cannot load libunwind.so.8 or resolve unw_backtrace")
+    }
+
     @Test func theProcessKeepsItsOwnUnwinder() async throws {
         _ = try await monitored { _, _ in }
         #expect(Sampler.unwinderOwner?.contains("libgcc_s") == true, "\(Sampler.unwinderOwner ?? "nil")")

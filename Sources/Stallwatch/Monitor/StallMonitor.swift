@@ -63,7 +63,8 @@ public final class StallMonitor: @unchecked Sendable {
         public var watchdogScheduling = WatchdogScheduling.normal
     }
 
-    /// The scheduling the watchdog thread got: it asks for the first it is allowed.
+    /// The scheduling the watchdog thread got: it asks for the first it is allowed. A plain
+    /// value; any thread.
     public enum WatchdogScheduling: Sendable, Hashable, CustomStringConvertible {
         /// Real-time, `SCHED_FIFO` priority 1 (root or `CAP_SYS_NICE`).
         case realTime
@@ -82,7 +83,8 @@ public final class StallMonitor: @unchecked Sendable {
         }
     }
 
-    /// Why the monitor cannot capture stacks (its samples then hold only /proc facts).
+    /// Why the monitor cannot capture stacks (its samples then hold only /proc facts). A plain
+    /// value; any thread.
     public enum SamplerError: Error, Sendable, Hashable, CustomStringConvertible {
         /// libunwind (`libunwind.so.8`) could not be loaded, or lacks `unw_backtrace`; the
         /// sampling signal was `signal`.
