@@ -17,6 +17,22 @@
 #include <unistd.h>
 
 // ---------------------------------------------------------------------------------------------
+// The platform, stated once for this target: Linux on x86_64. The architecture-specific parts
+// of the sampler are the two definitions below (docs/watchdog.md, "Porting").
+#if !defined(__linux__) || !defined(__x86_64__)
+#error "CStallwatchSampler supports Linux on x86_64 only (see docs/watchdog.md, Porting)"
+#endif
+
+// libunwind exports its local-only cursor API under an architecture prefix (unw_backtrace has
+// its plain name).
+#define SW_UNW_ARCH_SYMBOL(name) ("_ULx86_64_" name)
+
+// The interrupted instruction, from the context the kernel saved for the handler.
+static inline uintptr_t sw_interrupted_pc(const ucontext_t *uc) {
+    return (uintptr_t)uc->uc_mcontext.gregs[REG_RIP];
+}
+
+// ---------------------------------------------------------------------------------------------
 // libunwind, resolved with dlsym. We declare the few entry points ourselves instead of including
 // <libunwind.h>: the package then needs only the runtime libunwind8, and nothing can accidentally
 // reference a libunwind symbol at link time (which would make the link pull -lunwind and let
@@ -28,7 +44,6 @@ typedef int (*sw_unw_set_cache_size_fn)(void *addr_space, size_t size, int flag)
 enum { SW_UNW_CACHE_NONE = 0, SW_UNW_CACHE_GLOBAL = 1, SW_UNW_CACHE_PER_THREAD = 2 };
 
 static sw_unw_backtrace_fn g_unw_backtrace;   // set once, before the handler is installed
-static const char *g_libunwind_path;
 
 // ---------------------------------------------------------------------------------------------
 // The slot. One capture at a time, so one slot. Its `state` word says who owns it:
@@ -68,6 +83,7 @@ static _Atomic int g_signo;          // 0 until installed
 static uint64_t g_next_req;          // under g_mutex
 static uint64_t g_abandoned_req;     // under g_mutex: timed out while CLAIMED (for the late counter)
 
+// Diagnostic counters; only test builds read them (sw_sampler_get_stats, SW_SAMPLER_TESTING).
 static struct {
     _Atomic uint64_t captures, completed, timeouts, stale, late, foreign;
 } g_stats;
@@ -130,7 +146,7 @@ static void sw_handler(int signo, siginfo_t *info, void *ucv) {
     // Frame 0 is the interrupted instruction itself, taken from the kernel's saved context: exact,
     // and independent of how libunwind treats the signal trampoline.
     const ucontext_t *uc = (const ucontext_t *)ucv;
-    g_slot.rip = (uintptr_t)uc->uc_mcontext.gregs[REG_RIP];
+    g_slot.rip = sw_interrupted_pc(uc);
     g_slot.handler_ns = entry_ns;
     // unw_backtrace walks from here: our frame, __restore_rt (recognised as a sigreturn frame,
     // whose saved registers lead back to the interrupted frame), then the interrupted stack.
@@ -161,7 +177,7 @@ static int load_libunwind(void) {
     //   code the handler may be running.
     void *h = dlopen("libunwind.so.8", RTLD_LOCAL | RTLD_NOW | RTLD_NODELETE);
     if (h == NULL) return SW_SAMPLER_ENOUNWIND;
-    // unw_backtrace is exported under its plain name (the cursor API is _ULx86_64_*).
+    // unw_backtrace is exported under its plain name (the cursor API under SW_UNW_ARCH_SYMBOL).
     void *bt_sym = dlsym(h, "unw_backtrace");
     if (bt_sym == NULL) return SW_SAMPLER_ENOUNWIND;
     sw_unw_backtrace_fn bt;
@@ -172,9 +188,9 @@ static int load_libunwind(void) {
     // its lock (libunwind 1.6 get_rs_cache), racing between a late handler and a new capture, or
     // a prepare_thread warm-up. UNW_CACHE_GLOBAL (the default; set explicitly so a different build
     // cannot surprise us) takes a mutex with all signals blocked, so it cannot self-deadlock.
-    void **as = (void **)dlsym(h, "_ULx86_64_local_addr_space");
-    void *policy_sym = dlsym(h, "_ULx86_64_set_caching_policy");
-    void *size_sym = dlsym(h, "_ULx86_64_set_cache_size");
+    void **as = (void **)dlsym(h, SW_UNW_ARCH_SYMBOL("local_addr_space"));
+    void *policy_sym = dlsym(h, SW_UNW_ARCH_SYMBOL("set_caching_policy"));
+    void *size_sym = dlsym(h, SW_UNW_ARCH_SYMBOL("set_cache_size"));
     sw_unw_set_caching_policy_fn set_policy = NULL;
     sw_unw_set_cache_size_fn set_size = NULL;
     if (policy_sym != NULL) memcpy(&set_policy, &policy_sym, sizeof set_policy);
@@ -186,8 +202,6 @@ static int load_libunwind(void) {
         if (set_size != NULL) (void)set_size(*as, 1024, 0);
     }
 
-    Dl_info di;
-    if (dladdr(bt_sym, &di) != 0) g_libunwind_path = di.dli_fname;
     g_unw_backtrace = bt;
     return SW_SAMPLER_OK;
 }
@@ -205,10 +219,6 @@ int sw_sampler_default_signal(void) {
     // SIGRTMIN is 34 with glibc (32, 33 are reserved for NPTL). +4 stays clear of the first few,
     // which other libraries and profilers tend to pick (SIGRTMIN itself, +1).
     return SIGRTMIN + 4;
-}
-
-int sw_sampler_installed_signal(void) {
-    return atomic_load_explicit(&g_signo, memory_order_acquire);
 }
 
 int sw_sampler_install(int signo) {
@@ -406,6 +416,7 @@ int sw_sampler_prepare_thread(void) {
     return tid;
 }
 
+#ifdef SW_SAMPLER_TESTING
 void sw_sampler_get_stats(sw_sampler_stats *out) {
     if (out == NULL) return;
     out->captures = atomic_load_explicit(&g_stats.captures, memory_order_relaxed);
@@ -415,6 +426,7 @@ void sw_sampler_get_stats(sw_sampler_stats *out) {
     out->late_completions = atomic_load_explicit(&g_stats.late, memory_order_relaxed);
     out->foreign_signals = atomic_load_explicit(&g_stats.foreign, memory_order_relaxed);
 }
+#endif
 
 const char *sw_sampler_strerror(int code) {
     switch (code) {
@@ -441,9 +453,3 @@ const char *sw_sampler_unwinder_owner(void) {
     return di.dli_fname;
 }
 
-const char *sw_sampler_libunwind_path(void) {
-    pthread_mutex_lock(&g_mutex);
-    const char *p = g_libunwind_path;
-    pthread_mutex_unlock(&g_mutex);
-    return p;
-}

@@ -14,8 +14,6 @@ __attribute__((constructor)) static void sw_capture_main_thread(void) { sw_main 
 
 pthread_t sw_main_thread(void) { return sw_main; }
 
-int sw_is_main_thread(void) { return pthread_equal(pthread_self(), sw_main); }
-
 int32_t sw_gettid(void) { return (int32_t)gettid(); }
 
 int sw_dispatch_main_queue_handle(void) { return _dispatch_get_main_queue_handle_4CF(); }

@@ -21,7 +21,7 @@ extension Classifier {
               "name": "idle-wait",
               "category": "other",
               "reason": "idle",
-              "match": { "symbolContains": "blockingWaitForWork" }
+              "match": { "symbolContains": "\#(StallwatchSymbols.idleWait)" }
             },
             {
               "name": "sqlite-module",

@@ -41,8 +41,7 @@ public struct Frame: Sendable, Hashable, Codable {
 
     /// Stallwatch's own run loop and monitor, compiled into the app: not the app's code.
     static func isInfrastructure(_ symbol: String) -> Bool {
-        symbol.hasPrefix("Stallwatch.") || symbol.hasPrefix("StallwatchCore.")
-            || symbol.hasPrefix("static Stallwatch.") || symbol.hasPrefix("closure #1 () -> () in Stallwatch.")
+        StallwatchSymbols.infrastructurePrefixes.contains { symbol.hasPrefix($0) }
     }
 
     static func isSystemModule(_ path: String) -> Bool {

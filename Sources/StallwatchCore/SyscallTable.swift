@@ -4,6 +4,10 @@
 /// numbers are exact for x86_64; other architectures number their syscalls differently.
 /// All members are pure and may be called from any thread.
 public enum SyscallTable {
+    /// The architecture whose numbering this is (`uname -m` spelling), as a trace's `platform`
+    /// record names it.
+    public static let architecture = "x86_64"
+
     /// The name of syscall `number` (e.g. 74 → `"fsync"`), or `nil` if the number is
     /// negative or unassigned.
     public static func name(for number: Int32) -> String? {

@@ -135,8 +135,8 @@ enum Fixture {
         time: 20 * ms,
         frames: stack(
             frame("epoll_wait", in: Lib.libc),
-            frame(
-                "Stallwatch.MainLoop.blockingWaitForWork(timeout: Swift.Int32) -> Swift.Int32", in: Lib.app),
+            // The real frame (pinned by StallwatchSymbolsTests on a live idle loop).
+            frame(StallwatchSymbols.idleWaitFrame, in: Lib.app),
             frame("Stallwatch.MainLoop.runOnce() -> ()", in: Lib.app),
             frame("Stallwatch.MainLoop.run(until: Swift.UInt64) -> ()", in: Lib.app),
             frame("FeedApp.ConfirmSheet.runModal() -> Swift.Bool", in: Lib.app)),

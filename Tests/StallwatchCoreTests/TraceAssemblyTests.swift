@@ -6,11 +6,24 @@ import Testing
 @testable import StallwatchCore
 
 @Suite struct TraceAssemblyTests {
+    /// Traces written before the `platform` record existed read as before, without an architecture.
+    @Test func aTraceWithoutAPlatformRecordStillReads() {
+        let records = TraceFixture.realistic().filter { $0.kind != .platform }
+        let old = DecodedTrace(decoding: TraceFixture.encode(records))
+        let new = DecodedTrace(decoding: TraceFixture.encode(TraceFixture.realistic()))
+        #expect(old.outcome.endedCleanly)
+        #expect(old.architecture == nil)
+        #expect(old.header == new.header)
+        #expect(old.stalls == new.stalls)
+        #expect(old.calloutCount == new.calloutCount)
+    }
+
     @Test func stallsAreAssembledAndSymbolicated() throws {
         let trace = DecodedTrace(
             decoding: TraceFixture.encode(TraceFixture.realistic()), fileName: "feed.swtrace")
         #expect(trace.outcome.endedCleanly)
         #expect(trace.header == TraceFixture.header)
+        #expect(trace.architecture == "x86_64")
         #expect(trace.modules.map(\.index) == [1, 2])
         #expect(trace.calloutCount == 240)
         #expect(trace.congestion.count == 2)

@@ -97,6 +97,7 @@ import Testing
                     ]))
         ),
         ("lostRecords", 0, .lostRecords(.init(time: 90_200_000_000, count: 17))),
+        ("platform", 0, .platform(.init(architecture: "x86_64"))),
     ]
 
     /// The record's bytes as the doc shows them: upper-case hex, space separated.

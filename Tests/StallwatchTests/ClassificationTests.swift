@@ -18,7 +18,7 @@ struct Scenario: Sendable, CustomTestStringConvertible {
 }
 
 /// Collected verdicts, printed as a confusion table when the suite ends.
-let confusion = Mutex<[(name: String, expected: StallCategory, got: StallCategory?, share: Double)]>([])
+let confusion = Locked<[(name: String, expected: StallCategory, got: StallCategory?, share: Double)]>([])
 
 func printConfusionTable() {
     let rows = confusion.withLock { $0 }
@@ -180,7 +180,7 @@ enum Scenarios {
     @Test func mixedStallShowsBothShares() async throws {
         let path = Scenarios.temporaryPath("mixed")
         defer { unlink(path) }
-        let parts = Mutex<(compute: UInt64, io: UInt64)>((0, 0))
+        let parts = Locked<(compute: UInt64, io: UInt64)>((0, 0))
         let run = try await monitored { loop, measure in
             measure.post(loop) {
                 let start = MainLoop.monotonicNanos()

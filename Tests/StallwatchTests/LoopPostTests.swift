@@ -1,6 +1,5 @@
 // Every posted closure runs exactly once, in order per posting thread, from any thread.
 import Foundation
-import Synchronization
 import Testing
 
 @testable import Stallwatch

@@ -1,6 +1,5 @@
 import CSQLite
 import Foundation
-import Synchronization
 import Testing
 
 @testable import Stallwatch
@@ -23,7 +22,7 @@ func monitored(
     settle: Duration = .milliseconds(50),
     _ scenario: @escaping @Sendable (MainLoop, Measurements) -> Void
 ) async throws -> MonitoredRun {
-    let collected = Mutex<(began: [Stall], ended: [Stall])>(([], []))
+    let collected = Locked<(began: [Stall], ended: [Stall])>(([], []))
     let measurements = Measurements()
     let statistics = try await onLoopThreadThrowing { loop -> StallMonitor.Statistics in
         var configuration = StallMonitor.Configuration()
@@ -51,10 +50,10 @@ func monitored(
 
 /// Durations a scenario measured around its own stalling work.
 final class Measurements: @unchecked Sendable {
-    private let lock = Mutex<[UInt64]>([])
+    private let lock = Locked<[UInt64]>([])
     var values: [UInt64] { lock.withLock { $0 } }
 
-    private let site = Mutex<(file: String, line: UInt)?>(nil)
+    private let site = Locked<(file: String, line: UInt)?>(nil)
     /// Where the stalling work was posted from.
     var postedAt: (file: String, line: UInt)? { site.withLock { $0 } }
 

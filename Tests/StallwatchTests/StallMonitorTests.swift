@@ -3,7 +3,6 @@
 // culprit shows up in the symbolicated stack; short or nested work is never a stall.
 import CSQLite
 import Foundation
-import Synchronization
 import Testing
 
 @testable import Stallwatch
@@ -159,6 +158,17 @@ import Testing
             try again.start()
             again.stop()
         }
+    }
+
+    @Test func statisticsEnumsReadAsTheirOldStrings() {
+        #expect(StallMonitor.Statistics().watchdogScheduling == .normal)
+        #expect(
+            [StallMonitor.WatchdogScheduling.realTime, .raisedNice, .normal].map(\.description) == [
+                "SCHED_FIFO 1", "nice -10", "normal",
+            ])
+        #expect(
+            StallMonitor.SamplerError.unwinderUnavailable(signal: 38).description
+                == "cannot install the sampling signal 38: cannot load libunwind.so.8 or resolve unw_backtrace")
     }
 
     @Test func theProcessKeepsItsOwnUnwinder() async throws {

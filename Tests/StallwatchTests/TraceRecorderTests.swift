@@ -38,6 +38,7 @@ import Testing
         let trace = DecodedTrace(decoding: try readBytes(path), fileName: path)
         #expect(trace.outcome.endedCleanly, "\(trace.outcome.problems)")
         #expect(trace.header?.pid == UInt32(getpid()))
+        #expect(trace.architecture == "x86_64")
         #expect(!trace.modules.isEmpty)
         #expect(trace.stalls.count == 2, "\(trace.stalls.map { ($0.callout.label, $0.duration) })")
         let spin = try #require(trace.stalls.first { $0.callout.label == "spin" })

@@ -1,15 +1,18 @@
 // Small C shims for the run loop's Linux platform code. Nothing here runs in a signal handler.
 #pragma once
 
+// The platform, stated once for this target: Linux (epoll, eventfd, prctl, process_vm_readv) on
+// x86_64 (sw_cycles reads the TSC). See docs/watchdog.md, "Porting".
+#if !defined(__linux__) || !defined(__x86_64__)
+#error "CStallwatchShims supports Linux on x86_64 only (see docs/watchdog.md, Porting)"
+#endif
+
 #include <pthread.h>
 #include <stdint.h>
 
 /// The pthread of the process's main thread, captured by a load-time constructor (which runs
 /// on the main thread before `main`). Any thread may call it.
 pthread_t sw_main_thread(void);
-
-/// Whether the calling thread is the process's main thread. Any thread may call it.
-int sw_is_main_thread(void);
 
 /// The calling thread's kernel thread id. Any thread may call it (one syscall).
 int32_t sw_gettid(void);
@@ -38,17 +41,14 @@ int sw_set_timer_slack(unsigned long nanos);
 /// Names the calling thread (at most 15 bytes show in /proc/self/task/<tid>/comm).
 void sw_set_thread_name(const char *name);
 
-/// A cheap monotonic cycle counter for per-callout timestamps: the TSC on x86_64 (invariant
-/// on the machines this runs on: constant_tsc, nonstop_tsc), CLOCK_MONOTONIC ns elsewhere.
-/// About 13 ns against 34 ns for clock_gettime on the development VM. Any thread.
+/// A cheap monotonic cycle counter for per-callout timestamps: the TSC (invariant on the
+/// machines this runs on: constant_tsc, nonstop_tsc), which `Timebase` converts to
+/// CLOCK_MONOTONIC. About 13 ns against 34 ns for clock_gettime on the development VM. The
+/// shims' only x86_64 code. Any thread.
 static inline uint64_t sw_cycles(void) {
-#if defined(__x86_64__)
     uint32_t lo, hi;
     __asm__ __volatile__("rdtsc" : "=a"(lo), "=d"(hi));
     return ((uint64_t)hi << 32) | lo;
-#else
-    return sw_monotonic_ns();
-#endif
 }
 
 /// Copies `length` bytes of this process's memory at `address` into `buffer` through the

@@ -20,7 +20,7 @@ final class CalloutBoard: Sendable {
     /// `sw_cycles()` when the current callout began (or resumed after a nested run); the
     /// watchdog converts it with `Timebase`.
     let startCycles = Atomic<UInt64>(0)
-    /// kind | phase << 8 | mode << 16 | line << 32.
+    /// A `CalloutDescriptor`'s raw value.
     let descriptor = Atomic<UInt64>(0)
     /// Packed `StaticString`s (pointer | length << 48), 0 when absent.
     let label = Atomic<UInt64>(0)
@@ -101,7 +101,7 @@ extension CalloutBoard {
         while true {
             let before = sequence.load(ordering: .acquiring)
             let start = startCycles.load(ordering: .relaxed)
-            let packed = descriptor.load(ordering: .relaxed)
+            let packed = CalloutDescriptor(rawValue: descriptor.load(ordering: .relaxed))
             let labelWord = label.load(ordering: .relaxed)
             let fileWord = file.load(ordering: .relaxed)
             atomicMemoryFence(ordering: .acquiring)
@@ -109,10 +109,10 @@ extension CalloutBoard {
                 return CalloutSnapshot(
                     sequence: before,
                     startCycles: start,
-                    kind: CalloutKind(rawValue: UInt8(packed & 0xFF)) ?? .post,
-                    phase: LoopActivity(rawValue: UInt8((packed >> 8) & 0xFF)) ?? .beforeSources,
-                    mode: MainLoop.Mode(id: UInt16((packed >> 16) & 0xFFFF)),
-                    line: UInt32(packed >> 32),
+                    kind: packed.kind,
+                    phase: packed.phase,
+                    mode: packed.mode,
+                    line: packed.line,
                     label: labelWord,
                     file: fileWord
                 )

@@ -14,9 +14,10 @@ struct CalloutState {
     var recordCallouts = false
 }
 
-/// A callout's published identity words, saved while a nested run suspends it.
-struct SuspendedCallout {
-    var descriptor: UInt64
+/// A callout's identity as the board publishes it: its descriptor and its packed label and
+/// file (`CalloutSite.pack`). Also what a nested run saves of the callout it suspends.
+struct PublishedCallout {
+    var descriptor: CalloutDescriptor
     var label: UInt64
     var file: UInt64
 }
@@ -36,9 +37,8 @@ extension MainLoop {
 
     @inline(never)
     func watchedCallout(_ site: CalloutSite, phase: LoopActivity, mode: Mode, _ body: () -> Void) {
-        let descriptor =
-            UInt64(site.kind.rawValue) | UInt64(phase.rawValue) << 8 | UInt64(mode.id) << 16 | UInt64(site.line) << 32
-        let callout = SuspendedCallout(
+        let descriptor = CalloutDescriptor(kind: site.kind, phase: phase, mode: mode, line: site.line)
+        let callout = PublishedCallout(
             descriptor: descriptor, label: CalloutSite.pack(site.label), file: CalloutSite.pack(site.file))
         let start = sw_cycles()
         publishBegin(callout, at: start)
@@ -52,12 +52,12 @@ extension MainLoop {
     }
 
     @inline(__always)
-    func publishBegin(_ callout: SuspendedCallout, at start: UInt64) {
+    func publishBegin(_ callout: PublishedCallout, at start: UInt64) {
         let state = calloutState
         state.pointee.sequence &+= 1
         if state.pointee.iterationStart == 0 { state.pointee.iterationStart = start }
         board.startCycles.store(start, ordering: .relaxed)
-        board.descriptor.store(callout.descriptor, ordering: .relaxed)
+        board.descriptor.store(callout.descriptor.rawValue, ordering: .relaxed)
         board.label.store(callout.label, ordering: .relaxed)
         board.file.store(callout.file, ordering: .relaxed)
         board.sequence.store(state.pointee.sequence, ordering: .releasing)
@@ -88,17 +88,18 @@ extension MainLoop {
 
     /// A run is starting inside a watched callout: the outer callout stops counting (the inner
     /// loop is what can stall now). Returns it, to resume when the nested run returns.
-    func suspendOuterCallout() -> SuspendedCallout? {
+    func suspendOuterCallout() -> PublishedCallout? {
         guard calloutState.pointee.sequence & 1 == 1 else { return nil }
-        let outer = SuspendedCallout(
-            descriptor: board.descriptor.load(ordering: .relaxed), label: board.label.load(ordering: .relaxed),
+        let outer = PublishedCallout(
+            descriptor: CalloutDescriptor(rawValue: board.descriptor.load(ordering: .relaxed)),
+            label: board.label.load(ordering: .relaxed),
             file: board.file.load(ordering: .relaxed))
         publishEnd()
         return outer
     }
 
     /// A nested run returned: the outer callout is running again, from now.
-    func resumeOuterCallout(_ outer: SuspendedCallout?) {
+    func resumeOuterCallout(_ outer: PublishedCallout?) {
         if let outer, calloutState.pointee.sequence & 1 == 0 { publishBegin(outer, at: sw_cycles()) }
     }
 
@@ -114,7 +115,7 @@ extension MainLoop {
         // How long the loop was busy before it could look for new work: its latency.
         state.pointee.ring?.push(
             EventRing.Event(
-                descriptor: EventRing.iterationKind, label: 0, file: 0, start: state.pointee.iterationStart, end: end))
+                descriptor: .iteration, label: 0, file: 0, start: state.pointee.iterationStart, end: end))
         state.pointee.iterationStart = 0
         state.pointee.iterationHadStall = false
     }

@@ -48,7 +48,7 @@ extension MainLoop {
         currentMode = mode
         runDepth += 1
         if eventBuffers.count < runDepth {
-            eventBuffers.append(.allocate(capacity: Int(Self.eventCapacity)))
+            eventBuffers.append(Epoll.EventBuffer(capacity: Self.eventCapacity))
         }
         let outer = suspendOuterCallout()
         notify(.entry, state)
@@ -94,13 +94,15 @@ extension MainLoop {
             if blocking { notify(.beforeWaiting, state) }
             finishIteration()
             let timeout = blocking ? waitTimeout(state, deadline: deadline) : 0
-            let count = blockingWaitForWork(
-                state.epoll.fd, events, Self.eventCapacity, timeoutNanos: timeout)
+            let count = state.epoll.wait(into: events, timeoutNanos: timeout)
             sleeping.store(false, ordering: .relaxed)
             if blocking { board.loopWoke() }
             if blocking { notify(.afterWaiting, state) }
             // 6. Ready descriptors and the main queue.
-            for index in 0..<count where dispatch(events[index], in: state) { didWork = true }
+            for index in 0..<count {
+                let (tag, ready) = events[index]
+                if dispatch(tag, ready, in: state) { didWork = true }
+            }
             // 7. Return or go round.
             if returnAfterWork && didWork { return .handledWork }
             if deadline != UInt64.max && sw_monotonic_ns() >= deadline { return .timedOut }

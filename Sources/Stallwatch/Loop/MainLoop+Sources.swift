@@ -56,14 +56,14 @@ extension MainLoop {
             for state in states {
                 guard var entry = state.sources[fd] else { continue }
                 if kind == .readable { entry.reader = nil } else { entry.writer = nil }
-                let events = entry.events
+                let interest = entry.interest
                 // The fd may already be closed (epoll forgot it then): nothing left to undo.
-                if events == 0 {
+                if interest.isEmpty {
                     state.sources[fd] = nil
-                    try? state.epoll.control(EPOLL_CTL_DEL, fd, events: 0, tag: 0)
+                    try? state.epoll.remove(fd)
                 } else {
                     state.sources[fd] = entry
-                    try? state.epoll.control(EPOLL_CTL_MOD, fd, events: events, tag: UInt64(fd))
+                    try? state.epoll.modify(fd, interest, tag: UInt64(fd))
                 }
             }
             states = []
@@ -78,9 +78,13 @@ extension MainLoop {
             var entry = state.sources[fd] ?? FDEntry()
             let existing = kind == .readable ? entry.reader : entry.writer
             precondition(existing == nil, "fd \(fd) already has a \(kind) source in mode \(state.mode)")
-            let op = entry.events == 0 ? EPOLL_CTL_ADD : EPOLL_CTL_MOD
+            let isNew = entry.interest.isEmpty
             if kind == .readable { entry.reader = self } else { entry.writer = self }
-            try state.epoll.control(op, fd, events: entry.events, tag: UInt64(fd))
+            if isNew {
+                try state.epoll.add(fd, entry.interest, tag: UInt64(fd))
+            } else {
+                try state.epoll.modify(fd, entry.interest, tag: UInt64(fd))
+            }
             state.sources[fd] = entry
             states.append(state)
         }
@@ -115,9 +119,8 @@ extension MainLoop {
         return source
     }
 
-    /// Runs the handlers for one epoll event in `state`. Returns whether a user callout ran.
-    func dispatch(_ event: epoll_event, in state: ModeState) -> Bool {
-        let tag = event.data.u64
+    /// Runs the handlers for one ready descriptor in `state`. Returns whether a user callout ran.
+    func dispatch(_ tag: UInt64, _ events: SourceEvents, in state: ModeState) -> Bool {
         if tag == ModeState.wakeTag {
             // Read first, then re-arm: re-arming first would let a producer's write be
             // swallowed by this read while `wakePending` stays set, and no later post would
@@ -135,27 +138,21 @@ extension MainLoop {
             return true
         }
         guard let entry = state.sources[Int32(truncatingIfNeeded: tag)] else { return false }
-        let bits = event.events
-        let hangup = bits & (EPOLLHUP.rawValue | EPOLLRDHUP.rawValue) != 0
-        let failed = bits & EPOLLERR.rawValue != 0
         // Reader, then writer; no array of the two, so a ready descriptor allocates nothing.
-        let ranReader = entry.reader.map { deliver(bits, to: $0, hangup: hangup, failed: failed, mode: state.mode) }
-        let ranWriter = entry.writer.map { deliver(bits, to: $0, hangup: hangup, failed: failed, mode: state.mode) }
+        let ranReader = entry.reader.map { deliver(events, to: $0, mode: state.mode) }
+        let ranWriter = entry.writer.map { deliver(events, to: $0, mode: state.mode) }
         return ranReader == true || ranWriter == true
     }
 
-    /// Calls one source's handler for an epoll event. Returns whether it ran.
-    private func deliver(_ bits: UInt32, to source: Source, hangup: Bool, failed: Bool, mode: Mode) -> Bool {
+    /// Calls one source's handler with its share of a descriptor's events. Returns whether it ran.
+    private func deliver(_ ready: SourceEvents, to source: Source, mode: Mode) -> Bool {
         guard source.isValid else { return false }
-        var events: SourceEvents = []
-        let ready = source.kind == .readable ? bits & EPOLLIN.rawValue != 0 : bits & EPOLLOUT.rawValue != 0
-        if ready { events.insert(source.kind == .readable ? .readable : .writable) }
-        if hangup { events.insert(.hangup) }
-        if failed { events.insert(.error) }
+        // A reader hears readable, a writer writable; both hear hang-ups and errors.
+        let events = ready.intersection([source.kind == .readable ? .readable : .writable, .hangup, .error])
         guard !events.isEmpty else { return false }
         callout(source.site, phase: .afterWaiting, mode: mode) { source.handler(source, events) }
         // Nothing more can come: a hang-up with no data left, or an error.
-        if failed || (hangup && !ready) { source.cancel() }
+        if events.contains(.error) || events == .hangup { source.cancel() }
         return true
     }
 

@@ -39,7 +39,7 @@ public final class MainLoop: @unchecked Sendable {
     var mainQueueFD: Int32 = -1
     var runDepth = 0
     var preparedThread = false
-    var eventBuffers: [UnsafeMutablePointer<epoll_event>] = []
+    var eventBuffers: [Epoll.EventBuffer] = []
     var timerSequence: UInt64 = 0
     let calloutState: UnsafeMutablePointer<CalloutState> = {
         let state = UnsafeMutablePointer<CalloutState>.allocate(capacity: 1)

@@ -1,6 +1,3 @@
-import CStallwatchShims
-import Glibc
-
 /// Everything the loop keeps per mode. Loop thread only.
 final class ModeState {
     let mode: MainLoop.Mode
@@ -22,7 +19,7 @@ final class ModeState {
         self.mode = mode
         do {
             epoll = try Epoll()
-            try epoll.control(EPOLL_CTL_ADD, wakeFD, events: EPOLLIN.rawValue, tag: Self.wakeTag)
+            try epoll.add(wakeFD, .readable, tag: Self.wakeTag)
         } catch {
             preconditionFailure("cannot set up the run loop's epoll: \(error)")
         }
@@ -30,7 +27,7 @@ final class ModeState {
 
     func addMainQueue(_ fd: Int32) {
         guard fd >= 0 else { return }
-        try? epoll.control(EPOLL_CTL_ADD, fd, events: EPOLLIN.rawValue, tag: Self.mainQueueTag)
+        try? epoll.add(fd, .readable, tag: Self.mainQueueTag)
     }
 
     /// Whether running this mode could ever do anything (CFRunLoop's "finished" test).
@@ -46,8 +43,11 @@ struct FDEntry {
     var reader: MainLoop.Source?
     var writer: MainLoop.Source?
 
-    var events: UInt32 {
-        (reader != nil ? EPOLLIN.rawValue | EPOLLRDHUP.rawValue : 0)
-            | (writer != nil ? EPOLLOUT.rawValue : 0)
+    /// What epoll watches the fd for: a reader also wants to hear that the peer hung up.
+    var interest: MainLoop.SourceEvents {
+        var interest: MainLoop.SourceEvents = []
+        if reader != nil { interest.formUnion([.readable, .hangup]) }
+        if writer != nil { interest.insert(.writable) }
+        return interest
     }
 }

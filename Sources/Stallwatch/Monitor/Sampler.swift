@@ -9,11 +9,14 @@ enum Sampler {
         var code: Int32
         var signal: Int32
         /// libunwind is not there: stacks cannot be captured, /proc facts still can.
-        var isMissingUnwinder: Bool { code == SW_SAMPLER_ENOUNWIND }
+        var isMissingUnwinder: Bool { code == Sampler.missingUnwinderCode }
         var description: String {
             "cannot install the sampling signal \(signal): \(String(cString: sw_sampler_strerror(code)))"
         }
     }
+
+    /// The C sampler's code for "libunwind cannot be loaded".
+    static let missingUnwinderCode = SW_SAMPLER_ENOUNWIND
 
     private static let installed = Atomic<Int32>(0)
 

@@ -1,160 +1,161 @@
-#if os(Linux)
-    import CStallwatchShims
-    import Glibc
+import CStallwatchShims
+import Glibc
 
-    /// Reads the stack of a thread blocked in a system call *without* interrupting it.
-    ///
-    /// Why: a signal handler makes some blocking calls return EINTR even with SA_RESTART
-    /// (nanosleep/usleep, poll, select, epoll_wait, sigtimedwait, …: see signal(7)), so sampling
-    /// a thread that sleeps would cut its sleep short — the tool would change what it measures.
-    /// For those calls the watchdog takes the user PC and SP the kernel shows in
-    /// /proc/self/task/<tid>/syscall and scans the thread's stack (same address space) for words
-    /// that are return addresses: inside an executable mapping and just after a call
-    /// instruction. It is a heuristic — a stale return address left on the stack can show up —
-    /// so these samples are marked by having `syscall` set and state S. Watchdog thread only.
-    final class StackScanner {
-        /// x86_64 syscalls that return EINTR after a handler runs, whatever SA_RESTART says.
-        static let neverRestarted: Set<Int32> = [
-            7, 23, 34, 35, 128, 130, 208, 230, 232, 270, 271, 281, 441,
-        ]
-
-        private struct Mapping {
-            var start: UInt64
-            var end: UInt64
-            var executable: Bool
-        }
-
-        private var mappings: [Mapping] = []
-        private let syscallFD: Int32
-
-        init(tid: Int32) {
-            syscallFD = open("/proc/self/task/\(tid)/syscall", O_RDONLY | O_CLOEXEC)
-            reloadMappings()
-        }
-
-        deinit { if syscallFD >= 0 { close(syscallFD) } }
-
-        /// The PC (frame 0) and the return addresses found above SP; empty if the thread is not
-        /// in a system call any more.
-        func scan(maxFrames: Int = 64, maxBytes: UInt64 = 64 << 10) -> [UInt64] {
-            guard let (sp, pc) = registers() else { return [] }
-            if mapping(containing: pc) == nil { reloadMappings() }
-            guard let stack = mapping(containing: sp) else { return [pc] }
-            var frames: [UInt64] = [pc]
-            let start = sp & ~7
-            let limit = min(stack.end, sp &+ maxBytes)
-            guard limit > start else { return frames }
-            var words = [UInt64](repeating: 0, count: Int((limit - start) / 8))
-            let copied = words.withUnsafeMutableBytes { sw_read_memory(start, $0.baseAddress, UInt($0.count)) }
-            guard copied > 0 else { return frames }
-            let count = copied / 8
-            // SwiftPM code keeps frame pointers; libc and libsqlite3 do not. So: scan the words
-            // below the first frame-pointer record (the frames of libraries without them),
-            // then follow the record chain, which skips stale return addresses.
-            let chain = firstChain(in: words, count: count, base: start, limit: start + UInt64(count) * 8)
-            for word in words[0..<(chain?.index ?? count)] where frames.count < maxFrames {
-                if isReturnAddress(word) { frames.append(word) }
+/// Reads the stack of a thread blocked in a system call *without* interrupting it.
+///
+/// Why: a signal handler makes some blocking calls return EINTR even with SA_RESTART
+/// (nanosleep/usleep, poll, select, epoll_wait, sigtimedwait, …: see signal(7)), so sampling
+/// a thread that sleeps would cut its sleep short — the tool would change what it measures.
+/// For those calls the watchdog takes the user PC and SP the kernel shows in
+/// /proc/self/task/<tid>/syscall and scans the thread's stack (same address space) for words
+/// that are return addresses: inside an executable mapping and just after a call
+/// instruction. It is a heuristic — a stale return address left on the stack can show up —
+/// so these samples are marked by having `syscall` set and state S. Watchdog thread only.
+final class StackScanner {
+    /// Syscalls that return EINTR after a handler runs, whatever SA_RESTART says (signal(7)),
+    /// by name: the numbers come from `SyscallTable`, the package's one syscall numbering.
+    static let neverRestarted: Set<Int32> = Set(
+        [
+            "poll", "select", "pause", "nanosleep", "rt_sigtimedwait", "rt_sigsuspend", "io_getevents",
+            "clock_nanosleep", "epoll_wait", "pselect6", "ppoll", "epoll_pwait", "epoll_pwait2",
+        ].map { name in
+            guard let number = SyscallTable.number(for: name) else {
+                preconditionFailure("no syscall named \(name) in SyscallTable")
             }
-            for address in chain?.returns ?? [] where frames.count < maxFrames { frames.append(address) }
-            return frames
-        }
+            return number
+        })
 
-        /// The lowest frame-pointer record on the stack — a saved RBP pointing further up the
-        /// stack, next to a return address — that starts a chain of at least three such records.
-        private func firstChain(in words: [UInt64], count: Int, base: UInt64, limit: UInt64)
-            -> (index: Int, returns: [UInt64])?
-        {
-            func record(at index: Int) -> (next: UInt64, returnAddress: UInt64)? {
-                guard index + 1 < count else { return nil }
-                let saved = words[index]
-                let address = base + UInt64(index) * 8
-                guard saved > address, saved < limit, saved & 7 == 0, isReturnAddress(words[index + 1]) else {
-                    return nil
-                }
-                return (saved, words[index + 1])
-            }
-            for index in 0..<count {
-                var returns: [UInt64] = []
-                var current = index
-                while let (next, returnAddress) = record(at: current), returns.count < 256 {
-                    returns.append(returnAddress)
-                    current = Int((next - base) / 8)
-                }
-                // The outermost record's saved RBP is 0 (or leaves the window): count it too.
-                if current + 1 < count, words[current] == 0, isReturnAddress(words[current + 1]) {
-                    returns.append(words[current + 1])
-                }
-                if returns.count >= 3 { return (index, returns) }
-            }
-            return nil
-        }
+    private struct Mapping {
+        var start: UInt64
+        var end: UInt64
+        var executable: Bool
+    }
 
-        /// "nr arg1 … arg6 sp pc" while in a syscall ("running" or "-1 sp pc" otherwise).
-        private func registers() -> (UInt64, UInt64)? {
-            guard syscallFD >= 0 else { return nil }
-            var buffer = [UInt8](repeating: 0, count: 256)
-            let n = buffer.withUnsafeMutableBytes { pread(syscallFD, $0.baseAddress, $0.count, 0) }
-            guard n > 0 else { return nil }
-            let fields = String(decoding: buffer[0..<n], as: UTF8.self).split(whereSeparator: {
-                $0 == " " || $0 == "\n"
-            })
-            guard fields.count == 9, let sp = UInt64(hex: fields[7]), let pc = UInt64(hex: fields[8]) else {
+    private var mappings: [Mapping] = []
+    private let syscallFD: Int32
+
+    init(tid: Int32) {
+        syscallFD = open("/proc/self/task/\(tid)/syscall", O_RDONLY | O_CLOEXEC)
+        reloadMappings()
+    }
+
+    deinit { if syscallFD >= 0 { close(syscallFD) } }
+
+    /// The PC (frame 0) and the return addresses found above SP; empty if the thread is not
+    /// in a system call any more.
+    func scan(maxFrames: Int = 64, maxBytes: UInt64 = 64 << 10) -> [UInt64] {
+        guard let (sp, pc) = registers() else { return [] }
+        if mapping(containing: pc) == nil { reloadMappings() }
+        guard let stack = mapping(containing: sp) else { return [pc] }
+        var frames: [UInt64] = [pc]
+        let start = sp & ~7
+        let limit = min(stack.end, sp &+ maxBytes)
+        guard limit > start else { return frames }
+        var words = [UInt64](repeating: 0, count: Int((limit - start) / 8))
+        let copied = words.withUnsafeMutableBytes { sw_read_memory(start, $0.baseAddress, UInt($0.count)) }
+        guard copied > 0 else { return frames }
+        let count = copied / 8
+        // SwiftPM code keeps frame pointers; libc and libsqlite3 do not. So: scan the words
+        // below the first frame-pointer record (the frames of libraries without them),
+        // then follow the record chain, which skips stale return addresses.
+        let chain = firstChain(in: words, count: count, base: start, limit: start + UInt64(count) * 8)
+        for word in words[0..<(chain?.index ?? count)] where frames.count < maxFrames {
+            if isReturnAddress(word) { frames.append(word) }
+        }
+        for address in chain?.returns ?? [] where frames.count < maxFrames { frames.append(address) }
+        return frames
+    }
+
+    /// The lowest frame-pointer record on the stack — a saved RBP pointing further up the
+    /// stack, next to a return address — that starts a chain of at least three such records.
+    private func firstChain(in words: [UInt64], count: Int, base: UInt64, limit: UInt64)
+        -> (index: Int, returns: [UInt64])?
+    {
+        func record(at index: Int) -> (next: UInt64, returnAddress: UInt64)? {
+            guard index + 1 < count else { return nil }
+            let saved = words[index]
+            let address = base + UInt64(index) * 8
+            guard saved > address, saved < limit, saved & 7 == 0, isReturnAddress(words[index + 1]) else {
                 return nil
             }
-            return (sp, pc)
+            return (saved, words[index + 1])
         }
-
-        private func isReturnAddress(_ value: UInt64) -> Bool {
-            guard value > 4096, let map = mapping(containing: value), map.executable, value - 5 >= map.start else {
-                return false
+        for index in 0..<count {
+            var returns: [UInt64] = []
+            var current = index
+            while let (next, returnAddress) = record(at: current), returns.count < 256 {
+                returns.append(returnAddress)
+                current = Int((next - base) / 8)
             }
-            let bytes = UnsafePointer<UInt8>(bitPattern: UInt(value - 7))!
-            // call rel32 (E8 xx xx xx xx), or an indirect call FF /2 ending just before `value`:
-            // register (FF D0+r), [reg] (FF 10+r), [reg+disp8] (FF 50+r xx), [rip+disp32] (FF 15 …).
-            if value - 7 < map.start { return bytes[2] == 0xE8 }
-            if bytes[2] == 0xE8 { return true }
-            if bytes[5] == 0xFF && (bytes[6] & 0xF8 == 0xD0 || bytes[6] & 0xF8 == 0x10) { return true }
-            if bytes[4] == 0xFF && bytes[5] & 0xF8 == 0x50 { return true }
-            if bytes[1] == 0xFF && (bytes[2] == 0x15 || bytes[2] & 0xF8 == 0x90) { return true }
+            // The outermost record's saved RBP is 0 (or leaves the window): count it too.
+            if current + 1 < count, words[current] == 0, isReturnAddress(words[current + 1]) {
+                returns.append(words[current + 1])
+            }
+            if returns.count >= 3 { return (index, returns) }
+        }
+        return nil
+    }
+
+    /// "nr arg1 … arg6 sp pc" while in a syscall ("running" or "-1 sp pc" otherwise).
+    private func registers() -> (UInt64, UInt64)? {
+        guard syscallFD >= 0 else { return nil }
+        var buffer = [UInt8](repeating: 0, count: 256)
+        let n = buffer.withUnsafeMutableBytes { pread(syscallFD, $0.baseAddress, $0.count, 0) }
+        guard n > 0 else { return nil }
+        let fields = String(decoding: buffer[0..<n], as: UTF8.self).split(whereSeparator: {
+            $0 == " " || $0 == "\n"
+        })
+        guard fields.count == 9, let sp = UInt64(hex: fields[7]), let pc = UInt64(hex: fields[8]) else {
+            return nil
+        }
+        return (sp, pc)
+    }
+
+    private func isReturnAddress(_ value: UInt64) -> Bool {
+        guard value > 4096, let map = mapping(containing: value), map.executable, value - 5 >= map.start else {
             return false
         }
-
-        private func mapping(containing address: UInt64) -> Mapping? {
-            var low = 0
-            var high = mappings.count
-            while low < high {
-                let mid = (low + high) / 2
-                if mappings[mid].end <= address { low = mid + 1 } else { high = mid }
-            }
-            return low < mappings.count && mappings[low].start <= address ? mappings[low] : nil
-        }
-
-        private func reloadMappings() {
-            guard let file = fopen("/proc/self/maps", "r") else { return }
-            defer { fclose(file) }
-            var result: [Mapping] = []
-            var line: UnsafeMutablePointer<CChar>?
-            var capacity = 0
-            while getline(&line, &capacity, file) > 0 {
-                let text = String(cString: line!)
-                let parts = text.split(separator: " ", maxSplits: 2)
-                guard parts.count >= 2 else { continue }
-                let range = parts[0].split(separator: "-")
-                guard range.count == 2, let start = UInt64(hex: range[0]), let end = UInt64(hex: range[1]) else {
-                    continue
-                }
-                let permissions = parts[1]
-                guard permissions.first == "r" else { continue }
-                result.append(Mapping(start: start, end: end, executable: permissions.dropFirst(2).first == "x"))
-            }
-            free(line)
-            mappings = result.sorted { $0.start < $1.start }
-        }
+        let bytes = UnsafePointer<UInt8>(bitPattern: UInt(value - 7))!
+        // call rel32 (E8 xx xx xx xx), or an indirect call FF /2 ending just before `value`:
+        // register (FF D0+r), [reg] (FF 10+r), [reg+disp8] (FF 50+r xx), [rip+disp32] (FF 15 …).
+        if value - 7 < map.start { return bytes[2] == 0xE8 }
+        if bytes[2] == 0xE8 { return true }
+        if bytes[5] == 0xFF && (bytes[6] & 0xF8 == 0xD0 || bytes[6] & 0xF8 == 0x10) { return true }
+        if bytes[4] == 0xFF && bytes[5] & 0xF8 == 0x50 { return true }
+        if bytes[1] == 0xFF && (bytes[2] == 0x15 || bytes[2] & 0xF8 == 0x90) { return true }
+        return false
     }
 
-    extension UInt64 {
-        init?(hex: Substring) {
-            self.init(hex.hasPrefix("0x") ? hex.dropFirst(2) : hex, radix: 16)
-        }
+    private func mapping(containing address: UInt64) -> Mapping? {
+        let index = mappings.partitioningIndex { $0.end > address }
+        return index < mappings.count && mappings[index].start <= address ? mappings[index] : nil
     }
-#endif
+
+    private func reloadMappings() {
+        guard let file = fopen("/proc/self/maps", "r") else { return }
+        defer { fclose(file) }
+        var result: [Mapping] = []
+        var line: UnsafeMutablePointer<CChar>?
+        var capacity = 0
+        while getline(&line, &capacity, file) > 0 {
+            let text = String(cString: line!)
+            let parts = text.split(separator: " ", maxSplits: 2)
+            guard parts.count >= 2 else { continue }
+            let range = parts[0].split(separator: "-")
+            guard range.count == 2, let start = UInt64(hex: range[0]), let end = UInt64(hex: range[1]) else {
+                continue
+            }
+            let permissions = parts[1]
+            guard permissions.first == "r" else { continue }
+            result.append(Mapping(start: start, end: end, executable: permissions.dropFirst(2).first == "x"))
+        }
+        free(line)
+        mappings = result.sorted { $0.start < $1.start }
+    }
+}
+
+extension UInt64 {
+    init?(hex: Substring) {
+        self.init(hex.hasPrefix("0x") ? hex.dropFirst(2) : hex, radix: 16)
+    }
+}

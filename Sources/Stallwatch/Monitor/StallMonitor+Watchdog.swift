@@ -51,9 +51,9 @@ extension StallMonitor {
     private func raiseWatchdogPriority() {
         var parameters = sched_param(sched_priority: 1)
         if pthread_setschedparam(pthread_self(), SCHED_FIFO, &parameters) == 0 {
-            record { $0.watchdogScheduling = "SCHED_FIFO 1" }
+            record { $0.watchdogScheduling = .realTime }
         } else if setpriority(__priority_which_t(PRIO_PROCESS.rawValue), id_t(sw_gettid()), -10) == 0 {
-            record { $0.watchdogScheduling = "nice -10" }
+            record { $0.watchdogScheduling = .raisedNice }
         }
     }
 

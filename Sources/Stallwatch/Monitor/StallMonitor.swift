@@ -58,8 +58,46 @@ public final class StallMonitor: @unchecked Sendable {
         public var captureLatencyNanos: [UInt64] = []
         /// Budget expiry → first sample taken, for the last stalls (ns, at most 4096 kept).
         public var detectionLatencyNanos: [UInt64] = []
-        /// How the watchdog thread is scheduled: "SCHED_FIFO 1", "nice -10" or "normal".
-        public var watchdogScheduling = "normal"
+        /// How the watchdog thread is scheduled (`description`: "SCHED_FIFO 1", "nice -10" or
+        /// "normal").
+        public var watchdogScheduling = WatchdogScheduling.normal
+    }
+
+    /// The scheduling the watchdog thread got: it asks for the first it is allowed. A plain
+    /// value; any thread.
+    public enum WatchdogScheduling: Sendable, Hashable, CustomStringConvertible {
+        /// Real-time, `SCHED_FIFO` priority 1 (root or `CAP_SYS_NICE`).
+        case realTime
+        /// The normal policy with nice −10 (`CAP_SYS_NICE` or a permissive `RLIMIT_NICE`).
+        case raisedNice
+        /// As the thread was created.
+        case normal
+
+        /// "SCHED_FIFO 1", "nice -10" or "normal".
+        public var description: String {
+            switch self {
+            case .realTime: "SCHED_FIFO 1"
+            case .raisedNice: "nice -10"
+            case .normal: "normal"
+            }
+        }
+    }
+
+    /// Why the monitor cannot capture stacks (its samples then hold only /proc facts). A plain
+    /// value; any thread.
+    public enum SamplerError: Error, Sendable, Hashable, CustomStringConvertible {
+        /// libunwind (`libunwind.so.8`) could not be loaded, or lacks `unw_backtrace`; the
+        /// sampling signal was `signal`.
+        case unwinderUnavailable(signal: Int32)
+
+        /// The sampler's explanation, e.g. "cannot install the sampling signal 38: cannot load
+        /// libunwind.so.8 or resolve unw_backtrace".
+        public var description: String {
+            switch self {
+            case .unwinderUnavailable(let signal):
+                Sampler.InstallError(code: Sampler.missingUnwinderCode, signal: signal).description
+            }
+        }
     }
 
     /// The loop watched.
@@ -74,8 +112,9 @@ public final class StallMonitor: @unchecked Sendable {
     private let finished = DispatchSemaphore(value: 0)
     private let delivery = DispatchQueue(label: "stallwatch.monitor.delivery")
     let symbolicator: Symbolicator
-    /// Why stacks cannot be captured, if they cannot (samples then hold only /proc facts).
-    public private(set) var samplerError: String?
+    /// Why stacks cannot be captured, if they cannot (samples then hold only /proc facts). Read
+    /// it after `start()`, on the thread that called it.
+    public private(set) var samplerError: SamplerError?
 
     /// A monitor for `loop` (the main loop by default). Any thread.
     public init(loop: MainLoop = .main, configuration: Configuration = Configuration()) {
@@ -117,7 +156,7 @@ public final class StallMonitor: @unchecked Sendable {
         do {
             try Sampler.install(signal: signal)
         } catch let error where error.isMissingUnwinder {
-            samplerError = error.description
+            samplerError = .unwinderUnavailable(signal: error.signal)
         } catch {
             loop.board.monitorAttached.store(false, ordering: .releasing)
             throw error

@@ -1,78 +1,76 @@
-#if os(Linux)
-    import Glibc
+import Glibc
 
-    /// Reads a thread's kernel state from /proc/self/task/<tid>: state (stat), current syscall
-    /// (syscall), wait channel (wchan) and CPU time (schedstat, in ns). The files stay open and
-    /// are re-read with pread, 2–4 µs each. Watchdog thread only.
-    final class ThreadStateReader {
-        struct Reading {
-            var state: ThreadState
-            /// nil when running in user space ("running"); -1 when blocked outside a syscall.
-            var syscall: Int32?
-            var wchan: String?
-            var cpuTimeNanos: UInt64
-        }
-
-        private let stat: Int32
-        private let syscall: Int32
-        private let wchan: Int32
-        private let schedstat: Int32
-        private var buffer = [UInt8](repeating: 0, count: 1024)
-
-        init(tid: Int32) {
-            let base = "/proc/self/task/\(tid)/"
-            stat = open(base + "stat", O_RDONLY | O_CLOEXEC)
-            syscall = open(base + "syscall", O_RDONLY | O_CLOEXEC)
-            wchan = open(base + "wchan", O_RDONLY | O_CLOEXEC)
-            schedstat = open(base + "schedstat", O_RDONLY | O_CLOEXEC)
-        }
-
-        deinit {
-            for fd in [stat, syscall, wchan, schedstat] where fd >= 0 { close(fd) }
-        }
-
-        func read() -> Reading {
-            Reading(state: readState(), syscall: readSyscall(), wchan: readWchan(), cpuTimeNanos: readCPUTime())
-        }
-
-        private func contents(_ fd: Int32) -> Substring? {
-            guard fd >= 0 else { return nil }
-            let n = buffer.withUnsafeMutableBytes { pread(fd, $0.baseAddress, $0.count, 0) }
-            guard n > 0 else { return nil }
-            return Substring(String(decoding: buffer[0..<n], as: UTF8.self))
-        }
-
-        private func readState() -> ThreadState {
-            // "tid (comm) S ...": comm may hold spaces and parentheses, so split after the last ')'.
-            guard let text = contents(stat), let close = text.lastIndex(of: ")") else { return .unknown }
-            let rest = text[text.index(after: close)...].drop { $0 == " " }
-            return rest.first.map(ThreadState.init(procCode:)) ?? .unknown
-        }
-
-        private func readSyscall() -> Int32? {
-            guard let text = contents(syscall) else { return -1 }
-            let first = text.prefix { $0 != " " && $0 != "\n" }
-            if first == "running" { return nil }
-            return Int32(first) ?? -1
-        }
-
-        private func readWchan() -> String? {
-            guard let text = contents(wchan) else { return nil }
-            let name = text.trimmingTrailingWhitespace
-            return name.isEmpty || name == "0" ? nil : String(name)
-        }
-
-        private func readCPUTime() -> UInt64 {
-            guard let text = contents(schedstat) else { return 0 }
-            return UInt64(text.prefix { $0 != " " }) ?? 0
-        }
+/// Reads a thread's kernel state from /proc/self/task/<tid>: state (stat), current syscall
+/// (syscall), wait channel (wchan) and CPU time (schedstat, in ns). The files stay open and
+/// are re-read with pread, 2–4 µs each. Watchdog thread only.
+final class ThreadStateReader {
+    struct Reading {
+        var state: ThreadState
+        /// nil when running in user space ("running"); -1 when blocked outside a syscall.
+        var syscall: Int32?
+        var wchan: String?
+        var cpuTimeNanos: UInt64
     }
 
-    extension Substring {
-        fileprivate var trimmingTrailingWhitespace: Substring {
-            var text = self
-            while let last = text.last, last == "\n" || last == " " { text = text.dropLast() }
-            return text
-        }
+    private let stat: Int32
+    private let syscall: Int32
+    private let wchan: Int32
+    private let schedstat: Int32
+    private var buffer = [UInt8](repeating: 0, count: 1024)
+
+    init(tid: Int32) {
+        let base = "/proc/self/task/\(tid)/"
+        stat = open(base + "stat", O_RDONLY | O_CLOEXEC)
+        syscall = open(base + "syscall", O_RDONLY | O_CLOEXEC)
+        wchan = open(base + "wchan", O_RDONLY | O_CLOEXEC)
+        schedstat = open(base + "schedstat", O_RDONLY | O_CLOEXEC)
     }
-#endif
+
+    deinit {
+        for fd in [stat, syscall, wchan, schedstat] where fd >= 0 { close(fd) }
+    }
+
+    func read() -> Reading {
+        Reading(state: readState(), syscall: readSyscall(), wchan: readWchan(), cpuTimeNanos: readCPUTime())
+    }
+
+    private func contents(_ fd: Int32) -> Substring? {
+        guard fd >= 0 else { return nil }
+        let n = buffer.withUnsafeMutableBytes { pread(fd, $0.baseAddress, $0.count, 0) }
+        guard n > 0 else { return nil }
+        return Substring(String(decoding: buffer[0..<n], as: UTF8.self))
+    }
+
+    private func readState() -> ThreadState {
+        // "tid (comm) S ...": comm may hold spaces and parentheses, so split after the last ')'.
+        guard let text = contents(stat), let close = text.lastIndex(of: ")") else { return .unknown }
+        let rest = text[text.index(after: close)...].drop { $0 == " " }
+        return rest.first.map(ThreadState.init(procCode:)) ?? .unknown
+    }
+
+    private func readSyscall() -> Int32? {
+        guard let text = contents(syscall) else { return -1 }
+        let first = text.prefix { $0 != " " && $0 != "\n" }
+        if first == "running" { return nil }
+        return Int32(first) ?? -1
+    }
+
+    private func readWchan() -> String? {
+        guard let text = contents(wchan) else { return nil }
+        let name = text.trimmingTrailingWhitespace
+        return name.isEmpty || name == "0" ? nil : String(name)
+    }
+
+    private func readCPUTime() -> UInt64 {
+        guard let text = contents(schedstat) else { return 0 }
+        return UInt64(text.prefix { $0 != " " }) ?? 0
+    }
+}
+
+extension Substring {
+    fileprivate var trimmingTrailingWhitespace: Substring {
+        var text = self
+        while let last = text.last, last == "\n" || last == " " { text = text.dropLast() }
+        return text
+    }
+}

@@ -4,17 +4,14 @@ import Synchronization
 /// writer: a push is a few stores (no lock, allocation or syscall); when the writer has
 /// fallen a whole ring behind, the event is dropped and counted, and the loop never waits.
 final class EventRing: @unchecked Sendable {
-    /// A callout (descriptor's low byte is its `CalloutKind`) or an iteration (low byte 0);
-    /// times are `sw_cycles()` stamps.
+    /// A callout, or an iteration (`CalloutDescriptor.iteration`); times are `sw_cycles()` stamps.
     struct Event {
-        var descriptor: UInt64
+        var descriptor: CalloutDescriptor
         var label: UInt64
         var file: UInt64
         var start: UInt64
         var end: UInt64
     }
-
-    static let iterationKind: UInt64 = 0
 
     private let slots: UnsafeMutablePointer<Event>
     private let mask: Int

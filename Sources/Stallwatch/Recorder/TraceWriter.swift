@@ -64,7 +64,7 @@ struct TraceWriter {
         }
         let converter = Timebase.shared.converter()
         recorder.ring.drain { event in
-            if event.descriptor & 0xFF == EventRing.iterationKind {
+            if event.descriptor.isIteration {
                 let nanos = converter.duration(from: event.start, to: event.end)
                 latency[LatencyBuckets.index(forNanoseconds: nanos)] += 1
             } else {
@@ -93,6 +93,7 @@ struct TraceWriter {
                     wallClockStart: UInt64(wall.tv_sec) * 1_000_000_000 + UInt64(wall.tv_nsec), clockBase: clockBase,
                     mode: recorder.mode, thresholds: configuration.tiers, sampleInterval: configuration.sampleInterval))
         )
+        append(.platform(TraceRecord.Platform(architecture: Platform.architecture)))
         // Module indices start at 1: 0 means "unknown module" in symbol records.
         for (offset, module) in recorder.monitor.symbolicator.modules().enumerated() {
             let index = UInt32(offset + 1)
@@ -106,12 +107,11 @@ struct TraceWriter {
     }
 
     private mutating func writeCallout(_ event: EventRing.Event, _ converter: Timebase.Converter) {
-        let kind = UInt8(event.descriptor & 0xFF)
         let site = siteID(
             SiteKey(
-                kind: kind, label: CalloutSite.unpack(event.label), file: CalloutSite.unpack(event.file) ?? "?",
-                line: UInt32(event.descriptor >> 32)))
-        let mode = modeID(MainLoop.Mode(id: UInt16((event.descriptor >> 16) & 0xFFFF)).name)
+                kind: event.descriptor.kindCode, label: CalloutSite.unpack(event.label),
+                file: CalloutSite.unpack(event.file) ?? "?", line: event.descriptor.line))
+        let mode = modeID(event.descriptor.mode.name)
         append(
             .callout(
                 TraceRecord.Callout(

@@ -1,173 +1,161 @@
-#if os(Linux)
-    import Glibc
+import Glibc
 
-    /// A libdwfl view of this process's images: ELF symbol names and DWARF file:line.
-    ///
-    /// Not thread-safe (libdw keeps per-`Dwfl` caches without locks); `Symbolicator` owns one and
-    /// uses it under its lock. Debug information is read from the image files lazily, the first
-    /// time an address in that image is looked up, and stays cached for the session's lifetime.
-    final class DwarfSession {
-        struct Location {
-            /// Raw (mangled) symbol name from `.symtab` or `.dynsym`.
-            var symbol: String?
-            var file: String?
-            var line: UInt32?
-        }
-
-        /// A compile unit's address range (runtime addresses), for the address→CU lookup that
-        /// `.debug_aranges` would give; swiftc and clang do not emit that section.
-        private struct CURange {
-            var low: UInt64
-            var high: UInt64
-            var die: LibDW.DwarfDie
-            var bias: UInt64
-        }
-
-        private let dw: LibDW
-        private var dwfl: LibDW.Dwfl
-        /// Per `Dwfl_Module`, its CU ranges sorted by `low`; built on first use.
-        private var cuIndex: [LibDW.DwflModule: [CURange]] = [:]
-        private var reported: Set<ModuleInfo> = []
-
-        init?(modules: [ModuleInfo], libdw: LibDW? = LibDW.shared) {
-            guard let libdw, let dwfl = libdw.begin(libdw.callbacks) else { return nil }
-            self.dw = libdw
-            self.dwfl = dwfl
-            report(modules)
-        }
-
-        deinit { dw.end(dwfl) }
-
-        /// Brings the session up to date with the process's images. libdwfl opens each new file
-        /// here (an `open` and ELF header read per image); debug sections are read on first lookup.
-        func report(_ modules: [ModuleInfo]) {
-            let modules = Set(modules.filter(\.isFile))
-            if !reported.isSubset(of: modules) {
-                // An image went away (dlclose). Re-reporting survivors into the same Dwfl does not
-                // reliably keep them usable, so start a fresh session; this is rare.
-                if let fresh = dw.begin(dw.callbacks) {
-                    dw.end(dwfl)
-                    dwfl = fresh
-                    reported = []
-                    cuIndex = [:]
-                }
-            }
-            let added = modules.subtracting(reported)
-            guard !added.isEmpty else { return }
-            dw.reportBeginAdd(dwfl)
-            for module in added {
-                // add_p_vaddr: base is the load bias, which also covers prelinked (p_vaddr != 0) files.
-                _ = dw.reportElf(dwfl, module.path, module.path, -1, module.base, true)
-            }
-            _ = dw.reportEnd(dwfl, nil, nil)
-            reported.formUnion(added)
-        }
-
-        /// The symbol and source line at `address` (already adjusted to point inside the call
-        /// instruction for return addresses).
-        func locate(_ address: UInt64) -> Location? {
-            guard let module = dw.addrModule(dwfl, address) else { return nil }
-            var location = Location()
-            var offset: UInt64 = 0
-            var sym = Elf64_Sym()
-            var symbolStart: UInt64?
-            if let name = dw.moduleAddrInfo(module, address, &offset, &sym, nil, nil, nil) {
-                location.symbol = String(cString: name)
-                symbolStart = address &- offset
-            }
-            if let cu = compileUnit(in: module, containing: address),
-                let line = dw.getSrcDie(cu.die, address &- cu.bias)
-            {
-                var number: Int32 = 0
-                if dw.lineNo(line, &number) == 0, number > 0 {
-                    location.line = UInt32(number)
-                } else if let start = symbolStart {
-                    location.line = precedingLine(
-                        in: cu, before: address &- cu.bias, notBefore: start &- cu.bias)
-                }
-                if let source = dw.lineSrc(line, nil, nil) { location.file = String(cString: source) }
-            }
-            return location
-        }
-
-        /// Line 0 marks compiler-generated code (common in optimised Swift: retain/release,
-        /// inlined generic code). A sample there belongs to the statement the code was emitted for,
-        /// so take the nearest earlier row with a line, staying within the function and its
-        /// line-table sequence.
-        private func precedingLine(in cu: CURange, before address: UInt64, notBefore start: UInt64)
-            -> UInt32?
-        {
-            var lines: OpaquePointer?
-            var count = 0
-            guard dw.getSrcLines(cu.die, &lines, &count) == 0, let lines, count > 0 else { return nil }
-            func rowAddress(_ index: Int) -> UInt64 {
-                var value: UInt64 = 0
-                _ = dw.lineAddr(dw.oneSrcLine(lines, index), &value)
-                return value
-            }
-            // Rows are sorted by address: find the last one at or below `address`.
-            var low = 0
-            var high = count
-            while low < high {
-                let mid = (low + high) / 2
-                if rowAddress(mid) <= address { low = mid + 1 } else { high = mid }
-            }
-            var index = low - 1
-            while index >= 0, rowAddress(index) >= start {
-                let row = dw.oneSrcLine(lines, index)
-                var endsSequence = false
-                if dw.lineEndSequence(row, &endsSequence) == 0, endsSequence, index != low - 1 { break }
-                var number: Int32 = 0
-                if dw.lineNo(row, &number) == 0, number > 0 { return UInt32(number) }
-                index -= 1
-            }
-            return nil
-        }
-
-        private func compileUnit(in module: LibDW.DwflModule, containing address: UInt64) -> CURange? {
-            if let ranges = cuIndex[module] { return Self.search(ranges, address) }
-            // GCC-built libraries (and their separate debug files) carry .debug_aranges, which
-            // libdw reads quickly; walking all CUs of libc's debug file takes 75-190 ms.
-            var bias: UInt64 = 0
-            if let die = dw.moduleAddrDie(module, address, &bias) {
-                return CURange(low: address, high: address &+ 1, die: die, bias: bias)
-            }
-            return Self.search(buildIndex(module), address)
-        }
-
-        private static func search(_ ranges: [CURange], _ address: UInt64) -> CURange? {
-            // Last range starting at or below address; CU ranges do not overlap in practice, but a
-            // CU may have several ranges, each indexed separately.
-            var low = 0
-            var high = ranges.count
-            while low < high {
-                let mid = (low + high) / 2
-                if ranges[mid].low <= address { low = mid + 1 } else { high = mid }
-            }
-            guard low > 0, address < ranges[low - 1].high else { return nil }
-            return ranges[low - 1]
-        }
-
-        private func buildIndex(_ module: LibDW.DwflModule) -> [CURange] {
-            var ranges: [CURange] = []
-            var bias: UInt64 = 0
-            var cu = dw.moduleNextCU(module, nil, &bias)
-            while let die = cu {
-                var offset = 0
-                var base: UInt64 = 0
-                var start: UInt64 = 0
-                var end: UInt64 = 0
-                repeat {
-                    offset = dw.ranges(die, offset, &base, &start, &end)
-                    if offset > 0, start < end {
-                        ranges.append(CURange(low: start &+ bias, high: end &+ bias, die: die, bias: bias))
-                    }
-                } while offset > 0
-                cu = dw.moduleNextCU(module, die, &bias)
-            }
-            ranges.sort { $0.low < $1.low }
-            cuIndex[module] = ranges
-            return ranges
-        }
+/// A libdwfl view of this process's images: ELF symbol names and DWARF file:line.
+///
+/// Not thread-safe (libdw keeps per-`Dwfl` caches without locks); `Symbolicator` owns one and
+/// uses it under its lock. Debug information is read from the image files lazily, the first
+/// time an address in that image is looked up, and stays cached for the session's lifetime.
+final class DwarfSession {
+    struct Location {
+        /// Raw (mangled) symbol name from `.symtab` or `.dynsym`.
+        var symbol: String?
+        var file: String?
+        var line: UInt32?
     }
-#endif
+
+    /// A compile unit's address range (runtime addresses), for the address→CU lookup that
+    /// `.debug_aranges` would give; swiftc and clang do not emit that section.
+    private struct CURange {
+        var low: UInt64
+        var high: UInt64
+        var die: LibDW.DwarfDie
+        var bias: UInt64
+    }
+
+    private let dw: LibDW
+    private var dwfl: LibDW.Dwfl
+    /// Per `Dwfl_Module`, its CU ranges sorted by `low`; built on first use.
+    private var cuIndex: [LibDW.DwflModule: [CURange]] = [:]
+    private var reported: Set<ModuleInfo> = []
+
+    init?(modules: [ModuleInfo], libdw: LibDW? = LibDW.shared) {
+        guard let libdw, let dwfl = libdw.begin(libdw.callbacks) else { return nil }
+        self.dw = libdw
+        self.dwfl = dwfl
+        report(modules)
+    }
+
+    deinit { dw.end(dwfl) }
+
+    /// Brings the session up to date with the process's images. libdwfl opens each new file
+    /// here (an `open` and ELF header read per image); debug sections are read on first lookup.
+    func report(_ modules: [ModuleInfo]) {
+        let modules = Set(modules.filter(\.isFile))
+        if !reported.isSubset(of: modules) {
+            // An image went away (dlclose). Re-reporting survivors into the same Dwfl does not
+            // reliably keep them usable, so start a fresh session; this is rare.
+            if let fresh = dw.begin(dw.callbacks) {
+                dw.end(dwfl)
+                dwfl = fresh
+                reported = []
+                cuIndex = [:]
+            }
+        }
+        let added = modules.subtracting(reported)
+        guard !added.isEmpty else { return }
+        dw.reportBeginAdd(dwfl)
+        for module in added {
+            // add_p_vaddr: base is the load bias, which also covers prelinked (p_vaddr != 0) files.
+            _ = dw.reportElf(dwfl, module.path, module.path, -1, module.base, true)
+        }
+        _ = dw.reportEnd(dwfl, nil, nil)
+        reported.formUnion(added)
+    }
+
+    /// The symbol and source line at `address` (already adjusted to point inside the call
+    /// instruction for return addresses).
+    func locate(_ address: UInt64) -> Location? {
+        guard let module = dw.addrModule(dwfl, address) else { return nil }
+        var location = Location()
+        var offset: UInt64 = 0
+        var sym = Elf64_Sym()
+        var symbolStart: UInt64?
+        if let name = dw.moduleAddrInfo(module, address, &offset, &sym, nil, nil, nil) {
+            location.symbol = String(cString: name)
+            symbolStart = address &- offset
+        }
+        if let cu = compileUnit(in: module, containing: address),
+            let line = dw.getSrcDie(cu.die, address &- cu.bias)
+        {
+            var number: Int32 = 0
+            if dw.lineNo(line, &number) == 0, number > 0 {
+                location.line = UInt32(number)
+            } else if let start = symbolStart {
+                location.line = precedingLine(
+                    in: cu, before: address &- cu.bias, notBefore: start &- cu.bias)
+            }
+            if let source = dw.lineSrc(line, nil, nil) { location.file = String(cString: source) }
+        }
+        return location
+    }
+
+    /// Line 0 marks compiler-generated code (common in optimised Swift: retain/release,
+    /// inlined generic code). A sample there belongs to the statement the code was emitted for,
+    /// so take the nearest earlier row with a line, staying within the function and its
+    /// line-table sequence.
+    private func precedingLine(in cu: CURange, before address: UInt64, notBefore start: UInt64)
+        -> UInt32?
+    {
+        var lines: OpaquePointer?
+        var count = 0
+        guard dw.getSrcLines(cu.die, &lines, &count) == 0, let lines, count > 0 else { return nil }
+        func rowAddress(_ index: Int) -> UInt64 {
+            var value: UInt64 = 0
+            _ = dw.lineAddr(dw.oneSrcLine(lines, index), &value)
+            return value
+        }
+        // Rows are sorted by address: find the last one at or below `address`.
+        let after = (0..<count).partitioningIndex { rowAddress($0) > address }
+        var index = after - 1
+        while index >= 0, rowAddress(index) >= start {
+            let row = dw.oneSrcLine(lines, index)
+            var endsSequence = false
+            if dw.lineEndSequence(row, &endsSequence) == 0, endsSequence, index != after - 1 { break }
+            var number: Int32 = 0
+            if dw.lineNo(row, &number) == 0, number > 0 { return UInt32(number) }
+            index -= 1
+        }
+        return nil
+    }
+
+    private func compileUnit(in module: LibDW.DwflModule, containing address: UInt64) -> CURange? {
+        if let ranges = cuIndex[module] { return Self.search(ranges, address) }
+        // GCC-built libraries (and their separate debug files) carry .debug_aranges, which
+        // libdw reads quickly; walking all CUs of libc's debug file takes 75-190 ms.
+        var bias: UInt64 = 0
+        if let die = dw.moduleAddrDie(module, address, &bias) {
+            return CURange(low: address, high: address &+ 1, die: die, bias: bias)
+        }
+        return Self.search(buildIndex(module), address)
+    }
+
+    private static func search(_ ranges: [CURange], _ address: UInt64) -> CURange? {
+        // Last range starting at or below address; CU ranges do not overlap in practice, but a
+        // CU may have several ranges, each indexed separately.
+        let after = ranges.partitioningIndex { $0.low > address }
+        guard after > 0, address < ranges[after - 1].high else { return nil }
+        return ranges[after - 1]
+    }
+
+    private func buildIndex(_ module: LibDW.DwflModule) -> [CURange] {
+        var ranges: [CURange] = []
+        var bias: UInt64 = 0
+        var cu = dw.moduleNextCU(module, nil, &bias)
+        while let die = cu {
+            var offset = 0
+            var base: UInt64 = 0
+            var start: UInt64 = 0
+            var end: UInt64 = 0
+            repeat {
+                offset = dw.ranges(die, offset, &base, &start, &end)
+                if offset > 0, start < end {
+                    ranges.append(CURange(low: start &+ bias, high: end &+ bias, die: die, bias: bias))
+                }
+            } while offset > 0
+            cu = dw.moduleNextCU(module, die, &bias)
+        }
+        ranges.sort { $0.low < $1.low }
+        cuIndex[module] = ranges
+        return ranges
+    }
+}

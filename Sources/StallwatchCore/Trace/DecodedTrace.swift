@@ -10,6 +10,10 @@
 public struct DecodedTrace: Sendable {
     /// The header, if the trace has one (the last, if several).
     public var header: TraceRecord.Header?
+    /// The architecture the trace was recorded on (its `platform` record), e.g. `"x86_64"`;
+    /// nil for a trace written before that record existed (those were all recorded on x86_64,
+    /// the only platform the recorder has run on) or that lost it to damage.
+    public var architecture: String?
     /// The module map, in file order.
     public var modules: [TraceRecord.Module] = []
     /// The stalls, by start time. A stall with no `stallEnded` record has the `unfinished`
@@ -45,6 +49,7 @@ public struct DecodedTrace: Sendable {
         outcome = TraceDecoder.decode(bytes, fileName: fileName) { record, _ in
             switch record {
             case .header(let header): self.header = header
+            case .platform(let platform): architecture = platform.architecture
             case .module(let module): modules.append(module)
             case .callout(let callout):
                 calloutCount += 1

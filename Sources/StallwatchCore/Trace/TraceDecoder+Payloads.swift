@@ -126,6 +126,8 @@ extension TraceParser {
                 .init(intervalStart: start, intervalLength: length, buckets: buckets))
         case .lostRecords:
             return .lostRecords(.init(time: try reader.varint("time"), count: try reader.varint("count")))
+        case .platform:
+            return .platform(.init(architecture: try reader.string("architecture")))
         case .callout, .sync:
             preconditionFailure("parsed by TraceParser.parsePayload")
         }

@@ -86,6 +86,8 @@ extension TraceEncoder {
         case .lostRecords(let lost):
             writer.varint(lost.time)
             writer.varint(lost.count)
+        case .platform(let platform):
+            writer.string(platform.architecture)
         case .sync, .callout, .sample:
             preconditionFailure("encoded by TraceEncoder.encode")
         }

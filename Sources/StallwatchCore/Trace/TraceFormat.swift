@@ -45,7 +45,7 @@ public enum TraceFormat {
 /// - Reserved: `0` (never a kind, so zero-filled bytes are caught as corruption);
 ///   `128...255` (kept for a future two-byte kind form; v1 readers skip them like any
 ///   unknown kind).
-/// - Next id: **16**.
+/// - Next id: **17**.
 ///
 /// A plain value; use it on any thread.
 public enum TraceRecordKind: UInt8, CaseIterable, Sendable, Hashable {
@@ -79,9 +79,11 @@ public enum TraceRecordKind: UInt8, CaseIterable, Sendable, Hashable {
     case latencyHistogram = 14
     /// Records the recorder dropped because its ring was full.
     case lostRecords = 15
+    /// The machine the trace was recorded on (architecture); once, after the header.
+    case platform = 16
 
     /// The id the next new kind gets.
-    public static let nextID: UInt8 = 16
+    public static let nextID: UInt8 = 17
 
     /// Ids that are not kinds and must never become kinds.
     public static let reservedIDs: [ClosedRange<UInt8>] = [0...0, 128...255]
@@ -104,6 +106,7 @@ public enum TraceRecordKind: UInt8, CaseIterable, Sendable, Hashable {
         case .frameClock: "frameClock"
         case .latencyHistogram: "latencyHistogram"
         case .lostRecords: "lostRecords"
+        case .platform: "platform"
         }
     }
 }

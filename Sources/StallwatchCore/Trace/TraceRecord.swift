@@ -34,6 +34,8 @@ public enum TraceRecord: Sendable, Hashable {
     indirect case latencyHistogram(LatencyHistogram)
     /// Records the recorder dropped (kind 15).
     case lostRecords(LostRecords)
+    /// The machine the trace was recorded on (kind 16).
+    case platform(Platform)
 
     /// The record's kind id.
     public var kind: TraceRecordKind {
@@ -53,6 +55,7 @@ public enum TraceRecord: Sendable, Hashable {
         case .frameClock: .frameClock
         case .latencyHistogram: .latencyHistogram
         case .lostRecords: .lostRecords
+        case .platform: .platform
         }
     }
 }
@@ -88,6 +91,18 @@ extension TraceRecord {
             self.mode = mode
             self.thresholds = thresholds
             self.sampleInterval = sampleInterval
+        }
+    }
+
+    /// The machine the trace was recorded on: what a reader needs to interpret
+    /// machine-specific values (syscall numbers, addresses). Once, right after the header.
+    public struct Platform: Sendable, Hashable {
+        /// The CPU architecture, in `uname -m` spelling (`"x86_64"`).
+        public var architecture: String
+
+        /// Creates a platform record.
+        public init(architecture: String) {
+            self.architecture = architecture
         }
     }
 

@@ -1,3 +1,6 @@
+// Posted closures: the loop thread's own FIFO (`JobRing`) and the queue other threads post into
+// (`RemoteQueue`).
+
 import Synchronization
 
 /// A posted closure and where it was posted from.

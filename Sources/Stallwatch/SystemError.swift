@@ -1,0 +1,14 @@
+import Glibc
+
+/// A system call failed: which one and errno. Thrown by the loop's registration
+/// functions and `TraceRecorder.init`.
+public struct SystemError: Error, CustomStringConvertible, Sendable {
+    /// The failing call, e.g. `epoll_ctl(ADD, fd 7)`.
+    public var call: String
+    /// The errno it set.
+    public var errno: Int32
+
+    public var description: String {
+        "\(call) failed: \(String(cString: strerror(errno))) (errno \(errno))"
+    }
+}
