@@ -3,6 +3,8 @@ import Foundation
 import StallwatchCore
 import StallwatchReport
 
+@testable import stallwatch
+
 /// Builds trace bytes record by record.
 struct TraceBuilder {
     var encoder = TraceEncoder()

@@ -1,7 +1,7 @@
 // Every help text, whole, as swift-argument-parser lays it out: OVERVIEW, USAGE, ARGUMENTS, OPTIONS, SUBCOMMANDS.
 import Testing
 
-@testable import StallwatchReport
+@testable import stallwatch
 
 private let rootHelpText = """
     OVERVIEW: Find and explain main-thread stalls recorded by Stallwatch.
@@ -9,6 +9,7 @@ private let rootHelpText = """
     USAGE: stallwatch <subcommand>
 
     OPTIONS:
+      --version               Show the version.
       -h, --help              Show help information.
 
     SUBCOMMANDS:
@@ -184,6 +185,13 @@ func commandHelp(command: String) throws {
         #expect(run.output == expected, "\(arguments)")
         #expect(run.error.isEmpty)
     }
+}
+
+@Test func versionIsPrintedOnStandardOutput() {
+    let run = CLIRun(["--version"])
+    #expect(run.exitCode == 0)
+    #expect(run.output == "stallwatch \(StallwatchCLI.version)\n")
+    #expect(run.error.isEmpty)
 }
 
 @Test func usageErrorsPrintMessageAndUsage() {

@@ -17,7 +17,7 @@ import Testing
     @Test func signaturesGroupByCategoryAndAppFrames() {
         let report = report([Fixture.standard()])
         #expect(report.signatureCount == 4)
-        #expect(report.signatures.map(\.category) == ["compute", "database", "io", "lockWait"])
+        #expect(report.signatures.map(\.category) == [.compute, .database, .io, .lockWait])
         let compute = report.signatures[0]
         #expect(compute.count == 2)
         #expect(compute.totalMs == 320)
