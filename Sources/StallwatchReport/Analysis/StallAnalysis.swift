@@ -15,8 +15,7 @@ public struct SignatureKey: Sendable, Hashable, Comparable, Codable {
     /// dominant reason in brackets (`[fsync]`); `[no samples]` when there are none.
     public var frames: [String]
 
-    /// Creates a key, e.g. to look a signature up.
-    public init(category: StallCategory, frames: [String]) {
+    init(category: StallCategory, frames: [String]) {
         self.category = category
         self.frames = frames
     }
