@@ -23,10 +23,11 @@ let package = Package(
             name: "Stallwatch",
             dependencies: ["StallwatchCore", "CStallwatchSampler", "CStallwatchShims"]
         ),
-        // Reading traces: aggregation, signatures, rendering, exporters, gate, the CLI's commands.
+        // Reading traces: loading, analysis, rendering, exporters, gate. No command line.
         .target(name: "StallwatchReport", dependencies: ["StallwatchCore"]),
-        // The `stallwatch` CLI (main.swift and the lead's Demo.swift; the commands live in StallwatchReport).
-        .executableTarget(name: "stallwatch", dependencies: ["StallwatchReport", "Stallwatch", "CSQLite"]),
+        // The `stallwatch` CLI: its argument parser and the commands (types whose properties are
+        // their options). It reads traces only: no runtime, no SQLite (the demo is a sample).
+        .executableTarget(name: "stallwatch", dependencies: ["StallwatchReport", "StallwatchCore"]),
         .executableTarget(
             name: "stallwatch-bench",
             dependencies: ["Stallwatch"],

@@ -2,6 +2,7 @@
 // fractal standing in for text and vector drawing). The iteration count is calibrated at
 // startup so that one row costs about 6 ms on this machine and in this build.
 import SampleSupport
+import StallwatchCore
 
 /// One drawn row: its pixels and the model version they show. A plain value; any thread.
 struct RowBitmap: Sendable {
@@ -26,7 +27,7 @@ struct RowRenderer: Sendable {
             _ = trial.draw(row: row, version: 0)
             fastest = min(fastest, max(1, watch.elapsedNanos))
         }
-        let iterations = Double(trial.iterations) * Double(target.nanosecondsValue) / Double(fastest)
+        let iterations = Double(trial.iterations) * Double(target.nanoseconds) / Double(fastest)
         return RowRenderer(iterations: min(4096, max(1, Int(iterations))))
     }
 

@@ -4,6 +4,7 @@
 // the frame budget by far more than 50 ms on any machine, fast disk or not.
 import CSQLite
 import Foundation
+import StallwatchCore
 
 /// How long each blocker works: ≥ 50 ms beyond the 16.7 ms budget even on a fast device.
 public let blockerDuration = Duration.milliseconds(150)
@@ -33,7 +34,7 @@ public final class PhotoLibrary: Sendable {
             _ = Self.hash(bytes, chunk: index, seed: 0)
             fastest = min(fastest, max(1, watch.elapsedNanos))
         }
-        chunkCount = max(8, Int(UInt64(blockerDuration.nanosecondsValue) / fastest) + 1)
+        chunkCount = max(8, Int(blockerDuration.nanoseconds / fastest) + 1)
     }
 
     /// Hashes chunk `index` (cycling through the buffer) into `seed`.

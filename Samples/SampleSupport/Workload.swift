@@ -2,6 +2,7 @@
 // fast device must still stall), a real hash over bytes, and temporary directories.
 import Foundation
 import Stallwatch
+import StallwatchCore
 
 /// Elapsed time on the monotonic clock. A plain value; use it on any thread.
 public struct Stopwatch: Sendable {
@@ -17,14 +18,7 @@ public struct Stopwatch: Sendable {
     public var elapsedMilliseconds: Double { Double(elapsedNanos) / 1e6 }
 
     /// Whether `duration` has passed since the start.
-    public func hasElapsed(_ duration: Duration) -> Bool { elapsedNanos >= UInt64(duration.nanosecondsValue) }
-}
-
-extension Duration {
-    /// The duration in whole nanoseconds (negative durations are 0).
-    public var nanosecondsValue: Int64 {
-        max(0, components.seconds * 1_000_000_000 + components.attoseconds / 1_000_000_000)
-    }
+    public func hasElapsed(_ duration: Duration) -> Bool { elapsedNanos >= duration.nanoseconds }
 }
 
 /// FNV-1a over `bytes`, continuing from `seed`: cheap per byte, but every byte is read.

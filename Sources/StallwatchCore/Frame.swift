@@ -60,7 +60,8 @@ public struct Frame: Sendable, Hashable, Codable {
         "libXCTest", "libTesting", "lib_Testing",
     ]
 
-    static func basename(_ path: String) -> Substring {
+    /// The last component of `path` (`libc.so.6` for `/usr/lib/x86_64-linux-gnu/libc.so.6`).
+    package static func basename(_ path: String) -> Substring {
         if let slash = path.utf8.lastIndex(of: UInt8(ascii: "/")) {
             return path[path.utf8.index(after: slash)...]
         }

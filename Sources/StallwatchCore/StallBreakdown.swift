@@ -87,12 +87,7 @@ extension StallBreakdown {
         samples: [Sample], classifications: [Classification], end: UInt64?, maxReasons: Int = 5
     ) {
         precondition(samples.count == classifications.count, "one classification per sample")
-        var weights: [UInt64] = []
-        weights.reserveCapacity(samples.count)
-        for index in samples.indices {
-            let until = index + 1 < samples.count ? samples[index + 1].time : (end ?? samples[index].time)
-            weights.append(until > samples[index].time ? until - samples[index].time : 0)
-        }
+        let weights = StallBreakdown.sampleWeights(samples, end: end)
         let total = weights.reduce(0, +)
         // With no measurable time, every sample counts once so the verdict still shows.
         let units = total == 0 ? weights.map { _ in UInt64(1) } : weights
@@ -140,6 +135,19 @@ extension StallBreakdown {
             nanos: nanos, shares: shares, totalNanos: total, dominant: dominant,
             dominantShare: unitTotal == 0 ? 0 : Double(dominantUnits) / Double(unitTotal),
             topReasons: Array(reasons), sampleCount: samples.count)
+    }
+}
+
+extension StallBreakdown {
+    /// The nanoseconds each of `samples` (sorted by time) stands for: until the next sample,
+    /// the last one until `end` (nothing when the stall is unfinished, `end` nil). The one
+    /// definition of sample weight: breakdowns, folded stacks and speedscope all use it.
+    package static func sampleWeights(_ samples: [Sample], end: UInt64?) -> [UInt64] {
+        samples.indices.map { index in
+            let time = samples[index].time
+            let until = index + 1 < samples.count ? samples[index + 1].time : (end ?? time)
+            return until > time ? until - time : 0
+        }
     }
 }
 

@@ -1,7 +1,8 @@
 /// How bad a stall is, by duration. Ordered from mildest (`hitch`) to worst (`severe`).
 ///
+/// The raw values are stable: they appear in JSON reports (also as dictionary keys).
 /// A plain value; use it on any thread.
-public enum Tier: String, CaseIterable, Comparable, Sendable, Hashable, Codable {
+public enum Tier: String, CaseIterable, Comparable, Sendable, Hashable, Codable, CodingKeyRepresentable {
     /// Longer than the frame budget (one frame dropped or more), shorter than a micro hang.
     case hitch
     /// At least 100 ms by default: a user notices the delay.

@@ -1,7 +1,7 @@
 // The hand-written parser accepts what swift-argument-parser accepts and rejects the rest with a usage error.
 import Testing
 
-@testable import StallwatchReport
+@testable import stallwatch
 
 private let definitions: [ArgumentDefinition] = [
     .positional("traces", help: "Traces.", repeating: true),

@@ -3,6 +3,8 @@ import Foundation
 import StallwatchCore
 import StallwatchReport
 
+@testable import stallwatch
+
 /// Builds trace bytes record by record.
 struct TraceBuilder {
     var encoder = TraceEncoder()
@@ -204,12 +206,12 @@ struct CLIRun {
     var output: String
     var error: String
 
-    init(_ arguments: [String], environment: [String: String] = [:], terminal: Bool = false, demo: DemoRunner? = nil) {
+    init(_ arguments: [String], environment: [String: String] = [:], terminal: Bool = false) {
         let output = BufferSink()
         let error = BufferSink()
         let context = CommandContext(
             standardOutput: output, standardError: error, outputIsTerminal: terminal, errorIsTerminal: false,
-            environment: environment, demo: demo)
+            environment: environment)
         exitCode = StallwatchCLI.run(arguments, context: context).rawValue
         self.output = output.text
         self.error = error.text

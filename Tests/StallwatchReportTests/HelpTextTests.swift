@@ -1,7 +1,7 @@
 // Every help text, whole, as swift-argument-parser lays it out: OVERVIEW, USAGE, ARGUMENTS, OPTIONS, SUBCOMMANDS.
 import Testing
 
-@testable import StallwatchReport
+@testable import stallwatch
 
 private let rootHelpText = """
     OVERVIEW: Find and explain main-thread stalls recorded by Stallwatch.
@@ -9,10 +9,10 @@ private let rootHelpText = """
     USAGE: stallwatch <subcommand>
 
     OPTIONS:
+      --version               Show the version.
       -h, --help              Show help information.
 
     SUBCOMMANDS:
-      demo                    Run a built-in stalling workload and print its report.
       record                  Run a command with stall recording turned on.
       report                  Summarize the stalls of one or more traces.
       show                    Show one stall and its samples as a timeline.
@@ -27,17 +27,6 @@ private let rootHelpText = """
     """
 
 private let commandHelpTexts: [String: String] = [
-    "demo": """
-    OVERVIEW: Run a built-in stalling workload and print its report.
-
-    USAGE: stallwatch demo [--budget <ms>] [--keep]
-
-    OPTIONS:
-      --budget <ms>           The frame budget in milliseconds. (default: 16.667)
-      --keep                  Keep the trace file (its path is printed).
-      -h, --help              Show help information.
-
-    """,
     "record": """
     OVERVIEW: Run a command with stall recording turned on.
 
@@ -175,7 +164,7 @@ private let commandHelpTexts: [String: String] = [
     #expect(bare.error == rootHelpText)
 }
 
-@Test(arguments: ["demo", "record", "report", "show", "export", "diff", "gate"])
+@Test(arguments: ["record", "report", "show", "export", "diff", "gate"])
 func commandHelp(command: String) throws {
     let expected = try #require(commandHelpTexts[command])
     for arguments in [[command, "--help"], [command, "-h"], ["help", command]] {
@@ -184,6 +173,13 @@ func commandHelp(command: String) throws {
         #expect(run.output == expected, "\(arguments)")
         #expect(run.error.isEmpty)
     }
+}
+
+@Test func versionIsPrintedOnStandardOutput() {
+    let run = CLIRun(["--version"])
+    #expect(run.exitCode == 0)
+    #expect(run.output == "stallwatch \(StallwatchCLI.version)\n")
+    #expect(run.error.isEmpty)
 }
 
 @Test func usageErrorsPrintMessageAndUsage() {

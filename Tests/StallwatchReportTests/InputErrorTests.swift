@@ -77,6 +77,35 @@ import Testing
         #expect(gate.output.isEmpty)
     }
 
+    @Test(arguments: [
+        [UInt8](repeating: 0, count: 4_096),
+        (1...3_000).map { UInt8(truncatingIfNeeded: ($0 &* 2_654_435_761) >> 13) },
+    ])
+    func aJunkTailIsATruncationForEveryCommand(junk: [UInt8]) throws {
+        let whole = Fixture.standard()
+        let path = directory.write("junk.swtrace", whole + junk)
+        let report = CLIRun(["report", path, "--json"])
+        #expect(report.exitCode == 0)
+        let warning = try #require(report.error.split(separator: "\n").first)
+        // Where the junk starts (random junk may first frame as records of unknown kinds).
+        let offset = try #require(Int(warning.split(separator: " ")[3].dropLast()))
+        #expect(offset >= whole.count)
+        #expect(warning.hasPrefix("warning: \(path): byte \(offset): the input ends"))
+        #expect(warning.hasSuffix("; using the whole records before it"))
+        #expect(report.error.split(separator: "\n").count == 1)
+        #expect(report.output.contains("\"total\" : 6"))
+        // The gate still gates: it passes and fails on the records before the junk.
+        let passed = CLIRun(["gate", path, "--max-stalls", "6"])
+        #expect(passed.exitCode == 0)
+        #expect(passed.output.hasSuffix("Result: PASS (1 limits)\n"))
+        let failed = CLIRun(["gate", path, "--max-stalls", "5"])
+        #expect(failed.exitCode == 1)
+        #expect(failed.error.hasPrefix("warning: \(path): byte \(offset): "))
+        #expect(CLIRun(["show", path, "--stall", "1"]).exitCode == 0)
+        #expect(CLIRun(["export", path, "--format", "folded", "-o", "-"]).exitCode == 0)
+        #expect(CLIRun(["diff", path, path]).exitCode == 0)
+    }
+
     @Test func unknownStallIsAnError() {
         let path = directory.write("standard.swtrace", Fixture.standard())
         let run = CLIRun(["show", path, "--stall", "99"])

@@ -74,6 +74,30 @@ struct BinaryRun {
         #expect(run.error.contains("wrote no trace"))
     }
 
+    @Test func recordSaysWhenNoTraceWasWrittenAndKeepsTheStatus() throws {
+        let hint = "(does it run MainLoop.main with Stallwatch linked in?)"
+        let fresh = directory.path + "/never.swtrace"
+        let none = try BinaryRun(["record", "-o", fresh, "--", "/bin/sh", "-c", "exit 4"])
+        #expect(none.exitCode == 4)
+        #expect(none.error == "warning: /bin/sh wrote no trace to \(fresh) \(hint)\n")
+        // A trace left by an earlier run is not this run's.
+        let stale = directory.write("stale.swtrace", Fixture.standard())
+        let old = try BinaryRun(["record", "-o", stale, "--", "/bin/sh", "-c", "exit 0"])
+        #expect(old.exitCode == 0)
+        #expect(
+            old.error == "warning: /bin/sh wrote no trace to \(stale); the file there is from before this run \(hint)\n"
+        )
+        let written = try BinaryRun(["record", "-o", stale, "--", "/bin/sh", "-c", "printf x >> \"$STALLWATCH_TRACE\""])
+        #expect(written.exitCode == 0)
+        #expect(written.error.isEmpty)
+    }
+
+    @Test func versionIsOneLine() throws {
+        let run = try BinaryRun(["--version"])
+        #expect(run.exitCode == 0)
+        #expect(run.output.wholeMatch(of: /stallwatch [0-9]+\.[0-9]+\.[0-9]+\n/) != nil)
+    }
+
     @Test func recordReportsAKillingSignalAs128PlusItsNumber() throws {
         // SIGKILL, because the test runner may have SIGTERM ignored, which its children inherit.
         let run = try BinaryRun(["record", "-o", directory.path + "/t", "--", "/bin/sh", "-c", "kill -KILL $$"])

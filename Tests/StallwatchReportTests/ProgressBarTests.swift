@@ -2,7 +2,7 @@
 import Foundation
 import Testing
 
-@testable import StallwatchReport
+@testable import stallwatch
 
 @Test func hiddenWhenReadingEndsBeforeTheDelay() async throws {
     let sink = BufferSink()

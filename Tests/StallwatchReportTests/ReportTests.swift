@@ -17,7 +17,7 @@ import Testing
     @Test func signaturesGroupByCategoryAndAppFrames() {
         let report = report([Fixture.standard()])
         #expect(report.signatureCount == 4)
-        #expect(report.signatures.map(\.category) == ["compute", "database", "io", "lockWait"])
+        #expect(report.signatures.map(\.category) == [.compute, .database, .io, .lockWait])
         let compute = report.signatures[0]
         #expect(compute.count == 2)
         #expect(compute.totalMs == 320)
@@ -115,24 +115,5 @@ import Testing
         #expect(count(replaced, "gone") == 1)
         let text = CLIRun(["diff", base, worse]).output
         #expect(text.contains("Worse (1)\n  ▲ compute: Hitchy.work()  5 → 8 stalls, 200.0 → 320.0 ms (+60.0 %)"))
-    }
-
-    @Test func demoReportsTheTraceItsWorkloadRecorded() {
-        let path = directory.write("demo.swtrace", Fixture.standard())
-        let run = CLIRun(
-            ["demo", "--budget", "20", "--keep"],
-            demo: { budget, keep in
-                #expect(budget == 20)
-                #expect(keep)
-                return path
-            })
-        #expect(run.exitCode == 0)
-        #expect(run.output.hasPrefix("Stallwatch report — 1 trace"))
-        #expect(run.output.hasSuffix("trace kept at \(path)\n"))
-        #expect(FileManager.default.fileExists(atPath: path))
-        let removed = CLIRun(["demo"], demo: { _, _ in path })
-        #expect(removed.exitCode == 0)
-        #expect(!FileManager.default.fileExists(atPath: path))
-        #expect(CLIRun(["demo"]).exitCode == 2)
     }
 }

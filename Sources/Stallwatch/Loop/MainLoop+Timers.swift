@@ -152,15 +152,6 @@ extension MainLoop {
     }
 }
 
-extension Duration {
-    /// Whole nanoseconds, clamped at zero.
-    var nanoseconds: UInt64 {
-        let (seconds, attoseconds) = components
-        guard seconds >= 0 else { return 0 }
-        return UInt64(seconds) * 1_000_000_000 + UInt64(attoseconds / 1_000_000_000)
-    }
-}
-
 /// A binary min-heap of timer fires ordered by deadline, then registration order. Stale
 /// entries (cancelled, or rescheduled: generation changed) are dropped when they surface.
 struct TimerHeap {

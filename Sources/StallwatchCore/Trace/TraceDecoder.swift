@@ -1,9 +1,11 @@
 /// Decodes a trace (`docs/trace-format.md`) record by record.
 ///
 /// Never traps on bad input. Records of unknown kinds are skipped. A truncated trace yields
-/// every record before the incomplete one; after a corrupt region the decoder scans for the
-/// next sync marker and goes on from there. Once `next()` returns `nil`, `outcome` says how
-/// the input ended and lists every problem (`TraceError`, with file name and byte offset).
+/// every record before the incomplete one, and so does a trace that ends in junk (zero-filled
+/// or garbage bytes with no sync marker and no whole record after them, as a crash or power
+/// loss leaves); after a corrupt region the decoder scans for the next sync marker and goes
+/// on from there. Once `next()` returns `nil`, `outcome` says how the input ended and lists
+/// every problem (`TraceError`, with file name and byte offset).
 ///
 /// A value owned by one thread at a time; decode different traces on different threads.
 public struct TraceDecoder: Sequence, IteratorProtocol {
@@ -232,7 +234,8 @@ struct TraceParser {
     }
 
     /// Records a corrupt region starting at `start` and moves to the next sync marker, or to
-    /// the end when there is none.
+    /// the end when there is none. Bad bytes after the preamble that neither a sync marker nor
+    /// a whole record follows are the trace's junk tail: a truncation, not corruption.
     private mutating func fail(
         at start: Int, _ problem: TraceError.Problem, _ buffer: UnsafeRawBufferPointer
     ) {
@@ -242,11 +245,57 @@ struct TraceParser {
             error.resumed = true
             offset = sync
             phase = .records
+        } else if phase == .records && !recordsFollow(start, in: buffer) {
+            let zeroFilled = (start..<buffer.count).allSatisfy { buffer[$0] == 0 }
+            error.problem = .junkTail(zeroFilled: zeroFilled)
+            error.skippedBytes = buffer.count - start
+            phase = .done
         } else {
             error.skippedBytes = buffer.count - start
             phase = .done
         }
         outcome.problems.append(error)
+    }
+
+    /// Whether records of known kinds, back to back, run from somewhere after `start` exactly
+    /// to the end of the input: then the damage at `start` lies between records. Only known
+    /// kinds count, since random bytes often frame as an unknown kind and a length.
+    ///
+    /// Every position is tried, but a chain is walked at most once: positions that began a
+    /// whole record whose chain fell short are remembered, so the cost stays linear.
+    private func recordsFollow(_ start: Int, in buffer: UnsafeRawBufferPointer) -> Bool {
+        guard start + 1 < buffer.count else { return false }
+        var probe = self  // parsing payloads moves the callout base; leave ours alone
+        var fallsShort = Set<Int>()
+        var chain: [Int] = []
+        for first in (start + 1)..<buffer.count {
+            var position = first
+            chain.removeAll(keepingCapacity: true)
+            while position < buffer.count, !fallsShort.contains(position),
+                let end = probe.wholeKnownRecord(at: position, in: buffer)
+            {
+                chain.append(position)
+                position = end
+            }
+            if position == buffer.count && !chain.isEmpty { return true }
+            fallsShort.formUnion(chain)
+        }
+        return false
+    }
+
+    /// The end of the whole, well-formed record of a known kind at `start`, if there is one.
+    private mutating func wholeKnownRecord(at start: Int, in buffer: UnsafeRawBufferPointer) -> Int? {
+        guard let base = buffer.baseAddress, let kind = TraceRecordKind(rawValue: buffer[start]) else {
+            return nil
+        }
+        var header = TraceByteReader(base: base, position: start + 1, end: buffer.count)
+        guard let length = try? header.varint("length"), length <= UInt64(TraceFormat.maxPayloadLength),
+            Int(length) <= buffer.count - header.position
+        else { return nil }
+        let end = header.position + Int(length)
+        var reader = TraceByteReader(base: base, position: header.position, end: end)
+        guard (try? parsePayload(kind, &reader)) != nil, (try? reader.finish()) != nil else { return nil }
+        return end
     }
 
     /// The offset of the first sync record that starts after `start`: a sync kind byte, one

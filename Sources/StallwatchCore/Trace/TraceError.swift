@@ -22,6 +22,10 @@ public struct TraceError: Error, Sendable, Hashable, CustomStringConvertible {
         case badLength(kind: UInt8, reason: String)
         /// A known record's payload does not parse.
         case malformedRecord(kind: UInt8, reason: String)
+        /// The input ends in bytes that are not records, with no sync marker and no whole
+        /// record after them: the zero-filled or garbage tail a crash or power loss leaves
+        /// after the last write. A truncation, like `truncated`.
+        case junkTail(zeroFilled: Bool)
 
         /// One line saying what is wrong.
         public var description: String {
@@ -40,6 +44,11 @@ public struct TraceError: Error, Sendable, Hashable, CustomStringConvertible {
                 "\(kindName(kind)) record has a bad length: \(reason)"
             case .malformedRecord(let kind, let reason):
                 "\(kindName(kind)) record is malformed: \(reason)"
+            case .junkTail(true):
+                "the input ends in zero-filled bytes, not records (as a crash or power loss leaves)"
+            case .junkTail(false):
+                "the input ends in bytes that are not records and hold no sync marker "
+                    + "(as a crash or power loss leaves)"
             }
         }
     }
@@ -74,6 +83,7 @@ public struct TraceError: Error, Sendable, Hashable, CustomStringConvertible {
         let action: String
         switch problem {
         case .truncated: action = "the last \(skippedBytes) bytes are an incomplete record"
+        case .junkTail: action = "ignored the last \(skippedBytes) bytes"
         case .unsupportedVersion: action = "nothing decoded"
         default:
             action =
@@ -93,7 +103,8 @@ public struct TraceOutcome: Sendable, Hashable {
     public var recordCount = 0
     /// Well-formed records of kinds this reader does not know, skipped.
     public var unknownRecordCount = 0
-    /// Every problem, in input order. At most the last is a truncation.
+    /// Every problem, in input order. At most the last is a truncation (`truncated` or
+    /// `junkTail`).
     public var problems: [TraceError] = []
 
     /// Creates an empty outcome.
@@ -102,18 +113,26 @@ public struct TraceOutcome: Sendable, Hashable {
     /// Whether the input was a whole, undamaged trace.
     public var endedCleanly: Bool { problems.isEmpty }
 
-    /// The truncation, if the input ended inside a record; its offset is where the incomplete
-    /// record starts (the decoded records are everything before it).
+    /// The truncation, if the input ended inside a record or in a junk tail; its offset is
+    /// where the incomplete record or the junk starts (the decoded records are everything
+    /// before it).
     public var truncation: TraceError? {
-        guard let last = problems.last, case .truncated = last.problem else { return nil }
+        guard let last = problems.last, last.problem.isTruncation else { return nil }
         return last
     }
 
     /// The corrupt regions (every problem that is not the final truncation).
     public var corruptRegions: [TraceError] {
-        problems.filter {
-            if case .truncated = $0.problem { return false }
-            return true
+        problems.filter { !$0.problem.isTruncation }
+    }
+}
+
+extension TraceError.Problem {
+    /// Whether the problem ends the input (nothing after it was lost but junk or a cut record).
+    var isTruncation: Bool {
+        switch self {
+        case .truncated, .junkTail: true
+        default: false
         }
     }
 }

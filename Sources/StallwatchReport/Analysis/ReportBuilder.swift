@@ -1,23 +1,30 @@
 import Dispatch
 import StallwatchCore
-import Synchronization
 
-/// Builds a `StallReport` from loaded traces: classifies every stall (traces in parallel),
-/// groups stalls into signatures and adds up the summaries.
+/// Turns loaded traces into a `StallReport`: classifies every sample of every stall (traces
+/// in parallel), groups the stalls into signatures and adds up the traces' summaries.
 ///
-/// Call from any thread; it blocks until done.
+/// ```swift
+/// let traces = try paths.map { try TraceLoader.load(path: $0).get() }
+/// let report = ReportBuilder().report(traces, top: 5)
+/// print(ReportText.render(report, colour: false), terminator: "")
+/// ```
+///
+/// A plain value; call it from any thread. Its methods block until done.
 public struct ReportBuilder: Sendable {
-    /// The classifier used for every sample.
+    /// The rules every sample is classified with: the built-in ones unless the builder was
+    /// made with a classifier that adds the app's own (`Classifier(rules:)`, `RulesFile`).
     public var classifier: Classifier
 
-    /// Creates a builder with `classifier` (the built-in rules by default).
+    /// Creates a builder that classifies with `classifier` (the built-in rules by default).
     public init(classifier: Classifier = Classifier()) {
         self.classifier = classifier
     }
 
-    /// Every stall of every trace, analyzed, in trace order then start order.
+    /// Classifies every stall of every trace: one array per trace, in the order given, each
+    /// in start order. What the exporters take.
     public func analyze(_ traces: [LoadedTrace]) -> [[AnalyzedStall]] {
-        let results = Mutex([[AnalyzedStall]](repeating: [], count: traces.count))
+        let results = Locked([[AnalyzedStall]](repeating: [], count: traces.count))
         let classifier = self.classifier
         DispatchQueue.concurrentPerform(iterations: traces.count) { index in
             let trace = traces[index]
@@ -30,13 +37,15 @@ public struct ReportBuilder: Sendable {
         return results.withLock { $0 }
     }
 
-    /// The report of `traces`, listing the `top` largest signatures.
+    /// The report of `traces` added up, listing the `top` largest signatures (all of them are
+    /// counted in `signatureCount`).
     public func report(_ traces: [LoadedTrace], top: Int = 10) -> StallReport {
         let analyzed = analyze(traces)
         return report(traces, analyzed: analyzed, top: top)
     }
 
-    /// The report of `traces` whose stalls are already analyzed.
+    /// The report of `traces` whose stalls `analyze(_:)` already classified (`analyzed[i]`
+    /// belongs to `traces[i]`), so a caller that also exports them classifies once.
     public func report(_ traces: [LoadedTrace], analyzed: [[AnalyzedStall]], top: Int) -> StallReport {
         let stalls = analyzed.flatMap { $0 }
         var infos: [StallReport.TraceInfo] = []
@@ -50,27 +59,26 @@ public struct ReportBuilder: Sendable {
             if trace.trace.header?.mode == .full || trace.trace.calloutCount > 0 {
                 sawFull = true
                 fullRunNanos += run
-                calloutNanos += trace.calloutNanos
+                calloutNanos += trace.trace.calloutNanos
             }
             let header = trace.trace.header
             infos.append(
                 StallReport.TraceInfo(
                     path: trace.path, process: header?.processName ?? "", pid: header?.pid ?? 0,
-                    mode: header.map { $0.mode == .full ? "full" : "stalls" } ?? "unknown", bytes: trace.byteCount,
-                    runTimeSeconds: round(Double(run) / 1e9, 6), stalls: analyzed[index].count,
-                    problems: trace.trace.outcome.problems.map(\.description)))
+                    mode: header?.mode, bytes: trace.byteCount, runTimeSeconds: round(Double(run) / 1e9, 6),
+                    stalls: analyzed[index].count, problems: trace.trace.outcome.problems.map(\.description)))
         }
 
-        var byTier: [String: Int] = [:]
-        for tier in Tier.allCases { byTier[tier.rawValue] = 0 }
-        var byCategory: [String: Int] = [:]
+        var byTier: [Tier: Int] = [:]
+        for tier in Tier.allCases { byTier[tier] = 0 }
+        var byCategory: [StallCategory: Int] = [:]
         var categoryNanos: [StallCategory: UInt64] = [:]
-        for category in StallCategory.allCases { byCategory[category.rawValue] = 0 }
+        for category in StallCategory.allCases { byCategory[category] = 0 }
         var overrun: UInt64 = 0
         var total: UInt64 = 0
         for stall in stalls {
-            byTier[stall.stall.tier.rawValue, default: 0] += 1
-            byCategory[stall.category.rawValue, default: 0] += 1
+            byTier[stall.stall.tier, default: 0] += 1
+            byCategory[stall.category, default: 0] += 1
             for category in StallCategory.allCases {
                 categoryNanos[category, default: 0] += stall.breakdown.nanos(for: category)
             }
@@ -81,7 +89,7 @@ public struct ReportBuilder: Sendable {
             total: stalls.count, unfinished: stalls.filter { $0.stall.end == nil }.count, totalMs: ms(total),
             byTier: byTier, byCategory: byCategory,
             categoryMs: Dictionary(
-                uniqueKeysWithValues: StallCategory.allCases.map { ($0.rawValue, ms(categoryNanos[$0] ?? 0)) }),
+                uniqueKeysWithValues: StallCategory.allCases.map { ($0, ms(categoryNanos[$0] ?? 0)) }),
             hangs: stalls.filter { $0.stall.tier >= .hang }.count)
 
         let signatures = Self.signatures(stalls)
@@ -94,7 +102,8 @@ public struct ReportBuilder: Sendable {
             signatures: Array(signatures.prefix(max(0, top))))
     }
 
-    /// Every signature of `stalls`, by total time, then count, then key.
+    /// Every signature of `stalls`, largest total time first (then count, then key): what
+    /// `SignatureDiff` compares between two runs.
     public static func signatures(_ stalls: [AnalyzedStall]) -> [StallReport.Signature] {
         var groups: [SignatureKey: [AnalyzedStall]] = [:]
         for stall in stalls { groups[stall.key, default: []].append(stall) }
@@ -102,12 +111,12 @@ public struct ReportBuilder: Sendable {
         for (key, members) in groups {
             let total = members.reduce(0) { $0 + $1.durationNanos }
             let longest = members.max { ($0.durationNanos, $1.stall.start) < ($1.durationNanos, $0.stall.start) }!
-            var tiers: [String: Int] = [:]
+            var tiers: [Tier: Int] = [:]
             var categoryNanos: [StallCategory: Double] = [:]
             var reasons: [String: Double] = [:]
             var sites: [String: Int] = [:]
             for member in members {
-                tiers[member.stall.tier.rawValue, default: 0] += 1
+                tiers[member.stall.tier, default: 0] += 1
                 sites[member.site, default: 0] += 1
                 for category in StallCategory.allCases {
                     categoryNanos[category, default: 0] +=
@@ -126,14 +135,11 @@ public struct ReportBuilder: Sendable {
                 (
                     key, total,
                     StallReport.Signature(
-                        category: key.category.rawValue, frames: key.frames, count: members.count, totalMs: ms(total),
+                        category: key.category, frames: key.frames, count: members.count, totalMs: ms(total),
                         maxMs: ms(longest.durationNanos), tiers: tiers,
                         categoryShares: Dictionary(
                             uniqueKeysWithValues: StallCategory.allCases.map {
-                                (
-                                    $0.rawValue,
-                                    categoryTotal == 0 ? 0 : round((categoryNanos[$0] ?? 0) / categoryTotal, 4)
-                                )
+                                ($0, categoryTotal == 0 ? 0 : round((categoryNanos[$0] ?? 0) / categoryTotal, 4))
                             }),
                         reason: reason, site: siteList.first?.site ?? "", sites: siteList, stack: stack,
                         example: StallReport.StallReference(trace: longest.tracePath, stall: longest.stall.id))
@@ -169,7 +175,7 @@ public struct ReportBuilder: Sendable {
         for record in trace.frameClock { see(record.intervalStart &+ record.intervalLength) }
         for record in trace.latencyHistograms { see(record.intervalStart &+ record.intervalLength) }
         for record in trace.congestion { see(record.intervalStart &+ record.intervalLength) }
-        if loaded.lastCalloutEnd > 0 { see(loaded.lastCalloutEnd) }
+        if trace.lastCalloutEnd > 0 { see(trace.lastCalloutEnd) }
         let start = trace.header?.clockBase ?? first
         return last > start ? last - start : 0
     }

@@ -1,23 +1,27 @@
+import StallwatchCore
+
 /// How the stall signatures of two runs compare: signatures only in the new run, only in the
-/// base, and those whose total time or count moved by more than a threshold.
+/// base, and those whose total time or count moved by more than a threshold. What `stallwatch
+/// diff` prints (`render(colour:)`) or encodes as JSON (`JSONOutput.encode(_:)`).
 ///
 /// A plain value; use it on any thread.
 public struct SignatureDiff: Sendable, Hashable, Codable {
-    /// One signature's numbers in both runs (0 where absent).
+    /// One signature's numbers in both runs (0 where it is absent).
     public struct Entry: Sendable, Hashable, Codable {
-        /// The dominant category.
-        public var category: String
-        /// The app frames, innermost first.
+        /// The signature's dominant category.
+        public var category: StallCategory
+        /// The signature's app frames, innermost first.
         public var frames: [String]
-        /// Stalls in the base run.
+        /// How many stalls of the signature the base run had.
         public var baseCount: Int
-        /// Stalls in the new run.
+        /// How many the new run had.
         public var newCount: Int
-        /// Total stall time in the base run.
+        /// Their summed duration in the base run, in milliseconds.
         public var baseTotalMs: Double
-        /// Total stall time in the new run.
+        /// Their summed duration in the new run, in milliseconds.
         public var newTotalMs: Double
-        /// Change of total time, in percent of the base (`null` when the base has none).
+        /// The change of the summed duration, in percent of the base's (`nil`, JSON `null`,
+        /// when the base has none).
         public var totalChangePercent: Double?
 
         private enum CodingKeys: String, CodingKey {
@@ -37,24 +41,26 @@ public struct SignatureDiff: Sendable, Hashable, Codable {
         }
     }
 
-    /// The base trace(s).
+    /// The paths of the base run's traces.
     public var base: [String]
-    /// The new trace(s).
+    /// The paths of the new run's traces.
     public var new: [String]
     /// A change counts when it is more than this many percent of the base.
     public var thresholdPercent: Double
-    /// Only in the new run.
+    /// Signatures only in the new run.
     public var added: [Entry]
-    /// Only in the base run.
+    /// Signatures only in the base run.
     public var gone: [Entry]
-    /// Total time or count grew by more than the threshold.
+    /// Signatures whose total time or count grew by more than the threshold.
     public var worse: [Entry]
-    /// Total time or count shrank by more than the threshold, and neither grew past it.
+    /// Signatures whose total time or count shrank by more than the threshold, neither
+    /// growing past it.
     public var better: [Entry]
-    /// Within the threshold.
+    /// Signatures that moved by no more than the threshold.
     public var unchanged: [Entry]
 
-    /// Compares signature lists.
+    /// Compares the signatures of two runs (each from `ReportBuilder.signatures(_:)`, largest
+    /// first); the paths only label the result. Pure; any thread.
     public init(
         base: [StallReport.Signature], new: [StallReport.Signature], basePaths: [String], newPaths: [String],
         thresholdPercent: Double
@@ -63,7 +69,7 @@ public struct SignatureDiff: Sendable, Hashable, Codable {
         self.new = newPaths
         self.thresholdPercent = thresholdPercent
         struct Key: Hashable {
-            var category: String
+            var category: StallCategory
             var frames: [String]
         }
         var baseByKey: [Key: StallReport.Signature] = [:]
@@ -108,32 +114,5 @@ public struct SignatureDiff: Sendable, Hashable, Codable {
         self.worse = worse
         self.better = better
         self.unchanged = unchanged
-    }
-
-    /// The text of `stallwatch diff`.
-    func render(colour: Bool) -> String {
-        let style = Style(enabled: colour)
-        var lines = [
-            style.bold("Signature diff") + ": \(base.joined(separator: ", ")) → \(new.joined(separator: ", ")) "
-                + "(threshold \(format(thresholdPercent, 1)) %)"
-        ]
-        func section(_ title: String, _ entries: [Entry], _ mark: String, _ paint: (String) -> String) {
-            lines.append("")
-            lines.append(style.bold("\(title) (\(entries.count))"))
-            for entry in entries {
-                let change = entry.totalChangePercent.map { " (\($0 >= 0 ? "+" : "")\(format($0, 1)) %)" } ?? ""
-                lines.append(
-                    "  " + paint(mark) + " \(entry.category): \(entry.frames.joined(separator: " ← "))  "
-                        + "\(entry.baseCount) → \(plural(entry.newCount, "stall")), \(format(entry.baseTotalMs, 1)) → "
-                        + "\(format(entry.newTotalMs, 1)) ms\(change)")
-            }
-        }
-        section("New", added, "+", style.red)
-        section("Worse", worse, "▲", style.red)
-        section("Better", better, "▼", style.green)
-        section("Gone", gone, "-", style.green)
-        lines.append("")
-        lines.append("Unchanged: " + plural(unchanged.count, "signature"))
-        return lines.joined(separator: "\n") + "\n"
     }
 }

@@ -1,69 +1,73 @@
 import StallwatchCore
 
-/// What a stall is grouped by: its dominant category and its innermost app frames (frames
+/// What stalls are grouped by: the dominant category and the innermost app frames (frames
 /// whose module is not the system's, `Frame.isSystem`, and that are not compiler-generated
-/// thunks), innermost first.
+/// thunks), innermost first. Two stalls with equal keys are "the same stall" in a report.
 ///
 /// A plain value; use it on any thread.
 public struct SignatureKey: Sendable, Hashable, Comparable, Codable {
     /// How many app frames a signature keeps.
-    public static let frameCount = 3
+    static let frameCount = 3
 
     /// The stall's dominant category (`other` when it has no samples).
     public var category: StallCategory
-    /// Up to `frameCount` app frame names, innermost first. When no sample has an app frame,
-    /// the dominant reason in brackets (`[fsync]`); `[no samples]` when there are none.
+    /// Up to three app frame names, innermost first. When no sample has an app frame, the
+    /// dominant reason in brackets (`[fsync]`); `[no samples]` when there are none.
     public var frames: [String]
 
-    /// Creates a key.
-    public init(category: StallCategory, frames: [String]) {
+    init(category: StallCategory, frames: [String]) {
         self.category = category
         self.frames = frames
     }
 
-    /// `compute: App.parse ← App.load`.
+    /// The key as one line: `compute: App.parse ← App.load`.
     public var text: String {
         "\(category.rawValue): " + frames.joined(separator: " ← ")
     }
 
-    /// Orders by category, then frames (for stable output).
+    /// Orders by category name, then frames, so listings are stable.
     public static func < (lhs: SignatureKey, rhs: SignatureKey) -> Bool {
         (lhs.category.rawValue, lhs.frames.joined(separator: "\u{0}"))
             < (rhs.category.rawValue, rhs.frames.joined(separator: "\u{0}"))
     }
 }
 
-/// One stall with the classifier's verdicts and where it comes from.
+/// One stall with the classifier's verdict on each sample, its breakdown and its signature:
+/// what `ReportBuilder.analyze(_:)` returns and the exporters and `StallText` take.
 ///
 /// A plain value; use it on any thread.
 public struct AnalyzedStall: Sendable {
-    /// The trace file.
+    /// The path of the trace the stall was read from.
     public var tracePath: String
-    /// The stall.
+    /// The stall as decoded, samples in time order.
     public var stall: Stall
-    /// One verdict per sample, in sample order.
+    /// The classifier's verdict on each sample (`classifications[i]` is `stall.samples[i]`'s).
     public var classifications: [Classification]
-    /// The time-weighted breakdown.
+    /// The time-weighted breakdown of the samples by category and reason.
     public var breakdown: StallBreakdown
-    /// The dominant category (`other` when there are no samples).
+    /// The category with the largest share of the breakdown (`other` when there are no
+    /// samples).
     public var category: StallCategory
-    /// The signature.
+    /// What the stall is grouped by in a report.
     public var key: SignatureKey
-    /// The index of the sample that best shows the signature (dominant category, signature frames).
+    /// The index of the sample that best shows the signature (the first of the dominant
+    /// category with the signature's frames), `nil` without samples.
     public var representativeSample: Int?
-    /// How long the stall lasted; for an unfinished stall, until its last sample.
+    /// How long the stall lasted, in nanoseconds; for an unfinished stall, until its last
+    /// sample.
     public var durationNanos: UInt64
-    /// The trace's frame budget, in nanoseconds.
+    /// The frame budget of the stall's trace, in nanoseconds.
     public var budgetNanos: UInt64
 
-    /// Time beyond the budget, in nanoseconds (what the hitch ratio adds up).
+    /// The time beyond the budget, in nanoseconds: what the hitch ratio adds up.
     public var overrunNanos: UInt64 { durationNanos > budgetNanos ? durationNanos - budgetNanos : 0 }
 
-    /// Analyzes `stall` of the trace at `tracePath`.
+    /// Classifies `stall`'s samples with `classifier` and finds its signature; `tracePath`
+    /// and `budget` (the trace header's) are kept for reports. Pure; any thread.
     public init(_ stall: Stall, tracePath: String, budget: Duration, classifier: Classifier) {
         self.tracePath = tracePath
         self.stall = stall
-        budgetNanos = nanoseconds(budget)
+        budgetNanos = budget.nanoseconds
         let classifications = classifier.classify(stall.samples)
         let breakdown = StallBreakdown(samples: stall.samples, classifications: classifications, end: stall.end)
         let category = breakdown.dominant ?? .other
@@ -94,7 +98,7 @@ public struct AnalyzedStall: Sendable {
         }
     }
 
-    /// `file:line` of the callout's registration.
+    /// Where the stalled work was registered, `#fileID:#line`.
     public var site: String { "\(stall.callout.file):\(stall.callout.line)" }
 }
 
@@ -111,12 +115,6 @@ func isCompilerGenerated(_ frame: Frame) -> Bool {
 }
 
 /// How a frame is named in signatures and stacks: its symbol, else its address in hex.
-public func frameName(_ frame: Frame) -> String {
+func frameName(_ frame: Frame) -> String {
     frame.symbol ?? "0x" + String(frame.address, radix: 16)
-}
-
-func nanoseconds(_ duration: Duration) -> UInt64 {
-    let (seconds, attoseconds) = duration.components
-    guard seconds >= 0 else { return 0 }
-    return UInt64(seconds) * 1_000_000_000 + UInt64(attoseconds / 1_000_000_000)
 }

@@ -1,86 +1,139 @@
 import StallwatchCore
 
 /// The summary of one or more traces: what `stallwatch report` prints and `--json` encodes.
+/// Build one with `ReportBuilder.report(_:top:)`; render it with `ReportText.render(_:colour:)`
+/// or `JSONOutput.encode(_:)`; check it with `Gate.evaluate(_:limits:)`.
+///
 /// The JSON schema (documented in `docs/cli.md`) is versioned by `schemaVersion`; times are
-/// milliseconds unless a name says otherwise, and absent measurements are `null`.
+/// milliseconds unless a name says otherwise, and absent measurements are `null`. Tiers and
+/// categories are JSON object keys spelled as their raw values (`microHang`, `lockWait`).
 ///
 /// A plain value; use it on any thread.
 public struct StallReport: Sendable, Hashable, Codable {
-    /// One input trace.
+    /// Where one input trace came from and how much of it could be read.
     public struct TraceInfo: Sendable, Hashable, Codable {
-        /// The path given.
+        /// The path the trace was read from, as given.
         public var path: String
-        /// The process name from the header (`""` without a header).
+        /// The recording process's name from the trace header (`""` without a header).
         public var process: String
-        /// The process id (0 without a header).
+        /// The recording process's id (0 without a header).
         public var pid: UInt32
-        /// `stalls` or `full` (`unknown` without a header).
-        public var mode: String
-        /// The file's size.
+        /// Whether the recorder wrote every callout (`full`) or stalls only; `nil` when the
+        /// trace has no header (JSON: `"unknown"`).
+        public var mode: TraceMode?
+        /// The file's size in bytes.
         public var bytes: Int
-        /// From the header's start to the last timestamp in the trace.
+        /// From the header's clock base to the trace's last timestamp, in seconds.
         public var runTimeSeconds: Double
-        /// How many stalls it holds.
+        /// How many stalls the trace holds.
         public var stalls: Int
-        /// The truncation or damage the reader met, one line each (empty for a whole trace).
+        /// The truncation or damage the reader met, one `TraceError` line each (empty for a
+        /// whole trace).
         public var problems: [String]
+
+        private enum CodingKeys: String, CodingKey {
+            case path, process, pid, mode, bytes, runTimeSeconds, stalls, problems
+        }
+
+        init(
+            path: String, process: String, pid: UInt32, mode: TraceMode?, bytes: Int, runTimeSeconds: Double,
+            stalls: Int, problems: [String]
+        ) {
+            self.path = path
+            self.process = process
+            self.pid = pid
+            self.mode = mode
+            self.bytes = bytes
+            self.runTimeSeconds = runTimeSeconds
+            self.stalls = stalls
+            self.problems = problems
+        }
+
+        /// Decodes the JSON form (`mode` as `"stalls"`, `"full"` or `"unknown"`).
+        public init(from decoder: any Decoder) throws {
+            let container = try decoder.container(keyedBy: CodingKeys.self)
+            path = try container.decode(String.self, forKey: .path)
+            process = try container.decode(String.self, forKey: .process)
+            pid = try container.decode(UInt32.self, forKey: .pid)
+            mode = TraceMode(name: try container.decode(String.self, forKey: .mode))
+            bytes = try container.decode(Int.self, forKey: .bytes)
+            runTimeSeconds = try container.decode(Double.self, forKey: .runTimeSeconds)
+            stalls = try container.decode(Int.self, forKey: .stalls)
+            problems = try container.decode([String].self, forKey: .problems)
+        }
+
+        /// Encodes the JSON form (`mode` as `"stalls"`, `"full"` or `"unknown"`).
+        public func encode(to encoder: any Encoder) throws {
+            var container = encoder.container(keyedBy: CodingKeys.self)
+            try container.encode(path, forKey: .path)
+            try container.encode(process, forKey: .process)
+            try container.encode(pid, forKey: .pid)
+            try container.encode(mode?.name ?? "unknown", forKey: .mode)
+            try container.encode(bytes, forKey: .bytes)
+            try container.encode(runTimeSeconds, forKey: .runTimeSeconds)
+            try container.encode(stalls, forKey: .stalls)
+            try container.encode(problems, forKey: .problems)
+        }
     }
 
-    /// What frame clocks managed.
+    /// The frame-clock summaries of every trace, added up.
     public struct FrameStats: Sendable, Hashable, Codable {
-        /// Frames due.
+        /// Frames the clocks were due to deliver.
         public var expected: UInt64
-        /// Frames delivered.
+        /// Frames they delivered.
         public var delivered: UInt64
-        /// Frames dropped because the loop was busy.
+        /// Frames they dropped because the loop was busy when one was due.
         public var dropped: UInt64
-        /// Delivered frames per second of clock time.
+        /// Delivered frames per second of summarized clock time.
         public var fps: Double
     }
 
-    /// Stall counts.
+    /// How many stalls there were, of which tiers and categories, and how long they took.
     public struct StallStats: Sendable, Hashable, Codable {
-        /// All stalls.
+        /// Every stall of every trace.
         public var total: Int
-        /// Stalls that had not ended when the trace stopped.
+        /// Stalls that had not ended when their trace stopped (a kill during a hang).
         public var unfinished: Int
-        /// Their summed duration.
+        /// The stalls' durations summed, in milliseconds.
         public var totalMs: Double
-        /// Count per tier; every tier is present.
-        public var byTier: [String: Int]
-        /// Count per dominant category; every category is present.
-        public var byCategory: [String: Int]
-        /// Sample-attributed time per category; every category is present.
-        public var categoryMs: [String: Double]
-        /// Stalls at least `hang` long (tiers `hang` and `severe`).
+        /// Stalls per tier; every tier is present (0 when none).
+        public var byTier: [Tier: Int]
+        /// Stalls per dominant category; every category is present (0 when none).
+        public var byCategory: [StallCategory: Int]
+        /// Sample-attributed milliseconds per category (time before a stall's first sample is
+        /// not attributed); every category is present.
+        public var categoryMs: [StallCategory: Double]
+        /// Stalls of tier `hang` or `severe` (at least 250 ms by default).
         public var hangs: Int
     }
 
-    /// Loop-latency percentiles from the latency histograms.
+    /// Loop-latency percentiles from the traces' latency histograms, in milliseconds; each is
+    /// the lower bound of its log-linear histogram bucket (within 6.25 %).
     public struct LatencyStats: Sendable, Hashable, Codable {
-        /// Latencies recorded.
+        /// How many latencies the histograms hold.
         public var count: UInt64
-        /// Percentiles (each the lower bound of its histogram bucket, within 6.25 %).
+        /// The median.
         public var p50Ms: Double
-        /// 90th percentile.
+        /// The 90th percentile.
         public var p90Ms: Double
-        /// 99th percentile.
+        /// The 99th percentile.
         public var p99Ms: Double
-        /// 99.9th percentile.
+        /// The 99.9th percentile.
         public var p999Ms: Double
-        /// The largest bucket with a value.
+        /// The lower bound of the highest bucket with a value.
         public var maxMs: Double
     }
 
-    /// A frame of a representative stack.
+    /// One frame of a signature's representative stack, ready to print.
     public struct StackFrame: Sendable, Hashable, Codable {
-        /// The symbol, or the address in hex.
+        /// The demangled symbol, or the address in hex (`0x7f3a…`) when unsymbolicated.
         public var symbol: String
-        /// The image's path (`null` if unknown).
+        /// The path of the image holding the frame (`null` if unknown).
         public var module: String?
         /// `file:line` from debug information (`null` if unknown).
         public var source: String?
-        /// Whether the frame is the system's (not the app's).
+        /// Whether the frame is the system's or a toolchain library's, not the app's
+        /// (`Frame.isSystem`); renderers dim such frames.
         public var system: Bool
 
         private enum CodingKeys: String, CodingKey { case symbol, module, source, system }
@@ -95,69 +148,75 @@ public struct StallReport: Sendable, Hashable, Codable {
         }
     }
 
-    /// Where a signature's work was registered, and how often.
+    /// A call site that registered a signature's work, with how many of its stalls it posted.
     public struct SiteCount: Sendable, Hashable, Codable {
-        /// `#fileID:#line`.
+        /// The registration's `#fileID:#line` (`Feed/FeedView.swift:88`).
         public var site: String
-        /// Stalls from it.
+        /// How many of the signature's stalls came from it.
         public var count: Int
     }
 
-    /// A stall that shows a signature best (its longest).
+    /// Names one stall of one trace: what `stallwatch show TRACE --stall ID` takes.
     public struct StallReference: Sendable, Hashable, Codable {
-        /// The trace.
+        /// The trace's path, as given.
         public var trace: String
-        /// The stall id, for `stallwatch show TRACE --stall ID`.
+        /// The stall's id within that trace.
         public var stall: UInt64
     }
 
-    /// Stalls grouped by dominant category and top app frames.
+    /// Stalls that look alike, grouped by dominant category and innermost app frames (see
+    /// `SignatureKey`), with what they cost and where they came from.
     public struct Signature: Sendable, Hashable, Codable {
-        /// The dominant category.
-        public var category: String
-        /// Up to three app frames, innermost first (see `SignatureKey`).
+        /// The category that took most of these stalls' time.
+        public var category: StallCategory
+        /// Up to three app frame names, innermost first; a bracketed reason (`[fsync]`) when
+        /// no sample had an app frame.
         public var frames: [String]
-        /// Stalls with this signature.
+        /// How many stalls have this signature.
         public var count: Int
-        /// Their summed duration.
+        /// Their durations summed, in milliseconds.
         public var totalMs: Double
-        /// The longest.
+        /// The longest one's duration, in milliseconds.
         public var maxMs: Double
-        /// Count per tier (tiers with none left out).
-        public var tiers: [String: Int]
-        /// Fraction of sample-attributed time per category (0…1), every category present.
-        public var categoryShares: [String: Double]
-        /// The classifier's top reason in the dominant category over these stalls (`""` if none).
+        /// Stalls per tier; tiers with none are left out.
+        public var tiers: [Tier: Int]
+        /// The fraction (0…1) of the sample-attributed time per category; every category is
+        /// present.
+        public var categoryShares: [StallCategory: Double]
+        /// The classifier's most frequent reason within `category` (`sqlite3_step`, `fsync`),
+        /// `""` if none.
         public var reason: String
-        /// The most frequent posting site.
+        /// The call site that posted most of them (`#fileID:#line`).
         public var site: String
-        /// Every posting site, most frequent first.
+        /// Every call site, most frequent first.
         public var sites: [SiteCount]
         /// The longest stall's representative sample, innermost frame first.
         public var stack: [StackFrame]
-        /// The longest stall.
+        /// The longest stall, to look at with `stallwatch show`.
         public var example: StallReference
     }
 
-    /// The schema version (1).
+    /// The version of this JSON schema (1); keys may be added within a version, none removed.
     public var schemaVersion = 1
-    /// The traces read.
+    /// The traces read, in the order given.
     public var traces: [TraceInfo]
-    /// The traces' run times, summed.
+    /// The traces' run times, summed, in seconds.
     public var runTimeSeconds: Double
-    /// Fraction of run time spent in callouts (`full`-mode traces only, else `null`).
+    /// The fraction (0…1) of run time spent in callouts, over the `full`-mode traces; `nil`
+    /// when no trace recorded every callout.
     public var loopUtilisation: Double?
-    /// Frame-clock totals (`null` when no frame clock ran).
+    /// The frame clocks' totals; `nil` when no frame clock ran.
     public var frames: FrameStats?
-    /// Milliseconds of stall time beyond the budget per second of run time.
+    /// Milliseconds of stall time beyond the frame budget per second of run time (Apple's
+    /// hitch-time ratio).
     public var hitchRatioMsPerSecond: Double
-    /// Stall counts.
+    /// Stall counts by tier and category.
     public var stalls: StallStats
-    /// Loop-latency percentiles (`null` without latency histograms).
+    /// Loop-latency percentiles; `nil` when the traces hold no latency histograms.
     public var loopLatency: LatencyStats?
-    /// How many distinct signatures there are.
+    /// How many distinct signatures the stalls fall into.
     public var signatureCount: Int
-    /// The top signatures, by total time (then count).
+    /// The largest signatures, by total time (then count): as many as `top` asked for.
     public var signatures: [Signature]
 
     private enum CodingKeys: String, CodingKey {

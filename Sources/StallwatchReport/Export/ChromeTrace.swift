@@ -7,7 +7,8 @@ import StallwatchCore
 ///
 /// Pure; use it on any thread.
 public enum ChromeTraceExporter {
-    /// The Chrome trace JSON of `loaded`, whose stalls are `stalls`.
+    /// `loaded` as Chrome trace JSON. `stalls` are its stalls as `ReportBuilder.analyze(_:)`
+    /// classified them; its callouts are drawn only if it was loaded with `includeCallouts`.
     public static func export(_ loaded: LoadedTrace, stalls: [AnalyzedStall]) -> String {
         let header = loaded.trace.header
         let pid = Int(header?.pid ?? 1)

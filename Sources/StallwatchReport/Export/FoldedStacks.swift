@@ -6,7 +6,8 @@ import StallwatchCore
 ///
 /// Pure; use it on any thread.
 public enum FoldedStacksExporter {
-    /// The folded stacks of `stalls`.
+    /// The folded-stacks text of `stalls` (from `ReportBuilder.analyze(_:)`, of one trace or
+    /// several), one `stack weight` line each.
     public static func export(_ stalls: [AnalyzedStall]) -> String {
         var weights: [String: UInt64] = [:]
         for analyzed in stalls {

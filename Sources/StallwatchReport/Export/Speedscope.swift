@@ -6,7 +6,8 @@ import StallwatchCore
 ///
 /// Pure; use it on any thread.
 public enum SpeedscopeExporter {
-    /// The speedscope JSON of `stalls`; `name` titles the profile.
+    /// The speedscope JSON of `stalls` (from `ReportBuilder.analyze(_:)`); `name` titles the
+    /// file in speedscope (the CLI uses the trace's path).
     public static func export(_ stalls: [AnalyzedStall], name: String) -> String {
         var frameIndex: [FrameKey: Int] = [:]
         var frames: [FrameKey] = []

@@ -1,6 +1,6 @@
 import StallwatchCore
 
-/// A limit `stallwatch gate` checks.
+/// A limit a report must stay within for a CI build to pass (`stallwatch gate`'s options).
 ///
 /// A plain value; use it on any thread.
 public enum GateLimit: Sendable, Hashable {
@@ -15,7 +15,8 @@ public enum GateLimit: Sendable, Hashable {
     /// The hitch ratio may exceed the baseline's by at most this many percent.
     case maxRegression(percent: Double, baseline: StallReport)
 
-    /// The name of the check (the JUnit test case's name).
+    /// The check's name in gate output and JUnit (`stalls`, `hangs`, `hitch-ratio`,
+    /// `category-io`, `regression-hitch-ratio`).
     public var name: String {
         switch self {
         case .maxStalls: "stalls"
@@ -27,30 +28,35 @@ public enum GateLimit: Sendable, Hashable {
     }
 }
 
-/// The outcome of one limit.
+/// The outcome of checking one `GateLimit`.
 ///
 /// A plain value; use it on any thread.
 public struct GateCheck: Sendable, Hashable {
-    /// The limit's name.
+    /// The limit's name (`GateLimit.name`).
     public var name: String
     /// What was measured, as shown (`3`, `12.5 ms/s`, `+40.0 %`).
     public var measured: String
-    /// The limit, as shown.
+    /// The limit, as shown (`0`, `20.000 ms/s`, `+10.0 %`).
     public var limit: String
     /// Whether the measurement is within the limit.
     public var passed: Bool
 
-    /// `hangs: 3 > 0` or `hangs: 0 <= 0`.
+    /// The check in one line, `hangs: 3 > 0` or `hangs: 0 <= 0` (a JUnit failure's message).
     public var summary: String {
         "\(name): \(measured) \(passed ? "<=" : ">") \(limit)"
     }
 }
 
-/// Checks a report against limits.
+/// Checks a `StallReport` against `GateLimit`s, and writes the results as JUnit XML for CI.
+///
+/// ```swift
+/// let checks = Gate.evaluate(report, limits: [.maxHangs(0), .maxCategory(.database, 0)])
+/// let passed = checks.allSatisfy(\.passed)
+/// ```
 ///
 /// Pure; use it on any thread.
 public enum Gate {
-    /// One check per limit, in the order given.
+    /// Checks `report` against each of `limits`: one result per limit, in the order given.
     public static func evaluate(_ report: StallReport, limits: [GateLimit]) -> [GateCheck] {
         limits.map { limit in
             switch limit {
@@ -67,7 +73,7 @@ public enum Gate {
                     name: limit.name, measured: format(report.hitchRatioMsPerSecond, 3) + " ms/s",
                     limit: format(maximum, 3) + " ms/s", passed: report.hitchRatioMsPerSecond <= maximum)
             case .maxCategory(let category, let maximum):
-                let count = report.stalls.byCategory[category.rawValue] ?? 0
+                let count = report.stalls.byCategory[category] ?? 0
                 return GateCheck(
                     name: limit.name, measured: String(count), limit: String(maximum), passed: count <= maximum)
             case .maxRegression(let percent, let baseline):
@@ -90,7 +96,8 @@ public enum Gate {
         }
     }
 
-    /// JUnit XML: one `testsuite`, one `testcase` per check, a `failure` for each failed one.
+    /// `checks` as JUnit XML: one `testsuite` named `suiteName`, one `testcase` per check, a
+    /// `failure` inside each failed one (what CI systems show as test results).
     public static func junit(_ checks: [GateCheck], suiteName: String = "stallwatch gate") -> String {
         let failures = checks.filter { !$0.passed }.count
         var xml = "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n"

@@ -1,64 +1,70 @@
 import Dispatch
 import StallwatchCore
-import Synchronization
 
 #if canImport(Glibc)
     import Glibc
 #endif
 
-/// One callout of a `full`-mode trace, with its call site resolved.
+/// One callout of a `full`-mode trace, with its call site resolved: what the Chrome export
+/// draws on the main thread's track.
 ///
 /// A plain value; use it on any thread.
 public struct CalloutEvent: Sendable, Hashable {
-    /// Where the work was registered (kind, label, file, line, mode; phase is not recorded).
+    /// Where the work was registered (kind, label, `#fileID`, line); `nil` when the trace lost
+    /// the `callSite` record.
     public var site: TraceRecord.CallSite?
-    /// The mode's name.
+    /// The run-loop mode it ran in (`default`, `tracking`, or `mode N` when unnamed).
     public var mode: String
-    /// When it started (`CLOCK_MONOTONIC` ns).
+    /// When it started, in `CLOCK_MONOTONIC` nanoseconds.
     public var start: UInt64
-    /// How long it ran (ns).
+    /// How long it ran, in nanoseconds.
     public var duration: UInt64
 }
 
-/// A trace file read and assembled, with how decoding went.
+/// A trace file read by `TraceLoader` and assembled: the `DecodedTrace` (stalls, summaries,
+/// how decoding went) with where it came from.
 ///
 /// A plain value; use it on any thread.
 public struct LoadedTrace: Sendable {
-    /// The path it was read from.
+    /// The path it was read from, as given.
     public var path: String
-    /// Its size in bytes.
+    /// The file's size in bytes.
     public var byteCount: Int
-    /// The decoded trace (stalls, summaries, outcome).
+    /// The decoded trace: header, stalls with symbolicated samples, summaries, outcome.
     public var trace: DecodedTrace
-    /// The time callouts ran, summed (`full` mode only, else 0).
-    public var calloutNanos: UInt64 = 0
-    /// The end of the last callout (`full` mode only, else 0).
-    public var lastCalloutEnd: UInt64 = 0
-    /// Every callout (`full` mode, and only when asked for).
+    /// Every callout, in file order: only for a `full`-mode trace loaded with
+    /// `includeCallouts`, else empty.
     public var callouts: [CalloutEvent] = []
 
-    /// The final truncation, if the file ends inside a record (a killed recorder).
+    /// How the file ends early, if it does: inside a record (a killed recorder) or in a junk
+    /// tail (a crash or power loss). The records before it are all there.
     public var truncation: TraceError? { trace.outcome.truncation }
-    /// Damaged regions the decoder skipped (data lost in the middle).
+    /// Damaged regions between records that the decoder skipped: data is missing, so counts
+    /// from this trace are low.
     public var corruptRegions: [TraceError] { trace.outcome.corruptRegions }
 }
 
-/// Why a file could not be read at all. `description` is one line naming the file and offset.
+/// Why a trace file could not be read at all (not opened, not a trace, a newer format, not
+/// one whole record).
 ///
 /// A plain value; use it on any thread.
 public struct TraceLoadError: Error, Sendable, Hashable, CustomStringConvertible {
-    /// The file.
+    /// The file, as given.
     public var path: String
-    /// The one-line reason, `path: byte N: problem`.
+    /// One line naming the file and the byte offset: `app.swtrace: byte 0: cannot open (…)`.
     public var description: String
 }
 
-/// Reads trace files, several in parallel.
+/// Reads trace files into `LoadedTrace`s, several in parallel.
 ///
 /// Call from any thread; it blocks until every file is read.
 public enum TraceLoader {
-    /// Reads one file. Fails only when nothing could be read: the file cannot be opened or
-    /// read, is not a trace, has a newer version, or holds no whole record.
+    /// Reads the trace at `path`; with `includeCallouts`, also keeps every callout of a
+    /// `full`-mode trace (a second pass over the file, for the Chrome export).
+    ///
+    /// Fails only when nothing could be read: the file cannot be opened or read, is not a
+    /// trace, has a newer format version, or holds no whole record. A truncated or damaged
+    /// trace loads, with `truncation` and `corruptRegions` saying what was lost.
     public static func load(path: String, includeCallouts: Bool = false) -> Result<LoadedTrace, TraceLoadError> {
         let bytes: [UInt8]
         switch readFile(path) {
@@ -70,28 +76,28 @@ public enum TraceLoader {
             return .failure(TraceLoadError(path: path, description: problem.description))
         }
         var loaded = LoadedTrace(path: path, byteCount: bytes.count, trace: trace)
-        loaded.calloutNanos = trace.calloutNanos
-        loaded.lastCalloutEnd = trace.lastCalloutEnd
         // A second pass only when the callouts themselves are wanted (export).
         if includeCallouts && trace.calloutCount > 0 { scanCallouts(bytes, into: &loaded) }
         return .success(loaded)
     }
 
-    /// Reads `paths` in parallel (results in the same order), reporting bytes read to `progress`.
+    /// Reads every file of `paths` as `load(path:includeCallouts:)` does, several at once;
+    /// the results are in the order of `paths`. `progress` is called with each file's size
+    /// once it is read, from the reading threads (so it must be thread-safe).
     public static func load(
-        paths: [String], includeCallouts: Bool = false, progress: ProgressBar? = nil
+        paths: [String], includeCallouts: Bool = false, progress: (@Sendable (_ bytesRead: Int) -> Void)? = nil
     ) -> [Result<LoadedTrace, TraceLoadError>] {
-        let results = Mutex([Result<LoadedTrace, TraceLoadError>?](repeating: nil, count: paths.count))
+        let results = Locked([Result<LoadedTrace, TraceLoadError>?](repeating: nil, count: paths.count))
         DispatchQueue.concurrentPerform(iterations: paths.count) { index in
             let result = load(path: paths[index], includeCallouts: includeCallouts)
-            if case .success(let trace) = result { progress?.advance(by: trace.byteCount) }
+            if case .success(let trace) = result { progress?(trace.byteCount) }
             results.withLock { $0[index] = result }
         }
         return results.withLock { $0.map { $0! } }
     }
 
-    /// The size of the file at `path`, 0 if unknown (for the progress bar's total).
-    static func size(of path: String) -> Int {
+    /// The size of the file at `path`, 0 if unknown (for a progress bar's total).
+    package static func size(of path: String) -> Int {
         var info = stat()
         return stat(path, &info) == 0 ? Int(info.st_size) : 0
     }

@@ -1,11 +1,12 @@
 import Foundation
 
-/// Encodes reports as the CLI's JSON: pretty-printed, keys sorted, slashes unescaped, so the
-/// same input always gives the same bytes.
+/// The JSON of `stallwatch report --json` and `diff --json`: pretty-printed, keys sorted,
+/// slashes unescaped, so the same input always gives the same bytes.
 ///
 /// Pure; use it on any thread.
-enum JSONOutput {
-    static func encode<Value: Encodable>(_ value: Value) throws -> String {
+public enum JSONOutput {
+    /// `value` (a `StallReport`, a `SignatureDiff`) as JSON text, ending in a newline.
+    public static func encode<Value: Encodable>(_ value: Value) throws -> String {
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes]
         return String(decoding: try encoder.encode(value), as: UTF8.self) + "\n"

@@ -1,10 +1,14 @@
 import StallwatchCore
 
-/// Renders a `StallReport` as the human-readable text of `stallwatch report`.
+/// The human-readable text of `stallwatch report`.
 ///
 /// Pure; use it on any thread.
-enum ReportText {
-    static func render(_ report: StallReport, colour: Bool) -> String {
+public enum ReportText {
+    /// `report` as text: the traces read, an overview (run time, loop utilisation, frames,
+    /// hitch ratio, loop latency), stalls by tier and category, then each listed signature
+    /// with its breakdown, reason, posting site, a `stallwatch show` line and its stack.
+    /// With `colour`, headings are ANSI bold and system frames dim.
+    public static func render(_ report: StallReport, colour: Bool) -> String {
         let style = Style(enabled: colour)
         var lines: [String] = []
         let traceWord = report.traces.count == 1 ? "trace" : "traces"
@@ -12,7 +16,7 @@ enum ReportText {
         for trace in report.traces {
             let process = trace.process.isEmpty ? "" : " \(trace.process) (pid \(trace.pid))"
             lines.append(
-                "  \(trace.path):\(process), \(trace.mode) mode, \(format(trace.runTimeSeconds, 2)) s, "
+                "  \(trace.path):\(process), \(trace.mode?.name ?? "unknown") mode, \(format(trace.runTimeSeconds, 2)) s, "
                     + plural(trace.stalls, "stall"))
         }
         lines.append("")
@@ -41,11 +45,11 @@ enum ReportText {
         lines.append(style.bold("Stalls") + ": \(stalls.total), \(format(stalls.totalMs, 1)) ms in all\(unfinished)")
         lines.append(
             "  by tier      "
-                + Tier.allCases.map { "\($0.rawValue) \(stalls.byTier[$0.rawValue] ?? 0)" }.joined(separator: ", "))
+                + Tier.allCases.map { "\($0.rawValue) \(stalls.byTier[$0] ?? 0)" }.joined(separator: ", "))
         lines.append(
             "  by category  "
                 + StallCategory.allCases.map {
-                    "\($0.rawValue) \(stalls.byCategory[$0.rawValue] ?? 0) (\(format(stalls.categoryMs[$0.rawValue] ?? 0, 1)) ms)"
+                    "\($0.rawValue) \(stalls.byCategory[$0] ?? 0) (\(format(stalls.categoryMs[$0] ?? 0, 1)) ms)"
                 }.joined(separator: ", "))
         lines.append("")
         if report.signatures.isEmpty {
@@ -64,14 +68,14 @@ enum ReportText {
 
     static func signatureLines(_ signature: StallReport.Signature, rank: Int, style: Style) -> [String] {
         var lines: [String] = []
-        let title = "\(signature.category): " + signature.frames.joined(separator: " ← ")
+        let title = "\(signature.category.rawValue): " + signature.frames.joined(separator: " ← ")
         lines.append("\(rank). " + style.bold(title))
-        let tiers = Tier.allCases.compactMap { tier in signature.tiers[tier.rawValue].map { "\($0) \(tier.rawValue)" } }
+        let tiers = Tier.allCases.compactMap { tier in signature.tiers[tier].map { "\($0) \(tier.rawValue)" } }
         lines.append(
             "   \(plural(signature.count, "stall")) (\(tiers.joined(separator: ", "))), total \(format(signature.totalMs, 1)) ms, "
                 + "max \(format(signature.maxMs, 1)) ms")
         let shares = StallCategory.allCases.compactMap { category -> String? in
-            let share = signature.categoryShares[category.rawValue] ?? 0
+            let share = signature.categoryShares[category] ?? 0
             return share > 0 ? "\(category.rawValue) \(format(share * 100, 0)) %" : nil
         }
         if !shares.isEmpty { lines.append("   breakdown: " + shares.joined(separator: ", ")) }

@@ -1,13 +1,8 @@
 import StallwatchCore
 
-/// The time each sample of a stall stands for: until the next sample, the last one until the
-/// stall's end (nothing for an unfinished stall), as `StallBreakdown` weighs them.
+/// The nanoseconds each sample of `stall` stands for, exactly as its breakdown weighs them.
 func sampleWeights(_ stall: Stall) -> [UInt64] {
-    stall.samples.indices.map { index in
-        let time = stall.samples[index].time
-        let until = index + 1 < stall.samples.count ? stall.samples[index + 1].time : (stall.end ?? time)
-        return until > time ? until - time : 0
-    }
+    StallBreakdown.sampleWeights(stall.samples, end: stall.end)
 }
 
 /// A sample's stack, outermost frame first, with the sample's category as the root frame.

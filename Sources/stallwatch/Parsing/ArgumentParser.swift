@@ -1,135 +1,70 @@
-/// One positional argument, option or flag a command accepts: drives both parsing and help.
+/// The values found on a command line, as text, by argument name: what `ArgumentParser.parse`
+/// returns and the `@Option`/`@Flag`/`@Argument` properties of a command read their typed
+/// values from.
 ///
 /// A plain value; use it on any thread.
-public struct ArgumentDefinition: Sendable, Hashable {
-    /// What sort of argument.
-    public enum Kind: Sendable, Hashable {
-        /// A positional value. `repeating` takes every remaining positional; `capturesRest`
-        /// also takes everything after its first value, options included (a command line).
-        case positional(optional: Bool, repeating: Bool, capturesRest: Bool)
-        /// `--name <value>`; `repeating` keeps every occurrence, else the last wins.
-        case option(required: Bool, repeating: Bool)
-        /// `--name`, present or not.
-        case flag
-    }
-
-    /// The kind.
-    public var kind: Kind
-    /// The long name without dashes (`top`), or the positional's name (`traces`).
-    public var name: String
-    /// The one-letter short name (`o` for `-o`), if any.
-    public var short: Character?
-    /// The value's name in help (`n` shows as `<n>`).
-    public var valueName: String
-    /// One sentence of help.
-    public var help: String
-    /// The default shown in help (`(default: 10)`), if any.
-    public var defaultDescription: String?
-
-    /// A positional argument.
-    public static func positional(
-        _ name: String, help: String, optional: Bool = false, repeating: Bool = false,
-        capturesRest: Bool = false
-    ) -> ArgumentDefinition {
-        ArgumentDefinition(
-            kind: .positional(optional: optional, repeating: repeating, capturesRest: capturesRest), name: name,
-            short: nil, valueName: name, help: help, defaultDescription: nil)
-    }
-
-    /// An option that takes a value.
-    public static func option(
-        _ name: String, short: Character? = nil, valueName: String, help: String, required: Bool = false,
-        repeating: Bool = false, defaultDescription: String? = nil
-    ) -> ArgumentDefinition {
-        ArgumentDefinition(
-            kind: .option(required: required, repeating: repeating), name: name, short: short,
-            valueName: valueName, help: help, defaultDescription: defaultDescription)
-    }
-
-    /// A flag.
-    public static func flag(_ name: String, short: Character? = nil, help: String) -> ArgumentDefinition {
-        ArgumentDefinition(kind: .flag, name: name, short: short, valueName: "", help: help, defaultDescription: nil)
-    }
-
-    var isPositional: Bool {
-        if case .positional = kind { return true }
-        return false
-    }
-
-    /// How the argument appears in usage and errors: `<traces> ...`, `--top <n>`, `-o <file>`.
-    var synopsis: String {
-        switch kind {
-        case .positional(_, let repeating, _):
-            return "<\(valueName)>" + (repeating ? " ..." : "")
-        case .option:
-            return (short.map { "-\($0)" } ?? "--\(name)") + " <\(valueName)>"
-        case .flag:
-            return short.map { "-\($0)" } ?? "--\(name)"
-        }
-    }
-
-    /// The left column of help: `<traces>`, `-o, --output <file>`, `--json`.
-    var helpLabel: String {
-        switch kind {
-        case .positional:
-            return "<\(valueName)>"
-        case .option:
-            return (short.map { "-\($0), " } ?? "") + "--\(name) <\(valueName)>"
-        case .flag:
-            return (short.map { "-\($0), " } ?? "") + "--\(name)"
-        }
-    }
-}
-
-/// The values found on a command line, by argument name. Built by `ArgumentParser.parse`.
-///
-/// A plain value; use it on any thread.
-public struct ParsedArguments: Sendable, Hashable {
+struct ParsedArguments: Sendable, Hashable {
     /// Every value given to each option or positional, in order.
-    public var values: [String: [String]] = [:]
+    var values: [String: [String]] = [:]
     /// The flags present.
-    public var flags: Set<String> = []
+    var flags: Set<String> = []
     /// The spelling of each option as the user typed it (for messages).
     var spellings: [String: String] = [:]
 
     /// Creates an empty set of values.
-    public init() {}
+    init() {}
 
     /// Whether the flag was given.
-    public func flag(_ name: String) -> Bool {
+    func flag(_ name: String) -> Bool {
         flags.contains(name)
     }
 
     /// The value of an option or positional (the last one if given several times).
-    public func value(_ name: String) -> String? {
+    func value(_ name: String) -> String? {
         values[name]?.last
     }
 
     /// Every value of a repeating option or positional.
-    public func all(_ name: String) -> [String] {
+    func all(_ name: String) -> [String] {
         values[name] ?? []
     }
 
-    /// The value as an integer at least `minimum`; throws `UsageError` if it is not one.
-    public func integer(_ name: String, minimum: Int = 0) throws(UsageError) -> Int? {
+    /// The value of an option or positional converted to `Value`; `nil` when it was not
+    /// given; a `UsageError` naming the option as typed when the text does not convert.
+    func value<Value: ExpressibleByArgument>(_ name: String, as type: Value.Type) throws(UsageError) -> Value? {
         guard let text = value(name) else { return nil }
-        guard let number = Int(text), number >= minimum else {
-            throw invalid(text, name, "a whole number of at least \(minimum)")
-        }
-        return number
+        return try convert(text, name, to: type)
     }
 
-    /// The value as a finite number at least 0; throws `UsageError` if it is not one.
-    public func number(_ name: String) throws(UsageError) -> Double? {
-        guard let text = value(name) else { return nil }
-        guard let number = Double(text), number.isFinite, number >= 0 else {
-            throw invalid(text, name, "a number of at least 0")
-        }
-        return number
+    /// Every value of a repeating option or positional converted to `Value`; `nil` when none
+    /// was given.
+    func all<Value: ExpressibleByArgument>(_ name: String, as type: Value.Type) throws(UsageError) -> [Value]? {
+        guard let texts = values[name] else { return nil }
+        var result: [Value] = []
+        for text in texts { result.append(try convert(text, name, to: type)) }
+        return result
     }
 
+    /// The value as a count (a whole number of at least 0).
+    func integer(_ name: String) throws(UsageError) -> Int? {
+        try value(name, as: Int.self)
+    }
+
+    /// The spelling of option `name` as the user typed it (`-o`, `--output`), for messages.
+    func spelling(of name: String) -> String {
+        spellings[name] ?? "--\(name)"
+    }
+
+    private func convert<Value: ExpressibleByArgument>(
+        _ text: String, _ name: String, to type: Value.Type
+    ) throws(UsageError) -> Value {
+        guard let value = Value(argument: text) else { throw invalid(text, name, Value.expectation) }
+        return value
+    }
+
+    /// The usage error for `text`, given to `name`, that is not what `expected` describes.
     func invalid(_ text: String, _ name: String, _ expected: String) -> UsageError {
-        UsageError("The value '\(text)' is invalid for '\(spellings[name] ?? "--\(name)")': expected \(expected)")
+        UsageError.invalidValue(text, for: spelling(of: name), expected: expected)
     }
 }
 
@@ -138,9 +73,9 @@ public struct ParsedArguments: Sendable, Hashable {
 /// Options may come before, between or after positionals; `--name value` and `--name=value`
 /// are both accepted; `--` ends the options. `-h`/`--help` anywhere before `--` asks for help.
 /// Pure; use it on any thread.
-public enum ArgumentParser {
+enum ArgumentParser {
     /// The outcome of parsing.
-    public enum Result: Sendable, Hashable {
+    enum Result: Sendable, Hashable {
         /// The values.
         case arguments(ParsedArguments)
         /// `-h` or `--help` was given.
@@ -148,7 +83,7 @@ public enum ArgumentParser {
     }
 
     /// Parses `arguments` (without the command name) against `definitions`.
-    public static func parse(_ arguments: [String], definitions: [ArgumentDefinition]) throws(UsageError) -> Result {
+    static func parse(_ arguments: [String], definitions: [ArgumentDefinition]) throws(UsageError) -> Result {
         var parsed = ParsedArguments()
         var positionals: [String] = []
         var index = 0

@@ -1,7 +1,8 @@
+import StallwatchReport
+
 /// `stallwatch report T… [--json] [--top N]`: the summary of one or more traces.
-public struct ReportCommand: Command {
-    /// The name, abstract and arguments.
-    public static let configuration = CommandConfiguration(
+struct ReportCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
         commandName: "report",
         abstract: "Summarize the stalls of one or more traces.",
         discussion: """
@@ -10,29 +11,22 @@ public struct ReportCommand: Command {
             category + innermost app frames). Several traces are read in parallel and added up. A trace that ends inside a record \
             (a killed recorder) is read up to its last whole record, with a warning; a trace with \
             a damaged region is reported as far as it could be read, then the command exits 2.
-            """,
-        arguments: [
-            .positional("traces", help: "The trace files to read.", repeating: true),
-            .flag("json", help: "Print the report as JSON (schema: docs/cli.md)."),
-            .option("top", valueName: "n", help: "How many stall signatures to list.", defaultDescription: "10"),
-        ])
+            """)
 
-    /// The trace files.
-    public var traces: [String]
+    /// The trace files, added up.
+    @Argument(help: "The trace files to read.")
+    var traces: [String]
+
     /// Whether to print JSON.
-    public var json: Bool
-    /// How many signatures to list.
-    public var top: Int
+    @Flag(help: "Print the report as JSON (schema: docs/cli.md).")
+    var json = false
 
-    /// Builds the command from parsed arguments.
-    public init(parsing arguments: ParsedArguments) throws(UsageError) {
-        traces = arguments.all("traces")
-        json = arguments.flag("json")
-        top = try arguments.integer("top") ?? 10
-    }
+    /// How many signatures to list.
+    @Option(valueName: "n", help: "How many stall signatures to list.")
+    var top = 10
 
     /// Reads the traces and prints the report.
-    public func run(in context: CommandContext) throws -> ExitCode {
+    func run(in context: CommandContext) throws -> ExitCode {
         let loaded = try TraceInputs.load(traces, context: context, allowCorrupt: true)
         let report = ReportBuilder().report(loaded.traces, top: top)
         if json {

@@ -1,11 +1,13 @@
 import StallwatchCore
+import StallwatchReport
 
 /// Reads a command's input traces and applies the CLI's rules for damaged input:
 ///
 /// - unreadable (cannot open or read, not a trace, newer version, no whole record): an error
 ///   line each, exit 2;
-/// - truncated (ends inside a record, as when the recorder was killed): a `warning:` line,
-///   and the whole records before it are used;
+/// - truncated (ends inside a record, as when the recorder was killed, or in a junk tail, as
+///   a crash or power loss leaves): a `warning:` line, and the whole records before it are
+///   used;
 /// - corrupt (a damaged region skipped in the middle): an error line each; `report` still
 ///   prints what it read and then exits 2, the other commands exit 2 at once.
 ///
@@ -25,7 +27,9 @@ enum TraceInputs {
             progress = ProgressBar(
                 sink: context.standardError, total: paths.reduce(0) { $0 + TraceLoader.size(of: $1) })
         }
-        let results = TraceLoader.load(paths: paths, includeCallouts: includeCallouts, progress: progress)
+        var advance: (@Sendable (Int) -> Void)?
+        if let progress { advance = { progress.advance(by: $0) } }
+        let results = TraceLoader.load(paths: paths, includeCallouts: includeCallouts, progress: advance)
         progress?.finish()
         var fatal: [String] = []
         var corrupt: [String] = []

@@ -1,48 +1,15 @@
 import StallwatchCore
 
-/// `stallwatch show T --stall N`: one stall and its samples as a timeline.
-public struct ShowCommand: Command {
-    /// The name, abstract and arguments.
-    public static let configuration = CommandConfiguration(
-        commandName: "show",
-        abstract: "Show one stall and its samples as a timeline.",
-        arguments: [
-            .positional("trace", help: "The trace file to read."),
-            .option(
-                "stall", valueName: "id", help: "The stall's id (as listed by 'stallwatch report').", required: true),
-        ])
-
-    /// The trace file.
-    public var trace: String
-    /// The stall's id.
-    public var stall: UInt64
-
-    /// Builds the command from parsed arguments.
-    public init(parsing arguments: ParsedArguments) throws(UsageError) {
-        trace = arguments.value("trace") ?? ""
-        stall = UInt64(try arguments.integer("stall") ?? 0)
-    }
-
-    /// Reads the trace and prints the stall.
-    public func run(in context: CommandContext) throws -> ExitCode {
-        let loaded = try TraceInputs.load([trace], context: context).traces[0]
-        guard let stall = loaded.trace.stalls.first(where: { $0.id == self.stall }) else {
-            let ids = loaded.trace.stalls.map { String($0.id) }
-            let known = ids.isEmpty ? "it has no stalls" : "its stalls are " + ids.prefix(20).joined(separator: ", ")
-            throw CommandFailure("\(trace): no stall with id \(self.stall) (\(known)\(ids.count > 20 ? ", …" : ""))")
-        }
-        let budget = loaded.trace.header?.thresholds.budget ?? TierThresholds.default.budget
-        let analyzed = AnalyzedStall(stall, tracePath: trace, budget: budget, classifier: Classifier())
-        context.standardOutput.write(StallText.render(analyzed, colour: context.usesColour))
-        return .success
-    }
-}
-
-/// Renders one analyzed stall for `stallwatch show`.
+/// The text of `stallwatch show`: one stall and its samples as a timeline.
 ///
 /// Pure; use it on any thread.
-enum StallText {
-    static func render(_ analyzed: AnalyzedStall, colour: Bool) -> String {
+public enum StallText {
+    /// `analyzed` as text: a title (id, tier, duration, flags, trace), the callout (kind,
+    /// label, posting site, mode, phase), its category breakdown, reasons and signature, one
+    /// line per sample (time since the callout started, thread state, syscall, verdict, top
+    /// frames, annotation) and the representative stack. With `colour`, headings are ANSI
+    /// bold and system frames dim.
+    public static func render(_ analyzed: AnalyzedStall, colour: Bool) -> String {
         let style = Style(enabled: colour)
         let stall = analyzed.stall
         var lines: [String] = []
@@ -103,16 +70,10 @@ enum StallText {
                 let stack = ReportBuilder.stackFrame(frame)
                 let text =
                     "  \(stack.symbol)" + (stack.source.map { " (\($0))" } ?? "")
-                    + (stack.module.map { "  \(Frame.basenameOf($0))" } ?? "")
+                    + (stack.module.map { "  \(Frame.basename($0))" } ?? "")
                 lines.append(stack.system ? style.dim(text) : text)
             }
         }
         return lines.joined(separator: "\n") + "\n"
-    }
-}
-
-extension Frame {
-    static func basenameOf(_ path: String) -> String {
-        path.split(separator: "/").last.map(String.init) ?? path
     }
 }

@@ -1,4 +1,4 @@
-import Synchronization
+import StallwatchCore
 
 #if canImport(Glibc)
     import Glibc
@@ -10,7 +10,7 @@ import Synchronization
 ///
 /// Implementations must be safe to call from any thread (the progress bar writes from a
 /// timer thread).
-public protocol TextSink: Sendable {
+protocol TextSink: Sendable {
     /// Writes `text` as it is (no newline added).
     func write(_ text: String)
 }
@@ -18,17 +18,17 @@ public protocol TextSink: Sendable {
 /// A sink that writes to a file descriptor with `write(2)`, retrying on EINTR.
 ///
 /// Use it from any thread.
-public struct FileDescriptorSink: TextSink {
+struct FileDescriptorSink: TextSink {
     /// The descriptor (1 for stdout, 2 for stderr).
-    public let descriptor: Int32
+    let descriptor: Int32
 
     /// Creates a sink for `descriptor`.
-    public init(descriptor: Int32) {
+    init(descriptor: Int32) {
         self.descriptor = descriptor
     }
 
     /// Writes all of `text`.
-    public func write(_ text: String) {
+    func write(_ text: String) {
         var text = text
         text.withUTF8 { bytes in
             var offset = 0
@@ -44,83 +44,77 @@ public struct FileDescriptorSink: TextSink {
     }
 
     /// Whether the descriptor is a terminal.
-    public var isTerminal: Bool { isatty(descriptor) == 1 }
+    var isTerminal: Bool { isatty(descriptor) == 1 }
 }
 
 /// A sink that keeps what is written, for tests.
 ///
 /// Use it from any thread.
-public final class BufferSink: TextSink {
-    private let storage = Mutex("")
+final class BufferSink: TextSink {
+    private let storage = Locked("")
 
     /// Creates an empty buffer.
-    public init() {}
+    init() {}
 
     /// Appends `text`.
-    public func write(_ text: String) {
+    func write(_ text: String) {
         storage.withLock { $0 += text }
     }
 
     /// Everything written so far.
-    public var text: String { storage.withLock { $0 } }
+    var text: String { storage.withLock { $0 } }
 }
 
-/// Runs the lead's built-in demo workload: `(budgetMilliseconds, keep) -> trace path`.
-public typealias DemoRunner = @Sendable (Double?, Bool) throws -> String
-
-/// What a command runs with: its output streams, whether they are terminals, the environment
-/// and the optional demo workload.
+/// What a command runs with: its output streams, whether they are terminals and the
+/// environment.
 ///
 /// A plain value; use it on any thread.
-public struct CommandContext: Sendable {
+struct CommandContext: Sendable {
     /// Standard output.
-    public var standardOutput: any TextSink
+    var standardOutput: any TextSink
     /// Standard error: warnings, errors, the progress bar.
-    public var standardError: any TextSink
+    var standardError: any TextSink
     /// Whether standard output is a terminal (colour is only used then).
-    public var outputIsTerminal: Bool
+    var outputIsTerminal: Bool
     /// Whether standard error is a terminal (the progress bar is only drawn then).
-    public var errorIsTerminal: Bool
+    var errorIsTerminal: Bool
     /// The process environment (`NO_COLOR`; `record` passes it on to its command).
-    public var environment: [String: String]
-    /// The workload `stallwatch demo` runs; `nil` when the binary has none.
-    public var demo: DemoRunner?
+    var environment: [String: String]
 
     /// Creates a context.
-    public init(
+    init(
         standardOutput: any TextSink, standardError: any TextSink, outputIsTerminal: Bool = false,
-        errorIsTerminal: Bool = false, environment: [String: String] = [:], demo: DemoRunner? = nil
+        errorIsTerminal: Bool = false, environment: [String: String] = [:]
     ) {
         self.standardOutput = standardOutput
         self.standardError = standardError
         self.outputIsTerminal = outputIsTerminal
         self.errorIsTerminal = errorIsTerminal
         self.environment = environment
-        self.demo = demo
     }
 
     /// The process's own stdout and stderr and environment.
-    public static func process(demo: DemoRunner? = nil) -> CommandContext {
+    static func process() -> CommandContext {
         let output = FileDescriptorSink(descriptor: 1)
         let error = FileDescriptorSink(descriptor: 2)
         return CommandContext(
             standardOutput: output, standardError: error, outputIsTerminal: output.isTerminal,
-            errorIsTerminal: error.isTerminal, environment: processEnvironment(), demo: demo)
+            errorIsTerminal: error.isTerminal, environment: processEnvironment())
     }
 
     /// Whether to colour standard output: only on a terminal, and only if `NO_COLOR` is unset
     /// or empty (https://no-color.org).
-    public var usesColour: Bool {
+    var usesColour: Bool {
         outputIsTerminal && (environment["NO_COLOR"] ?? "").isEmpty
     }
 
     /// Writes `text` and a newline to standard output.
-    public func print(_ text: String = "") {
+    func print(_ text: String = "") {
         standardOutput.write(text + "\n")
     }
 
     /// Writes `text` and a newline to standard error.
-    public func printError(_ text: String) {
+    func printError(_ text: String) {
         standardError.write(text + "\n")
     }
 }

@@ -1,11 +1,11 @@
 import Dispatch
-import Synchronization
+import StallwatchCore
 
 /// A progress bar on standard error for long reads: it stays hidden for the first second,
 /// then redraws ten times a second until `finish()`, which erases it.
 ///
 /// Thread-safe: `advance(by:)` may be called from any thread (the parallel readers).
-public final class ProgressBar: Sendable {
+final class ProgressBar: Sendable {
     private struct State {
         var done = 0
         var drawn = false
@@ -15,10 +15,10 @@ public final class ProgressBar: Sendable {
     private let sink: any TextSink
     private let total: Int
     private let label: String
-    private let state = Mutex(State())
+    private let state = Locked(State())
 
     /// Starts a hidden bar for `total` bytes, drawn on `sink` after `delay` seconds.
-    public init(sink: any TextSink, total: Int, label: String = "reading", delay: Double = 1) {
+    init(sink: any TextSink, total: Int, label: String = "reading", delay: Double = 1) {
         self.sink = sink
         self.total = max(1, total)
         self.label = label
@@ -33,12 +33,12 @@ public final class ProgressBar: Sendable {
     }
 
     /// Counts `bytes` more as done.
-    public func advance(by bytes: Int) {
+    func advance(by bytes: Int) {
         state.withLock { $0.done += bytes }
     }
 
     /// Stops the bar and erases it if it was drawn.
-    public func finish() {
+    func finish() {
         let erase = state.withLock { state -> Bool in
             state.finished = true
             return state.drawn

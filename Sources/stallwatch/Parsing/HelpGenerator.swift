@@ -1,17 +1,20 @@
 /// Renders help and usage text in swift-argument-parser's layout: OVERVIEW, USAGE,
 /// ARGUMENTS, OPTIONS, SUBCOMMANDS; labels in a 26-column left column, text wrapped at 80.
+/// A command's arguments come from its declarations (`CommandParser.definitions(of:)`).
 ///
 /// Pure; use it on any thread.
 enum HelpGenerator {
     static let width = 80
     static let labelColumn = 26
     static let helpArgument = ArgumentDefinition.flag("help", short: "h", help: "Show help information.")
+    static let versionArgument = ArgumentDefinition.flag("version", help: "Show the version.")
 
     /// The one-line (wrapped) usage: `stallwatch report <traces> ... [--json] [--top <n>]`.
-    static func usage(for configuration: CommandConfiguration, toolName: String) -> String {
-        var words = ["\(toolName) \(configuration.commandName)"]
-        let positionals = configuration.arguments.filter(\.isPositional)
-        let others = configuration.arguments.filter { !$0.isPositional }
+    static func usage(for command: any ParsableCommand.Type, toolName: String) -> String {
+        let arguments = CommandParser.definitions(of: command)
+        var words = ["\(toolName) \(command.configuration.commandName)"]
+        let positionals = arguments.filter(\.isPositional)
+        let others = arguments.filter { !$0.isPositional }
         // Options first, then positionals, except a captured command line, which goes last after `--`.
         for argument in positionals {
             if case .positional(_, _, true) = argument.kind { continue }
@@ -38,33 +41,36 @@ enum HelpGenerator {
     }
 
     /// The whole `--help` text of a command.
-    static func help(for configuration: CommandConfiguration, toolName: String) -> String {
+    static func help(for command: any ParsableCommand.Type, toolName: String) -> String {
+        let configuration = command.configuration
+        let arguments = CommandParser.definitions(of: command)
         var text = paragraph("OVERVIEW: \(configuration.abstract)") + "\n\n"
         if !configuration.discussion.isEmpty {
             text +=
                 configuration.discussion.split(separator: "\n").map { paragraph(String($0)) }
                 .joined(separator: "\n\n") + "\n\n"
         }
-        text += "USAGE: " + usage(for: configuration, toolName: toolName) + "\n\n"
-        let positionals = configuration.arguments.filter(\.isPositional)
+        text += "USAGE: " + usage(for: command, toolName: toolName) + "\n\n"
+        let positionals = arguments.filter(\.isPositional)
         if !positionals.isEmpty {
             text += "ARGUMENTS:\n"
             for argument in positionals { text += row(argument.helpLabel, describe(argument)) }
             text += "\n"
         }
         text += "OPTIONS:\n"
-        for argument in configuration.arguments where !argument.isPositional {
+        for argument in arguments where !argument.isPositional {
             text += row(argument.helpLabel, describe(argument))
         }
         text += row(helpArgument.helpLabel, helpArgument.help)
         return text
     }
 
-    /// The root help: OVERVIEW, USAGE, OPTIONS, SUBCOMMANDS.
+    /// The root help: OVERVIEW, USAGE, OPTIONS (`--version`, `--help`), SUBCOMMANDS.
     static func rootHelp(abstract: String, toolName: String, subcommands: [CommandConfiguration]) -> String {
         var text = "OVERVIEW: \(abstract)\n\n"
         text += "USAGE: \(toolName) <subcommand>\n\n"
         text += "OPTIONS:\n"
+        text += row(versionArgument.helpLabel, versionArgument.help)
         text += row(helpArgument.helpLabel, helpArgument.help)
         text += "\nSUBCOMMANDS:\n"
         for subcommand in subcommands { text += row(subcommand.commandName, subcommand.abstract) }

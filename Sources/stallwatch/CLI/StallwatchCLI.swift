@@ -2,29 +2,36 @@
 /// and errors the way swift-argument-parser does, and returns the exit code.
 ///
 /// Call `run(_:context:)` from one thread; it may take a while (it reads traces).
-public enum StallwatchCLI {
+enum StallwatchCLI {
     /// The tool's name in usage lines.
-    public static let toolName = "stallwatch"
+    static let toolName = "stallwatch"
+
+    /// The version `stallwatch --version` prints: the one place it is written down.
+    static let version = "0.9.0"
 
     /// The OVERVIEW of `stallwatch --help`.
-    public static let abstract = "Find and explain main-thread stalls recorded by Stallwatch."
+    static let abstract = "Find and explain main-thread stalls recorded by Stallwatch."
 
     /// The subcommands, in help order.
-    public static var commands: [any Command.Type] {
+    static var commands: [any ParsableCommand.Type] {
         [
-            DemoCommand.self, RecordCommand.self, ReportCommand.self, ShowCommand.self, ExportCommand.self,
+            RecordCommand.self, ReportCommand.self, ShowCommand.self, ExportCommand.self,
             DiffCommand.self, GateCommand.self,
         ]
     }
 
     /// Runs the command line `arguments` (without the program name) and returns the exit code.
-    public static func run(_ arguments: [String], context: CommandContext) -> ExitCode {
+    static func run(_ arguments: [String], context: CommandContext) -> ExitCode {
         guard let first = arguments.first else {
             context.standardError.write(rootHelp)
             return .validationFailure
         }
         if first == "-h" || first == "--help" {
             context.standardOutput.write(rootHelp)
+            return .success
+        }
+        if first == "--version" {
+            context.print("\(toolName) \(version)")
             return .success
         }
         if first == "help" {
@@ -49,38 +56,40 @@ public enum StallwatchCLI {
     }
 
     /// The whole `--help` text of `command`.
-    public static func help(for command: any Command.Type) -> String {
-        HelpGenerator.help(for: command.configuration, toolName: toolName)
+    static func help(for command: any ParsableCommand.Type) -> String {
+        HelpGenerator.help(for: command, toolName: toolName)
     }
 
     /// The usage line of `command`.
-    public static func usage(for command: any Command.Type) -> String {
-        HelpGenerator.usage(for: command.configuration, toolName: toolName)
+    static func usage(for command: any ParsableCommand.Type) -> String {
+        HelpGenerator.usage(for: command, toolName: toolName)
     }
 
     /// The text of `stallwatch --help`.
-    public static var rootHelp: String {
+    static var rootHelp: String {
         HelpGenerator.rootHelp(abstract: abstract, toolName: toolName, subcommands: commands.map { $0.configuration })
     }
 
-    static func command(named name: String) -> (any Command.Type)? {
+    static func command(named name: String) -> (any ParsableCommand.Type)? {
         commands.first { $0.configuration.commandName == name }
     }
 
-    private static func run(_ type: any Command.Type, _ arguments: [String], context: CommandContext) -> ExitCode {
+    private static func run(
+        _ type: any ParsableCommand.Type, _ arguments: [String], context: CommandContext
+    ) -> ExitCode {
         let name = type.configuration.commandName
         func failure(_ error: UsageError) -> ExitCode {
             usageFailure(
                 error, usage: usage(for: type), helpHint: "\(toolName) \(name) --help", context: context)
         }
-        let command: any Command
+        let command: any ParsableCommand
         do {
-            switch try ArgumentParser.parse(arguments, definitions: type.configuration.arguments) {
+            switch try CommandParser.parse(arguments, as: type) {
             case .help:
                 context.standardOutput.write(help(for: type))
                 return .success
-            case .arguments(let parsed):
-                command = try type.init(parsing: parsed)
+            case .command(let parsed):
+                command = parsed
             }
             try command.validate()
         } catch {

@@ -1,0 +1,30 @@
+import StallwatchCore
+
+/// The text of `stallwatch gate`.
+///
+/// Pure; use it on any thread.
+public enum GateText {
+    /// The outcome of checking `report`: a title line (traces, stalls, run time), one
+    /// `PASS`/`FAIL` line per check with its measured value and limit, and a result line.
+    /// With `colour`, the title is ANSI bold, `PASS` green and `FAIL` red.
+    public static func render(_ checks: [GateCheck], of report: StallReport, colour: Bool) -> String {
+        let style = Style(enabled: colour)
+        let traces = report.traces.count
+        let width = max(6, checks.map(\.name.count).max() ?? 0)
+        var lines = [
+            style.bold("Gate") + ": \(traces) \(traces == 1 ? "trace" : "traces"), "
+                + "\(report.stalls.total) stalls, \(format(report.runTimeSeconds, 2)) s"
+        ]
+        for check in checks {
+            let verdict = check.passed ? style.green("PASS") : style.red("FAIL")
+            lines.append("  \(verdict)  \(pad(check.name, width))  \(check.measured) (limit \(check.limit))")
+        }
+        let failed = checks.filter { !$0.passed }.count
+        if failed == 0 {
+            lines.append("Result: " + style.green("PASS") + " (\(checks.count) limits)")
+        } else {
+            lines.append("Result: " + style.red("FAIL") + " (\(failed) of \(checks.count) limits exceeded)")
+        }
+        return lines.joined(separator: "\n") + "\n"
+    }
+}

@@ -1,0 +1,109 @@
+import StallwatchCore
+import StallwatchReport
+
+/// `stallwatch gate T… [limits…] [--junit FILE]`: fails (exit 1) when a limit is exceeded.
+struct GateCommand: ParsableCommand {
+    /// `--max CATEGORY=N`: at most N stalls of the category.
+    struct CategoryLimit: Sendable, ExpressibleByArgument {
+        /// The category.
+        var category: StallCategory
+        /// The most stalls allowed.
+        var maximum: Int
+
+        init?(argument: String) {
+            let parts = argument.split(separator: "=", maxSplits: 1).map(String.init)
+            guard parts.count == 2, let category = StallCategory(rawValue: parts[0]),
+                let maximum = Int(argument: parts[1])
+            else { return nil }
+            self.category = category
+            self.maximum = maximum
+        }
+
+        static var expectation: String {
+            "CATEGORY=N with a category of " + StallCategory.allCases.map(\.rawValue).joined(separator: ", ")
+        }
+
+        var defaultValueDescription: String { "\(category.rawValue)=\(maximum)" }
+    }
+
+    static let configuration = CommandConfiguration(
+        commandName: "gate",
+        abstract: "Check traces against stall limits (for CI).",
+        discussion: """
+            Exits 0 when every limit passes, 1 when one fails, 2 for a usage error or an \
+            unreadable trace. Each limit is printed with its measured value and PASS or FAIL. Stalls are counted by \
+            their dominant category. The regression limit compares the hitch ratio (ms of overrun \
+            per second of run time) with the baseline's; a baseline of 0 allows no hitches.
+            """)
+
+    /// The traces, added up.
+    @Argument(help: "The trace files to check (added up).")
+    var traces: [String]
+
+    /// `--max-stalls`.
+    @Option(valueName: "n", help: "At most this many stalls.")
+    var maxStalls: Int?
+
+    /// `--max-hangs`.
+    @Option(valueName: "n", help: "At most this many hangs (at least 250 ms by default).")
+    var maxHangs: Int?
+
+    /// `--max-hitch-ratio`, in ms of overrun per second.
+    @Option(valueName: "ms-per-s", help: "At most this many ms of overrun per second.")
+    var maxHitchRatio: Double?
+
+    /// Every `--max CATEGORY=N`, in order.
+    @Option(
+        name: .customLong("max"), valueName: "category=n",
+        help: "At most n stalls of the category (compute, io, lockWait, database, other).")
+    var categoryLimits: [CategoryLimit] = []
+
+    /// The baseline for `--max-regression`.
+    @Option(valueName: "trace", help: "A baseline trace for --max-regression.")
+    var baseline: String?
+
+    /// How far the hitch ratio may exceed the baseline's, in percent.
+    @Option(valueName: "pct", help: "How far the hitch ratio may exceed the baseline's, in percent.")
+    var maxRegression: Double?
+
+    /// Where to write JUnit XML.
+    @Option(valueName: "file", help: "Also write the results as JUnit XML.")
+    var junit: String?
+
+    /// The limits given, in option order, without the baseline's (added once it is read).
+    var limits: [GateLimit] {
+        var limits: [GateLimit] = []
+        if let maxStalls { limits.append(.maxStalls(maxStalls)) }
+        if let maxHangs { limits.append(.maxHangs(maxHangs)) }
+        if let maxHitchRatio { limits.append(.maxHitchRatio(maxHitchRatio)) }
+        limits += categoryLimits.map { .maxCategory($0.category, $0.maximum) }
+        return limits
+    }
+
+    /// Needs at least one limit, and --baseline with --max-regression.
+    func validate() throws(UsageError) {
+        if (baseline == nil) != (maxRegression == nil) {
+            throw UsageError("--baseline and --max-regression go together")
+        }
+        if limits.isEmpty && baseline == nil {
+            throw UsageError(
+                "Give at least one limit (--max-stalls, --max-hangs, --max-hitch-ratio, --max, --max-regression)")
+        }
+    }
+
+    /// Reads the traces, checks the limits, writes the JUnit file and prints the results.
+    func run(in context: CommandContext) throws -> ExitCode {
+        let loaded = try TraceInputs.load(traces, context: context).traces
+        let builder = ReportBuilder()
+        let report = builder.report(loaded, top: 0)
+        var limits = self.limits
+        if let baseline, let maxRegression {
+            let base = try TraceInputs.load([baseline], context: context).traces
+            limits.append(.maxRegression(percent: maxRegression, baseline: builder.report(base, top: 0)))
+        }
+        let checks = Gate.evaluate(report, limits: limits)
+        if let junit { try writeFile(junit, Gate.junit(checks)) }
+        context.standardOutput.write(GateText.render(checks, of: report, colour: context.usesColour))
+        return checks.allSatisfy(\.passed) ? .success : .failure
+    }
+}

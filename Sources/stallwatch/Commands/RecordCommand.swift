@@ -1,0 +1,56 @@
+import StallwatchCore
+
+/// `stallwatch record -o T [--budget MS] [--mode stalls|full] -- CMD ARGS…`: runs a command
+/// with recording turned on through its environment and forwards its exit status.
+struct RecordCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "record",
+        abstract: "Run a command with stall recording turned on.",
+        discussion: """
+            Sets STALLWATCH_TRACE, STALLWATCH_BUDGET_MS and STALLWATCH_MODE in the command's \
+            environment; any app that runs MainLoop records to the trace. Exits with the command's \
+            status, 128+N if signal N killed it, 127 if it was not found, 126 if it could not run.
+            """)
+
+    /// The trace file the command's recorder writes.
+    @Option(name: .shortAndLong, valueName: "trace", help: "The trace file to write.")
+    var output: String
+
+    /// The frame budget; the recorder's default when not given.
+    @Option(
+        valueName: "ms", help: "The frame budget in milliseconds.",
+        defaultDescription: TierThresholds.default.budget.defaultValueDescription)
+    var budget: Duration?
+
+    /// Stalls only, or every callout too.
+    @Option(help: "stalls (stalls only) or full (every callout too).")
+    var mode: TraceMode = .stalls
+
+    /// The command line to run.
+    @Argument(parsing: .captureForPassthrough, help: "The command to run, with its arguments.")
+    var command: [String]
+
+    /// A budget of 0 is no budget.
+    func validate() throws(UsageError) {
+        if let budget, budget <= .zero { throw $budget.invalid("a number above 0") }
+    }
+
+    /// Runs the command, waits for it, and warns when it wrote no trace.
+    func run(in context: CommandContext) throws -> ExitCode {
+        var environment = context.environment
+        environment["STALLWATCH_TRACE"] = output
+        environment["STALLWATCH_MODE"] = mode.name
+        if let budget { environment["STALLWATCH_BUDGET_MS"] = budget.plainMilliseconds }
+        let before = FileStamp(path: output)
+        let status = try ChildProcess.run(command, environment: environment)
+        // A file left by an earlier run is not this run's trace.
+        let after = FileStamp(path: output)
+        if after == nil || after == before {
+            let stale = after == nil ? "" : "; the file there is from before this run"
+            context.printError(
+                "warning: \(command[0]) wrote no trace to \(output)\(stale) "
+                    + "(does it run MainLoop.main with Stallwatch linked in?)")
+        }
+        return status
+    }
+}

@@ -1,0 +1,58 @@
+#if canImport(Glibc)
+    import Glibc
+#endif
+
+/// Writes `text` to `path`, replacing it; throws a one-line `CommandFailure` naming the path.
+func writeFile(_ path: String, _ text: String) throws(CommandFailure) {
+    guard let file = fopen(path, "w") else {
+        throw CommandFailure("\(path): cannot write (\(String(cString: strerror(errno))))")
+    }
+    var text = text
+    let written = text.withUTF8 { fwrite($0.baseAddress, 1, $0.count, file) }
+    let closed = fclose(file)
+    if written != text.utf8.count || closed != 0 {
+        throw CommandFailure("\(path): cannot write (\(String(cString: strerror(errno))))")
+    }
+}
+
+/// Which file is at a path and when it last changed: `record` compares the stamps from before
+/// and after the run to tell a new trace from one an earlier run left.
+struct FileStamp: Equatable {
+    var device: UInt64
+    var inode: UInt64
+    var size: Int64
+    var modifiedSeconds: Int
+    var modifiedNanoseconds: Int
+
+    /// The stamp of the file at `path`, `nil` if there is none.
+    init?(path: String) {
+        var info = stat()
+        guard stat(path, &info) == 0 else { return nil }
+        device = UInt64(info.st_dev)
+        inode = UInt64(info.st_ino)
+        size = Int64(info.st_size)
+        modifiedSeconds = info.st_mtim.tv_sec
+        modifiedNanoseconds = info.st_mtim.tv_nsec
+    }
+}
+
+/// Where a command writes its output: `-o FILE`, or `-o -` for standard output.
+enum OutputDestination: Sendable, Hashable, ExpressibleByArgument {
+    /// `-`: the command's standard output.
+    case standardOutput
+    /// A file, replaced.
+    case file(String)
+
+    init?(argument: String) {
+        self = argument == "-" ? .standardOutput : .file(argument)
+    }
+
+    static var expectation: String { "a file, or '-' for standard output" }
+
+    var defaultValueDescription: String {
+        switch self {
+        case .standardOutput: "-"
+        case .file(let path): path
+        }
+    }
+}
