@@ -10,6 +10,11 @@ struct TraceWriter {
     private var encoder = TraceEncoder()
     private var bytes: [UInt8] = []
     private var sites: [SiteKey: UInt64] = [:]
+    /// Call-site and mode ids by the callout's raw words (descriptor without the phase, packed
+    /// label and file): the per-event path hashes three integers, not two decoded strings, and
+    /// a run of events from one site hits `lastSite` without hashing at all.
+    private var rawSites: [RawSiteKey: (site: UInt64, mode: UInt16)] = [:]
+    private var lastSite: (key: RawSiteKey, ids: (site: UInt64, mode: UInt16))?
     private var modes: [String: UInt16] = [:]
     private var annotations: [Annotation: UInt64] = [:]
     private var symbols: Set<UInt64> = []
@@ -25,6 +30,12 @@ struct TraceWriter {
     /// Summaries cover one second; the file is written at least every 50 ms.
     static let interval: UInt64 = 1_000_000_000
     static let flushPeriod: Int = 50
+
+    struct RawSiteKey: Hashable {
+        var descriptor: UInt64
+        var label: UInt64
+        var file: UInt64
+    }
 
     struct SiteKey: Hashable {
         var kind: UInt8
@@ -107,11 +118,24 @@ struct TraceWriter {
     }
 
     private mutating func writeCallout(_ event: EventRing.Event, _ converter: Timebase.Converter) {
-        let site = siteID(
-            SiteKey(
-                kind: event.descriptor.kindCode, label: CalloutSite.unpack(event.label),
-                file: CalloutSite.unpack(event.file) ?? "?", line: event.descriptor.line))
-        let mode = modeID(event.descriptor.mode.name)
+        // The phase (bits 8-15) is not part of a call site.
+        let key = RawSiteKey(
+            descriptor: event.descriptor.rawValue & ~0xFF00, label: event.label, file: event.file)
+        let ids: (site: UInt64, mode: UInt16)
+        if let last = lastSite, last.key == key {
+            ids = last.ids
+        } else if let known = rawSites[key] {
+            ids = known
+        } else {
+            let site = siteID(
+                SiteKey(
+                    kind: event.descriptor.kindCode, label: CalloutSite.unpack(event.label),
+                    file: CalloutSite.unpack(event.file) ?? "?", line: event.descriptor.line))
+            ids = (site, modeID(event.descriptor.mode.name))
+            rawSites[key] = ids
+        }
+        lastSite = (key, ids)
+        let (site, mode) = ids
         append(
             .callout(
                 TraceRecord.Callout(
