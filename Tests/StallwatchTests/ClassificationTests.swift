@@ -85,7 +85,12 @@ enum Scenarios {
             pthread_mutex_init(mutex, nil)
             holdElsewhere(
                 milliseconds: 80, lock: { pthread_mutex_lock(mutex) }, unlock: { pthread_mutex_unlock(mutex) })
-            return { lockMutexForStallTest(mutex) }
+            return {
+                lockMutexForStallTest(mutex)
+                // The holder has unlocked it for good (that is what ended the wait).
+                pthread_mutex_destroy(mutex)
+                mutex.deallocate()
+            }
         },
         Scenario(name: "lockWait: NSLock", expected: .lockWait) {
             let lock = NSLock()

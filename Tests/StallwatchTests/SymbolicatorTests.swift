@@ -10,9 +10,12 @@
         @convention(c) (UnsafeMutablePointer<UnsafeMutableRawPointer?>?, Int32) -> Int32
 
     /// Return addresses from backtrace(3), whose first entry is a return address into this function.
+    /// libc's own backtrace: under ASan the global `backtrace` is the sanitizer's interceptor,
+    /// which would add its own frame first.
     @inline(never)
     private func captureReturnAddresses() -> (addresses: [UInt64], line: UInt32) {
-        let backtrace = unsafeBitCast(dlsym(nil, "backtrace")!, to: BacktraceFunction.self)
+        let libc = dlopen("libc.so.6", RTLD_NOW | RTLD_NOLOAD)
+        let backtrace = unsafeBitCast(dlsym(libc, "backtrace")!, to: BacktraceFunction.self)
         var buffer = [UnsafeMutableRawPointer?](repeating: nil, count: 32)
         let count = backtrace(&buffer, 32)
         let line = UInt32(#line) - 1

@@ -33,7 +33,8 @@ extension MainLoop {
         /// False once cancelled.
         public private(set) var isValid = true
 
-        let handler: (Source, SourceEvents) -> Void
+        /// Dropped on cancel, so nothing the handler captured outlives the source in a cycle.
+        private(set) var handler: ((Source, SourceEvents) -> Void)?
         let site: CalloutSite
         weak var loop: MainLoop?
         var states: [ModeState] = []
@@ -53,6 +54,7 @@ extension MainLoop {
         public func cancel() {
             guard isValid else { return }
             isValid = false
+            handler = nil
             for state in states {
                 guard var entry = state.sources[fd] else { continue }
                 if kind == .readable { entry.reader = nil } else { entry.writer = nil }
@@ -146,14 +148,14 @@ extension MainLoop {
 
     /// Calls one source's handler for an epoll event. Returns whether it ran.
     private func deliver(_ bits: UInt32, to source: Source, hangup: Bool, failed: Bool, mode: Mode) -> Bool {
-        guard source.isValid else { return false }
+        guard source.isValid, let handler = source.handler else { return false }
         var events: SourceEvents = []
         let ready = source.kind == .readable ? bits & EPOLLIN.rawValue != 0 : bits & EPOLLOUT.rawValue != 0
         if ready { events.insert(source.kind == .readable ? .readable : .writable) }
         if hangup { events.insert(.hangup) }
         if failed { events.insert(.error) }
         guard !events.isEmpty else { return false }
-        callout(source.site, phase: .afterWaiting, mode: mode) { source.handler(source, events) }
+        callout(source.site, phase: .afterWaiting, mode: mode) { handler(source, events) }
         // Nothing more can come: a hang-up with no data left, or an error.
         if failed || (hangup && !ready) { source.cancel() }
         return true
