@@ -9,9 +9,16 @@
 set -eu
 cd "$(dirname "$0")/.."
 kind=${1:-}
+skip=""
 case "$kind" in
 address) scratch=.build-asan ;;
-thread) scratch=.build-tsan ;;
+thread)
+    scratch=.build-tsan
+    # Skipped here rather than by a trait because its file belongs to the remedy tests (move it to
+    # `.disabled(if: Sanitizer.thread, …)` there): FeedScreen's database stall is recognised by the
+    # libsqlite3 frames of a running query, which TSan's late signal delivery does not show.
+    skip="theBlockingFeedStallsInTheDatabaseAndTheFixedOneDoesNot"
+    ;;
 *)
     echo "usage: scripts/sanitize.sh address|thread [swift test arguments]" >&2
     exit 64
@@ -21,17 +28,20 @@ shift
 scripts/install-deps.sh
 here=$(pwd)
 # halt_on_error: stop at the first report; exitcode: a report (including LeakSanitizer's at exit)
-# makes the process exit non-zero, so a subprocess test's exit-status check fails too.
-export ASAN_OPTIONS="halt_on_error=1:exitcode=86:detect_leaks=1:abort_on_error=0"
-export LSAN_OPTIONS="suppressions=$here/scripts/sanitizers/lsan.supp:print_suppressions=0"
-export TSAN_OPTIONS="halt_on_error=1:exitcode=66:suppressions=$here/scripts/sanitizers/tsan.supp"
+# makes the process exit non-zero, so a subprocess test's exit-status check fails too. Options
+# already in the environment come last and win (e.g. TSAN_OPTIONS=halt_on_error=0 to see every
+# report of a run).
+export ASAN_OPTIONS="halt_on_error=1:exitcode=86:detect_leaks=1${ASAN_OPTIONS:+:$ASAN_OPTIONS}"
+export LSAN_OPTIONS="suppressions=$here/scripts/sanitizers/lsan.supp:print_suppressions=0${LSAN_OPTIONS:+:$LSAN_OPTIONS}"
+export TSAN_OPTIONS="halt_on_error=1:exitcode=66:suppressions=$here/scripts/sanitizers/tsan.supp${TSAN_OPTIONS:+:$TSAN_OPTIONS}"
 start=$(date +%s)
 # lld, not the default gold: gold prints a "Cannot export local symbol" warning for each of the
 # ASan runtime's ~1,400 assembly stubs at every link.
 swift build --build-tests --sanitize="$kind" --scratch-path "$scratch" -Xswiftc -use-ld=lld
 built=$(date +%s)
 set +e
-swift test --skip-build --no-parallel --sanitize="$kind" --scratch-path "$scratch" -Xswiftc -use-ld=lld "$@"
+swift test --skip-build --no-parallel --sanitize="$kind" --scratch-path "$scratch" -Xswiftc -use-ld=lld \
+    ${skip:+--skip "$skip"} "$@"
 status=$?
 set -e
 done=$(date +%s)

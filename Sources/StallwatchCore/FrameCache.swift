@@ -1,5 +1,3 @@
-import Synchronization
-
 /// What the classifier has worked out about each distinct (symbol, module): its names and
 /// the rules it satisfies. Reports meet the same frames in thousands of samples, and
 /// working a frame out costs far more than looking it up.
@@ -24,7 +22,7 @@ final class FrameCache: Sendable {
     /// Past this many entries the cache starts over, so a long-running process stays bounded.
     static let capacity = 65_536
 
-    private let entries = Mutex<[Key: FrameMatcher.AnalyzedFrame]>([:])
+    private let entries = Locked<[Key: FrameMatcher.AnalyzedFrame]>([:])
 
     /// `frames` analyzed with `matcher`, from the cache where possible.
     func analyze(_ frames: [Frame], with matcher: FrameMatcher) -> [FrameMatcher.AnalyzedFrame] {

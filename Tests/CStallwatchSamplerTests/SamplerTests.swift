@@ -4,6 +4,12 @@
 // finds its capture abandoned, foreign signals, preparing a thread, the unwinder owner, and
 // the counters behind all of them.
 //
+// Under ThreadSanitizer the tests that capture a thread running its own code are skipped: TSan
+// installs its own handler in front of ours and, unless the thread is inside an intercepted
+// blocking call, runs ours later, at the thread's next intercepted call, with a copy of the
+// context: the stack unwound there is not the interrupted one (and a pure spin loop, which
+// calls nothing, never gets it). Threads waiting in read() get the signal at once and stay tested.
+//
 // The sampler is process-wide state (one signal, one slot, counters since install), and the
 // StallMonitor tests in the same test process install it too. So each test here runs in a
 // fresh child process (a Swift Testing exit test): it starts uninstalled and the counters it
@@ -18,11 +24,13 @@ import Testing
         await #expect(processExitsWith: .success) { checkInstall() }
     }
 
-    @Test func capturesASpinningThreadExactly() async {
+    @Test(.disabled(if: Sanitizer.thread, "TSan defers the signal of a running thread to its next intercepted call"))
+    func capturesASpinningThreadExactly() async {
         await #expect(processExitsWith: .success) { checkSpinningCaptures() }
     }
 
-    @Test func aThreadBlockedInASyscallTimesOutAndItsStaleSignalIsIgnored() async {
+    @Test(.disabled(if: Sanitizer.thread, "TSan defers the signal of a running thread to its next intercepted call"))
+    func aThreadBlockedInASyscallTimesOutAndItsStaleSignalIsIgnored() async {
         await #expect(processExitsWith: .success) { checkTimeoutAndStaleSignal() }
     }
 
@@ -30,15 +38,18 @@ import Testing
         await #expect(processExitsWith: .success) { checkThreadInRead() }
     }
 
-    @Test func aLateHandlerKeepsTheSlotUntilItFinishesAndIsCounted() async {
+    @Test(.disabled(if: Sanitizer.thread, "TSan defers the signal of a running thread to its next intercepted call"))
+    func aLateHandlerKeepsTheSlotUntilItFinishesAndIsCounted() async {
         await #expect(processExitsWith: .success) { checkLateHandler() }
     }
 
-    @Test func foreignAndForgedSignalsAreIgnored() async {
+    @Test(.disabled(if: Sanitizer.thread, "TSan defers the signal of a running thread to its next intercepted call"))
+    func foreignAndForgedSignalsAreIgnored() async {
         await #expect(processExitsWith: .success) { checkForeignSignals() }
     }
 
-    @Test func preparingAThreadUnblocksTheSignal() async {
+    @Test(.disabled(if: Sanitizer.thread, "TSan defers the signal of a running thread to its next intercepted call"))
+    func preparingAThreadUnblocksTheSignal() async {
         await #expect(processExitsWith: .success) { checkPrepareUnblocks() }
     }
 
@@ -131,6 +142,10 @@ func checkSpinningCaptures() {
         let r = capture.result
         // Frame 0 is the interrupted instruction (inside the spin), frame 1 the return address
         // into its caller; the handler's own frames and the signal trampoline are gone.
+        guard capture.frames.count >= 2 else {
+            Issue.record("capture \(round): \(capture.frames)")
+            continue
+        }
         #expect(capture.frames[0] >= inner && capture.frames[0] < inner + 512, "\(capture.frames)")
         #expect(capture.frames[1] - 1 >= outer && capture.frames[1] - 1 < outer + 512, "\(capture.frames)")
         #expect(r.handler_frames == 2)
@@ -147,7 +162,7 @@ func checkSpinningCaptures() {
     // A capacity smaller than the stack: the innermost frames, flagged truncated.
     let short = Capture(tid, capacity: 2, timeout: .seconds(2))
     #expect(short.code == 2 && short.result.truncated == 1)
-    #expect(short.frames[0] >= inner && short.frames[0] < inner + 512)
+    #expect(short.frames.first.map { $0 >= inner && $0 < inner + 512 } == true)
 
     let stats = samplerStats()
     #expect(stats.captures == UInt64(rounds + 2) && stats.completed == UInt64(rounds + 2))
@@ -315,8 +330,8 @@ func checkUnwinderOwner() {
     func owner() -> String? { sw_sampler_unwinder_owner().map { String(cString: $0) } }
     #expect(owner()?.contains("libgcc_s") == true, "before install: \(owner() ?? "nil")")
     _ = installSampler()
-    let target = startTarget(SWT_TARGET_SPIN_PREPARED, sw_sampler_default_signal())
-    expectSpinning(Capture(swt_target_tid(target), timeout: .seconds(2)))
+    let target = startTarget(SWT_TARGET_PREPARED_IN_READ, sw_sampler_default_signal())
+    #expect(Capture(swt_target_tid(target), timeout: .seconds(2)).code > 0)
     swt_target_free(target)
     // Loading libunwind for the handler did not replace the process's C++/Swift unwinder.
     #expect(owner()?.contains("libgcc_s") == true, "after install: \(owner() ?? "nil")")
@@ -351,8 +366,8 @@ struct Capture {
 func expectSpinning(_ capture: Capture, sourceLocation: SourceLocation = #_sourceLocation) -> Bool {
     let inner = swt_address_of_spin_inner()
     let ok =
-        capture.code > 0 && capture.result.timed_out == 0 && capture.frames[0] >= inner
-        && capture.frames[0] < inner + 512
+        capture.code > 0 && capture.result.timed_out == 0 && !capture.frames.isEmpty
+        && capture.frames[0] >= inner && capture.frames[0] < inner + 512
     #expect(ok, "code \(capture.code), frames \(capture.frames)", sourceLocation: sourceLocation)
     return ok
 }
