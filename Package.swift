@@ -55,12 +55,18 @@ let package = Package(
             dependencies: ["Stallwatch"],
             path: "Tests/StallwatchTestHost"
         ),
+        // Test-only C: which sanitizer the tests were built with, and the threads and probes the
+        // sampler's own tests drive the C API with.
+        .target(
+            name: "CStallwatchTestSupport", dependencies: ["CStallwatchSampler"], path: "Tests/CStallwatchTestSupport"),
+        // The sampler's own tests: its C API directly, each test in a fresh child process.
+        .testTarget(name: "CStallwatchSamplerTests", dependencies: ["CStallwatchSampler", "CStallwatchTestSupport"]),
         .testTarget(name: "StallwatchCoreTests", dependencies: ["StallwatchCore"]),
         .testTarget(name: "StallwatchReportTests", dependencies: ["StallwatchReport", "StallwatchCore", "stallwatch"]),
         .testTarget(
             name: "StallwatchTests",
             dependencies: [
-                "Stallwatch", "StallwatchTestHost", "CSQLite",
+                "Stallwatch", "StallwatchTestHost", "CSQLite", "CStallwatchTestSupport",
                 // Built for the sample tests, which run them as subprocesses.
                 "FeedScreen", "BlockingMain", "GalleryScroll", "AsyncRender", "Demo",
             ]),

@@ -44,6 +44,7 @@ typedef int (*sw_unw_set_cache_size_fn)(void *addr_space, size_t size, int flag)
 enum { SW_UNW_CACHE_NONE = 0, SW_UNW_CACHE_GLOBAL = 1, SW_UNW_CACHE_PER_THREAD = 2 };
 
 static sw_unw_backtrace_fn g_unw_backtrace;   // set once, before the handler is installed
+static const char *g_libunwind_path;
 
 // ---------------------------------------------------------------------------------------------
 // The slot. One capture at a time, so one slot. Its `state` word says who owns it:
@@ -83,16 +84,10 @@ static _Atomic int g_signo;          // 0 until installed
 static uint64_t g_next_req;          // under g_mutex
 static uint64_t g_abandoned_req;     // under g_mutex: timed out while CLAIMED (for the late counter)
 
-// Diagnostic counters; only test builds read them (sw_sampler_get_stats, SW_SAMPLER_TESTING).
+// Diagnostic counters (sw_sampler_get_stats; the sampler's tests read them).
 static struct {
     _Atomic uint64_t captures, completed, timeouts, stale, late, foreign;
 } g_stats;
-
-#ifdef SW_SAMPLER_TESTING
-// Test hook (not built into the package): the handler spins this long after claiming the slot, to
-// exercise the "handler still running at the timeout" path deterministically.
-_Atomic int64_t sw_sampler_test_claimed_delay_ns;
-#endif
 
 // clock_gettime is async-signal-safe (POSIX list) and goes through the vDSO: ~20 ns.
 static inline int64_t mono_ns(void) {
@@ -135,13 +130,6 @@ static void sw_handler(int signo, siginfo_t *info, void *ucv) {
         counter_add(&g_stats.stale);
         goto out;
     }
-
-#ifdef SW_SAMPLER_TESTING
-    const int64_t delay = atomic_load_explicit(&sw_sampler_test_claimed_delay_ns, memory_order_relaxed);
-    if (delay > 0) {
-        while (mono_ns() - entry_ns < delay) { }
-    }
-#endif
 
     // Frame 0 is the interrupted instruction itself, taken from the kernel's saved context: exact,
     // and independent of how libunwind treats the signal trampoline.
@@ -202,6 +190,8 @@ static int load_libunwind(void) {
         if (set_size != NULL) (void)set_size(*as, 1024, 0);
     }
 
+    Dl_info di;
+    if (dladdr(bt_sym, &di) != 0) g_libunwind_path = di.dli_fname;
     g_unw_backtrace = bt;
     return SW_SAMPLER_OK;
 }
@@ -209,16 +199,18 @@ static int load_libunwind(void) {
 // Warm-up unwind on the calling thread: runs libunwind's one-time init (tdep_init, mempools),
 // fills the global register-state cache and dl_iterate_phdr results for common frames.
 static void warm_up_unwind(void) {
-#ifndef SW_SAMPLER_TESTING_NO_PRIME
     void *tmp[SW_SAMPLER_MAX_FRAMES];
     (void)g_unw_backtrace(tmp, SW_SAMPLER_MAX_FRAMES);
-#endif
 }
 
 int sw_sampler_default_signal(void) {
     // SIGRTMIN is 34 with glibc (32, 33 are reserved for NPTL). +4 stays clear of the first few,
     // which other libraries and profilers tend to pick (SIGRTMIN itself, +1).
     return SIGRTMIN + 4;
+}
+
+int sw_sampler_installed_signal(void) {
+    return atomic_load_explicit(&g_signo, memory_order_acquire);
 }
 
 int sw_sampler_install(int signo) {
@@ -402,7 +394,6 @@ int sw_sampler_prepare_thread(void) {
     sigaddset(&set, signo);
     if (pthread_sigmask(SIG_UNBLOCK, &set, NULL) != 0) return SW_SAMPLER_ESYS;
     const int tid = (int)gettid();
-#ifndef SW_SAMPLER_TESTING_NO_PRIME
     // Capture ourselves once through the real path. The signal is delivered to this thread before
     // the rt_tgsigqueueinfo syscall returns, so the handler runs synchronously here, outside any
     // interesting state. That first run on this thread does what must not happen later inside an
@@ -412,11 +403,9 @@ int sw_sampler_prepare_thread(void) {
     uintptr_t scratch[SW_SAMPLER_MAX_FRAMES];
     const int rc = sw_sampler_capture(tid, scratch, SW_SAMPLER_MAX_FRAMES, 1000000000, NULL);
     if (rc < 0) return rc;
-#endif
     return tid;
 }
 
-#ifdef SW_SAMPLER_TESTING
 void sw_sampler_get_stats(sw_sampler_stats *out) {
     if (out == NULL) return;
     out->captures = atomic_load_explicit(&g_stats.captures, memory_order_relaxed);
@@ -426,7 +415,10 @@ void sw_sampler_get_stats(sw_sampler_stats *out) {
     out->late_completions = atomic_load_explicit(&g_stats.late, memory_order_relaxed);
     out->foreign_signals = atomic_load_explicit(&g_stats.foreign, memory_order_relaxed);
 }
-#endif
+
+const char *sw_sampler_libunwind_path(void) {
+    return g_libunwind_path;
+}
 
 const char *sw_sampler_strerror(int code) {
     switch (code) {

@@ -20,7 +20,9 @@ import Testing
             }
             clock!.start()
             loop.run()
-            return (ticks, clock!.framesExpected, clock!.framesDelivered, clock!.framesDropped)
+            let counts = (ticks, clock!.framesExpected, clock!.framesDelivered, clock!.framesDropped)
+            clock = nil  // the tick closure holds the clock through this variable: break the cycle
+            return counts
         }
         #expect(result.delivered == 10)
         #expect(result.dropped >= 3 && result.dropped <= 7, "dropped \(result.dropped)")

@@ -20,7 +20,11 @@ import Testing
         return DecodedTrace(decoding: [UInt8](try Data(contentsOf: URL(fileURLWithPath: path))), fileName: path)
     }
 
-    @Test func theBlockingFeedStallsInTheDatabaseAndTheFixedOneDoesNot() throws {
+    @Test(
+        .disabled(
+            if: Sanitizer.thread,
+            "a running query's libsqlite3 frames are what says database; TSan delivers the sampling signal late"))
+    func theBlockingFeedStallsInTheDatabaseAndTheFixedOneDoesNot() throws {
         let blocking = try record([])
         let categories = blocking.stalls.map { Classifier().breakdown(of: $0).dominant }
         #expect(categories.contains(.database), "\(categories)")

@@ -58,7 +58,11 @@ struct SampleRecording: Sendable {
             fixed.droppedFrames < blocking.droppedFrames, "blocking:\n\(blocking.output)\nfixed:\n\(fixed.output)")
     }
 
-    @Test func theBlockingMainThreadStallsInComputeIODatabaseAndLockWait() throws {
+    @Test(
+        .disabled(
+            if: Sanitizer.thread,
+            "a running query's libsqlite3 frames are what says database; TSan delivers the sampling signal late"))
+    func theBlockingMainThreadStallsInComputeIODatabaseAndLockWait() throws {
         let blocking = try Self.blockingMain.get()
         let categories = Set(blocking.dominantCategories)
         for category in [StallCategory.compute, .io, .lockWait, .database] {
@@ -66,7 +70,11 @@ struct SampleRecording: Sendable {
         }
     }
 
-    @Test func theDemoStallsOnceInEveryCategory() throws {
+    @Test(
+        .disabled(
+            if: Sanitizer.thread,
+            "a running query's libsqlite3 frames are what says database; TSan delivers the sampling signal late"))
+    func theDemoStallsOnceInEveryCategory() throws {
         let demo = try SampleRecording.record("Demo", [])
         #expect(demo.stalls >= 5, "\(demo.output)")
         #expect(Set(demo.dominantCategories) == Set(StallCategory.allCases), "\(demo.output)")

@@ -56,9 +56,8 @@ typedef struct sw_capture_result {
     int64_t woken_ns;      ///< the capturing thread saw the result (after its futex wake-up)
 } sw_capture_result;
 
-#ifdef SW_SAMPLER_TESTING
-/// Counters since install, for the sampler's own tests (built with -DSW_SAMPLER_TESTING; the
-/// package never reads them). Read without locking; values may be slightly stale.
+/// Counters since install, for the sampler's own tests (Tests/CStallwatchSamplerTests) and
+/// diagnostics. Read without locking; values may be slightly stale.
 typedef struct sw_sampler_stats {
     uint64_t captures;        ///< sw_sampler_capture calls that sent a signal
     uint64_t completed;       ///< handlers that filled the slot for a live request
@@ -70,7 +69,6 @@ typedef struct sw_sampler_stats {
 
 /// Copies the counters into *out. Any thread.
 void sw_sampler_get_stats(sw_sampler_stats *out);
-#endif
 
 /// Loads libunwind (dlopen RTLD_LOCAL|RTLD_NOW|RTLD_NODELETE), sets its cache policy, checks that
 /// `signo` is a real-time signal with no handler (sigaction query; refuses SIG_IGN or any handler),
@@ -82,6 +80,9 @@ int sw_sampler_install(int signo);
 /// The signal the sampler uses unless told otherwise: SIGRTMIN+4 (glibc's SIGRTMIN is a
 /// function, so Swift cannot use the macro). Any thread.
 int sw_sampler_default_signal(void);
+
+/// The signal the sampler is installed on, or 0 if not installed (the sampler's tests). Any thread.
+int sw_sampler_installed_signal(void);
 
 /// Must be called ON the thread to be sampled (the loop thread), after sw_sampler_install.
 /// Unblocks the sampling signal for the calling thread (threads made by libdispatch and Swift
@@ -113,6 +114,10 @@ const char *sw_sampler_strerror(int code);
 /// (dladdr(dlsym(RTLD_DEFAULT, "_Unwind_RaiseException"))): must be libgcc_s, never libunwind.
 /// NULL if no loaded object defines it. The string belongs to the dynamic loader. Any thread.
 const char *sw_sampler_unwinder_owner(void);
+
+/// Path of the object that provides the unw_backtrace the sampler uses (libunwind.so.8),
+/// or NULL before sw_sampler_install succeeded (the sampler's tests). Any thread.
+const char *sw_sampler_libunwind_path(void);
 
 #ifdef __cplusplus
 }

@@ -36,7 +36,8 @@ extension MainLoop {
         /// False once removed.
         public private(set) var isValid = true
 
-        let body: (Observer, LoopActivity) -> Void
+        /// Dropped on removal, so nothing the closure captured outlives the observer in a cycle.
+        private(set) var body: ((Observer, LoopActivity) -> Void)?
         let site: CalloutSite
         weak var loop: MainLoop?
         var states: [ModeState] = []
@@ -57,6 +58,7 @@ extension MainLoop {
         public func remove() {
             guard isValid else { return }
             isValid = false
+            body = nil
             for state in states {
                 state.observers.removeAll { $0 === self }
                 state.recomputeObserverMask()
@@ -109,9 +111,10 @@ extension MainLoop {
         // not mutated in place, and removed observers are skipped by `isValid`).
         let snapshot = state.observers
         for observer in snapshot where observer.isValid && observer.activities.contains(bit) {
+            guard let body = observer.body else { continue }
             if !observer.repeats { observer.remove() }
             callout(observer.site, phase: activity, mode: state.mode) {
-                observer.body(observer, activity)
+                body(observer, activity)
             }
         }
     }

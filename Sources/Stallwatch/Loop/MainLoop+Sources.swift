@@ -33,7 +33,8 @@ extension MainLoop {
         /// False once cancelled.
         public private(set) var isValid = true
 
-        let handler: (Source, SourceEvents) -> Void
+        /// Dropped on cancel, so nothing the handler captured outlives the source in a cycle.
+        private(set) var handler: ((Source, SourceEvents) -> Void)?
         let site: CalloutSite
         weak var loop: MainLoop?
         var states: [ModeState] = []
@@ -53,6 +54,7 @@ extension MainLoop {
         public func cancel() {
             guard isValid else { return }
             isValid = false
+            handler = nil
             for state in states {
                 guard var entry = state.sources[fd] else { continue }
                 if kind == .readable { entry.reader = nil } else { entry.writer = nil }
@@ -146,11 +148,11 @@ extension MainLoop {
 
     /// Calls one source's handler with its share of a descriptor's events. Returns whether it ran.
     private func deliver(_ ready: SourceEvents, to source: Source, mode: Mode) -> Bool {
-        guard source.isValid else { return false }
+        guard source.isValid, let handler = source.handler else { return false }
         // A reader hears readable, a writer writable; both hear hang-ups and errors.
         let events = ready.intersection([source.kind == .readable ? .readable : .writable, .hangup, .error])
         guard !events.isEmpty else { return false }
-        callout(source.site, phase: .afterWaiting, mode: mode) { source.handler(source, events) }
+        callout(source.site, phase: .afterWaiting, mode: mode) { handler(source, events) }
         // Nothing more can come: a hang-up with no data left, or an error.
         if events.contains(.error) || events == .hangup { source.cancel() }
         return true

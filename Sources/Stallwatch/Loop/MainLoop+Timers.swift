@@ -22,7 +22,9 @@ extension MainLoop {
         public private(set) var isValid = true
 
         let origin: UInt64
-        let body: (Timer) -> Void
+        /// Dropped once the timer is invalid, so nothing its closure captured (often the loop)
+        /// outlives it in a cycle through the loop's timer heap.
+        private(set) var body: ((Timer) -> Void)?
         let site: CalloutSite
         let order: UInt64
         var generation: UInt64 = 0
@@ -48,6 +50,7 @@ extension MainLoop {
         public func cancel() {
             guard isValid else { return }
             isValid = false
+            body = nil
             for state in states { state.timerCount -= 1 }
             states = []
             loop?.forgetCommonItem(self)
@@ -66,6 +69,7 @@ extension MainLoop {
             fireCount += 1
             guard let interval = intervalNanos else {
                 isValid = false
+                body = nil
                 for state in states { state.timerCount -= 1 }
                 states = []
                 loop?.forgetCommonItem(self)
@@ -130,12 +134,12 @@ extension MainLoop {
         while let top = state.timers.top, top.deadline <= now {
             state.timers.pop()
             let timer = top.timer
-            guard timer.isValid, timer.generation == top.generation else { continue }
+            guard timer.isValid, timer.generation == top.generation, let body = timer.body else { continue }
             // Reschedule before calling out, so a nested run inside the callback cannot fire
             // this same grid point again.
             timer.advance(now: now)
             fired = true
-            callout(timer.site, phase: .beforeTimers, mode: state.mode) { timer.body(timer) }
+            callout(timer.site, phase: .beforeTimers, mode: state.mode) { body(timer) }
         }
         return fired
     }

@@ -66,7 +66,14 @@ public final class MainLoop: @unchecked Sendable {
     }
 
     deinit {
-        for state in modeStates { state?.epoll.close() }
+        for case let state? in modeStates {
+            // Live timers, sources and observers and their mode states refer to each other; with
+            // the loop gone nothing can run them, so drop the states' side of each cycle.
+            state.timers = TimerHeap()
+            state.sources = [:]
+            state.observers = []
+            state.epoll.close()
+        }
         for buffer in eventBuffers { buffer.deallocate() }
         close(wakeFD)
         JobRing.destroy(local)

@@ -119,14 +119,17 @@ final class DwarfSession {
     }
 
     private func compileUnit(in module: LibDW.DwflModule, containing address: UInt64) -> CURange? {
-        if let ranges = cuIndex[module] { return Self.search(ranges, address) }
+        if let ranges = cuIndex[module], let range = Self.search(ranges, address) { return range }
         // GCC-built libraries (and their separate debug files) carry .debug_aranges, which
-        // libdw reads quickly; walking all CUs of libc's debug file takes 75-190 ms.
+        // libdw reads quickly; walking all CUs of libc's debug file takes 75-190 ms. Asked
+        // even once the index exists: a module can mix both kinds of CU (an ASan executable
+        // links compiler-rt's, which the index does not cover), and the answer must not
+        // depend on which address was looked up first.
         var bias: UInt64 = 0
         if let die = dw.moduleAddrDie(module, address, &bias) {
             return CURange(low: address, high: address &+ 1, die: die, bias: bias)
         }
-        return Self.search(buildIndex(module), address)
+        return cuIndex[module] == nil ? Self.search(buildIndex(module), address) : nil
     }
 
     private static func search(_ ranges: [CURange], _ address: UInt64) -> CURange? {
