@@ -68,7 +68,7 @@ let package = Package(
             dependencies: [
                 "Stallwatch", "StallwatchTestHost", "CSQLite", "CStallwatchTestSupport",
                 // Built for the sample tests, which run them as subprocesses.
-                "FeedScreen", "BlockingMain", "GalleryScroll", "AsyncRender", "Demo",
+                "FeedScreen", "BlockingMain", "GalleryScroll", "AsyncRender", "Demo", "DetectStalls",
             ]),
     ]
 )

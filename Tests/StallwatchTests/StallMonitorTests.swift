@@ -127,10 +127,16 @@ import Testing
     }
 
     @Test func shortCalloutsAreNeverStalls() async throws {
-        let run = try await monitored { loop, _ in
-            for _ in 0..<1_000 { loop.post { usleep(5_000) } }
+        let run = try await monitored { loop, measurements in
+            for _ in 0..<1_000 { measurements.post(loop) { usleep(5_000) } }
         }
-        #expect(run.ended.isEmpty, "\(run.ended.map(\.durationNanos))")
+        // On a quiet machine none is a stall. On a loaded one a sleep can wake late and that one
+        // callout really overruns: it may be reported, but a stall is never the iteration's
+        // callouts added together.
+        let overran = run.measured.filter { $0 > 16_666_667 }.count
+        #expect(run.ended.count <= overran, "\(run.ended.map(\.durationNanos)), \(overran) callouts overran")
+        let longest = run.measured.max() ?? 0
+        #expect(run.ended.allSatisfy { $0.durationNanos <= longest + 3_000_000 }, "\(run.ended.map(\.durationNanos))")
         // 128 posts of 5 ms run per iteration: those iterations overran the budget together.
         #expect(run.statistics.congestedIterations > 0)
     }

@@ -130,6 +130,27 @@ import Testing
         #expect(!hang.samples.isEmpty)
     }
 
+    @Test func anAppWithItsOwnMonitorKeepsItAndTheEnvironmentStepsAsideWithOneWarning() throws {
+        // DetectStalls starts its own StallMonitor on the main loop; a second one would trap.
+        let path = temporaryTrace("own-monitor")
+        defer { unlink(path) }
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: builtProduct("DetectStalls"))
+        process.environment = ProcessInfo.processInfo.environment.merging(["STALLWATCH_TRACE": path]) { $1 }
+        let errors = Pipe()
+        let output = Pipe()
+        process.standardError = errors
+        process.standardOutput = output
+        try process.run()
+        let stdout = String(decoding: output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        process.waitUntilExit()
+        let stderr = String(decoding: errors.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        #expect(process.terminationStatus == 0, "\(stderr)")
+        #expect(stderr.components(separatedBy: "ignored: the app runs its own StallMonitor").count == 2, "\(stderr)")
+        #expect(stdout.contains("seconds at DetectStalls/main.swift"), "the app's own monitor still reports: \(stdout)")
+        #expect(!FileManager.default.fileExists(atPath: path))
+    }
+
     @Test func theEnvironmentTurnsRecordingOnAndBadValuesOnlyWarn() throws {
         let path = temporaryTrace("environment")
         defer { unlink(path) }
