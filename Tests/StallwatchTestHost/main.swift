@@ -51,6 +51,24 @@ case "stalls":
     loop.schedule(after: .milliseconds(400)) { _ in loop.stop() }
     loop.run()
     report("returned", true)
+case "late-monitor":
+    // STALLWATCH_TRACE set by the test: the environment records from the first iteration; then
+    // the app starts its own monitor from inside a callout, and must keep running.
+    let loop = MainLoop.main
+    let stalls = Collected<Stall>()
+    loop.post(label: "spin before") { spinForHost(milliseconds: 80) }
+    loop.schedule(after: .milliseconds(200)) { _ in
+        let monitor = StallMonitor(loop: loop)
+        monitor.onStallEnded = { stall in stalls.append(stall) }
+        try! monitor.start()
+        loop.post(label: "spin after") { spinForHost(milliseconds: 80) }
+        loop.schedule(after: .milliseconds(300)) { _ in
+            monitor.stop()
+            loop.stop()
+        }
+    }
+    loop.run()
+    print("own=\(stalls.values.map { $0.callout.label ?? "?" }.joined(separator: ","))")
 case "busy":
     // Back-to-back 4 ms callouts for 1.5 s with a monitor attached; prints every stall it saw.
     // The test stops the whole process (SIGSTOP) for a while in the middle.

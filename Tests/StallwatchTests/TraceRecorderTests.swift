@@ -151,6 +151,29 @@ import Testing
         #expect(!FileManager.default.fileExists(atPath: path))
     }
 
+    @Test func anAppThatStartsItsMonitorLaterTakesTheLoopOverFromTheEnvironment() throws {
+        let path = temporaryTrace("late-monitor")
+        defer { unlink(path) }
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: builtProduct("StallwatchTestHost"))
+        process.arguments = ["late-monitor"]
+        process.environment = ProcessInfo.processInfo.environment.merging(["STALLWATCH_TRACE": path]) { $1 }
+        let errors = Pipe()
+        let output = Pipe()
+        process.standardError = errors
+        process.standardOutput = output
+        try process.run()
+        let stdout = String(decoding: output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        process.waitUntilExit()
+        let stderr = String(decoding: errors.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        #expect(process.terminationStatus == 0, "\(stderr)")
+        #expect(stderr.components(separatedBy: "stopped: the app started its own StallMonitor").count == 2, "\(stderr)")
+        // The app's monitor saw the stall after the hand-over; the trace holds the one before it.
+        #expect(stdout.contains("own=spin after"), "\(stdout)")
+        let trace = DecodedTrace(decoding: try readBytes(path), fileName: path)
+        #expect(trace.stalls.map(\.callout.label) == ["spin before"])
+    }
+
     @Test func theEnvironmentTurnsRecordingOnAndBadValuesOnlyWarn() throws {
         let path = temporaryTrace("environment")
         defer { unlink(path) }

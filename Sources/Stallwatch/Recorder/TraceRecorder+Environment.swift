@@ -33,9 +33,27 @@ extension TraceRecorder {
         }
     }
 
-    /// The recorder `STALLWATCH_TRACE` started for `MainLoop.main`, if any; set on the main
-    /// thread when the loop first runs. Read it on the main thread.
-    nonisolated(unsafe) public private(set) static var fromEnvironment: TraceRecorder?
+    /// The recorder `STALLWATCH_TRACE` started for `MainLoop.main`, if any (set when the loop
+    /// first runs; nil again once an app's own monitor took the loop over). Any thread.
+    public static var fromEnvironment: TraceRecorder? { environmentRecorder.withLock { $0 } }
+
+    private static let environmentRecorder = Locked<TraceRecorder?>(nil)
+
+    /// An app starts its own `StallMonitor` on `loop` while the environment's recorder watches
+    /// it: the environment steps aside (its trace ends here, complete) so the app's monitor can
+    /// start instead of trapping on a second monitor. Called by `StallMonitor.start`.
+    static func yieldEnvironmentRecorder(of loop: MainLoop) {
+        let recorder = environmentRecorder.withLock { slot -> TraceRecorder? in
+            guard let recorder = slot, recorder.loop === loop else { return nil }
+            slot = nil
+            return recorder
+        }
+        guard let recorder else { return }
+        let message =
+            "stallwatch: STALLWATCH_TRACE=\(recorder.path) stopped: the app started its own StallMonitor on the main loop\n"
+        FileHandle.standardError.write(Data(message.utf8))
+        recorder.stop()
+    }
 
     /// Called once, on the main thread, when `MainLoop.main` first runs: starts recording if
     /// `STALLWATCH_TRACE` is set, and stops (flushing the file) at exit. Never fails the app:
@@ -58,7 +76,7 @@ extension TraceRecorder {
             let recorder = try TraceRecorder(
                 path: request.path, loop: loop, mode: request.mode, configuration: configuration)
             try recorder.start()
-            fromEnvironment = recorder
+            environmentRecorder.withLock { $0 = recorder }
             atexit { TraceRecorder.fromEnvironment?.stop() }
         } catch {
             FileHandle.standardError.write(Data("stallwatch: not recording \(request.path): \(error)\n".utf8))
