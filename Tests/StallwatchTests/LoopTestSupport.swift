@@ -67,17 +67,38 @@ func builtProduct(_ name: String) -> String {
         .appendingPathComponent(name).path
 }
 
-/// Runs a built executable and returns its exit status and standard output.
-func runProduct(_ name: String, _ arguments: [String]) throws -> (status: Int32, output: String) {
+/// What a built executable did: its exit status and both output streams.
+struct ProductRun: Sendable {
+    var status: Int32
+    var output: String
+    var errors: String
+}
+
+/// Runs a built executable with `arguments` and `environment` added to this process's, and
+/// waits for it.
+func runProduct(_ name: String, _ arguments: [String], environment: [String: String] = [:]) throws -> ProductRun {
     let process = Process()
     process.executableURL = URL(fileURLWithPath: builtProduct(name))
     process.arguments = arguments
-    let pipe = Pipe()
-    process.standardOutput = pipe
+    process.environment = ProcessInfo.processInfo.environment.merging(environment) { $1 }
+    let output = Pipe()
+    let errors = Pipe()
+    process.standardOutput = output
+    process.standardError = errors
     try process.run()
-    let data = pipe.fileHandleForReading.readDataToEndOfFile()
+    // Standard error on another thread, so neither pipe fills while the other is read.
+    let errorText = Locked("")
+    let group = DispatchGroup()
+    DispatchQueue.global().async(group: group) {
+        let data = errors.fileHandleForReading.readDataToEndOfFile()
+        errorText.withLock { $0 = String(decoding: data, as: UTF8.self) }
+    }
+    let data = output.fileHandleForReading.readDataToEndOfFile()
+    group.wait()
     process.waitUntilExit()
-    return (process.terminationStatus, String(decoding: data, as: UTF8.self))
+    return ProductRun(
+        status: process.terminationStatus, output: String(decoding: data, as: UTF8.self),
+        errors: errorText.withLock { $0 })
 }
 
 /// Polls `condition` until it holds or `timeout` passes; returns whether it held.

@@ -5,7 +5,8 @@ import Testing
 
 @Suite struct MainQueueTests {
     @Test func dispatchMainAndMainActorRunInsideMainLoop() throws {
-        let (status, output) = try runProduct("StallwatchTestHost", ["main-queue"])
+        let run = try runProduct("StallwatchTestHost", ["main-queue"])
+        let (status, output) = (run.status, run.output)
         #expect(status == 0)
         let lines = Set(output.split(separator: "\n").map(String.init))
         for key in [
@@ -21,7 +22,8 @@ import Testing
 // inside the scope record it (and its category).
 @Suite struct AsyncAnnotationTests {
     @Test func samplesInsideAnAsyncScopeRecordIt() throws {
-        let (status, output) = try runProduct("StallwatchTestHost", ["annotate-async"])
+        let run = try runProduct("StallwatchTestHost", ["annotate-async"])
+        let (status, output) = (run.status, run.output)
         #expect(status == 0)
         #expect(output.split(separator: "\n").contains("annotation=refresh feed:database"), "\(output)")
     }

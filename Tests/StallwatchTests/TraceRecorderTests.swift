@@ -134,42 +134,25 @@ import Testing
         // DetectStalls starts its own StallMonitor on the main loop; a second one would trap.
         let path = temporaryTrace("own-monitor")
         defer { unlink(path) }
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: builtProduct("DetectStalls"))
-        process.environment = ProcessInfo.processInfo.environment.merging(["STALLWATCH_TRACE": path]) { $1 }
-        let errors = Pipe()
-        let output = Pipe()
-        process.standardError = errors
-        process.standardOutput = output
-        try process.run()
-        let stdout = String(decoding: output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-        process.waitUntilExit()
-        let stderr = String(decoding: errors.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-        #expect(process.terminationStatus == 0, "\(stderr)")
-        #expect(stderr.components(separatedBy: "ignored: the app runs its own StallMonitor").count == 2, "\(stderr)")
-        #expect(stdout.contains("seconds at DetectStalls/main.swift"), "the app's own monitor still reports: \(stdout)")
+        let run = try runProduct("DetectStalls", [], environment: ["STALLWATCH_TRACE": path])
+        #expect(run.status == 0, "\(run.errors)")
+        #expect(
+            run.errors.components(separatedBy: "ignored: the app runs its own StallMonitor").count == 2, "\(run.errors)"
+        )
+        #expect(run.output.contains("seconds at DetectStalls/main.swift"), "its own monitor reports: \(run.output)")
         #expect(!FileManager.default.fileExists(atPath: path))
     }
 
     @Test func anAppThatStartsItsMonitorLaterTakesTheLoopOverFromTheEnvironment() throws {
         let path = temporaryTrace("late-monitor")
         defer { unlink(path) }
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: builtProduct("StallwatchTestHost"))
-        process.arguments = ["late-monitor"]
-        process.environment = ProcessInfo.processInfo.environment.merging(["STALLWATCH_TRACE": path]) { $1 }
-        let errors = Pipe()
-        let output = Pipe()
-        process.standardError = errors
-        process.standardOutput = output
-        try process.run()
-        let stdout = String(decoding: output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-        process.waitUntilExit()
-        let stderr = String(decoding: errors.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-        #expect(process.terminationStatus == 0, "\(stderr)")
-        #expect(stderr.components(separatedBy: "stopped: the app started its own StallMonitor").count == 2, "\(stderr)")
+        let run = try runProduct("StallwatchTestHost", ["late-monitor"], environment: ["STALLWATCH_TRACE": path])
+        #expect(run.status == 0, "\(run.errors)")
+        #expect(
+            run.errors.components(separatedBy: "stopped: the app started its own StallMonitor").count == 2,
+            "\(run.errors)")
         // The app's monitor saw the stall after the hand-over; the trace holds the one before it.
-        #expect(stdout.contains("own=spin after"), "\(stdout)")
+        #expect(run.output.contains("own=spin after"), "\(run.output)")
         let trace = DecodedTrace(decoding: try readBytes(path), fileName: path)
         #expect(trace.stalls.map(\.callout.label) == ["spin before"])
     }
