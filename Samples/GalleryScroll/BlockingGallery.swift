@@ -16,10 +16,14 @@ protocol Gallery {
     /// Renders `visible`; returns the grid rows drawn.
     func frame(_ visible: Range<Int>) -> Int
     var statistics: GalleryStatistics { get }
+    /// Called when the run is over: nothing may still be working in the background.
+    func finish()
 }
 
 /// Decodes on the loop.
 final class BlockingGallery: Gallery {
+    func finish() {}
+
     private var cells: [Int: Thumbnail] = [:]
     private var decoded = 0
     private var cellFrames = 0

@@ -61,6 +61,13 @@ final class FixedGallery: Gallery {
         if visible.contains(index), case .success(let thumbnail) = result { cells[index] = thumbnail }
     }
 
+    /// Withdraws the warm-ups and lets the decodes already running finish, so no worker is
+    /// mid-read when the process exits.
+    func finish() {
+        prefetcher.cancelAll()
+        loader.waitUntilIdle(timeout: .seconds(5))
+    }
+
     var statistics: GalleryStatistics {
         let stats = loader.statistics
         return GalleryStatistics(

@@ -23,6 +23,7 @@ let gallery: any Gallery =
 
 run.onFrame = { tick in gallery.frame(path.visibleItems(atFrame: tick.frameIndex)) }
 run.onFinish = {
+    gallery.finish()
     let stats = gallery.statistics
     run.note("cells", "\(stats.cellFrames) cell-frames, \(stats.placeholders) showed a placeholder")
     run.note("decodes", stats.decodes)

@@ -7,11 +7,17 @@ import Testing
 
 /// A latch: `wait` blocks until `open` (or a generous timeout, so a broken test fails, not hangs).
 final class Latch: Sendable {
-    private let group = DispatchGroup()
-    init() { group.enter() }
-    func open() { group.leave() }
+    // A semaphore, not a group entered once: a latch never opened is then not a leaked,
+    // unbalanced group (LeakSanitizer reports those).
+    private let semaphore = DispatchSemaphore(value: 0)
+    func open() { semaphore.signal() }
+    /// Waits until it is open; every waiter passes once it is (each passes the signal on).
     @discardableResult
-    func wait(seconds: Int = 20) -> Bool { group.wait(timeout: .now() + .seconds(seconds)) == .success }
+    func wait(seconds: Int = 20) -> Bool {
+        guard semaphore.wait(timeout: .now() + .seconds(seconds)) == .success else { return false }
+        semaphore.signal()
+        return true
+    }
 }
 
 /// The keys a load closure was called with, in call order.
@@ -343,6 +349,29 @@ private func decodeInt(_ bytes: [UInt8]) throws -> Int {
         #expect(outcomes == [failure, failure, failure])
         #expect(cached == nil)
         #expect(calls == ["bad", "bad"])
+    }
+
+    @Test func waitUntilIdleReturnsOnceQueuedAndRunningLoadsHaveFinished() {
+        let loop = MainLoop()
+        let memory = LRUCache<String, Int>()
+        let loader = Loader<Int>(loop: loop, concurrencyLimit: 2, memory: memory) { key in
+            usleep(30_000)
+            return key.count
+        }
+        for index in 0..<6 { loader.load("key\(index)") { _ in } }
+        // Three rounds of two 30 ms loads: the queued ones count as work still to do.
+        #expect(loader.waitUntilIdle(timeout: .seconds(10)))
+        #expect(loader.statistics.loadsStarted == 6)
+        #expect(memory.count == 6)
+        let gate = Latch()
+        let blocked = Loader<Int>(loop: loop, memory: LRUCache()) { _ in
+            gate.wait()
+            return 1
+        }
+        blocked.load("stuck") { _ in }
+        #expect(!blocked.waitUntilIdle(timeout: .milliseconds(50)))
+        gate.open()
+        #expect(blocked.waitUntilIdle(timeout: .seconds(10)))
     }
 
     @Test func theConcurrencyLimitMustBePositive() async {

@@ -79,6 +79,9 @@ public final class Loader<Value: Sendable>: @unchecked Sendable {
     /// queue.
     private let workers: QueuePool
     private let diskQueue: DispatchQueue
+    /// Entered for every disk read and load that starts, left when it has finished (after any
+    /// load it lets start has entered), so it is empty only when nothing is running or due.
+    private let inFlight = DispatchGroup()
     private let state: Locked<LoaderState<Value>>
 
     /// A loader posting completions to `loop`. `concurrencyLimit` must be positive. The disk is
@@ -148,7 +151,11 @@ public final class Loader<Value: Sendable>: @unchecked Sendable {
         case .waiting(let id):
             return request(id, key)
         case .readDisk(let id, let flight):
-            diskQueue.async { self.readDisk(flight) }
+            inFlight.enter()
+            diskQueue.async {
+                self.readDisk(flight)
+                self.inFlight.leave()
+            }
             return request(id, key)
         }
     }
@@ -157,6 +164,15 @@ public final class Loader<Value: Sendable>: @unchecked Sendable {
     /// is safe on the loop. Not counted in `statistics`. Any thread.
     public func cachedValue(forKey key: String) -> Value? {
         memory.value(forKey: key)
+    }
+
+    /// Waits until no disk read or load runs or waits for a place (cancelled ones do not count),
+    /// at most `timeout`; returns whether that happened. For a clean shutdown: values still
+    /// loading reach the caches, and no worker is mid-read when the process exits. Their
+    /// completions are posted as usual. Any thread but the loop's, if completions must run.
+    @discardableResult
+    public func waitUntilIdle(timeout: Duration) -> Bool {
+        inFlight.wait(timeout: .now() + .nanoseconds(Int(clamping: timeout.nanoseconds))) == .success
     }
 
     /// A snapshot of the counters. Any thread.
@@ -210,7 +226,11 @@ public final class Loader<Value: Sendable>: @unchecked Sendable {
 
     private func start(_ ready: [Start<Value>]) {
         for start in ready {
-            workers.submit { self.run(start) }
+            inFlight.enter()
+            workers.submit {
+                self.run(start)
+                self.inFlight.leave()
+            }
         }
     }
 
