@@ -9,9 +9,11 @@ import StallwatchCore
 /// How long each blocker works: ≥ 50 ms beyond the 16.7 ms budget even on a fast device.
 public let blockerDuration = Duration.milliseconds(150)
 
-/// A large photo buffer that is hashed in 64 KiB chunks (compute).
+/// A large photo buffer that is hashed in 64 KiB chunks (compute). Immutable: any thread.
 public final class PhotoLibrary: Sendable {
+    /// Bytes hashed per chunk.
     public static let chunkSize = 64 << 10
+    /// The photo data (8 MiB, deterministic). Immutable: any thread.
     public let bytes: [UInt8]
     /// Chunks to hash for one checksum: calibrated so the whole job takes `blockerDuration`.
     public let chunkCount: Int
@@ -49,9 +51,11 @@ public final class PhotoLibrary: Sendable {
     }
 }
 
-/// A document on disk that is loaded and saved (file I/O).
+/// A document on disk that is loaded and saved (file I/O). Any thread, one call at a time.
 public struct DocumentStore: Sendable {
+    /// The 16 MiB document that is loaded.
     public let documentPath: String
+    /// Where its chunks are saved with fsync.
     public let savePath: String
 
     /// Writes a 16 MiB document into `directory` and drops it from the page cache, so loading
@@ -91,6 +95,7 @@ public struct DocumentStore: Sendable {
 /// Used by one thread at a time: the main loop (blocking) or an offload (fixed).
 public final class PostsDatabase: @unchecked Sendable {
     private var db: OpaquePointer?
+    /// Rows in the posts table.
     public let rowCount: Int
 
     /// Creates and fills the table (before the loop runs).
@@ -134,6 +139,7 @@ public final class PostsDatabase: @unchecked Sendable {
 }
 
 /// App settings, refreshed by a background thread; the refresh is slow (it parses a lot).
+/// Pure: any thread.
 public enum SettingsRefresh {
     /// Builds the next version's settings: compute for `minimum`, like parsing a large file.
     public static func build(version: Int, minimum: Duration) -> [String: String] {
@@ -149,7 +155,7 @@ public enum SettingsRefresh {
 }
 
 /// The blocking settings store: one lock guards the dictionary, and the refresher holds it
-/// for the whole refresh, so a reader on the main loop waits behind it.
+/// for the whole refresh, so a reader on the main loop waits behind it. Any thread.
 public final class LockedSettings: @unchecked Sendable {
     private let lock = NSLock()
     private var values = ["version": "1", "theme": "light"]

@@ -8,6 +8,7 @@ public struct SystemError: Error, CustomStringConvertible, Sendable {
     /// The errno it set.
     public var errno: Int32
 
+    /// "call failed: reason (errno N)". Any thread.
     public var description: String {
         "\(call) failed: \(String(cString: strerror(errno))) (errno \(errno))"
     }
