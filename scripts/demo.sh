@@ -12,4 +12,6 @@ trace=${DEMO_TRACE:-$(mktemp -d "${TMPDIR:-/tmp}/stallwatch-demo.XXXXXX")/demo.s
 echo
 .build/release/stallwatch report "$trace" "$@"
 echo
-echo "The trace: $trace (stallwatch show $trace --stall 1, stallwatch export $trace --format chrome -o demo.json)"
+echo "The trace: $trace"
+echo "  stallwatch show $trace --stall 1"
+echo "  stallwatch export $trace --format chrome -o demo.json"
