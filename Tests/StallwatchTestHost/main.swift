@@ -148,7 +148,8 @@ case "hang":
     }
     loop.run()
 default:
-    FileHandle.standardError.write(Data("usage: StallwatchTestHost main-queue|stalls|exports|hang|busy|annotate-async\n".utf8))
+    FileHandle.standardError.write(
+        Data("usage: StallwatchTestHost main-queue|stalls|exports|hang|busy|annotate-async\n".utf8))
     exit(2)
 }
 

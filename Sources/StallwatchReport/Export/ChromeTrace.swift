@@ -43,7 +43,8 @@ public enum ChromeTraceExporter {
             if let callout {
                 let outer = slices[callout]
                 slices.append(
-                    ChromeTrack.Slice(start: outer.start, end: max(outer.start, min(end, outer.end)), layer: 1, item: index))
+                    ChromeTrack.Slice(
+                        start: outer.start, end: max(outer.start, min(end, outer.end)), layer: 1, item: index))
             } else {
                 slices.append(ChromeTrack.Slice(start: stall.start, end: end, layer: 1, item: index))
             }
@@ -75,7 +76,8 @@ public enum ChromeTraceExporter {
             let stall = analyzed.stall
             let unfinished = stall.end == nil || stall.flags.contains(.unfinished)
             let name =
-                "\(stall.tier.rawValue) \(analyzed.category.rawValue): \(analyzed.site)" + (unfinished ? " (unfinished)" : "")
+                "\(stall.tier.rawValue) \(analyzed.category.rawValue): \(analyzed.site)"
+                + (unfinished ? " (unfinished)" : "")
             let extent: String
             if stall.end == nil {
                 extent = "drawn until the trace's last record (the stall never ended)"
@@ -103,7 +105,8 @@ public enum ChromeTraceExporter {
                 let at = min(max(sample.time, slice.start), last)
                 let names = sample.frames.isEmpty ? [missingStackName(sample)] : sample.frames.reversed().map(frameName)
                 let stack =
-                    sample.frames.isEmpty ? missingStackName(sample) : sample.frames.map(frameName).joined(separator: "\n")
+                    sample.frames.isEmpty
+                    ? missingStackName(sample) : sample.frames.map(frameName).joined(separator: "\n")
                 let label = sample.captureTimedOut ? "\(verdict.reason) (capture timed out)" : verdict.reason
                 events.append(
                     (

@@ -26,7 +26,8 @@ public enum SpeedscopeExporter {
         for analyzed in stalls {
             if analyzed.stall.samples.isEmpty {
                 samples.append([
-                    index(FrameKey(name: analyzed.category.rawValue)), index(FrameKey(name: noSamplesName(analyzed.stall))),
+                    index(FrameKey(name: analyzed.category.rawValue)),
+                    index(FrameKey(name: noSamplesName(analyzed.stall))),
                 ])
                 weights.append(max(1, (extents.end(of: analyzed) - analyzed.stall.start) / 1_000))
                 continue
