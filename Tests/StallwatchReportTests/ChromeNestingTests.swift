@@ -7,8 +7,9 @@ import Testing
 
 @testable import StallwatchReport
 
-/// Runs the test host (a built product beside the test bundle) with `environment` added.
-func runTestHost(_ scenario: String, environment: [String: String]) throws -> (status: Int32, output: String) {
+/// The test host (a built product beside the test bundle, which owns its main thread) running
+/// `scenario` with `environment` added; its stdout is `output`.
+func startTestHost(_ scenario: String, environment: [String: String]) throws -> (process: Process, output: Pipe) {
     let process = Process()
     process.executableURL = URL(fileURLWithPath: "/proc/self/exe").resolvingSymlinksInPath()
         .deletingLastPathComponent().appendingPathComponent("StallwatchTestHost")
@@ -18,9 +19,7 @@ func runTestHost(_ scenario: String, environment: [String: String]) throws -> (s
     process.standardOutput = output
     process.standardError = FileHandle.nullDevice
     try process.run()
-    let data = output.fileHandleForReading.readDataToEndOfFile()
-    process.waitUntilExit()
-    return (process.terminationStatus, String(decoding: data, as: UTF8.self))
+    return (process, output)
 }
 
 @Suite(.serialized) struct ChromeNestingTests {
@@ -36,8 +35,10 @@ func runTestHost(_ scenario: String, environment: [String: String]) throws -> (s
 
     @Test func aRealFullModeTraceNestsExactly() throws {
         let trace = directory.path + "/full.swtrace"
-        let host = try runTestHost("exports", environment: ["STALLWATCH_TRACE": trace, "STALLWATCH_MODE": "full"])
-        #expect(host.status == 0 && host.output.contains("returned=1"), "\(host.output)")
+        let host = try startTestHost("exports", environment: ["STALLWATCH_TRACE": trace, "STALLWATCH_MODE": "full"])
+        let printed = String(decoding: host.output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        host.process.waitUntilExit()
+        #expect(host.process.terminationStatus == 0 && printed.contains("returned=1"), "\(printed)")
         let decoded = try #require(try? TraceLoader.load(path: trace, includeCallouts: true).get())
         let checker = try chrome(trace)
         #expect(checker.problems.isEmpty, "\(checker.problems.joined(separator: "\n"))")
@@ -47,7 +48,7 @@ func runTestHost(_ scenario: String, environment: [String: String]) throws -> (s
         let callouts = track.filter { $0.category == "callout" }
         let stalls = track.filter { $0.category == "stall" }
         let samples = track.filter { $0.category == "sample" }
-        #expect(callouts.count == decoded.callouts.count && callouts.count >= 300, "\(callouts.count)")
+        #expect(callouts.count == decoded.callouts.count && callouts.count >= 250, "\(callouts.count)")
         // spin, sleep, the timer's spin and the nested run's inner spin (more if the machine hitched).
         #expect(stalls.count == decoded.trace.stalls.count && stalls.count >= 4, "\(stalls.map(\.name))")
         #expect(samples.count == decoded.trace.stalls.reduce(0) { $0 + $1.samples.count })
@@ -76,16 +77,9 @@ func runTestHost(_ scenario: String, environment: [String: String]) throws -> (s
 
     @Test func aHangKilledMidwayIsDrawnToTheTracesEnd() throws {
         let trace = directory.path + "/killed.swtrace"
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: "/proc/self/exe").resolvingSymlinksInPath()
-            .deletingLastPathComponent().appendingPathComponent("StallwatchTestHost")
-        process.arguments = ["hang"]
-        process.environment = ProcessInfo.processInfo.environment.merging([
-            "STALLWATCH_TRACE": trace, "STALLWATCH_MODE": "full",
-        ]) { $1 }
-        let output = Pipe()
-        process.standardOutput = output
-        try process.run()
+        let (process, output) = try startTestHost(
+            "hang", environment: ["STALLWATCH_TRACE": trace, "STALLWATCH_MODE": "full"])
+        // "hanging" is printed as the hang starts; kill 400 ms into it.
         var seen = Data()
         while !String(decoding: seen, as: UTF8.self).contains("hanging") {
             let chunk = output.fileHandleForReading.availableData
@@ -161,7 +155,7 @@ func runTestHost(_ scenario: String, environment: [String: String]) throws -> (s
         ])
         #expect(moved.map { [$0.start, $0.end, UInt64($0.layer)] } == [[0, 100, 0], [100, 300, 0], [100, 290, 1]])
         // Whatever the input, the output nests (a seeded random track of 2,000 slices).
-        var random = SplitMix(seed: 42)
+        var random = SeededNumbers(seed: 42)
         var slices: [Slice] = []
         for item in 0..<2_000 {
             let start = random.next() % 100_000
@@ -185,16 +179,13 @@ func runTestHost(_ scenario: String, environment: [String: String]) throws -> (s
     }
 }
 
-/// A small deterministic generator for the layout's property test.
-struct SplitMix {
+/// A small deterministic generator for the layout's property test (Knuth's MMIX LCG).
+struct SeededNumbers {
     var state: UInt64
     init(seed: UInt64) { state = seed }
     mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
+        state = state &* 6_364_136_223_846_793_005 &+ 1_442_695_040_888_963_407
+        return state >> 29
     }
 }
 

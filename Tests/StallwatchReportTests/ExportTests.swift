@@ -111,8 +111,7 @@ import Testing
         #expect(run.exitCode == 0)
         #expect(
             run.error == """
-                note: 1 of 2 stalls carried no samples (1 unfinished); each is drawn as one [no samples] or \
-                [unfinished stall, no samples] frame
+                note: 1 of 2 stalls carried no samples (1 unfinished); each is drawn as one marker frame
                 wrote \(output) (folded, 2 stalls)
 
                 """)
@@ -140,7 +139,7 @@ import Testing
         let chrome = CLIRun(["export", trace, "--format", "chrome", "-o", directory.path + "/hung.json"])
         #expect(
             chrome.error.hasPrefix(
-                "note: 1 of 2 stalls carried no samples (1 unfinished); their slices have no sample markers\n"))
+                "note: 1 of 2 stalls carried no samples (1 unfinished); their slices have no sample marks\n"))
         #expect(
             ExportNotes.stallsWithoutSamples(
                 ReportBuilder().analyze([try TraceLoader.load(path: standardTrace).get()])[0]) == nil)

@@ -103,7 +103,7 @@ public enum ExportNotes {
             + (unfinished > 0 ? " (\(unfinished) unfinished)" : "")
         return counted
             + (chrome
-                ? "; their slices have no sample markers"
-                : "; each is drawn as one [no samples] or [unfinished stall, no samples] frame")
+                ? "; their slices have no sample marks"
+                : "; each is drawn as one marker frame")
     }
 }
