@@ -62,7 +62,13 @@ let package = Package(
         // The sampler's own tests: its C API directly, each test in a fresh child process.
         .testTarget(name: "CStallwatchSamplerTests", dependencies: ["CStallwatchSampler", "CStallwatchTestSupport"]),
         .testTarget(name: "StallwatchCoreTests", dependencies: ["StallwatchCore"]),
-        .testTarget(name: "StallwatchReportTests", dependencies: ["StallwatchReport", "StallwatchCore", "stallwatch"]),
+        .testTarget(
+            name: "StallwatchReportTests",
+            dependencies: [
+                "StallwatchReport", "StallwatchCore", "stallwatch", "CStallwatchTestSupport",
+                // Records real traces for the export tests, as a subprocess.
+                "StallwatchTestHost",
+            ]),
         .testTarget(
             name: "StallwatchTests",
             dependencies: [

@@ -1,8 +1,9 @@
 #!/bin/sh
 # Installs the Debian packages Stallwatch needs, if any is missing (as root, or with sudo).
+# libxml2-utils: xmllint, which the tests validate `gate --junit` files with (strict JUnit XSD).
 set -eu
 need=""
-for pkg in libunwind-dev libsqlite3-dev libdw-dev; do
+for pkg in libunwind-dev libsqlite3-dev libdw-dev libxml2-utils; do
     dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q "install ok installed" || need="$need $pkg"
 done
 [ -z "$need" ] && exit 0

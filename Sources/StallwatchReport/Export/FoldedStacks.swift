@@ -4,13 +4,25 @@ import StallwatchCore
 /// inferno): one line per distinct stack, `category;outermost;…;innermost WEIGHT`, the weight
 /// in whole microseconds of sample time. Lines are sorted; zero-weight stacks are left out.
 ///
+/// A stall without samples still takes its time: one line `category;[no samples]` (or
+/// `[unfinished stall, no samples]` for one that never ended), weighted by its duration (an
+/// unfinished one: as far as `StallExtents` draws it).
+///
 /// Pure; use it on any thread.
 public enum FoldedStacksExporter {
     /// The folded-stacks text of `stalls` (from `ReportBuilder.analyze(_:)`, of one trace or
-    /// several), one `stack weight` line each.
-    public static func export(_ stalls: [AnalyzedStall]) -> String {
+    /// several), one `stack weight` line each. `traces` (the stalls' traces) say how far an
+    /// unfinished stall without samples reaches; without them it counts its budget.
+    public static func export(_ stalls: [AnalyzedStall], traces: [LoadedTrace] = []) -> String {
         var weights: [String: UInt64] = [:]
+        let extents = StallExtents(stalls, traces: traces)
         for analyzed in stalls {
+            if analyzed.stall.samples.isEmpty {
+                let stack = [analyzed.category.rawValue, noSamplesName(analyzed.stall)].joined(separator: ";")
+                let drawn = extents.end(of: analyzed) - analyzed.stall.start
+                weights[stack, default: 0] += max(1, drawn / 1_000)
+                continue
+            }
             let sampleWeights = sampleWeights(analyzed.stall)
             for (index, sample) in analyzed.stall.samples.enumerated() {
                 let micros = sampleWeights[index] / 1_000

@@ -44,8 +44,11 @@ struct ExportCommand: ParsableCommand {
         let text: String
         switch format {
         case .chrome: text = ChromeTraceExporter.export(loaded, stalls: stalls)
-        case .folded: text = FoldedStacksExporter.export(stalls)
-        case .speedscope: text = SpeedscopeExporter.export(stalls, name: loaded.path)
+        case .folded: text = FoldedStacksExporter.export(stalls, traces: [loaded])
+        case .speedscope: text = SpeedscopeExporter.export(stalls, name: loaded.path, traces: [loaded])
+        }
+        if let note = ExportNotes.stallsWithoutSamples(stalls, chrome: format == .chrome) {
+            context.printError("note: \(note)")
         }
         switch output {
         case .standardOutput:
