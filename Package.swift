@@ -62,7 +62,13 @@ let package = Package(
         // The sampler's own tests: its C API directly, each test in a fresh child process.
         .testTarget(name: "CStallwatchSamplerTests", dependencies: ["CStallwatchSampler", "CStallwatchTestSupport"]),
         .testTarget(name: "StallwatchCoreTests", dependencies: ["StallwatchCore"]),
-        .testTarget(name: "StallwatchReportTests", dependencies: ["StallwatchReport", "StallwatchCore", "stallwatch"]),
+        .testTarget(
+            name: "StallwatchReportTests",
+            dependencies: [
+                "StallwatchReport", "StallwatchCore", "stallwatch", "CStallwatchTestSupport",
+                // Recorded by the HTML report's browser test, as a subprocess.
+                "Demo",
+            ]),
         .testTarget(
             name: "StallwatchTests",
             dependencies: [

@@ -1,8 +1,10 @@
 #!/bin/sh
-# Installs the Debian packages Stallwatch needs, if any is missing (as root, or with sudo).
+# Installs the Debian packages Stallwatch needs, if any is missing (as root, or with sudo):
+# libunwind, SQLite and libdw to build; chromium for the test that loads `report --html` in a
+# real browser.
 set -eu
 need=""
-for pkg in libunwind-dev libsqlite3-dev libdw-dev; do
+for pkg in libunwind-dev libsqlite3-dev libdw-dev chromium; do
     dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q "install ok installed" || need="$need $pkg"
 done
 [ -z "$need" ] && exit 0

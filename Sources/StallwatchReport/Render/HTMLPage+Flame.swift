@@ -45,9 +45,7 @@ extension HTMLPage {
           const canvas = flame.canvas, dpr = window.devicePixelRatio || 1;
           const W = canvas.clientWidth || 800;
           const H = Math.max(3, flame.maxDepth + 1) * ROW;
-          canvas.style.height = H + 'px';
-          canvas.width = Math.round(W * dpr);
-          canvas.height = Math.round(H * dpr);
+          fitCanvas(canvas, W, H, dpr);
           const g = canvas.getContext('2d');
           g.setTransform(dpr, 0, 0, dpr, 0, 0);
           g.clearRect(0, 0, W, H);

@@ -40,6 +40,7 @@ extension HTMLPage {
         }
         function fmtMs(ms) {
           if (!isFinite(ms)) return '–';
+          if (ms === 0) return '0 ms';
           if (ms < 1) return (ms * 1000).toFixed(0) + ' µs';
           if (ms < 1000) return ms.toFixed(ms < 10 ? 2 : 1) + ' ms';
           return (ms / 1000).toFixed(ms < 10000 ? 3 : 2) + ' s';
@@ -183,6 +184,13 @@ extension HTMLPage {
           pendingDraw = true;
           requestAnimationFrame(() => { pendingDraw = false; drawTimeline(); });
         }
+        // Resizing a canvas makes the browser lay the page out again: only when the size changed.
+        function fitCanvas(canvas, width, height, dpr) {
+          if (canvas.style.height !== height + 'px') canvas.style.height = height + 'px';
+          const w = Math.round(width * dpr), h = Math.round(height * dpr);
+          if (canvas.width !== w) canvas.width = w;
+          if (canvas.height !== h) canvas.height = h;
+        }
         function niceStep(span, pixels) {
           const raw = span / Math.max(1, pixels / 110);
           const power = Math.pow(10, Math.floor(Math.log10(raw)));
@@ -204,9 +212,7 @@ extension HTMLPage {
           const canvas = tl.canvas, dpr = window.devicePixelRatio || 1;
           tl.width = canvas.clientWidth || 800;
           const height = AXIS + lanes.length * LANE;
-          canvas.style.height = height + 'px';
-          canvas.width = Math.round(tl.width * dpr);
-          canvas.height = Math.round(height * dpr);
+          fitCanvas(canvas, tl.width, height, dpr);
           const g = tl.ctx;
           g.setTransform(dpr, 0, 0, dpr, 0, 0);
           g.clearRect(0, 0, tl.width, height);
@@ -219,7 +225,7 @@ extension HTMLPage {
           for (let t = Math.ceil(tl.t0 / step) * step; t <= tl.t1; t += step) {
             const x = Math.round(tx(t)) + 0.5;
             g.beginPath(); g.moveTo(x, AXIS - 4); g.lineTo(x, height); g.stroke();
-            g.fillText(fmtMs(t), x + 3, AXIS / 2);
+            if (x < tl.width - 50) g.fillText(fmtMs(t), x + 3, AXIS / 2);
           }
           lanes.forEach((lane, i) => drawLane(g, lane, laneTop(i)));
           if (tl.brush) {

@@ -18,12 +18,12 @@ extension HTMLPage {
             } }, column.name));
           });
           head.appendChild(headRow);
+          // Each row's key is computed once per sort, not once per comparison.
           function sort() {
             const key = columns[state.column].key, sign = state.descending ? -1 : 1;
-            state.order.sort((a, b) => {
-              const x = key(a), y = key(b);
-              return (x < y ? -1 : x > y ? 1 : 0) * sign || a.index - b.index;
-            });
+            const keyed = rows.map((row) => ({ row, key: key(row) }));
+            keyed.sort((a, b) => (a.key < b.key ? -1 : a.key > b.key ? 1 : 0) * sign || a.row.index - b.row.index);
+            state.order = keyed.map((k) => k.row);
           }
           function render() {
             Array.from(headRow.children).forEach((th, i) => {
@@ -39,7 +39,7 @@ extension HTMLPage {
             if (onRendered) onRendered();
           }
           sort(); render();
-          return { render, state, showAll: () => { state.shown = state.order.length; render(); } };
+          return { render, state };
         }
         const tierText = (tiers) => tiers.map((n, i) => (n ? TIERS[i] + ' ' + n : null)).filter((x) => x).join(', ');
 
@@ -116,7 +116,7 @@ extension HTMLPage {
         }, 2, () => { stallRowsByKey = new Map(Array.from(document.querySelectorAll('#stalls tbody tr'), (r) => [r.getAttribute('data-stall'), r])); });
         // Start order by default, not by the last column chosen.
         stallTable.state.column = 2; stallTable.state.descending = false;
-        stallTable.state.order.sort((a, b) => a.trace - b.trace || a.start - b.start);
+        stallTable.state.order = stalls.slice().sort((a, b) => a.trace - b.trace || a.start - b.start);
         stallTable.render();
         function highlightStallRow(s) {
           document.querySelectorAll('#stalls tr.selected').forEach((r) => r.classList.remove('selected'));
@@ -126,19 +126,24 @@ extension HTMLPage {
 
         """#
 
-    /// The page's last lines: a `#stall=T:ID` address selects that stall; `#selftest` drives
-    /// every control once with synthetic events and checks what it sees (the Chromium test
-    /// loads the page so); then the page marks itself ready.
+    /// The page's last lines: a `#stall=T:ID` address selects that stall (`#stall=longest` the
+    /// longest); `#selftest` drives every control once with synthetic events and checks what
+    /// it sees (the Chromium test loads the page so); then the page marks itself ready.
     static let selfTestScript = #"""
         // ---- Start ----
         drawTimeline();
         drawFlame();
-        const wanted = /^#stall=(\d+):(\d+)$/.exec(location.hash);
-        if (wanted) {
-          const s = stalls.find((x) => x.trace === Number(wanted[1]) && x.id === Number(wanted[2]));
+        const wanted = /^#stall=(?:(\d+):(\d+)|longest)$/.exec(location.hash);
+        if (wanted && stalls.length) {
+          const s = wanted[1] === undefined ? stalls.reduce((a, b) => (b.duration > a.duration ? b : a))
+            : stalls.find((x) => x.trace === Number(wanted[1]) && x.id === Number(wanted[2]));
           if (s) { selectStall(s, false); drawTimeline(); }
         }
         function selfTest() {
+          const begun = performance.now();
+          const steps = [];
+          let last = begun;
+          const step = (name) => { const now = performance.now(); steps.push(name + ' ' + (now - last).toFixed(0)); last = now; };
           const failures = [];
           const check = (ok, what) => { if (!ok) failures.push(what); };
           const fire = (target, type, x, y, extra) => target.dispatchEvent(new MouseEvent(type,
@@ -156,6 +161,7 @@ extension HTMLPage {
           fire(tl.canvas, 'mouseup', r.left + 300, r.top + 30, { shiftKey: true });
           fire(tl.canvas, 'dblclick', r.left + 10, r.top + 10);
           check(tl.t0 === 0 && tl.t1 === tl.extent, 'double-click shows the whole run');
+          step('checktlttlt');
           if (stalls.length) {
             const s = stalls.reduce((a, b) => (b.duration > a.duration ? b : a));
             const laneY = laneTop(s.trace) + LABEL + FRAMES + 3 + BUSY + 3 + STALLS - 3;
@@ -165,6 +171,7 @@ extension HTMLPage {
             fire(tl.canvas, 'mousedown', x, r.top + laneY);
             fire(tl.canvas, 'mouseup', x, r.top + laneY);
             check(document.getElementById('details').getAttribute('data-stall') === stallKey(s), 'clicking a stall selects it');
+          step('checkdocumen');
             fire(tl.canvas, 'mouseleave', 0, 0);
           }
           const fr = flame.canvas.getBoundingClientRect();
@@ -185,9 +192,11 @@ extension HTMLPage {
           search.dispatchEvent(new Event('input', { bubbles: true }));
           document.getElementById('flame-reset').click();
           drawFlame();
+          step('documentgete');
           ['signatures', 'stalls'].forEach((id) => {
             document.querySelectorAll('#' + id + ' th').forEach((th) => { th.click(); th.click(); });
           });
+          step('documentquer');
           const firstSignature = document.querySelector('#signatures tr.row');
           if (firstSignature) {
             firstSignature.click();
@@ -195,8 +204,13 @@ extension HTMLPage {
             const chip = document.querySelector('#signatures tr.expansion .chip');
             if (chip) chip.click();
           }
-          stallTable.showAll();
-          signatureTable.showAll();
+          step('ifchipchipcl');
+          const more = document.querySelector('#stalls-more button');
+          if (more) {
+            more.click();
+            check(document.querySelectorAll('#stalls tbody tr').length === Math.min(stalls.length, PAGE * 6), 'Show more adds rows');
+          }
+          step('more');
           drawTimeline();
           document.getElementById('zoom-in').click();
           document.getElementById('zoom-out').click();
@@ -204,9 +218,13 @@ extension HTMLPage {
           drawTimeline();
           failures.forEach((f) => window.stallwatchError('self-test failed: ' + f));
           document.documentElement.setAttribute('data-selftest', failures.length ? 'failed' : 'passed');
+          document.documentElement.setAttribute('data-selftest-ms', (performance.now() - begun).toFixed(1));
+          document.documentElement.setAttribute('data-selftest-steps', steps.join(', '));
         }
         if (location.hash === '#selftest') selfTest();
-        document.documentElement.setAttribute('data-render-ms', (performance.now() - started).toFixed(1));
+        // The script's own time, and the time from navigation start to ready.
+        document.documentElement.setAttribute('data-script-ms', (performance.now() - started).toFixed(1));
+        document.documentElement.setAttribute('data-ready-ms', performance.now().toFixed(1));
         document.documentElement.setAttribute('data-ready', 'true');
 
         """#

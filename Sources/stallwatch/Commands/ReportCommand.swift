@@ -25,7 +25,7 @@ struct ReportCommand: ParsableCommand {
     var json = false
 
     /// Where the HTML page goes, if anywhere.
-    @Option(valueName: "file", help: "Also write the report as one HTML page ('-' for stdout).")
+    @Option(valueName: "file", help: "Write an HTML page too ('-' for stdout).")
     var html: OutputDestination?
 
     /// How many signatures to list.
