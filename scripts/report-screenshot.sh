@@ -9,14 +9,17 @@ scripts/install-deps.sh
 work=$(mktemp -d "${TMPDIR:-/tmp}/stallwatch-html.XXXXXX")
 trap 'rm -rf "$work"' EXIT
 if [ $# -ge 1 ]; then
-    trace=$1
+    name=$(basename "$1")
+    cp "$1" "$work/$name"
     swift build -c release --product stallwatch
 else
-    trace=$work/demo.swtrace
-    DEMO_TRACE=$trace scripts/demo.sh >/dev/null
+    name=demo.swtrace
+    DEMO_TRACE=$work/$name scripts/demo.sh >/dev/null
 fi
 png=${2:-docs/images/report.png}
-.build/release/stallwatch report "$trace" --html "$work/report.html" >/dev/null
+# From the trace's directory, so the page names it as a person would type it.
+stallwatch=$(pwd)/.build/release/stallwatch
+(cd "$work" && "$stallwatch" report "$name" --html report.html >/dev/null)
 browser() {
     chromium --headless --no-sandbox --disable-gpu --no-first-run --user-data-dir="$work/profile" \
         --enable-logging=stderr --v=0 "$@"
@@ -30,4 +33,4 @@ fi
 mkdir -p "$(dirname "$png")"
 browser --hide-scrollbars --window-size=1400,1480 --screenshot="$png" "file://$work/report.html#stall=longest" \
     2>/dev/null
-echo "wrote $png from $trace"
+echo "wrote $png from ${1:-a fresh demo trace}"

@@ -78,10 +78,16 @@ struct HTMLBrowserTests {
     }
 
     @Test func severalTracesGetALaneEachAndOneTable() throws {
-        let page = RenderedPage([Fixture.standard(), Fixture.standard(mode: .full, withCallouts: true)], in: directory)
-        let load = try loadChecked(page, name: "two.html")
+        // The third has no stall at all: an empty lane.
+        let page = RenderedPage(
+            [
+                Fixture.standard(), Fixture.standard(mode: .full, withCallouts: true),
+                Fixture.hitches(count: 0, duration: 0),
+            ],
+            in: directory)
+        let load = try loadChecked(page, name: "three.html")
         expectEveryStall(load, of: page)
-        #expect(load.dom.contains("Stallwatch report — 2 traces"))
+        #expect(load.dom.contains("Stallwatch report — 3 traces"))
         #expect(load.dom.contains(">Stalls (12)<"))
     }
 
@@ -108,7 +114,8 @@ struct HTMLBrowserTests {
         let ready = try #require(load.readyMs)
         print(
             "html report of 10,000 stalls: \(page.html.utf8.count) bytes, ready \(ready) ms after navigation "
-                + "(script \(load.scriptMs ?? -1) ms, with the self-test: \(load.attribute("data-selftest-steps") ?? ""), chromium ran \(load.seconds) s")
+                + "(script \(load.scriptMs ?? -1) ms, with the self-test: \(load.attribute("data-selftest-steps") ?? ""), chromium ran \(load.seconds) s"
+        )
         #expect(ready < 30_000, "generous: a loaded 2-core machine")
         let plain = try Chromium.load(directory.path + "/many.html")
         #expect(plain.attribute("data-ready") == "true")

@@ -95,7 +95,8 @@ import Testing
     }
 
     @Test func theWriterEscapesWhatHTMLReads() {
-        #expect(HTMLJSONWriter.quoted("a<b>&\"\\\n\u{2028}\u{1}") == "\"a\\u003cb\\u003e\\u0026\\\"\\\\\\n\\u2028\\u0001\"")
+        #expect(
+            HTMLJSONWriter.quoted("a<b>&\"\\\n\u{2028}\u{1}") == "\"a\\u003cb\\u003e\\u0026\\\"\\\\\\n\\u2028\\u0001\"")
         #expect(HTMLJSONWriter.number(12.5) == "12.5")
         #expect(HTMLJSONWriter.number(3) == "3")
         #expect(HTMLJSONWriter.number(-0.0001) == "0")
@@ -127,8 +128,9 @@ import Testing
         let path = directory.write("standard.swtrace", Fixture.standard())
         let run = CLIRun(["report", path, "--top", "1", "--html", "-"])
         let page = try #require(run.output.range(of: "id=\"report-data\">"))
-        let data = try JSONSerialization.jsonObject(
-            with: Data(run.output[page.upperBound...].prefix { $0 != "<" }.utf8)) as! [String: Any]
+        let data =
+            try JSONSerialization.jsonObject(
+                with: Data(run.output[page.upperBound...].prefix { $0 != "<" }.utf8)) as! [String: Any]
         #expect((data["signatures"] as! [Any]).count == 4)
     }
 

@@ -11,7 +11,9 @@ struct RenderedPage {
 
     /// Renders `traces` (written to `directory` under `names`) as `report --html` does.
     init(_ traces: [[UInt8]], names: [String]? = nil, in directory: TemporaryDirectory) {
-        let paths = traces.enumerated().map { directory.write(names?[$0.offset] ?? "t\($0.offset).swtrace", $0.element) }
+        let paths = traces.enumerated().map {
+            directory.write(names?[$0.offset] ?? "t\($0.offset).swtrace", $0.element)
+        }
         let loaded = TraceLoader.load(paths: paths, includeCallouts: true).map { try! $0.get() }
         let builder = ReportBuilder()
         let analyzed = builder.analyze(loaded)
@@ -46,7 +48,8 @@ struct RenderedPage {
 enum Chromium {
     /// The browser's path, `nil` when it is not installed.
     static let path: String? = {
-        let candidates = (ProcessInfo.processInfo.environment["PATH"] ?? "/usr/bin").split(separator: ":")
+        let candidates =
+            (ProcessInfo.processInfo.environment["PATH"] ?? "/usr/bin").split(separator: ":")
             .map { "\($0)/chromium" } + ["/usr/bin/chromium"]
         return candidates.first { FileManager.default.isExecutableFile(atPath: $0) }
     }()
@@ -81,7 +84,8 @@ enum Chromium {
     static func load(_ file: String, fragment: String = "", width: Int = 1400, height: Int = 1000) throws -> Load {
         let result = try run(["--dump-dom", url(file, fragment)], width: width, height: height)
         return Load(
-            dom: result.output, console: result.errors.split(separator: "\n").filter { $0.contains(":CONSOLE") }.map(String.init),
+            dom: result.output,
+            console: result.errors.split(separator: "\n").filter { $0.contains(":CONSOLE") }.map(String.init),
             seconds: result.seconds)
     }
 
