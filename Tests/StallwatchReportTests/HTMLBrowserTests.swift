@@ -122,6 +122,20 @@ struct HTMLBrowserTests {
         print("  without the self-test: ready \(plain.readyMs ?? -1) ms (script \(plain.scriptMs ?? -1) ms)")
     }
 
+    @Test func aScriptErrorIsSeen() throws {
+        // The check above must be able to fail: a page whose data cannot be parsed shows the
+        // error in the page and never marks itself ready.
+        let page = RenderedPage([Fixture.standard()], in: directory)
+        let broken = page.html.replacingOccurrences(of: page.dataText, with: "{not json")
+        let file = directory.path + "/broken.html"
+        try broken.write(toFile: file, atomically: true, encoding: .utf8)
+        let load = try Chromium.load(file, fragment: "selftest")
+        #expect(load.attribute("data-ready") == nil)
+        #expect(load.attribute("data-errors") == "true")
+        #expect(load.console.contains { $0.contains("Uncaught") }, "console: \(load.console)")
+        #expect(load.dom.contains("<pre id=\"errors\" class=\"errors\">error: "))
+    }
+
     /// `text` as Chromium serializes a text node (`&`, `<`, `>` escaped; quotes kept).
     func escapedText(_ text: String) -> String {
         text.replacingOccurrences(of: "&", with: "&amp;").replacingOccurrences(of: "<", with: "&lt;")

@@ -161,7 +161,7 @@ extension HTMLPage {
           fire(tl.canvas, 'mouseup', r.left + 300, r.top + 30, { shiftKey: true });
           fire(tl.canvas, 'dblclick', r.left + 10, r.top + 10);
           check(tl.t0 === 0 && tl.t1 === tl.extent, 'double-click shows the whole run');
-          step('checktlttlt');
+          step('timeline');
           if (stalls.length) {
             const s = stalls.reduce((a, b) => (b.duration > a.duration ? b : a));
             const laneY = laneTop(s.trace) + LABEL + FRAMES + 3 + BUSY + 3 + STALLS - 3;
@@ -171,7 +171,7 @@ extension HTMLPage {
             fire(tl.canvas, 'mousedown', x, r.top + laneY);
             fire(tl.canvas, 'mouseup', x, r.top + laneY);
             check(document.getElementById('details').getAttribute('data-stall') === stallKey(s), 'clicking a stall selects it');
-          step('checkdocumen');
+          step('stall');
             fire(tl.canvas, 'mouseleave', 0, 0);
           }
           const fr = flame.canvas.getBoundingClientRect();
@@ -192,11 +192,11 @@ extension HTMLPage {
           search.dispatchEvent(new Event('input', { bubbles: true }));
           document.getElementById('flame-reset').click();
           drawFlame();
-          step('documentgete');
+          step('flame');
           ['signatures', 'stalls'].forEach((id) => {
             document.querySelectorAll('#' + id + ' th').forEach((th) => { th.click(); th.click(); });
           });
-          step('documentquer');
+          step('sort');
           const firstSignature = document.querySelector('#signatures tr.row');
           if (firstSignature) {
             firstSignature.click();
@@ -204,7 +204,7 @@ extension HTMLPage {
             const chip = document.querySelector('#signatures tr.expansion .chip');
             if (chip) chip.click();
           }
-          step('ifchipchipcl');
+          step('expand');
           const more = document.querySelector('#stalls-more button');
           if (more) {
             more.click();
