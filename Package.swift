@@ -68,6 +68,8 @@ let package = Package(
                 "StallwatchReport", "StallwatchCore", "stallwatch", "CStallwatchTestSupport",
                 // Records real traces for the export tests, as a subprocess.
                 "StallwatchTestHost",
+                // Recorded by the HTML report's browser test, as a subprocess.
+                "Demo",
             ]),
         .testTarget(
             name: "StallwatchTests",

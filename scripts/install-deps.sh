@@ -1,9 +1,11 @@
 #!/bin/sh
-# Installs the Debian packages Stallwatch needs, if any is missing (as root, or with sudo).
-# libxml2-utils: xmllint, which the tests validate `gate --junit` files with (strict JUnit XSD).
+# Installs the Debian packages Stallwatch needs, if any is missing (as root, or with sudo):
+# libunwind, SQLite and libdw to build; libxml2-utils for xmllint, which the tests validate
+# `gate --junit` files with (strict JUnit XSD); chromium for the test that loads `report --html`
+# in a real browser.
 set -eu
 need=""
-for pkg in libunwind-dev libsqlite3-dev libdw-dev libxml2-utils; do
+for pkg in libunwind-dev libsqlite3-dev libdw-dev libxml2-utils chromium; do
     dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q "install ok installed" || need="$need $pkg"
 done
 [ -z "$need" ] && exit 0

@@ -57,15 +57,19 @@ private let commandHelpTexts: [String: String] = [
     (dominant category + innermost app frames). Several traces are read in parallel
     and added up. A trace that ends inside a record (a killed recorder) is read up
     to its last whole record, with a warning; a trace with a damaged region is
-    reported as far as it could be read, then the command exits 2.
+    reported as far as it could be read, then the command exits 2. --html writes one
+    self-contained page (timeline, flame graph, every signature and stall) that
+    opens in any browser without a network; '--html -' writes it to stdout instead
+    of the report.
 
-    USAGE: stallwatch report <traces> ... [--json] [--top <n>]
+    USAGE: stallwatch report <traces> ... [--json] [--html <file>] [--top <n>]
 
     ARGUMENTS:
       <traces>                The trace files to read.
 
     OPTIONS:
       --json                  Print the report as JSON (schema: docs/cli.md).
+      --html <file>           Write an HTML page too ('-' for stdout).
       --top <n>               How many stall signatures to list. (default: 10)
       -h, --help              Show help information.
 

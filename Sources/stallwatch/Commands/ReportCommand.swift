@@ -1,6 +1,6 @@
 import StallwatchReport
 
-/// `stallwatch report T… [--json] [--top N]`: the summary of one or more traces.
+/// `stallwatch report T… [--json] [--html FILE] [--top N]`: the summary of one or more traces.
 struct ReportCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "report",
@@ -10,7 +10,10 @@ struct ReportCommand: ParsableCommand {
             and per category, loop-latency percentiles and the top stall signatures (dominant \
             category + innermost app frames). Several traces are read in parallel and added up. A trace that ends inside a record \
             (a killed recorder) is read up to its last whole record, with a warning; a trace with \
-            a damaged region is reported as far as it could be read, then the command exits 2.
+            a damaged region is reported as far as it could be read, then the command exits 2. \
+            --html writes one self-contained page (timeline, flame graph, every signature and \
+            stall) that opens in any browser without a network; '--html -' writes it to stdout \
+            instead of the report.
             """)
 
     /// The trace files, added up.
@@ -21,18 +24,39 @@ struct ReportCommand: ParsableCommand {
     @Flag(help: "Print the report as JSON (schema: docs/cli.md).")
     var json = false
 
+    /// Where the HTML page goes, if anywhere.
+    @Option(valueName: "file", help: "Write an HTML page too ('-' for stdout).")
+    var html: OutputDestination?
+
     /// How many signatures to list.
     @Option(valueName: "n", help: "How many stall signatures to list.")
     var top = 10
 
     /// Reads the traces and prints the report.
     func run(in context: CommandContext) throws -> ExitCode {
-        let loaded = try TraceInputs.load(traces, context: context, allowCorrupt: true)
-        let report = ReportBuilder().report(loaded.traces, top: top)
-        if json {
-            context.standardOutput.write(try JSONOutput.encode(report))
-        } else {
-            context.standardOutput.write(ReportText.render(report, colour: context.usesColour))
+        // The page draws the loop's busy time from every callout of a full-mode trace.
+        let loaded = try TraceInputs.load(traces, context: context, includeCallouts: html != nil, allowCorrupt: true)
+        let builder = ReportBuilder()
+        let analyzed = builder.analyze(loaded.traces)
+        let report = builder.report(loaded.traces, analyzed: analyzed, top: top)
+        if let html {
+            let everySignature = builder.report(loaded.traces, analyzed: analyzed, top: .max)
+            let page = HTMLReport.render(everySignature, traces: loaded.traces, analyzed: analyzed)
+            switch html {
+            case .standardOutput:
+                context.standardOutput.write(page)
+            case .file(let path):
+                try writeFile(path, page)
+                context.printError(
+                    "wrote \(path) (html, \(report.stalls.total) stalls, \(page.utf8.count / 1024 + 1) KiB)")
+            }
+        }
+        if html != .standardOutput {
+            if json {
+                context.standardOutput.write(try JSONOutput.encode(report))
+            } else {
+                context.standardOutput.write(ReportText.render(report, colour: context.usesColour))
+            }
         }
         if loaded.damaged {
             context.printError("Error: the report above covers only the readable parts of the traces")
