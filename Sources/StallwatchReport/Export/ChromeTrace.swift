@@ -58,22 +58,33 @@ public enum ChromeTraceExporter {
                     + "\"tier\": \"\(stall.tier.rawValue)\", \"category\": \"\(analyzed.category.rawValue)\", "
                     + "\"signature\": \(JSONOutput.string(analyzed.key.text)), \"site\": \(JSONOutput.string(analyzed.site)), "
                     + "\"label\": \(JSONOutput.string(stall.callout.label ?? "")), \"mode\": \(JSONOutput.string(stall.callout.mode)), "
-                    + "\"unfinished\": \(stall.end == nil)}}")
+                    + "\"unfinished\": \(stall.end == nil), \"stackConfidence\": \(representativeConfidence(analyzed)), "
+                    + "\"representativeStack\": \(JSONOutput.string(representativeText(analyzed)))}}")
             for (index, sample) in stall.samples.enumerated() {
                 let verdict = analyzed.classifications[index]
-                let names = sample.frames.reversed().map(frameName)
+                let names = sample.frames.reversed().map(analyzed.frameName)
                 let sf = names.isEmpty ? "" : ", \"sf\": \(frameID(names[...]))"
+                let stackText = sample.frames.map(analyzed.frameName).joined(separator: "\n")
                 events.append(
                     "{\"name\": \(JSONOutput.string(verdict.reason)), \"cat\": \"sample\", \"ph\": \"i\", \"s\": \"t\", "
                         + "\"ts\": \(ts(sample.time)), \(ids)\(sf), \"args\": {\"stall\": \(stall.id), "
                         + "\"state\": \"\(sample.state.name)\", \"syscall\": \(JSONOutput.string(sample.syscallName ?? "")), "
                         + "\"category\": \"\(verdict.category.rawValue)\", "
-                        + "\"stack\": \(JSONOutput.string(sample.frames.map(frameName).joined(separator: "\n")))}}")
+                        + "\"stack\": \(JSONOutput.string(stackText))}}")
             }
         }
         return "{\n\"displayTimeUnit\": \"ms\",\n\"otherData\": {\"exporter\": \"stallwatch\", \"trace\": "
             + "\(JSONOutput.string(loaded.path))},\n\"traceEvents\": [\n" + events.joined(separator: ",\n")
             + "\n],\n\"stackFrames\": {\n" + stackFrames.joined(separator: ",\n") + "\n}\n}\n"
+    }
+
+    /// The stall's representative stack (`AnalyzedStall.representative`), one frame a line.
+    private static func representativeText(_ analyzed: AnalyzedStall) -> String {
+        analyzed.representativeFrames.map(analyzed.frameName).joined(separator: "\n")
+    }
+
+    private static func representativeConfidence(_ analyzed: AnalyzedStall) -> String {
+        format(analyzed.representative?.confidence ?? 0, 4)
     }
 
     private struct StackKey: Hashable {
