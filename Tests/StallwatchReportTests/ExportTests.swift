@@ -59,10 +59,10 @@ import Testing
         for line in lines { #expect(line.wholeMatch(of: pattern) != nil, "\(line)") }
         #expect(
             text == """
-                compute;FixtureApp.main();FixtureApp.Feed.reload();FixtureApp.checksum(Swift.Int) -> Swift.Int 286000
-                database;FixtureApp.main();FixtureApp.Cache.lookup();sqlite3_step 130000
-                io;FixtureApp.main();FixtureApp.Store.save();fsync 31000
-                lockWait;FixtureApp.main();FixtureApp.Cache.lookup();pthread_mutex_lock 43000
+                compute;main();Feed.reload();checksum(_:) 320000
+                database;main();Cache.lookup();sqlite3_step 150000
+                io;main();Store.save();fsync 65000
+                lockWait;main();Cache.lookup();pthread_mutex_lock 60000
 
                 """)
     }
@@ -91,7 +91,7 @@ import Testing
         #expect(samples.allSatisfy { $0.allSatisfy { $0 >= 0 && $0 < frames.count } })
         #expect(weights.reduce(0, +) == profile["endValue"] as? Int)
         let total: Int = weights.reduce(0, +)
-        #expect(total == 490_000)  // the folded weights: 286 + 130 + 31 + 43 ms
+        #expect(total == 595_000)  // the folded weights, and the report's stall total: 320 + 150 + 65 + 60 ms
         // Roots are categories.
         #expect(Set(samples.map { frames[$0[0]]["name"] as? String }) == ["compute", "io", "database", "lockWait"])
     }

@@ -5,7 +5,7 @@ import StallwatchReport
 /// list of the trace's stalls.
 struct ShowCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
-        commandName: "show", abstract: "Show one stall and its samples as a timeline, or list the stalls.",
+        commandName: "show", abstract: "List a trace's stalls, or show one as a timeline.",
         discussion: """
             Without --stall, lists the trace's stalls (id, tier, duration, category, the share of \
             the stall's time its representative stack stands for, site and signature). With \

@@ -28,9 +28,11 @@ enum TraceInputs {
     }
 
     static func load(
-        _ paths: [String], context: CommandContext, includeCallouts: Bool = false, allowCorrupt: Bool = false
+        _ paths: [String], context: CommandContext, includeCallouts: Bool = false, allowCorrupt: Bool = false,
+        countOnce: Bool = true
     ) throws(CommandFailure) -> Loaded {
-        let paths = distinct(paths, context: context)
+        // `diff A A` compares a trace with itself on purpose; everything else adds traces up.
+        let paths = countOnce ? distinct(paths, context: context) : paths
         let files = paths.filter { $0 != standardInputName }
         var progress: ProgressBar?
         if context.errorIsTerminal {
@@ -43,11 +45,12 @@ enum TraceInputs {
             .makeIterator()
         progress?.finish()
         var results: [Result<LoadedTrace, TraceLoadError>] = []
+        var standardInput: [UInt8]?
         for path in paths {
             if path == standardInputName {
-                results.append(
-                    TraceLoader.load(
-                        bytes: try readStandardInput(context: context), path: path, includeCallouts: includeCallouts))
+                if standardInput == nil { standardInput = try readStandardInput(context: context) }
+                let bytes = standardInput ?? []
+                results.append(TraceLoader.load(bytes: bytes, path: path, includeCallouts: includeCallouts))
             } else {
                 results.append(fileResults.next()!)
             }
