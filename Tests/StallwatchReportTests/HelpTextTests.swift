@@ -206,7 +206,7 @@ func commandHelp(command: String) throws {
         run.error == """
             Error: Missing expected argument '--format <format>'
             Usage: stallwatch export <trace> --format <format> -o <file>
-              See 'stallwatch show --help' for more information.
+              See 'stallwatch export --help' for more information.
 
             """)
     #expect(run.output.isEmpty)

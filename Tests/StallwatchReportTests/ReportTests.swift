@@ -22,7 +22,9 @@ import Testing
         #expect(compute.count == 2)
         #expect(compute.totalMs == 320)
         #expect(compute.maxMs == 300)
-        #expect(compute.frames.first == "FixtureApp.checksum(Swift.Int) -> Swift.Int")
+        #expect(compute.frames.first == "checksum(_:)")
+        #expect(compute.stack.first?.symbol == "FixtureApp.checksum(Swift.Int) -> Swift.Int")
+        #expect(compute.stackConfidence == 1)
         #expect(compute.site == "FixtureApp/Feed.swift:12")
         #expect(compute.example.stall == 1)
         #expect(report.signatures[2].stack.map(\.system) == [true, false, false])
@@ -114,6 +116,6 @@ import Testing
         #expect(count(replaced, "added") == 4)
         #expect(count(replaced, "gone") == 1)
         let text = CLIRun(["diff", base, worse]).output
-        #expect(text.contains("Worse (1)\n  ▲ compute: Hitchy.work()  5 → 8 stalls, 200.0 → 320.0 ms (+60.0 %)"))
+        #expect(text.contains("Worse (1)\n  ▲ compute: work()  5 → 8 stalls, 200.0 → 320.0 ms (+60.0 %)"))
     }
 }

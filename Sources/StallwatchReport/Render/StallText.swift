@@ -59,8 +59,8 @@ public enum StallText {
         }
         lines.append(style.bold("Samples") + " (\(stall.samples.count); time from the callout's start)")
         let columns =
-            "  " + padLeft("time", 9) + "  " + pad("state", 10) + "  " + pad("syscall", 12) + "  "
-            + pad("category", 8) + "  " + pad("reason", 16) + "  "
+            "  " + padLeft("time", 9) + "  " + pad("state", 10) + "  " + pad("syscall", 10) + "  "
+            + pad("category", 8) + "  " + pad("reason", 18) + "  "
         lines.append(columns + "top frames")
         for (index, sample) in stall.samples.enumerated() {
             let offset = sample.time >= stall.start ? sample.time - stall.start : 0
@@ -70,8 +70,8 @@ public enum StallText {
             let head =
                 "  " + padLeft("+" + format(Double(offset) / 1e6, 1) + " ms", 9) + "  "
                 + pad(elideMiddle("\(sample.state.procCode) \(sample.state.name)", 10), 10) + "  "
-                + pad(elideMiddle(syscall, 12), 12) + "  " + pad(verdict.category.rawValue, 8) + "  "
-                + pad(elideMiddle(SwiftNames.simplify(verdict.reason), 16), 16) + "  "
+                + pad(elideMiddle(syscall, 10), 10) + "  " + pad(verdict.category.rawValue, 8) + "  "
+                + pad(elideMiddle(SwiftNames.simplify(verdict.reason), 18), 18) + "  "
             let room = width.map { max($0 - head.count - annotation.count, 16) }
             let frames =
                 sample.captureTimedOut
@@ -83,9 +83,8 @@ public enum StallText {
             let share = format(representative.confidence * 100, 0)
             lines += wrapItems(
                 [
-                    style.bold("Representative stack"),
-                    "(sample \(representative.sample + 1), innermost first; \(share) % of the stall's time,",
-                    "\(representative.samples) of \(plural(stall.samples.count, "sample")), had this stack)",
+                    style.bold("Representative stack") + " (sample \(representative.sample + 1), innermost first):",
+                    "\(share) % of the stall's time,", "\(representative.samples) of \(plural(stall.samples.count, "sample"))",
                 ], separator: " ", first: "", continuation: "  ", width: width.map { $0 + (options.colour ? 8 : 0) })
             for frame in analyzed.representativeFrames {
                 let stack = ReportBuilder.stackFrame(frame, names: analyzed.names)
@@ -103,8 +102,15 @@ public enum StallText {
     static func topFrames(_ frames: [Frame], names: FrameNamer, room: Int?) -> String {
         let shown = frames.enumerated().filter { $0.offset == 0 || !isCompilerGenerated($0.element) }
             .prefix(3).map { names.name($0.element) }
+        return fitChain(shown, more: frames.count > shown.count, room: room)
+    }
+
+    /// `names` joined by ` ← ` in `room` columns: the first elided to fit, then as many of
+    /// the rest as fit (each elided down to 12 columns), `← …` when some are left out or
+    /// `more` says there were others.
+    static func fitChain(_ shown: [String], more hasMore: Bool, room: Int?) -> String {
         guard let first = shown.first else { return "-" }
-        let more = frames.count > shown.count ? " ← …" : ""
+        let more = hasMore ? " ← …" : ""
         guard let room else { return shown.joined(separator: " ← ") + more }
         var text = elideMiddle(first, room - (shown.count > 1 || !more.isEmpty ? 4 : 0))
         var used = 1
@@ -128,21 +134,22 @@ public enum StallText {
             [style.bold("Stalls") + " in \(trace):", plural(stalls.count, "stall")], separator: " ", first: "",
             continuation: "  ", width: width.map { $0 + (options.colour ? 8 : 0) })
         guard !stalls.isEmpty else { return lines.joined(separator: "\n") + "\n" }
+        let siteWidth = min(stalls.map(\.site.count).max() ?? 4, 28)
         lines.append(
-            "  " + padLeft("id", 4) + "  " + pad("tier", 9) + "  " + padLeft("duration", 10) + "  " + pad("category", 9)
-                + "  " + padLeft("stack", 5) + "  " + "site, signature")
+            "  " + padLeft("id", 4) + "  " + pad("tier", 9) + "  " + padLeft("duration", 10) + "  " + pad("category", 8)
+                + "  " + padLeft("stack", 5) + "  " + pad("site", siteWidth) + "  signature")
         for analyzed in stalls {
             let stall = analyzed.stall
             let duration = format(Double(analyzed.durationNanos) / 1e6, 1) + " ms" + (stall.end == nil ? "+" : "")
             let confidence = analyzed.representative.map { format($0.confidence * 100, 0) + "%" } ?? "-"
             let head =
                 "  " + padLeft(String(stall.id), 4) + "  " + pad(stall.tier.rawValue, 9) + "  " + padLeft(duration, 10)
-                + "  " + pad(analyzed.category.rawValue, 9) + "  " + padLeft(confidence, 5) + "  "
-            let tail = analyzed.site + "  " + analyzed.key.frames.joined(separator: " ← ")
-            lines.append(head + elideMiddle(tail, width.map { max($0 - head.count, 12) }))
+                + "  " + pad(analyzed.category.rawValue, 8) + "  " + padLeft(confidence, 5) + "  "
+                + pad(elideMiddle(analyzed.site, siteWidth), siteWidth) + "  "
+            lines.append(head + fitChain(analyzed.key.frames, more: false, room: width.map { max($0 - head.count, 16) }))
         }
         lines.append("")
-        lines.append(elideMiddle("Show one: stallwatch show \(trace) --stall ID", nil))
+        lines.append("Show one: stallwatch show \(trace) --stall ID")
         return lines.joined(separator: "\n") + "\n"
     }
 }
