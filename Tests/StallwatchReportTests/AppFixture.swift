@@ -95,9 +95,9 @@ extension Fixture {
         }
     }
 
-    /// Two stalls and a congested second: a 240 ms compute hang whose samples are mostly (3 of
-    /// 4, by time 75 %) in `fnv1a` and once in `withUnsafeBytes`; a 120 ms database stall
-    /// inside a stripped sqlite frame; 12 congested iterations, sites recorded for 3.
+    /// Two stalls and congestion: a 240 ms compute stall whose samples are in `fnv1a` 3 times
+    /// (200 of its 240 ms, 83 %) and once in `withUnsafeBytes`; a 120 ms database stall inside
+    /// a stripped sqlite frame; 12 congested iterations, 3 of them described with their sites.
     static func app() -> [UInt8] {
         typealias A = App.Address
         var builder = TraceBuilder()

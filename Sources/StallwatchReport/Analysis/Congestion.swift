@@ -90,35 +90,3 @@ enum CongestionAnalysis {
             }, siteCount: sites.count)
     }
 }
-
-/// The congestion section of `report`'s text.
-enum CongestionText {
-    static func lines(_ congestion: StallReport.CongestionStats, style: Style, width: Int?) -> [String] {
-        var lines: [String] = []
-        var head = style.bold("Congestion") + ": " + plural(Int(congestion.iterations), "iteration")
-        head += " over the budget through many callouts"
-        if congestion.described > 0 {
-            head += ", \(format(congestion.overBudgetMs, 1)) ms over in all"
-        }
-        lines.append(head)
-        if congestion.sites.isEmpty {
-            if congestion.described > 0 || congestion.iterations > 0 {
-                lines.append("  sites: not recorded (record in full mode: stallwatch record --mode full)")
-            }
-            return lines
-        }
-        lines.append("  " + padLeft("share", 5) + "  " + padLeft("time", 10) + "  " + padLeft("callouts", 8) + "  site")
-        for site in congestion.sites {
-            let label = site.label.isEmpty ? "" : " \"\(site.label)\""
-            let head =
-                "  " + padLeft(format(site.share * 100, 0) + "%", 5) + "  " + padLeft(format(site.totalMs, 1) + " ms", 10)
-                + "  " + padLeft(String(site.callouts), 8) + "  "
-            lines.append(head + elideMiddle("\(site.kind)\(label) \(site.site)", width.map { max($0 - head.count, 12) }))
-        }
-        if congestion.siteCount > congestion.sites.count {
-            let others = congestion.siteCount - congestion.sites.count
-            lines.append("  … and \(others) more \(others == 1 ? "site" : "sites")")
-        }
-        return lines
-    }
-}
