@@ -58,9 +58,11 @@ public enum StallText {
             return lines.joined(separator: "\n") + "\n"
         }
         lines.append(style.bold("Samples") + " (\(stall.samples.count); time from the callout's start)")
+        // The reason column gives way first so the frames keep 20 columns.
+        let reasonWidth = width.map { min(18, max(8, $0 - 49 - 20)) } ?? 18
         let columns =
             "  " + padLeft("time", 9) + "  " + pad("state", 10) + "  " + pad("syscall", 10) + "  "
-            + pad("category", 8) + "  " + pad("reason", 18) + "  "
+            + pad("category", 8) + "  " + pad("reason", reasonWidth) + "  "
         lines.append(columns + "top frames")
         for (index, sample) in stall.samples.enumerated() {
             let offset = sample.time >= stall.start ? sample.time - stall.start : 0
@@ -71,7 +73,7 @@ public enum StallText {
                 "  " + padLeft("+" + format(Double(offset) / 1e6, 1) + " ms", 9) + "  "
                 + pad(elideMiddle("\(sample.state.procCode) \(sample.state.name)", 10), 10) + "  "
                 + pad(elideMiddle(syscall, 10), 10) + "  " + pad(verdict.category.rawValue, 8) + "  "
-                + pad(elideMiddle(SwiftNames.simplify(verdict.reason), 18), 18) + "  "
+                + pad(elideMiddle(SwiftNames.simplify(verdict.reason), reasonWidth), reasonWidth) + "  "
             let room = width.map { max($0 - head.count - annotation.count, 16) }
             let frames =
                 sample.captureTimedOut
@@ -134,7 +136,8 @@ public enum StallText {
             [style.bold("Stalls") + " in \(trace):", plural(stalls.count, "stall")], separator: " ", first: "",
             continuation: "  ", width: width.map { $0 + (options.colour ? 8 : 0) })
         guard !stalls.isEmpty else { return lines.joined(separator: "\n") + "\n" }
-        let siteWidth = min(stalls.map(\.site.count).max() ?? 4, 28)
+        // The site column gives way first so the signature keeps 20 columns.
+        let siteWidth = min(stalls.map(\.site.count).max() ?? 4, width.map { min(28, max(12, $0 - 50 - 20)) } ?? 28)
         lines.append(
             "  " + padLeft("id", 4) + "  " + pad("tier", 9) + "  " + padLeft("duration", 10) + "  " + pad("category", 8)
                 + "  " + padLeft("stack", 5) + "  " + pad("site", siteWidth) + "  signature")

@@ -69,8 +69,9 @@ public struct TextOptions: Sendable, Hashable {
     }
 }
 
-/// The narrowest width text is laid out for; below it, lines are cut as if it were this wide.
-let minimumWidth = 40
+/// The narrowest width text is laid out for (the classic terminal): a narrower one gets lines
+/// of this width, which it wraps.
+let minimumWidth = 80
 
 /// `text` shortened to `width` columns by replacing its middle with `…` (the start and end of
 /// a name tell the most: its type and its arguments). `nil` width leaves it alone.
