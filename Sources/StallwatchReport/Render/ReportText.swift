@@ -27,7 +27,7 @@ public enum ReportText {
             let process = trace.process.isEmpty ? "" : " \(trace.process) (pid \(trace.pid))"
             add(
                 [
-                    elideMiddle("\(trace.path):", width.map { $0 / 2 }) + process,
+                    "\(trace.path):" + process,
                     "\(trace.mode?.name ?? "unknown") mode", "\(format(trace.runTimeSeconds, 2)) s",
                     plural(trace.stalls, "stall"),
                 ], first: "  ", continuation: "    ")
