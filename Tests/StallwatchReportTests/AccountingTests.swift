@@ -10,19 +10,23 @@ import Testing
 @Suite struct AccountingTests {
     let directory = TemporaryDirectory()
 
-    func sums(_ bytes: [UInt8]) throws -> (report: Double, categories: Double, folded: Int, speedscope: Int, chrome: Double) {
+    func sums(_ bytes: [UInt8]) throws -> (
+        report: Double, categories: Double, folded: Int, speedscope: Int, chrome: Double
+    ) {
         let path = directory.write("trace.swtrace", bytes)
         let report = try #require(
             try JSONSerialization.jsonObject(with: Data(CLIRun(["report", path, "--json"]).output.utf8))
                 as? [String: Any])
         let stalls = try #require(report["stalls"] as? [String: Any])
         let total = try #require(stalls["totalMs"] as? Double)
-        let categories = try #require(stalls["categoryMs"] as? [String: Double]).values.reduce(0, +)
+        let categories =
+            try #require(stalls["categoryMs"] as? [String: Double]).values.reduce(0, +)
             + (stalls["unsampledMs"] as? Double ?? -1)
         let folded = CLIRun(["export", path, "--format", "folded", "-o", "-"]).output.split(separator: "\n")
             .map { Int($0.split(separator: " ").last!)! }.reduce(0, +)
         let speedscopeText = CLIRun(["export", path, "--format", "speedscope", "-o", "-"]).output
-        let speedscope = try #require(try JSONSerialization.jsonObject(with: Data(speedscopeText.utf8)) as? [String: Any])
+        let speedscope = try #require(
+            try JSONSerialization.jsonObject(with: Data(speedscopeText.utf8)) as? [String: Any])
         let profile = try #require((speedscope["profiles"] as? [[String: Any]])?.first)
         let weights = try #require(profile["weights"] as? [Int]).reduce(0, +)
         let chromeText = CLIRun(["export", path, "--format", "chrome", "-o", "-"]).output

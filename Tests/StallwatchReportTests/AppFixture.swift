@@ -115,7 +115,8 @@ extension Fixture {
             .modeName(.init(id: 0, name: "default")),
             .symbol(
                 .init(
-                    address: A.main, module: 1, name: "FeedApp.main() -> ()", file: App.root + "Sources/FeedApp/main.swift",
+                    address: A.main, module: 1, name: "FeedApp.main() -> ()",
+                    file: App.root + "Sources/FeedApp/main.swift",
                     line: 10)),
             .symbol(
                 .init(

@@ -56,7 +56,8 @@ import Testing
         #expect(stack.first?["name"] as? String == "fnv1a(_:seed:)")
         #expect(stack.first?["symbol"] as? String == Fixture.App.names[0].full)
         #expect(stack.first?["source"] as? String == "Sources/FeedApp/Hash.swift:34")
-        #expect(stack.contains { $0["source"] is NSNull && ($0["name"] as? String)?.hasPrefix("partial apply") == true })
+        #expect(
+            stack.contains { $0["source"] is NSNull && ($0["name"] as? String)?.hasPrefix("partial apply") == true })
         // Folded stacks and speedscope name frames the same way.
         let folded = CLIRun(["export", path, "--format", "folded", "-o", "-"]).output
         #expect(folded.contains("database;main();FeedDatabase.loadFeed(rows:);sqlite3_step;libsqlite3.so.0+0x4f1a3 "))

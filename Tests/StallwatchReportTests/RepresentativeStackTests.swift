@@ -19,7 +19,8 @@ import Testing
     func stall(end: UInt64, samples: [(offset: UInt64, stack: [Frame])]) -> AnalyzedStall {
         let stall = Stall(
             id: 1, start: 0, end: end * ms, tier: .hitch,
-            callout: CalloutIdentity(kind: .post, file: "App/main.swift", line: 1, mode: "default", phase: .beforeSources),
+            callout: CalloutIdentity(
+                kind: .post, file: "App/main.swift", line: 1, mode: "default", phase: .beforeSources),
             samples: samples.map { Sample(time: $0.offset * ms, frames: $0.stack, state: .running) })
         return AnalyzedStall(stall, tracePath: "t", budget: .milliseconds(16), classifier: Classifier())
     }
@@ -90,7 +91,8 @@ import Testing
         #expect(CLIRun(["report", path]).output.contains("stack (83 % of the longest stall's time had this stack):"))
 
         let show = CLIRun(["show", path, "--stall", "1", "--wide"]).output
-        #expect(show.contains("Representative stack (sample 1, innermost first): 83 % of the stall's time, 3 of 4 samples"))
+        #expect(
+            show.contains("Representative stack (sample 1, innermost first): 83 % of the stall's time, 3 of 4 samples"))
         let shown = show.components(separatedBy: "innermost first)")[1].split(separator: "\n").dropFirst()
             .map { $0.trimmingCharacters(in: .whitespaces).components(separatedBy: " (")[0] }
             .map { $0.components(separatedBy: "  ")[0] }

@@ -147,7 +147,8 @@ struct TraceWriter {
         let (site, mode) = ids
         let duration = converter.duration(from: event.start, to: event.end)
         append(
-            .callout(TraceRecord.Callout(site: site, mode: mode, start: converter.nanos(event.start), duration: duration)))
+            .callout(
+                TraceRecord.Callout(site: site, mode: mode, start: converter.nanos(event.start), duration: duration)))
         let known = iterationSites[site]
         iterationSites[site] = ((known?.count ?? 0) + 1, (known?.nanos ?? 0) &+ duration)
         iterationCallouts += 1
@@ -156,9 +157,11 @@ struct TraceWriter {
     /// An iteration the loop counted as congested: its time, and the sites of the callouts
     /// seen since the previous iteration event (none in `stalls` mode), largest first.
     private mutating func writeCongestedIteration(start: UInt64, duration: UInt64) {
-        let sites = iterationSites.map { TraceRecord.CongestedIteration.SiteTime(site: $0.key, count: $0.value.count, nanos: $0.value.nanos) }
-            .sorted { ($0.nanos, $1.site) > ($1.nanos, $0.site) }
-            .prefix(TraceRecord.CongestedIteration.maxSites)
+        let sites = iterationSites.map {
+            TraceRecord.CongestedIteration.SiteTime(site: $0.key, count: $0.value.count, nanos: $0.value.nanos)
+        }
+        .sorted { ($0.nanos, $1.site) > ($1.nanos, $0.site) }
+        .prefix(TraceRecord.CongestedIteration.maxSites)
         append(
             .congestedIteration(
                 TraceRecord.CongestedIteration(

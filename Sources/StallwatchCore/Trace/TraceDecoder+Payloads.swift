@@ -139,7 +139,9 @@ extension TraceParser {
             sites.reserveCapacity(Int(count))
             for _ in 0..<count {
                 sites.append(
-                    .init(site: try reader.varint("site"), count: try reader.varint("count"), nanos: try reader.varint("nanos")))
+                    .init(
+                        site: try reader.varint("site"), count: try reader.varint("count"),
+                        nanos: try reader.varint("nanos")))
             }
             return .congestedIteration(.init(start: start, duration: duration, callouts: callouts, sites: sites))
         case .callout, .sync:

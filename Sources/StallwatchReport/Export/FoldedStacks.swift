@@ -14,8 +14,10 @@ public enum FoldedStacksExporter {
         var weights: [String: UInt64] = [:]
         for analyzed in stalls {
             for (index, sample) in analyzed.stall.samples.enumerated() where analyzed.sampleWeights[index] > 0 {
-                let stack = rootedStack(sample, category: analyzed.classifications[index].category, names: analyzed.names)
-                    .map(sanitize).joined(separator: ";")
+                let stack = rootedStack(
+                    sample, category: analyzed.classifications[index].category, names: analyzed.names
+                )
+                .map(sanitize).joined(separator: ";")
                 weights[stack, default: 0] += analyzed.sampleWeights[index]
             }
         }

@@ -24,7 +24,11 @@ public enum SpeedscopeExporter {
             for (position, sample) in analyzed.stall.samples.enumerated() where sampleWeights[position] >= 500 {
                 var stack = [index(FrameKey(name: analyzed.classifications[position].category.rawValue))]
                 for frame in sample.frames.reversed() {
-                    stack.append(index(FrameKey(name: analyzed.frameName(frame), file: analyzed.names.path(frame.file ?? ""), line: frame.line)))
+                    stack.append(
+                        index(
+                            FrameKey(
+                                name: analyzed.frameName(frame), file: analyzed.names.path(frame.file ?? ""),
+                                line: frame.line)))
                 }
                 if sample.frames.isEmpty { stack.append(index(FrameKey(name: missingStackName(sample)))) }
                 samples.append(stack)

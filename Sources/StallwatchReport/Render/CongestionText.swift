@@ -15,16 +15,19 @@ enum CongestionText {
                 ], separator: ", ", first: "  ", continuation: "    ", width: width)
         }
         if congestion.sites.isEmpty {
-            lines.append(elideMiddle("  sites not recorded: record in full mode (stallwatch record --mode full)", width))
+            lines.append(
+                elideMiddle("  sites not recorded: record in full mode (stallwatch record --mode full)", width))
             return lines
         }
         lines.append("  " + padLeft("share", 5) + "  " + padLeft("time", 10) + "  " + padLeft("callouts", 8) + "  site")
         for site in congestion.sites {
             let label = site.label.isEmpty ? "" : " \"\(site.label)\""
             let head =
-                "  " + padLeft(format(site.share * 100, 0) + "%", 5) + "  " + padLeft(format(site.totalMs, 1) + " ms", 10)
+                "  " + padLeft(format(site.share * 100, 0) + "%", 5) + "  "
+                + padLeft(format(site.totalMs, 1) + " ms", 10)
                 + "  " + padLeft(String(site.callouts), 8) + "  "
-            lines.append(head + elideMiddle("\(site.kind)\(label) \(site.site)", width.map { max($0 - head.count, 12) }))
+            lines.append(
+                head + elideMiddle("\(site.kind)\(label) \(site.site)", width.map { max($0 - head.count, 12) }))
         }
         if congestion.siteCount > congestion.sites.count {
             let others = congestion.siteCount - congestion.sites.count

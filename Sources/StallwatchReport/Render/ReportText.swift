@@ -108,7 +108,9 @@ public enum ReportText {
             return share > 0 ? "\(category.rawValue) \(format(share * 100, 0)) %" : nil
         }
         if !shares.isEmpty { lines.append("   breakdown: " + shares.joined(separator: ", ")) }
-        if !signature.reason.isEmpty { lines.append(elideMiddle("   reason: \(SwiftNames.simplify(signature.reason))", width)) }
+        if !signature.reason.isEmpty {
+            lines.append(elideMiddle("   reason: \(SwiftNames.simplify(signature.reason))", width))
+        }
         let others = signature.sites.count - 1
         let more = others > 0 ? " (and \(others) more \(others == 1 ? "site" : "sites"))" : ""
         lines.append(elideMiddle("   posted at \(signature.site)", width.map { $0 - more.count }) + more)

@@ -29,8 +29,10 @@ public enum StallText {
         let title =
             "Stall \(stall.id) — \(stall.tier.rawValue), \(duration)"
             + (flags.isEmpty ? "" : " (\(flags.joined(separator: ", ")))")
-        lines += wrapItems([title, "in " + analyzed.tracePath], separator: " ", first: "", continuation: "  ", width: width)
-            .map { style.bold($0) }
+        lines += wrapItems(
+            [title, "in " + analyzed.tracePath], separator: " ", first: "", continuation: "  ", width: width
+        )
+        .map { style.bold($0) }
         let callout = stall.callout
         let label = callout.label.map { " \"\($0)\"" } ?? ""
         lines += wrapItems(
@@ -46,7 +48,9 @@ public enum StallText {
             "  category  \(analyzed.category.rawValue)" + (shares.isEmpty ? "" : ": \(shares.joined(separator: ", "))"))
         if !analyzed.breakdown.topReasons.isEmpty {
             lines += wrapItems(
-                analyzed.breakdown.topReasons.map { "\(SwiftNames.simplify($0.reason)) \(format($0.share * 100, 0)) %" }, separator: ", ",
+                analyzed.breakdown.topReasons.map {
+                    "\(SwiftNames.simplify($0.reason)) \(format($0.share * 100, 0)) %"
+                }, separator: ", ",
                 first: "  reasons   ", continuation: "            ", width: width)
         }
         lines += wrapItems(
@@ -86,7 +90,8 @@ public enum StallText {
             lines += wrapItems(
                 [
                     style.bold("Representative stack") + " (sample \(representative.sample + 1), innermost first):",
-                    "\(share) % of the stall's time,", "\(representative.samples) of \(plural(stall.samples.count, "sample"))",
+                    "\(share) % of the stall's time,",
+                    "\(representative.samples) of \(plural(stall.samples.count, "sample"))",
                 ], separator: " ", first: "", continuation: "  ", width: width.map { $0 + (options.colour ? 8 : 0) })
             for frame in analyzed.representativeFrames {
                 let stack = ReportBuilder.stackFrame(frame, names: analyzed.names)
@@ -149,7 +154,8 @@ public enum StallText {
                 "  " + padLeft(String(stall.id), 4) + "  " + pad(stall.tier.rawValue, 9) + "  " + padLeft(duration, 10)
                 + "  " + pad(analyzed.category.rawValue, 8) + "  " + padLeft(confidence, 5) + "  "
                 + pad(elideMiddle(analyzed.site, siteWidth), siteWidth) + "  "
-            lines.append(head + fitChain(analyzed.key.frames, more: false, room: width.map { max($0 - head.count, 16) }))
+            lines.append(
+                head + fitChain(analyzed.key.frames, more: false, room: width.map { max($0 - head.count, 16) }))
         }
         lines.append("")
         lines.append("Show one: stallwatch show \(trace) --stall ID")

@@ -42,7 +42,8 @@ struct ReportCommand: ParsableCommand {
         if json {
             context.standardOutput.write(try JSONOutput.encode(report))
         } else {
-            context.standardOutput.write(ReportText.render(report, options: context.textOptions(wide: wide, verbose: verbose)))
+            context.standardOutput.write(
+                ReportText.render(report, options: context.textOptions(wide: wide, verbose: verbose)))
         }
         if loaded.damaged {
             context.printError("Error: the report above covers only the readable parts of the traces")
