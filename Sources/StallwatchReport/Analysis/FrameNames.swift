@@ -89,3 +89,9 @@ func isCompilerGenerated(_ frame: Frame) -> Bool {
     }
     return false
 }
+
+/// How a frame is named without its trace's module map (no load addresses, no build root):
+/// prefer `AnalyzedStall.frameName(_:)`, which has both.
+func frameName(_ frame: Frame) -> String {
+    FrameNamer(modules: []).name(frame)
+}
