@@ -98,6 +98,13 @@ import Testing
         ),
         ("lostRecords", 0, .lostRecords(.init(time: 90_200_000_000, count: 17))),
         ("platform", 0, .platform(.init(architecture: "x86_64"))),
+        (
+            "congestedIteration", 0,
+            .congestedIteration(
+                .init(
+                    start: 90_100_000_000, duration: 21_000_000, callouts: 40,
+                    sites: [.init(site: 3, count: 30, nanos: 15_000_000), .init(site: 1, count: 10, nanos: 5_500_000)]))
+        ),
     ]
 
     /// The record's bytes as the doc shows them: upper-case hex, space separated.

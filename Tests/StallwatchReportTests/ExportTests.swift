@@ -60,10 +60,10 @@ import Testing
         for line in lines { #expect(line.wholeMatch(of: pattern) != nil, "\(line)") }
         #expect(
             text == """
-                compute;FixtureApp.main();FixtureApp.Feed.reload();FixtureApp.checksum(Swift.Int) -> Swift.Int 286000
-                database;FixtureApp.main();FixtureApp.Cache.lookup();sqlite3_step 130000
-                io;FixtureApp.main();FixtureApp.Store.save();fsync 31000
-                lockWait;FixtureApp.main();FixtureApp.Cache.lookup();pthread_mutex_lock 43000
+                compute;main();Feed.reload();checksum(_:) 320000
+                database;main();Cache.lookup();sqlite3_step 150000
+                io;main();Store.save();fsync 65000
+                lockWait;main();Cache.lookup();pthread_mutex_lock 60000
 
                 """)
     }
@@ -92,7 +92,7 @@ import Testing
         #expect(samples.allSatisfy { $0.allSatisfy { $0 >= 0 && $0 < frames.count } })
         #expect(weights.reduce(0, +) == profile["endValue"] as? Int)
         let total: Int = weights.reduce(0, +)
-        #expect(total == 490_000)  // the folded weights: 286 + 130 + 31 + 43 ms
+        #expect(total == 595_000)  // the folded weights, and the report's stall total: 320 + 150 + 65 + 60 ms
         // Roots are categories.
         #expect(Set(samples.map { frames[$0[0]]["name"] as? String }) == ["compute", "io", "database", "lockWait"])
     }
@@ -116,10 +116,11 @@ import Testing
 
                 """)
         // The hung stall reaches the trace's last record: 2 s of it; the timed-out sample
-        // stands for its 23 ms until the stall's end.
+        // stands for the other stall's whole 40 ms (the report's rule: the first sample also
+        // stands for the time before it).
         #expect(
             directory.read("hung.folded") == """
-                io;[capture timed out] 23000
+                io;[capture timed out] 40000
                 other;[unfinished stall, no samples] 2000000
 
                 """)
@@ -133,8 +134,8 @@ import Testing
         let weights = try #require(profile["weights"] as? [Int])
         let stacks = samples.map { $0.map { frames[$0]["name"] as? String ?? "?" } }
         #expect(stacks == [["io", "[capture timed out]"], ["other", "[unfinished stall, no samples]"]])
-        #expect(weights == [23_000, 2_000_000])
-        #expect(profile["endValue"] as? Int == 2_023_000)
+        #expect(weights == [40_000, 2_000_000])
+        #expect(profile["endValue"] as? Int == 2_040_000)
         // Chrome says it too, in its own words; a trace whose stalls all have samples says nothing.
         let chrome = CLIRun(["export", trace, "--format", "chrome", "-o", directory.path + "/hung.json"])
         #expect(

@@ -206,12 +206,12 @@ struct CLIRun {
     var output: String
     var error: String
 
-    init(_ arguments: [String], environment: [String: String] = [:], terminal: Bool = false) {
+    init(_ arguments: [String], environment: [String: String] = [:], terminal: Bool = false, input: [UInt8] = []) {
         let output = BufferSink()
         let error = BufferSink()
         let context = CommandContext(
             standardOutput: output, standardError: error, outputIsTerminal: terminal, errorIsTerminal: false,
-            environment: environment)
+            environment: environment, standardInput: .bytes(input))
         exitCode = StallwatchCLI.run(arguments, context: context).rawValue
         self.output = output.text
         self.error = error.text

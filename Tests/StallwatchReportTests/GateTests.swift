@@ -42,7 +42,7 @@ import Testing
         let run = CLIRun(["gate", standard] + limit)
         #expect(run.exitCode == 1)
         #expect(run.output.contains("FAIL  \(name)"))
-        #expect(run.output.hasSuffix("Result: FAIL (1 of 1 limits exceeded)\n"))
+        #expect(run.output.hasSuffix("Result: FAIL (1 of 1 limit exceeded)\n"))
     }
 
     @Test func regressionAgainstBaseline() {

@@ -15,7 +15,7 @@ private let rootHelpText = """
     SUBCOMMANDS:
       record                  Run a command with stall recording turned on.
       report                  Summarize the stalls of one or more traces.
-      show                    Show one stall and its samples as a timeline.
+      show                    List a trace's stalls, or show one as a timeline.
       export                  Export a trace for Perfetto, flame graphs or
                               speedscope.
       diff                    Compare the stall signatures of two traces.
@@ -54,36 +54,53 @@ private let commandHelpTexts: [String: String] = [
 
     Prints run time, loop utilisation, frames and FPS, the hitch ratio, stalls per
     tier and per category, loop-latency percentiles and the top stall signatures
-    (dominant category + innermost app frames). Several traces are read in parallel
-    and added up. A trace that ends inside a record (a killed recorder) is read up
-    to its last whole record, with a warning; a trace with a damaged region is
-    reported as far as it could be read, then the command exits 2. --html writes one
-    self-contained page (timeline, flame graph, every signature and stall) that
-    opens in any browser without a network; '--html -' writes it to stdout instead
-    of the report.
+    (dominant category + innermost app frames) with each one's representative stack
+    and the share of the stall's time that stack stands for, and the call sites
+    behind congested iterations. Lines fit the terminal (COLUMNS, else its width,
+    else 100 columns). Several traces are read in parallel and added up. A trace
+    that ends inside a record (a killed recorder) is read up to its last whole
+    record, with a warning; a trace with a damaged region is reported as far as it
+    could be read, then the command exits 2. --html writes one self-contained page
+    (timeline, flame graph, every signature and stall) that opens in any browser
+    without a network; '--html -' writes it to stdout instead of the report.
 
     USAGE: stallwatch report <traces> ... [--json] [--html <file>] [--top <n>]
+           [--wide] [--verbose]
 
     ARGUMENTS:
-      <traces>                The trace files to read.
+      <traces>                The trace files to read ('-' for standard input).
 
     OPTIONS:
       --json                  Print the report as JSON (schema: docs/cli.md).
       --html <file>           Write an HTML page too ('-' for stdout).
       --top <n>               How many stall signatures to list. (default: 10)
+      --wide                  Do not fit lines to the terminal: show long names in
+                              full.
+      --verbose               Show frames by their full demangled symbols.
       -h, --help              Show help information.
 
     """,
     "show": """
-    OVERVIEW: Show one stall and its samples as a timeline.
+    OVERVIEW: List a trace's stalls, or show one as a timeline.
 
-    USAGE: stallwatch show <trace> --stall <id>
+    Without --stall, lists the trace's stalls (id, tier, duration, category, the
+    share of the stall's time its representative stack stands for, site and
+    signature). With --stall, shows that stall's callout, breakdown, every sample
+    and the representative stack. Lines fit the terminal (COLUMNS, else its width,
+    else 100 columns).
+
+    USAGE: stallwatch show <trace> [--stall <id>] [--json] [--wide] [--verbose]
 
     ARGUMENTS:
-      <trace>                 The trace file to read.
+      <trace>                 The trace file to read ('-' for standard input).
 
     OPTIONS:
-      --stall <id>            The stall's id (as listed by 'stallwatch report').
+      --stall <id>            The stall's id (as listed without it).
+      --json                  Print the stall (or the list) as JSON (schema:
+                              docs/cli.md).
+      --wide                  Do not fit lines to the terminal: show long names in
+                              full.
+      --verbose               Show frames by their full demangled symbols.
       -h, --help              Show help information.
 
     """,
@@ -98,7 +115,7 @@ private let commandHelpTexts: [String: String] = [
     USAGE: stallwatch export <trace> --format <format> -o <file>
 
     ARGUMENTS:
-      <trace>                 The trace file to read.
+      <trace>                 The trace file to read ('-' for standard input).
 
     OPTIONS:
       --format <format>       chrome, folded or speedscope.
@@ -187,13 +204,13 @@ func commandHelp(command: String) throws {
 }
 
 @Test func usageErrorsPrintMessageAndUsage() {
-    let run = CLIRun(["show", "t.swtrace"])
+    let run = CLIRun(["export", "t.swtrace", "-o", "-"])
     #expect(run.exitCode == 2)
     #expect(
         run.error == """
-            Error: Missing expected argument '--stall <id>'
-            Usage: stallwatch show <trace> --stall <id>
-              See 'stallwatch show --help' for more information.
+            Error: Missing expected argument '--format <format>'
+            Usage: stallwatch export <trace> --format <format> -o <file>
+              See 'stallwatch export --help' for more information.
 
             """)
     #expect(run.output.isEmpty)

@@ -21,8 +21,9 @@ import Testing
 
     @Test func reportJSONParsesAndIsStable() throws {
         let path = directory.write("standard.swtrace", Fixture.standard())
-        let first = CLIRun(["report", path, path, "--json"]).output
-        let second = CLIRun(["report", path, path, "--json"]).output
+        let copy = directory.write("copy.swtrace", Fixture.standard())
+        let first = CLIRun(["report", path, copy, "--json"]).output
+        let second = CLIRun(["report", path, copy, "--json"]).output
         #expect(first == second)
         let json = try #require(try JSONSerialization.jsonObject(with: Data(first.utf8)) as? [String: Any])
         #expect(json["schemaVersion"] as? Int == 1)
@@ -32,6 +33,7 @@ import Testing
 
     private let golden = """
         {
+          "congestion" : null,
           "frames" : {
             "delivered" : 330,
             "dropped" : 30,
@@ -67,9 +69,9 @@ import Testing
                 "trace" : "PATH"
               },
               "frames" : [
-                "FixtureApp.checksum(Swift.Int) -> Swift.Int",
-                "FixtureApp.Feed.reload()",
-                "FixtureApp.main()"
+                "checksum(_:)",
+                "Feed.reload()",
+                "main()"
               ],
               "maxMs" : 300,
               "reason" : "FixtureApp.checksum(Swift.Int)",
@@ -83,23 +85,27 @@ import Testing
               "stack" : [
                 {
                   "module" : "/opt/fixture/FixtureApp",
+                  "name" : "checksum(_:)",
                   "source" : "FixtureApp/Checksum.swift:7",
                   "symbol" : "FixtureApp.checksum(Swift.Int) -> Swift.Int",
                   "system" : false
                 },
                 {
                   "module" : "/opt/fixture/FixtureApp",
+                  "name" : "Feed.reload()",
                   "source" : "FixtureApp/Feed.swift:42",
                   "symbol" : "FixtureApp.Feed.reload()",
                   "system" : false
                 },
                 {
                   "module" : "/opt/fixture/FixtureApp",
+                  "name" : "main()",
                   "source" : "FixtureApp/main.swift:10",
                   "symbol" : "FixtureApp.main()",
                   "system" : false
                 }
               ],
+              "stackConfidence" : 1,
               "tiers" : {
                 "hang" : 1,
                 "hitch" : 1
@@ -121,8 +127,8 @@ import Testing
                 "trace" : "PATH"
               },
               "frames" : [
-                "FixtureApp.Cache.lookup()",
-                "FixtureApp.main()"
+                "Cache.lookup()",
+                "main()"
               ],
               "maxMs" : 150,
               "reason" : "sqlite3_step",
@@ -136,23 +142,27 @@ import Testing
               "stack" : [
                 {
                   "module" : "/usr/lib/x86_64-linux-gnu/libsqlite3.so.0",
+                  "name" : "sqlite3_step",
                   "source" : null,
                   "symbol" : "sqlite3_step",
                   "system" : true
                 },
                 {
                   "module" : "/opt/fixture/FixtureApp",
+                  "name" : "Cache.lookup()",
                   "source" : "FixtureApp/Cache.swift:19",
                   "symbol" : "FixtureApp.Cache.lookup()",
                   "system" : false
                 },
                 {
                   "module" : "/opt/fixture/FixtureApp",
+                  "name" : "main()",
                   "source" : "FixtureApp/main.swift:10",
                   "symbol" : "FixtureApp.main()",
                   "system" : false
                 }
               ],
+              "stackConfidence" : 1,
               "tiers" : {
                 "microHang" : 1
               },
@@ -173,8 +183,8 @@ import Testing
                 "trace" : "PATH"
               },
               "frames" : [
-                "FixtureApp.Store.save()",
-                "FixtureApp.main()"
+                "Store.save()",
+                "main()"
               ],
               "maxMs" : 40,
               "reason" : "fsync",
@@ -188,23 +198,27 @@ import Testing
               "stack" : [
                 {
                   "module" : "/usr/lib/x86_64-linux-gnu/libc.so.6",
+                  "name" : "fsync",
                   "source" : null,
                   "symbol" : "fsync",
                   "system" : true
                 },
                 {
                   "module" : "/opt/fixture/FixtureApp",
+                  "name" : "Store.save()",
                   "source" : "FixtureApp/Store.swift:88",
                   "symbol" : "FixtureApp.Store.save()",
                   "system" : false
                 },
                 {
                   "module" : "/opt/fixture/FixtureApp",
+                  "name" : "main()",
                   "source" : "FixtureApp/main.swift:10",
                   "symbol" : "FixtureApp.main()",
                   "system" : false
                 }
               ],
+              "stackConfidence" : 1,
               "tiers" : {
                 "hitch" : 2
               },
@@ -225,8 +239,8 @@ import Testing
                 "trace" : "PATH"
               },
               "frames" : [
-                "FixtureApp.Cache.lookup()",
-                "FixtureApp.main()"
+                "Cache.lookup()",
+                "main()"
               ],
               "maxMs" : 60,
               "reason" : "pthread_mutex_lock",
@@ -240,23 +254,27 @@ import Testing
               "stack" : [
                 {
                   "module" : "/usr/lib/x86_64-linux-gnu/libc.so.6",
+                  "name" : "pthread_mutex_lock",
                   "source" : null,
                   "symbol" : "pthread_mutex_lock",
                   "system" : true
                 },
                 {
                   "module" : "/opt/fixture/FixtureApp",
+                  "name" : "Cache.lookup()",
                   "source" : "FixtureApp/Cache.swift:19",
                   "symbol" : "FixtureApp.Cache.lookup()",
                   "system" : false
                 },
                 {
                   "module" : "/opt/fixture/FixtureApp",
+                  "name" : "main()",
                   "source" : "FixtureApp/main.swift:10",
                   "symbol" : "FixtureApp.main()",
                   "system" : false
                 }
               ],
+              "stackConfidence" : 1,
               "tiers" : {
                 "hitch" : 1
               },
@@ -278,16 +296,17 @@ import Testing
               "severe" : 0
             },
             "categoryMs" : {
-              "compute" : 286,
-              "database" : 130,
-              "io" : 31,
-              "lockWait" : 43,
+              "compute" : 320,
+              "database" : 150,
+              "io" : 65,
+              "lockWait" : 60,
               "other" : 0
             },
             "hangs" : 1,
             "total" : 6,
             "totalMs" : 595,
-            "unfinished" : 1
+            "unfinished" : 1,
+            "unsampledMs" : 0
           },
           "traces" : [
             {

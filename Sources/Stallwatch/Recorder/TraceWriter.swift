@@ -26,6 +26,10 @@ struct TraceWriter {
     private var lastDropped: UInt64 = 0
     private var lastFrames: (delivered: UInt64, dropped: UInt64) = (0, 0)
     private var failed = false
+    /// The callouts of the iteration under way (`full` mode), by site: blamed if it turns out
+    /// congested. Cleared at each iteration event.
+    private var iterationSites: [UInt64: (count: UInt64, nanos: UInt64)] = [:]
+    private var iterationCallouts: UInt64 = 0
 
     /// Summaries cover one second; the file is written at least every 50 ms.
     static let interval: UInt64 = 1_000_000_000
@@ -78,6 +82,11 @@ struct TraceWriter {
             if event.descriptor.isIteration {
                 let nanos = converter.duration(from: event.start, to: event.end)
                 latency[LatencyBuckets.index(forNanoseconds: nanos)] += 1
+                if event.label == EventRing.Event.congestedIteration {
+                    writeCongestedIteration(start: converter.nanos(event.start), duration: nanos)
+                }
+                iterationSites.removeAll(keepingCapacity: true)
+                iterationCallouts = 0
             } else {
                 writeCallout(event, converter)
             }
@@ -136,11 +145,27 @@ struct TraceWriter {
         }
         lastSite = (key, ids)
         let (site, mode) = ids
+        let duration = converter.duration(from: event.start, to: event.end)
         append(
             .callout(
-                TraceRecord.Callout(
-                    site: site, mode: mode, start: converter.nanos(event.start),
-                    duration: converter.duration(from: event.start, to: event.end))))
+                TraceRecord.Callout(site: site, mode: mode, start: converter.nanos(event.start), duration: duration)))
+        let known = iterationSites[site]
+        iterationSites[site] = ((known?.count ?? 0) + 1, (known?.nanos ?? 0) &+ duration)
+        iterationCallouts += 1
+    }
+
+    /// An iteration the loop counted as congested: its time, and the sites of the callouts
+    /// seen since the previous iteration event (none in `stalls` mode), largest first.
+    private mutating func writeCongestedIteration(start: UInt64, duration: UInt64) {
+        let sites = iterationSites.map {
+            TraceRecord.CongestedIteration.SiteTime(site: $0.key, count: $0.value.count, nanos: $0.value.nanos)
+        }
+        .sorted { ($0.nanos, $1.site) > ($1.nanos, $0.site) }
+        .prefix(TraceRecord.CongestedIteration.maxSites)
+        append(
+            .congestedIteration(
+                TraceRecord.CongestedIteration(
+                    start: start, duration: duration, callouts: iterationCallouts, sites: Array(sites))))
     }
 
     private mutating func write(_ stall: Stall, ended: Bool) {

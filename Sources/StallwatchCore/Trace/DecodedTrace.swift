@@ -14,6 +14,8 @@ public struct DecodedTrace: Sendable {
     /// nil for a trace written before that record existed (those were all recorded on x86_64,
     /// the only platform the recorder has run on) or that lost it to damage.
     public var architecture: String?
+    /// The call sites by id (what `CongestedIteration.SiteTime.site` names).
+    public var callSites: [UInt64: TraceRecord.CallSite] = [:]
     /// The module map, in file order.
     public var modules: [TraceRecord.Module] = []
     /// The stalls, by start time. A stall with no `stallEnded` record has the `unfinished`
@@ -27,6 +29,9 @@ public struct DecodedTrace: Sendable {
     public var lastCalloutEnd: UInt64 = 0
     /// The congestion counts, in file order.
     public var congestion: [TraceRecord.Congestion] = []
+    /// The congested iterations one by one (traces written before that record existed have
+    /// only the counts), in file order.
+    public var congestedIterations: [TraceRecord.CongestedIteration] = []
     /// The frame-clock summaries, in file order.
     public var frameClock: [TraceRecord.FrameClock] = []
     /// The loop-latency histograms, in file order.
@@ -56,12 +61,14 @@ public struct DecodedTrace: Sendable {
                 calloutNanos &+= callout.duration
                 lastCalloutEnd = max(lastCalloutEnd, callout.start &+ callout.duration)
             case .congestion(let record): congestion.append(record)
+            case .congestedIteration(let record): congestedIterations.append(record)
             case .frameClock(let record): frameClock.append(record)
             case .latencyHistogram(let record): latencyHistograms.append(record)
             case .lostRecords(let record): lostRecords &+= record.count
             default: assembler.add(record)
             }
         }
+        callSites = assembler.sites
         let thresholds = header?.thresholds ?? .default
         (stalls, orphanSamples) = assembler.stalls(modules: modules, thresholds: thresholds)
     }

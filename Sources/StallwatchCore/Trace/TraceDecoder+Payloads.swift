@@ -128,6 +128,22 @@ extension TraceParser {
             return .lostRecords(.init(time: try reader.varint("time"), count: try reader.varint("count")))
         case .platform:
             return .platform(.init(architecture: try reader.string("architecture")))
+        case .congestedIteration:
+            let start = try reader.varint("start")
+            let duration = try reader.varint("duration")
+            let callouts = try reader.varint("callouts")
+            let count = try reader.varint("siteCount")
+            // Each site takes at least three bytes.
+            guard count <= UInt64(reader.end - reader.position) / 3 else { throw .outOfRange("siteCount", count) }
+            var sites: [TraceRecord.CongestedIteration.SiteTime] = []
+            sites.reserveCapacity(Int(count))
+            for _ in 0..<count {
+                sites.append(
+                    .init(
+                        site: try reader.varint("site"), count: try reader.varint("count"),
+                        nanos: try reader.varint("nanos")))
+            }
+            return .congestedIteration(.init(start: start, duration: duration, callouts: callouts, sites: sites))
         case .callout, .sync:
             preconditionFailure("parsed by TraceParser.parsePayload")
         }

@@ -88,6 +88,16 @@ extension TraceEncoder {
             writer.varint(lost.count)
         case .platform(let platform):
             writer.string(platform.architecture)
+        case .congestedIteration(let iteration):
+            writer.varint(iteration.start)
+            writer.varint(iteration.duration)
+            writer.varint(iteration.callouts)
+            writer.varint(UInt64(iteration.sites.count))
+            for site in iteration.sites {
+                writer.varint(site.site)
+                writer.varint(site.count)
+                writer.varint(site.nanos)
+            }
         case .sync, .callout, .sample:
             preconditionFailure("encoded by TraceEncoder.encode")
         }

@@ -81,9 +81,13 @@ public enum TraceRecordKind: UInt8, CaseIterable, Sendable, Hashable {
     case lostRecords = 15
     /// The machine the trace was recorded on (architecture); once, after the header.
     case platform = 16
+    /// One loop iteration that overran the budget through several callouts, none a stall:
+    /// its time and (`full` mode) the call sites that took it. Ids 17-20 are taken by other
+    /// kinds being added at the same time.
+    case congestedIteration = 21
 
     /// The id the next new kind gets.
-    public static let nextID: UInt8 = 17
+    public static let nextID: UInt8 = 22
 
     /// Ids that are not kinds and must never become kinds.
     public static let reservedIDs: [ClosedRange<UInt8>] = [0...0, 128...255]
@@ -107,6 +111,7 @@ public enum TraceRecordKind: UInt8, CaseIterable, Sendable, Hashable {
         case .latencyHistogram: "latencyHistogram"
         case .lostRecords: "lostRecords"
         case .platform: "platform"
+        case .congestedIteration: "congestedIteration"
         }
     }
 }

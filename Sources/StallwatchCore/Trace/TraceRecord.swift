@@ -36,6 +36,8 @@ public enum TraceRecord: Sendable, Hashable {
     case lostRecords(LostRecords)
     /// The machine the trace was recorded on (kind 16).
     case platform(Platform)
+    /// A congested iteration and who took its time.
+    indirect case congestedIteration(CongestedIteration)
 
     /// The record's kind id.
     public var kind: TraceRecordKind {
@@ -56,6 +58,7 @@ public enum TraceRecord: Sendable, Hashable {
         case .latencyHistogram: .latencyHistogram
         case .lostRecords: .lostRecords
         case .platform: .platform
+        case .congestedIteration: .congestedIteration
         }
     }
 }
@@ -392,6 +395,49 @@ extension TraceRecord {
         public init(time: UInt64, count: UInt64) {
             self.time = time
             self.count = count
+        }
+    }
+
+    /// A loop iteration whose callouts together overran the frame budget while none alone was
+    /// a stall (the loop counts these as congestion): when, how long, and in `full` mode the
+    /// call sites whose callouts took its time.
+    public struct CongestedIteration: Sendable, Hashable {
+        /// One call site's share of the iteration.
+        public struct SiteTime: Sendable, Hashable {
+            /// The `CallSite` id.
+            public var site: UInt64
+            /// How many of its callouts ran in the iteration.
+            public var count: UInt64
+            /// Their summed duration, in nanoseconds.
+            public var nanos: UInt64
+
+            /// Creates a site's share.
+            public init(site: UInt64, count: UInt64, nanos: UInt64) {
+                self.site = site
+                self.count = count
+                self.nanos = nanos
+            }
+        }
+
+        /// When the iteration's first callout started.
+        public var start: UInt64
+        /// From then to the iteration's end, in nanoseconds.
+        public var duration: UInt64
+        /// How many callouts ran in it (0 when callouts are not recorded: `stalls` mode).
+        public var callouts: UInt64
+        /// The sites that took most of its time, largest first (at most
+        /// `CongestedIteration.maxSites`; empty in `stalls` mode).
+        public var sites: [SiteTime]
+
+        /// The most sites a record keeps.
+        public static let maxSites = 8
+
+        /// Creates a congested-iteration record.
+        public init(start: UInt64, duration: UInt64, callouts: UInt64, sites: [SiteTime]) {
+            self.start = start
+            self.duration = duration
+            self.callouts = callouts
+            self.sites = sites
         }
     }
 }

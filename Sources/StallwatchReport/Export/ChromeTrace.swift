@@ -95,7 +95,9 @@ public enum ChromeTraceExporter {
                         + "\"signature\": \(JSONOutput.string(analyzed.key.text)), \"site\": \(JSONOutput.string(analyzed.site)), "
                         + "\"label\": \(JSONOutput.string(stall.callout.label ?? "")), \"mode\": \(JSONOutput.string(stall.callout.mode)), "
                         + "\"unfinished\": \(unfinished), \"durationMs\": \(millis(analyzed.durationNanos)), "
-                        + "\"samples\": \(stall.samples.count), \"extent\": \(JSONOutput.string(extent))}}"
+                        + "\"samples\": \(stall.samples.count), \"extent\": \(JSONOutput.string(extent)), "
+                        + "\"stackConfidence\": \(representativeConfidence(analyzed)), "
+                        + "\"representativeStack\": \(JSONOutput.string(representativeText(analyzed)))}}"
                 ))
             // Samples sit strictly inside the stall's slice (a sample on its last nanosecond
             // would touch a callout that starts right then).
@@ -103,10 +105,10 @@ public enum ChromeTraceExporter {
             for (index, sample) in stall.samples.enumerated() {
                 let verdict = analyzed.classifications[index]
                 let at = min(max(sample.time, slice.start), last)
-                let names = sample.frames.isEmpty ? [missingStackName(sample)] : sample.frames.reversed().map(frameName)
+                let names = sample.frames.isEmpty ? [missingStackName(sample)] : sample.frames.reversed().map(analyzed.frameName)
                 let stack =
                     sample.frames.isEmpty
-                    ? missingStackName(sample) : sample.frames.map(frameName).joined(separator: "\n")
+                    ? missingStackName(sample) : sample.frames.map(analyzed.frameName).joined(separator: "\n")
                 let label = sample.captureTimedOut ? "\(verdict.reason) (capture timed out)" : verdict.reason
                 events.append(
                     (
@@ -147,6 +149,16 @@ public enum ChromeTraceExporter {
     static func millis(_ nanos: UInt64) -> String {
         let fraction = String(nanos % 1_000_000)
         return "\(nanos / 1_000_000)." + String(repeating: "0", count: 6 - fraction.count) + fraction
+    }
+
+    /// The stall's representative stack (`AnalyzedStall.representative`), one frame a line.
+    private static func representativeText(_ analyzed: AnalyzedStall) -> String {
+        analyzed.representativeFrames.map(analyzed.frameName).joined(separator: "\n")
+    }
+
+    /// Its share of the stall's samples, with four decimals.
+    private static func representativeConfidence(_ analyzed: AnalyzedStall) -> String {
+        String(format: "%.4f", analyzed.representative?.confidence ?? 0)
     }
 }
 

@@ -1,14 +1,11 @@
 import StallwatchCore
 
-/// The nanoseconds each sample of `stall` stands for, exactly as its breakdown weighs them.
-func sampleWeights(_ stall: Stall) -> [UInt64] {
-    StallBreakdown.sampleWeights(stall.samples, end: stall.end)
-}
-
-/// A sample's stack, outermost frame first, with the sample's category as the root frame.
-/// A sample without a backtrace gets a placeholder leaf so its time still shows.
-func rootedStack(_ sample: Sample, category: StallCategory) -> [String] {
-    [category.rawValue] + (sample.frames.isEmpty ? [missingStackName(sample)] : sample.frames.reversed().map(frameName))
+/// A sample's stack, outermost frame first, with the sample's category as the root frame,
+/// each frame named by the stall's `FrameNamer`. A sample without a backtrace gets a
+/// placeholder leaf so its time still shows.
+func rootedStack(_ sample: Sample, category: StallCategory, names: FrameNamer = FrameNamer(modules: [])) -> [String] {
+    [category.rawValue]
+        + (sample.frames.isEmpty ? [missingStackName(sample)] : sample.frames.reversed().map(names.name))
 }
 
 /// The placeholder frame of a sample without a backtrace.
@@ -106,4 +103,10 @@ public enum ExportNotes {
                 ? "; their slices have no sample marks"
                 : "; each is drawn as one marker frame")
     }
+}
+
+/// The nanoseconds each sample of `stall` stands for: `StallAccounting`'s rule, the one the
+/// report's totals and breakdowns follow (`AnalyzedStall.sampleWeights` holds the same).
+func sampleWeights(_ stall: Stall) -> [UInt64] {
+    StallAccounting.sampleWeights(stall)
 }

@@ -29,18 +29,22 @@ public enum SpeedscopeExporter {
                     index(FrameKey(name: analyzed.category.rawValue)),
                     index(FrameKey(name: noSamplesName(analyzed.stall))),
                 ])
-                weights.append(max(1, (extents.end(of: analyzed) - analyzed.stall.start) / 1_000))
+                weights.append(max(1, (extents.end(of: analyzed) - analyzed.stall.start + 500) / 1_000))
                 continue
             }
-            let sampleWeights = sampleWeights(analyzed.stall)
-            for (position, sample) in analyzed.stall.samples.enumerated() where sampleWeights[position] >= 1_000 {
+            let sampleWeights = analyzed.sampleWeights
+            for (position, sample) in analyzed.stall.samples.enumerated() where sampleWeights[position] >= 500 {
                 var stack = [index(FrameKey(name: analyzed.classifications[position].category.rawValue))]
                 for frame in sample.frames.reversed() {
-                    stack.append(index(FrameKey(name: frameName(frame), file: frame.file, line: frame.line)))
+                    stack.append(
+                        index(
+                            FrameKey(
+                                name: analyzed.frameName(frame), file: analyzed.names.path(frame.file ?? ""),
+                                line: frame.line)))
                 }
                 if sample.frames.isEmpty { stack.append(index(FrameKey(name: missingStackName(sample)))) }
                 samples.append(stack)
-                weights.append(sampleWeights[position] / 1_000)
+                weights.append((sampleWeights[position] + 500) / 1_000)
             }
         }
         let total = weights.reduce(0, +)

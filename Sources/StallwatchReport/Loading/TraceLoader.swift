@@ -66,11 +66,17 @@ public enum TraceLoader {
     /// trace, has a newer format version, or holds no whole record. A truncated or damaged
     /// trace loads, with `truncation` and `corruptRegions` saying what was lost.
     public static func load(path: String, includeCallouts: Bool = false) -> Result<LoadedTrace, TraceLoadError> {
-        let bytes: [UInt8]
         switch readFile(path) {
-        case .success(let read): bytes = read
-        case .failure(let error): return .failure(error)
+        case .success(let bytes): load(bytes: bytes, path: path, includeCallouts: includeCallouts)
+        case .failure(let error): .failure(error)
         }
+    }
+
+    /// Decodes trace bytes read elsewhere (standard input: `stallwatch report -`); `path`
+    /// names them in messages and in the result. Fails as `load(path:includeCallouts:)` does.
+    public static func load(
+        bytes: [UInt8], path: String, includeCallouts: Bool = false
+    ) -> Result<LoadedTrace, TraceLoadError> {
         let trace = DecodedTrace(decoding: bytes, fileName: path)
         if trace.outcome.recordCount == 0, let problem = trace.outcome.problems.first {
             return .failure(TraceLoadError(path: path, description: problem.description))

@@ -198,9 +198,9 @@ struct HTMLReportData {
             let duration = Double(analyzed.durationNanos) / 1e6
             extent = max(extent, start + duration)
             let stack =
-                analyzed.representativeSample.map {
-                    intern(stack: stall.samples[$0].frames.map(ReportBuilder.stackFrame))
-                } ?? -1
+                analyzed.representative == nil
+                ? -1
+                : intern(stack: analyzed.representativeFrames.map { ReportBuilder.stackFrame($0, names: analyzed.names) })
             var row = HTMLJSONWriter()
             row.raw("[\(stall.id),")
             row.number(start)
@@ -259,13 +259,13 @@ struct HTMLReportData {
         var parents = [-1]
         var children: [[Int: Int]] = [[:]]
         for analyzed in stalls {
-            let sampleWeights = sampleWeights(analyzed.stall)
+            let sampleWeights = analyzed.sampleWeights
             for (index, sample) in analyzed.stall.samples.enumerated() {
                 let micros = sampleWeights[index] / 1_000
                 guard micros > 0 else { continue }
                 var node = 0
                 weights[0] += micros
-                for name in rootedStack(sample, category: analyzed.classifications[index].category) {
+                for name in rootedStack(sample, category: analyzed.classifications[index].category, names: analyzed.names) {
                     let id = intern(name)
                     if let child = children[node][id] {
                         node = child

@@ -29,7 +29,7 @@ struct DiffCommand: ParsableCommand {
 
     /// Reads both traces and prints the diff.
     func run(in context: CommandContext) throws -> ExitCode {
-        let loaded = try TraceInputs.load([base, new], context: context).traces
+        let loaded = try TraceInputs.load([base, new], context: context, countOnce: false).traces
         let analyzed = ReportBuilder().analyze(loaded)
         let diff = SignatureDiff(
             base: ReportBuilder.signatures(analyzed[0]), new: ReportBuilder.signatures(analyzed[1]),

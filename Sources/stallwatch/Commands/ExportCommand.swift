@@ -26,7 +26,7 @@ struct ExportCommand: ParsableCommand {
             """)
 
     /// The trace file.
-    @Argument(help: "The trace file to read.")
+    @Argument(help: "The trace file to read ('-' for standard input).")
     var trace: String
 
     /// The format.

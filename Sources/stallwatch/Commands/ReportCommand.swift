@@ -8,7 +8,9 @@ struct ReportCommand: ParsableCommand {
         discussion: """
             Prints run time, loop utilisation, frames and FPS, the hitch ratio, stalls per tier \
             and per category, loop-latency percentiles and the top stall signatures (dominant \
-            category + innermost app frames). Several traces are read in parallel and added up. A trace that ends inside a record \
+            category + innermost app frames) with each one's representative stack and the share of \
+            the stall's time that stack stands for, and the call sites behind congested iterations. \
+            Lines fit the terminal (COLUMNS, else its width, else 100 columns). Several traces are read in parallel and added up. A trace that ends inside a record \
             (a killed recorder) is read up to its last whole record, with a warning; a trace with \
             a damaged region is reported as far as it could be read, then the command exits 2. \
             --html writes one self-contained page (timeline, flame graph, every signature and \
@@ -17,7 +19,7 @@ struct ReportCommand: ParsableCommand {
             """)
 
     /// The trace files, added up.
-    @Argument(help: "The trace files to read.")
+    @Argument(help: "The trace files to read ('-' for standard input).")
     var traces: [String]
 
     /// Whether to print JSON.
@@ -31,6 +33,14 @@ struct ReportCommand: ParsableCommand {
     /// How many signatures to list.
     @Option(valueName: "n", help: "How many stall signatures to list.")
     var top = 10
+
+    /// Whether lines may be as long as their content.
+    @Flag(help: "Do not fit lines to the terminal: show long names in full.")
+    var wide = false
+
+    /// Whether frames show their full symbols.
+    @Flag(help: "Show frames by their full demangled symbols.")
+    var verbose = false
 
     /// Reads the traces and prints the report.
     func run(in context: CommandContext) throws -> ExitCode {
@@ -55,7 +65,8 @@ struct ReportCommand: ParsableCommand {
             if json {
                 context.standardOutput.write(try JSONOutput.encode(report))
             } else {
-                context.standardOutput.write(ReportText.render(report, colour: context.usesColour))
+                context.standardOutput.write(
+                    ReportText.render(report, options: context.textOptions(wide: wide, verbose: verbose)))
             }
         }
         if loaded.damaged {
