@@ -15,6 +15,6 @@ func stallwatchPreloadStart() {
 /// the sampling signal back so the program's own sampler can install its handler.
 @_cdecl("stallwatch_preload_stop")
 func stallwatchPreloadStop() {
-    HeartbeatRecorder.stopPreloaded()
-    HeartbeatRecorder.releasePreloadedSignal()
+    // Once: a later call must not take the signal from the program's own sampler.
+    if HeartbeatRecorder.stopPreloaded() { HeartbeatRecorder.releasePreloadedSignal() }
 }

@@ -9,7 +9,7 @@ void stallwatch_preload_start(void);
 /// Defined in Swift (StallwatchPreload): stops them and frees the sampling signal.
 void stallwatch_preload_stop(void);
 
-/// Exported for a program that links Stallwatch and runs MainLoop: its recorder (exact
-/// callouts) takes the trace over and calls this, found with dlsym, so the preloaded one stops
-/// first. The name is fixed: `TraceRecorder.preloadYieldSymbol` in the Stallwatch module.
+/// Exported for a program that links Stallwatch and starts its own monitor or recorder (which
+/// takes the trace over): it calls this, found with dlsym, so the preloaded one stops
+/// first. The name is fixed: `PreloadYield.symbol` in the Stallwatch module.
 void stallwatch_preload_yield(void);

@@ -174,12 +174,11 @@ extension HeartbeatMonitor {
         let seconds = Double(nanos) / 1e9
         let waited = String(format: "%.1f", seconds)
         if executor.label == "main-queue" {
-            return "DispatchQueue.main has not run a block in \(waited) s: this program does not seem to "
-                + "service the main queue (dispatchMain() or RunLoop.main), so its stalls cannot be seen; "
-                + "watching starts if it ever does"
+            return "DispatchQueue.main has not run a block in \(waited) s: this program does not seem to\n"
+                + "  service the main queue (dispatchMain() or RunLoop.main); its stalls are not seen until it does"
         }
-        return "executor \"\(executor.label)\" has not run its first heartbeat in \(waited) s; "
-            + "watching starts if it ever does"
+        return "executor \"\(executor.label)\" has not run its first heartbeat in \(waited) s;\n"
+            + "  its stalls are not seen until it does"
     }
 }
 

@@ -90,6 +90,8 @@ public final class HeartbeatMonitor: @unchecked Sendable {
         /// When the last heartbeat ran.
         let ranAt = Atomic<UInt64>(0)
         let runs = Atomic<UInt64>(0)
+        /// Cleared by `stop()`.
+        let active = Atomic<Bool>(true)
         /// The annotation scopes of the executor's current thread (bound by a heartbeat).
         let scopes = Locked<AnnotationScopes?>(nil)
         let added = sw_monotonic_ns()
@@ -105,6 +107,9 @@ public final class HeartbeatMonitor: @unchecked Sendable {
         /// Runs on the executor: notes the thread and the time. A new thread (libdispatch
         /// moves the main queue between workers) is prepared for sampling once.
         func beat() {
+            // A heartbeat that runs after `stop()` does nothing: the program may have taken the
+            // sampling signal over since (the preload library yields to its own Stallwatch).
+            guard active.load(ordering: .acquiring) else { return }
             let now = sw_monotonic_ns()
             let thread = sw_gettid()
             if tid.load(ordering: .relaxed) != thread {
@@ -198,6 +203,7 @@ public final class HeartbeatMonitor: @unchecked Sendable {
     /// libunwind cannot be loaded, the monitor still runs and `samplerError` says why. Any thread.
     public func start() throws {
         precondition(!running.load(ordering: .acquiring), "HeartbeatMonitor.start called twice")
+        PreloadYield.yield()  // a preloaded heartbeat monitor frees the sampling signal
         let signal = configuration.signal ?? Sampler.defaultSignal
         do {
             try Sampler.install(signal: signal)
@@ -218,6 +224,7 @@ public final class HeartbeatMonitor: @unchecked Sendable {
     /// unfinished) and the delivery queue. Any thread but the delivery queue.
     public func stop() {
         guard running.exchange(false, ordering: .acquiringAndReleasing) else { return }
+        for executor in executors.withLock({ $0 }) { executor.active.store(false, ordering: .releasing) }
         wake.signal()
         finished.wait()
         delivery.sync {}

@@ -15,6 +15,7 @@ extension HeartbeatRecorder {
     /// the program: problems go to stderr. Any thread, before `main` included.
     package static func startPreloaded(environment: [String: String] = ProcessInfo.processInfo.environment) {
         guard let request = TraceRecorder.EnvironmentRequest(environment) else { return }
+        PreloadYield.isPreloadInstance.store(true, ordering: .relaxed)
         for warning in request.warnings { report(warning) }
         if request.mode == .full {
             report("STALLWATCH_MODE=full needs MainLoop (callouts are its own); recording stalls only")
@@ -43,16 +44,22 @@ extension HeartbeatRecorder {
     /// Stops the preloaded recorder (its trace complete) and frees the sampling signal. At
     /// exit, and when the program turns out to run `MainLoop` (whose own recorder is exact and
     /// takes the trace over: see `TraceRecorder.startFromEnvironment`). Any thread.
-    package static func stopPreloaded() {
-        guard let recorder = preloaded.withLock({ slot -> HeartbeatRecorder? in
-            defer { slot = nil }
-            return slot
-        }) else { return }
+    /// Returns whether it stopped one (false when it had stopped already, or never started).
+    @discardableResult
+    package static func stopPreloaded() -> Bool {
+        guard
+            let recorder = preloaded.withLock({ slot -> HeartbeatRecorder? in
+                defer { slot = nil }
+                return slot
+            })
+        else { return false }
         recorder.stop()
+        return true
     }
 
-    /// After `stopPreloaded`, when the program's own Stallwatch takes over: puts the sampling
-    /// signal back to its default, so the program's sampler finds it free. Any thread.
+    /// After `stopPreloaded` stopped the recorder, when the program's own Stallwatch takes
+    /// over: puts the sampling signal back to its default, so the program's sampler finds it
+    /// free. Only once: later, the handler there is the program's. Any thread.
     package static func releasePreloadedSignal() {
         let signal = sw_sampler_installed_signal()
         guard signal > 0 else { return }

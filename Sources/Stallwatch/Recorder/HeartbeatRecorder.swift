@@ -25,6 +25,8 @@ public final class HeartbeatRecorder: @unchecked Sendable {
     /// A recorder writing to `path` (created or truncated) for `monitor`, which it starts and
     /// stops. Throws if the file cannot be opened.
     public init(path: String, monitor: HeartbeatMonitor) throws {
+        // A preloaded recorder writing the same file (stallwatch record) finishes first.
+        PreloadYield.yield()
         let fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o644)
         guard fd >= 0 else { throw SystemError(call: "open(\(path))", errno: errno) }
         self.fd = fd

@@ -1,5 +1,4 @@
 import Foundation
-import Glibc
 
 extension TraceRecorder {
     /// What the environment asks for: `STALLWATCH_TRACE=path` turns recording on;
@@ -34,10 +33,6 @@ extension TraceRecorder {
         }
     }
 
-    /// The C symbol the preload library exports for a program's own recorder to stop it
-    /// (`stallwatch_preload_yield` in CStallwatchPreload).
-    static let preloadYieldSymbol = "stallwatch_preload_yield"
-
     /// The recorder `STALLWATCH_TRACE` started for `MainLoop.main`, if any (set when the loop
     /// first runs; nil again once an app's own monitor took the loop over). Any thread.
     public static var fromEnvironment: TraceRecorder? { environmentRecorder.withLock { $0 } }
@@ -67,9 +62,7 @@ extension TraceRecorder {
         guard let request = EnvironmentRequest(ProcessInfo.processInfo.environment) else { return }
         // `stallwatch record` also preloaded the heartbeat recorder for programs without
         // MainLoop; this one times callouts exactly, so the preloaded one stops first.
-        if let yield = dlsym(UnsafeMutableRawPointer(bitPattern: 0), preloadYieldSymbol) {
-            unsafeBitCast(yield, to: (@convention(c) () -> Void).self)()
-        }
+        PreloadYield.yield()
         // An app that records itself (its own monitor on this loop) keeps its recorder: a
         // second monitor cannot watch the same loop, and the app must not die for an
         // environment variable.
