@@ -197,7 +197,11 @@ public final class HeartbeatMonitor: @unchecked Sendable {
     }
 
     /// A snapshot of the counters. Any thread.
-    public var statistics: Statistics { stats.withLock { $0 } }
+    public var statistics: Statistics {
+        var snapshot = stats.withLock { $0 }
+        snapshot.heartbeatsRun = executors.withLock { $0 }.reduce(0) { $0 + $1.heartbeatsRun }
+        return snapshot
+    }
 
     /// Starts the watchdog thread. Throws if the sampling signal is taken by someone else; if
     /// libunwind cannot be loaded, the monitor still runs and `samplerError` says why. Any thread.
