@@ -81,6 +81,8 @@ let package = Package(
                 "Stallwatch", "StallwatchTestHost", "CSQLite", "CStallwatchTestSupport",
                 // Built for the sample tests, which run them as subprocesses.
                 "FeedScreen", "BlockingMain", "GalleryScroll", "AsyncRender", "Demo", "DetectStalls",
+                // The heartbeat tests: programs without MainLoop, and the CLI that records them.
+                "DispatchMainApp", "RunLoopApp", "EventLoopServer", "stallwatch",
             ]),
     ]
 )

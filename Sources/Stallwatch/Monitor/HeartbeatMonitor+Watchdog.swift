@@ -14,6 +14,8 @@ extension HeartbeatMonitor {
         var lastCaptureTimedOut = false
         var nextSample: UInt64 = 0
         var warned = false
+        /// The unknown wait the heartbeat in flight was sent to, and when it was due.
+        var probing: (signature: IdleProbe.Signature, due: UInt64)?
     }
 
     /// The watchdog thread's loop. Every check interval, for each executor: no heartbeat in
@@ -88,8 +90,17 @@ extension HeartbeatMonitor {
             }
             return
         }
+        if let probing = watch.probing, pending != probing.due {
+            // The heartbeat sent into an unknown wait ran: promptly means the thread was free
+            // to run it, so that wait is its idle wait.
+            watch.probing = nil
+            if executor.ranAt.load(ordering: .relaxed) &- probing.due <= budget / 2 {
+                watch.probe?.learn(probing.signature)
+            }
+        }
         if pending != 0 {
             guard now &- pending > budget else { return }
+            watch.probing = nil
             guard let sampler = watch.sampler else {
                 // Never ran a heartbeat: nothing to sample, and perhaps nobody services it.
                 if !watch.warned, now &- executor.added > warnAfter {
@@ -123,6 +134,8 @@ extension HeartbeatMonitor {
             case .idle:
                 record { $0.idleChecks += 1 }
                 return
+            case .unknownWait(let signature):
+                watch.probing = (signature, now)
             case .busy, .gone:
                 break
             }

@@ -5,11 +5,13 @@ import StallwatchCore
 /// /proc/self/task/<tid>/syscall alone (one pread, 2–4 µs): the heartbeat monitor sends no
 /// heartbeat to a thread parked there, so an idle executor is never woken.
 ///
-/// An executor parks in `epoll_wait`, `poll` or a futex at the top of its loop; a callout that
-/// blocks on a lock or a poll of its own waits in the same calls, but deeper in the stack. So a
-/// wait counts as idle only at the shallowest stack pointer seen for that thread in such a call
-/// (stacks grow down: the highest SP). A deeper wait is a callout that blocks, and gets a
-/// heartbeat. Watchdog thread only.
+/// An executor parks in `epoll_wait`, `poll` or a futex; a callout that blocks on a lock or a
+/// poll of its own waits in the same calls. What tells them apart is the wait itself: its
+/// call, first argument (the futex word, the epoll descriptor, the poll set), user SP and PC.
+/// The idle wait of an executor is one such signature (a few, at most), always the same. The
+/// probe learns it: a wait it does not know gets one heartbeat; if that runs promptly, the
+/// thread was free to run it, so the wait was idle and is remembered; if it runs late, the wait
+/// was a stall (a lock, a poll inside a callout) and is not. Watchdog thread only.
 final class IdleProbe {
     /// The calls executors park in when they have nothing to do.
     static let idleCalls: Set<Int32> = Set(
@@ -20,10 +22,20 @@ final class IdleProbe {
             return number
         })
 
+    /// One wait, as /proc shows it.
+    struct Signature: Hashable {
+        var call: Int32
+        var argument: UInt64
+        var stackPointer: UInt64
+        var programCounter: UInt64
+    }
+
     enum State: Equatable {
-        /// Parked in its idle wait: send nothing.
+        /// Parked in its learned idle wait: send nothing.
         case idle
-        /// Running, or waiting somewhere else: a heartbeat tells how late it is.
+        /// In a wait call the probe has not learned: a heartbeat tells which it is.
+        case unknownWait(Signature)
+        /// Running, or in another call: a heartbeat tells how late it is.
         case busy
         /// The thread has exited (a libdispatch worker retires after ~5 s idle).
         case gone
@@ -31,8 +43,7 @@ final class IdleProbe {
 
     let tid: Int32
     private let fd: Int32
-    /// The highest SP seen in an idle call: the loop's own wait.
-    private var idleStackPointer: UInt64 = 0
+    private var idle: Set<Signature> = []
     private var buffer = [UInt8](repeating: 0, count: 256)
 
     init(tid: Int32) {
@@ -42,20 +53,29 @@ final class IdleProbe {
 
     deinit { if fd >= 0 { close(fd) } }
 
+    /// Remembers `signature` as the executor's idle wait (its heartbeat ran promptly).
+    func learn(_ signature: Signature) {
+        // A handful at most (an executor parks in one or two places); a bound keeps a thread
+        // that waits everywhere from growing the set.
+        if idle.count < 16 { idle.insert(signature) }
+    }
+
     func state() -> State {
         guard fd >= 0 else { return .gone }
         let n = buffer.withUnsafeMutableBytes { pread(fd, $0.baseAddress, $0.count, 0) }
         guard n > 0 else { return .gone }
         // "running", or "nr arg1 … arg6 sp pc" (the call's number, its arguments, user SP and PC).
         let fields = buffer[0..<n].split(whereSeparator: { $0 == 0x20 || $0 == 0x0A })
-        guard fields.count == 9, let number = Int32(String(decoding: fields[0], as: UTF8.self)),
-            Self.idleCalls.contains(number),
-            let sp = UInt64(String(decoding: fields[7].dropFirst(2), as: UTF8.self), radix: 16)
+        guard fields.count == 9, let call = Int32(String(decoding: fields[0], as: UTF8.self)),
+            Self.idleCalls.contains(call),
+            let argument = Self.hex(fields[1]), let sp = Self.hex(fields[7]), let pc = Self.hex(fields[8])
         else { return .busy }
-        if sp >= idleStackPointer {
-            idleStackPointer = sp
-            return .idle
-        }
-        return .busy
+        let signature = Signature(call: call, argument: argument, stackPointer: sp, programCounter: pc)
+        return idle.contains(signature) ? .idle : .unknownWait(signature)
+    }
+
+    private static func hex(_ field: ArraySlice<UInt8>) -> UInt64? {
+        let digits = field.starts(with: [0x30, 0x78]) ? field.dropFirst(2) : field
+        return UInt64(String(decoding: digits, as: UTF8.self), radix: 16)
     }
 }
