@@ -43,7 +43,13 @@ extension HeartbeatMonitor {
             var wakeAt = now &+ check
             for index in watches.indices {
                 step(&watches[index], now: now, budget: budget, warnAfter: warnAfter, suspended: suspended, nextID: &nextID)
-                if watches[index].stall != nil { wakeAt = min(wakeAt, watches[index].nextSample) }
+                if watches[index].stall != nil {
+                    wakeAt = min(wakeAt, watches[index].nextSample)
+                } else if watches[index].sampler != nil {
+                    // A heartbeat in flight becomes a stall at due + budget: look exactly then.
+                    let pending = watches[index].executor.pending.load(ordering: .relaxed)
+                    if pending != 0 { wakeAt = min(wakeAt, max(pending &+ budget &+ 1, now)) }
+                }
             }
             expected = max(wakeAt, sw_monotonic_ns())
             let delay = expected > sw_monotonic_ns() ? expected - sw_monotonic_ns() : 0

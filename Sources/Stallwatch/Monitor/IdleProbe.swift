@@ -22,6 +22,10 @@ final class IdleProbe {
             return number
         })
 
+    /// The calls whose first argument identifies what they wait on (futex word, epoll fd).
+    static let keyedByArgument: Set<Int32> = Set(
+        ["futex", "epoll_wait", "epoll_pwait", "epoll_pwait2"].compactMap { SyscallTable.number(for: $0) })
+
     /// One wait, as /proc shows it.
     struct Signature: Hashable {
         var call: Int32
@@ -70,7 +74,10 @@ final class IdleProbe {
             Self.idleCalls.contains(call),
             let argument = Self.hex(fields[1]), let sp = Self.hex(fields[7]), let pc = Self.hex(fields[8])
         else { return .busy }
-        let signature = Signature(call: call, argument: argument, stackPointer: sp, programCounter: pc)
+        // A futex word or an epoll descriptor names the wait; a poll set is often a fresh array
+        // each time round the loop, so for those calls only SP and PC count.
+        let keyed = Self.keyedByArgument.contains(call)
+        let signature = Signature(call: call, argument: keyed ? argument : 0, stackPointer: sp, programCounter: pc)
         return idle.contains(signature) ? .idle : .unknownWait(signature)
     }
 
