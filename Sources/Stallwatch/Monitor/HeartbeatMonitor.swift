@@ -92,6 +92,9 @@ public final class HeartbeatMonitor: @unchecked Sendable {
         let runs = Atomic<UInt64>(0)
         /// Cleared by `stop()`.
         let active = Atomic<Bool>(true)
+        /// Called on the executor when its first heartbeat has run (the preload library opens
+        /// its trace only then: a program that never services the queue leaves no file).
+        let firstBeat = Locked<(@Sendable () -> Void)?>(nil)
         /// The annotation scopes of the executor's current thread (bound by a heartbeat).
         let scopes = Locked<AnnotationScopes?>(nil)
         let added = sw_monotonic_ns()
@@ -119,8 +122,9 @@ public final class HeartbeatMonitor: @unchecked Sendable {
                 tid.store(thread, ordering: .releasing)
             }
             ranAt.store(now, ordering: .relaxed)
-            runs.add(1, ordering: .relaxed)
+            let first = runs.add(1, ordering: .relaxed).newValue == 1
             pending.store(0, ordering: .releasing)
+            if first, let hook = firstBeat.withLock({ $0 }) { hook() }
         }
 
         /// Gives a thread without a `MainLoop` annotation scopes, so `annotate` works there

@@ -1,11 +1,13 @@
 import CStallwatchSampler
+import Dispatch
 import Foundation
 import Glibc
 import StallwatchCore
 
 extension HeartbeatRecorder {
-    /// The recorder the preload library started for `DispatchQueue.main`, if any.
-    private static let preloaded = Locked<HeartbeatRecorder?>(nil)
+    /// The monitor the preload library started for `DispatchQueue.main`, and its recorder
+    /// once the main queue ran a heartbeat.
+    private static let preloaded = Locked<(monitor: HeartbeatMonitor?, recorder: HeartbeatRecorder?)>((nil, nil))
 
     /// For the preload library's constructor (`stallwatch record` sets `LD_PRELOAD`): when
     /// `STALLWATCH_TRACE` asks for a trace, watches `DispatchQueue.main` with a heartbeat
@@ -30,30 +32,48 @@ extension HeartbeatRecorder {
             }
         }
         let monitor = HeartbeatMonitor(configuration: configuration)
-        monitor.watchMainQueue()
+        let mainQueue = monitor.watchMainQueue()
+        // The trace is opened once the main queue has run a heartbeat: a program that never
+        // services it (or is not a Swift program at all) gets the warning and leaves no file.
+        mainQueue.firstBeat.withLock { hook in
+            hook = {
+                DispatchQueue.global().async {
+                    // Under the lock: a concurrent stop (the program's own Stallwatch taking
+                    // over) either comes first, and nothing is opened, or after, and stops it.
+                    preloaded.withLock { slot in
+                        guard slot.monitor === monitor else { return }
+                        do {
+                            let recorder = try HeartbeatRecorder(path: request.path, monitor: monitor)
+                            try recorder.start()
+                            slot.recorder = recorder
+                        } catch {
+                            report("not recording \(request.path): \(error)")
+                        }
+                    }
+                }
+            }
+        }
         do {
-            let recorder = try HeartbeatRecorder(path: request.path, monitor: monitor)
-            try recorder.start()
-            preloaded.withLock { $0 = recorder }
+            preloaded.withLock { $0.monitor = monitor }
+            try monitor.start()
             atexit { HeartbeatRecorder.stopPreloaded() }
         } catch {
+            preloaded.withLock { $0 = (nil, nil) }
             report("not recording \(request.path): \(error)")
         }
     }
 
-    /// Stops the preloaded recorder (its trace complete) and frees the sampling signal. At
-    /// exit, and when the program turns out to run `MainLoop` (whose own recorder is exact and
+    /// Stops the preloaded monitor and recorder (its trace complete). At exit, and when the program turns out to run `MainLoop` (whose own recorder is exact and
     /// takes the trace over: see `TraceRecorder.startFromEnvironment`). Any thread.
     /// Returns whether it stopped one (false when it had stopped already, or never started).
     @discardableResult
     package static func stopPreloaded() -> Bool {
-        guard
-            let recorder = preloaded.withLock({ slot -> HeartbeatRecorder? in
-                defer { slot = nil }
-                return slot
-            })
-        else { return false }
-        recorder.stop()
+        let (monitor, recorder) = preloaded.withLock { slot in
+            defer { slot = (nil, nil) }
+            return slot
+        }
+        guard let monitor else { return false }
+        if let recorder { recorder.stop() } else { monitor.stop() }
         return true
     }
 

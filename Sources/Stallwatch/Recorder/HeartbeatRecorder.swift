@@ -60,7 +60,8 @@ public final class HeartbeatRecorder: @unchecked Sendable {
             enqueue(.ended(stall))
             observer.withLock { $0 }?(stall)
         }
-        try monitor.start()
+        // The preload library starts the monitor first and the recorder at the first heartbeat.
+        if !monitor.isRunning { try monitor.start() }
         let thread = Thread { [self] in
             sw_set_thread_name("stallwatchtrace")
             var writer = TraceWriter(recorder: self)

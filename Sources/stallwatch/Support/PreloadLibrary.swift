@@ -9,8 +9,11 @@ enum PreloadLibrary {
     static let fileName = "libStallwatchPreload.so"
 
     /// The library's path, or nil when there is none (recording then needs MainLoop).
+    /// nil too in a sanitizer build: its library needs the sanitizer's runtime loaded first,
+    /// which LD_PRELOAD cannot arrange for an arbitrary program.
     static func locate(environment: [String: String]) -> String? {
         if let path = environment["STALLWATCH_PRELOAD"], !path.isEmpty { return path }
+        for runtime in ["__asan_init", "__tsan_init"] where dlsym(nil, runtime) != nil { return nil }
         guard let executable = executablePath() else { return nil }
         let directory = executable.split(separator: "/", omittingEmptySubsequences: false).dropLast()
             .joined(separator: "/")
