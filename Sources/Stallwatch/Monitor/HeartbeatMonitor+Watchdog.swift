@@ -24,6 +24,8 @@ extension HeartbeatMonitor {
     /// The watchdog sleeps on `wake` with a timeout (no signal needed from the executors).
     func watch() {
         _ = sw_set_timer_slack(1_000)
+        let scheduling = StallMonitor.WatchdogScheduling.raiseCurrentThread()
+        record { $0.watchdogScheduling = scheduling }
         var watches: [Watch] = []
         let budget = configuration.tiers.budget.nanoseconds
         let check = configuration.effectiveCheckInterval

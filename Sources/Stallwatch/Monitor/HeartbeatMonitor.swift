@@ -76,6 +76,8 @@ public final class HeartbeatMonitor: @unchecked Sendable {
         public var detectionLatencyNanos: [UInt64] = []
         /// Warnings given (an executor that never ran its first heartbeat).
         public var warnings: [String] = []
+        /// How the watchdog thread is scheduled (as `StallMonitor`'s: SCHED_FIFO where allowed).
+        public var watchdogScheduling = StallMonitor.WatchdogScheduling.normal
     }
 
     /// One watched executor. Its counters may be read from any thread.

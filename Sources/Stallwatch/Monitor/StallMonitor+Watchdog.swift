@@ -49,12 +49,8 @@ extension StallMonitor {
     /// samples, so it cannot hog a CPU, and the kernel's RT throttling bounds it anyway —
     /// else with nice -10, else as it is. `watchdogScheduling` says which.
     private func raiseWatchdogPriority() {
-        var parameters = sched_param(sched_priority: 1)
-        if pthread_setschedparam(pthread_self(), SCHED_FIFO, &parameters) == 0 {
-            record { $0.watchdogScheduling = .realTime }
-        } else if setpriority(__priority_which_t(PRIO_PROCESS.rawValue), id_t(sw_gettid()), -10) == 0 {
-            record { $0.watchdogScheduling = .raisedNice }
-        }
+        let scheduling = WatchdogScheduling.raiseCurrentThread()
+        record { $0.watchdogScheduling = scheduling }
     }
 
     /// Sleeps until the loop leaves its idle wait (no timer: an idle loop costs no wake-ups).
