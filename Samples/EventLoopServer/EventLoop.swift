@@ -47,7 +47,8 @@ final class EventLoop: @unchecked Sendable {
     func start() {
         let ready = DispatchSemaphore(value: 0)
         let thread = Thread { [self] in
-            threadPath = "/proc/" + ((try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/thread-self")) ?? "")
+            threadPath =
+                "/proc/" + ((try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/thread-self")) ?? "")
             ready.signal()
             run()
         }

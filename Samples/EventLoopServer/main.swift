@@ -63,11 +63,15 @@ var address = sockaddr_in()
 address.sin_family = sa_family_t(AF_INET)
 address.sin_addr.s_addr = inet_addr("127.0.0.1")
 withUnsafePointer(to: &address) {
-    $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { _ = bind(listener, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+    $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+        _ = bind(listener, $0, socklen_t(MemoryLayout<sockaddr_in>.size))
+    }
 }
 listen(listener, 8)
 var length = socklen_t(MemoryLayout<sockaddr_in>.size)
-withUnsafeMutablePointer(to: &address) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { _ = getsockname(listener, $0, &length) } }
+withUnsafeMutablePointer(to: &address) {
+    $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { _ = getsockname(listener, $0, &length) }
+}
 let port = UInt16(bigEndian: address.sin_port)
 
 nonisolated(unsafe) var accepted = 0
@@ -97,7 +101,9 @@ func connectToServer() -> Int32 {
     server.sin_addr.s_addr = inet_addr("127.0.0.1")
     server.sin_port = port.bigEndian
     withUnsafePointer(to: &server) {
-        $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { _ = connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+        $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+            _ = connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size))
+        }
     }
     return fd
 }

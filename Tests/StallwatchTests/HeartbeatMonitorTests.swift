@@ -18,7 +18,8 @@ final class TestExecutor: @unchecked Sendable {
     init(name: String) {
         let ready = DispatchSemaphore(value: 0)
         let thread = Thread { [self] in
-            threadPath = "/proc/" + ((try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/thread-self")) ?? "")
+            threadPath =
+                "/proc/" + ((try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/thread-self")) ?? "")
             ready.signal()
             run()
             done.signal()
@@ -183,7 +184,8 @@ final class HeartbeatHarness: @unchecked Sendable {
         #expect(Set(stalls.compactMap(\.callout.label)) == ["loop-0", "loop-2"], "\(stalls.map(\.callout))")
         #expect(stalls.count == 2)
         let categories = Dictionary(
-            stalls.map { ($0.callout.label ?? "?", Classifier().breakdown(of: $0).dominant) }, uniquingKeysWith: { a, _ in a })
+            stalls.map { ($0.callout.label ?? "?", Classifier().breakdown(of: $0).dominant) },
+            uniquingKeysWith: { a, _ in a })
         #expect(categories["loop-2"] == .io)
         #expect(categories["loop-0"] == .other)
     }

@@ -28,7 +28,8 @@ import Testing
         #expect(stall.callout.label == label, sourceLocation: sourceLocation)
         #expect(stall.callout.mode == HeartbeatMonitor.calloutMode, sourceLocation: sourceLocation)
         let symbols = stall.topSymbols(depth: 16)
-        #expect(symbols.contains { $0.contains(culprit) }, "no \(culprit) in \(symbols)", sourceLocation: sourceLocation)
+        #expect(
+            symbols.contains { $0.contains(culprit) }, "no \(culprit) in \(symbols)", sourceLocation: sourceLocation)
         #expect(Classifier().breakdown(of: stall).dominant == category, sourceLocation: sourceLocation)
         #expect(stall.durationNanos > 30_000_000, "\(stall.durationNanos) ns", sourceLocation: sourceLocation)
     }

@@ -44,7 +44,9 @@ extension HeartbeatMonitor {
             guard isRunning else { break }
             var wakeAt = now &+ check
             for index in watches.indices {
-                step(&watches[index], now: now, budget: budget, warnAfter: warnAfter, suspended: suspended, nextID: &nextID)
+                step(
+                    &watches[index], now: now, budget: budget, warnAfter: warnAfter, suspended: suspended,
+                    nextID: &nextID)
                 if watches[index].stall != nil {
                     wakeAt = min(wakeAt, watches[index].nextSample)
                 } else if watches[index].sampler != nil {
