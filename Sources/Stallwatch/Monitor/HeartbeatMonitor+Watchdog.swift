@@ -101,10 +101,10 @@ extension HeartbeatMonitor {
             return
         }
         if let probing = watch.probing, pending != probing.due {
-            // The heartbeat sent into an unknown wait ran: promptly means the thread was free
-            // to run it, so that wait is its idle wait.
+            // The heartbeat sent into an unknown wait ran within the budget (it was no stall):
+            // the thread was free to run it, so that wait is its idle wait.
             watch.probing = nil
-            if executor.ranAt.load(ordering: .relaxed) &- probing.due <= budget / 2 {
+            if executor.ranAt.load(ordering: .relaxed) &- probing.due <= budget {
                 watch.probe?.learn(probing.signature)
             }
         }

@@ -9,7 +9,7 @@ import StallwatchCore
 /// poll of its own waits in the same calls. What tells them apart is the wait itself: its
 /// call, first argument (the futex word, the epoll descriptor, the poll set), user SP and PC.
 /// The idle wait of an executor is one such signature (a few, at most), always the same. The
-/// probe learns it: a wait it does not know gets one heartbeat; if that runs promptly, the
+/// probe learns it: a wait it does not know gets one heartbeat; if that runs within the budget, the
 /// thread was free to run it, so the wait was idle and is remembered; if it runs late, the wait
 /// was a stall (a lock, a poll inside a callout) and is not. Watchdog thread only.
 final class IdleProbe {
