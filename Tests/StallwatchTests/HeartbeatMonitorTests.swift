@@ -162,8 +162,12 @@ final class HeartbeatHarness: @unchecked Sendable {
         #expect(eventually { !harness.ended.withLock({ $0 }).isEmpty })
         harness.monitor.stop()
         let stalls = harness.ended.withLock { $0 }
-        #expect(stalls.count == 1)
-        guard let stall = stalls.first else { return }
+        // Under TSan a heartbeat can also be late only because the thread is slow to wake.
+        if !Sanitizer.thread { #expect(stalls.count == 1) }
+        guard let stall = stalls.max(by: { $0.durationNanos < $1.durationNanos }) else {
+            Issue.record("no stall")
+            return
+        }
         #expect(Classifier().breakdown(of: stall).dominant == .lockWait)
         if !Sanitizer.thread {  // TSan delivers the sampling signal late, after the lock is free
             #expect(stall.topSymbols().contains { $0.contains("lockMutexForStallTest") }, "\(stall.topSymbols())")
@@ -188,10 +192,13 @@ final class HeartbeatHarness: @unchecked Sendable {
         // Under TSan an idle loop can be slow enough to wake that a learning heartbeat is late.
         if Sanitizer.thread { stalls.removeAll { $0.callout.label == "loop-1" } }
         #expect(Set(stalls.compactMap(\.callout.label)) == ["loop-0", "loop-2"], "\(stalls.map(\.callout))")
-        #expect(stalls.count == 2)
-        let categories = Dictionary(
-            stalls.map { ($0.callout.label ?? "?", Classifier().breakdown(of: $0).dominant) },
-            uniquingKeysWith: { a, _ in a })
+        if !Sanitizer.thread { #expect(stalls.count == 2) }
+        // The longest stall of each loop is the blocking work (under TSan a slow wake-up can
+        // add a short one).
+        let longest = Dictionary(stalls.map { ($0.callout.label ?? "?", $0) }) {
+            $0.durationNanos >= $1.durationNanos ? $0 : $1
+        }
+        let categories = longest.mapValues { Classifier().breakdown(of: $0).dominant }
         #expect(categories["loop-2"] == .io)
         #expect(categories["loop-0"] == .other)
     }

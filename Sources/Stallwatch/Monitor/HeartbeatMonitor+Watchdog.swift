@@ -14,8 +14,13 @@ extension HeartbeatMonitor {
         var lastCaptureTimedOut = false
         var nextSample: UInt64 = 0
         var warned = false
-        /// The unknown wait the heartbeat in flight was sent to, and when it was due.
-        var probing: (signature: IdleProbe.Signature, due: UInt64)?
+        /// The due time of the heartbeat in flight (0: none), and the unknown wait it was sent
+        /// into, if it was.
+        var sentDue: UInt64 = 0
+        var probing: IdleProbe.Signature?
+        /// The last heartbeat ran within the budget: the next wait seen is the idle wait the
+        /// executor went back to.
+        var ranPromptly = false
     }
 
     /// The watchdog thread's loop. Every check interval, for each executor: no heartbeat in
@@ -100,16 +105,18 @@ extension HeartbeatMonitor {
             }
             return
         }
-        if let probing = watch.probing, pending != probing.due {
-            // The heartbeat sent into an unknown wait ran within the budget (it was no stall):
-            // the thread was free to run it, so that wait is its idle wait.
+        if watch.sentDue != 0, pending != watch.sentDue {
+            // The heartbeat ran within the budget (it was no stall): the thread was free to run
+            // it, so a wait it was sent into is an idle wait, and so is the next wait it parks in.
+            let prompt = executor.ranAt.load(ordering: .relaxed) &- watch.sentDue <= budget
+            if prompt, let probing = watch.probing { watch.probe?.learn(probing) }
+            watch.ranPromptly = prompt
+            watch.sentDue = 0
             watch.probing = nil
-            if executor.ranAt.load(ordering: .relaxed) &- probing.due <= budget {
-                watch.probe?.learn(probing.signature)
-            }
         }
         if pending != 0 {
             guard now &- pending > budget else { return }
+            watch.sentDue = 0
             watch.probing = nil
             guard let sampler = watch.sampler else {
                 // Never ran a heartbeat: nothing to sample, and perhaps nobody services it.
@@ -140,18 +147,27 @@ extension HeartbeatMonitor {
         }
         // No heartbeat in flight: send one unless the thread is parked in its idle wait.
         if let probe = watch.probe {
+            // Only the first look after a heartbeat ran can learn from it.
+            let afterHeartbeat = watch.ranPromptly
+            watch.ranPromptly = false
             switch probe.state() {
             case .idle:
                 record { $0.idleChecks += 1 }
                 return
+            case .unknownWait(let signature) where afterHeartbeat:
+                // Back in a wait right after a heartbeat ran: where the executor parks.
+                probe.learn(signature)
+                record { $0.idleChecks += 1 }
+                return
             case .unknownWait(let signature):
-                watch.probing = (signature, now)
+                watch.probing = signature
             case .busy, .gone:
                 break
             }
         } else if executor.runs.load(ordering: .relaxed) > 0 {
             return
         }
+        watch.sentDue = now
         executor.pending.store(now, ordering: .releasing)
         record { $0.heartbeatsSent += 1 }
         executor.schedule { [executor] in executor.beat() }

@@ -8,10 +8,12 @@ import StallwatchCore
 /// An executor parks in `epoll_wait`, `poll` or a futex; a callout that blocks on a lock or a
 /// poll of its own waits in the same calls. What tells them apart is the wait itself: its
 /// call, first argument (the futex word, the epoll descriptor, the poll set), user SP and PC.
-/// The idle wait of an executor is one such signature (a few, at most), always the same. The
-/// probe learns it: a wait it does not know gets one heartbeat; if that runs within the budget, the
-/// thread was free to run it, so the wait was idle and is remembered; if it runs late, the wait
-/// was a stall (a lock, a poll inside a callout) and is not. Watchdog thread only.
+/// The idle wait of an executor is one such signature (a few, at most), always the same, and
+/// the watchdog teaches it to the probe: the wait a thread is in at the first look after a
+/// heartbeat ran within the budget is where it parks; and a wait not known yet gets one
+/// heartbeat — if that runs within the budget, the thread was free to run it, so the wait was
+/// idle; if it runs late, the wait was a stall (a lock, a poll inside a callout). Watchdog
+/// thread only.
 final class IdleProbe {
     /// The calls executors park in when they have nothing to do.
     static let idleCalls: Set<Int32> = Set(
