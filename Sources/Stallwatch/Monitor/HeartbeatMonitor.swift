@@ -59,16 +59,17 @@ public final class HeartbeatMonitor: @unchecked Sendable {
     public struct Statistics: Sendable {
         /// Stalls detected, over all executors.
         public var stalls = 0
-        /// Heartbeats sent, and heartbeats that ran: each one run is one wake-up or one
-        /// closure more for the executor.
+        /// Heartbeats sent, over all executors.
         public var heartbeatsSent: UInt64 = 0
+        /// Heartbeats that ran: each one a wake-up or one closure more for its executor.
         public var heartbeatsRun: UInt64 = 0
         /// Checks that found the executor parked in its idle wait and sent nothing.
         public var idleChecks: UInt64 = 0
         /// Times the watchdog thread woke up.
         public var watchdogWakeups: UInt64 = 0
-        /// Stack captures attempted, and those whose handler did not run in time.
+        /// Stack captures attempted.
         public var captures = 0
+        /// Captures whose handler did not run within `captureTimeout`.
         public var captureTimeouts = 0
         /// Signal sent → stack ready, for the last captures (ns, at most 4096 kept).
         public var captureLatencyNanos: [UInt64] = []
