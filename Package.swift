@@ -6,6 +6,9 @@ let package = Package(
     products: [
         .library(name: "Stallwatch", targets: ["Stallwatch"]),
         .library(name: "StallwatchCore", targets: ["StallwatchCore"]),
+        // Preloadable (LD_PRELOAD) by `stallwatch record`: watches DispatchQueue.main of a program
+        // that never heard of Stallwatch.
+        .library(name: "StallwatchPreload", type: .dynamic, targets: ["StallwatchPreload"]),
         .executable(name: "stallwatch-bench", targets: ["stallwatch-bench"]),
         .executable(name: "stallwatch", targets: ["stallwatch"]),
     ],
@@ -23,6 +26,9 @@ let package = Package(
             name: "Stallwatch",
             dependencies: ["StallwatchCore", "CStallwatchSampler", "CStallwatchShims"]
         ),
+        // The preload library: a C constructor that starts a heartbeat monitor and recorder.
+        .target(name: "CStallwatchPreload"),
+        .target(name: "StallwatchPreload", dependencies: ["Stallwatch", "CStallwatchPreload"]),
         // Reading traces: loading, analysis, rendering, exporters, gate. No command line.
         .target(name: "StallwatchReport", dependencies: ["StallwatchCore"]),
         // The `stallwatch` CLI: its argument parser and the commands (types whose properties are
@@ -49,6 +55,12 @@ let package = Package(
         .executableTarget(name: "Demo", dependencies: ["Stallwatch", "SampleSupport"], path: "Samples/Demo"),
         .executableTarget(
             name: "AsyncRender", dependencies: ["Stallwatch", "SampleSupport"], path: "Samples/AsyncRender"),
+        // Programs that never heard of Stallwatch (no dependency): `stallwatch record` watches
+        // them through the preload library. And a stand-in for swift-nio that adopts the
+        // heartbeat monitor in three lines.
+        .executableTarget(name: "DispatchMainApp", path: "Samples/DispatchMainApp"),
+        .executableTarget(name: "RunLoopApp", path: "Samples/RunLoopApp"),
+        .executableTarget(name: "EventLoopServer", dependencies: ["Stallwatch"], path: "Samples/EventLoopServer"),
         // A helper executable the tests run as a subprocess: it owns the process's real main thread.
         .executableTarget(
             name: "StallwatchTestHost",
@@ -77,6 +89,8 @@ let package = Package(
                 "Stallwatch", "StallwatchTestHost", "CSQLite", "CStallwatchTestSupport",
                 // Built for the sample tests, which run them as subprocesses.
                 "FeedScreen", "BlockingMain", "GalleryScroll", "AsyncRender", "Demo", "DetectStalls",
+                // The heartbeat tests: programs without MainLoop, and the CLI that records them.
+                "DispatchMainApp", "RunLoopApp", "EventLoopServer", "stallwatch",
             ]),
     ]
 )

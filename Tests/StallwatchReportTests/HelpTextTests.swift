@@ -31,12 +31,15 @@ private let commandHelpTexts: [String: String] = [
     OVERVIEW: Run a command with stall recording turned on.
 
     Sets STALLWATCH_TRACE, STALLWATCH_BUDGET_MS and STALLWATCH_MODE in the command's
-    environment; any app that runs MainLoop records to the trace. Exits with the
+    environment; any app that runs MainLoop records to the trace. A program without
+    MainLoop is watched through DispatchQueue.main (dispatchMain() or RunLoop.main)
+    by the preload library libStallwatchPreload.so, found next to stallwatch or
+    named by STALLWATCH_PRELOAD, which record adds to LD_PRELOAD. Exits with the
     command's status, 128+N if signal N killed it, 127 if it was not found, 126 if
     it could not run.
 
     USAGE: stallwatch record -o <trace> [--budget <ms>] [--mode <mode>]
-           -- <command> ...
+           [--no-preload] -- <command> ...
 
     ARGUMENTS:
       <command>               The command to run, with its arguments.
@@ -46,6 +49,8 @@ private let commandHelpTexts: [String: String] = [
       --budget <ms>           The frame budget in milliseconds. (default: 16.667)
       --mode <mode>           stalls (stalls only) or full (every callout too).
                               (default: stalls)
+      --no-preload            Do not preload the heartbeat library (only MainLoop
+                              apps record).
       -h, --help              Show help information.
 
     """,

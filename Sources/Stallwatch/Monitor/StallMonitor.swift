@@ -149,6 +149,7 @@ public final class StallMonitor: @unchecked Sendable {
     /// if libunwind cannot be loaded, the monitor still runs and `samplerError` says why.
     public func start() throws {
         precondition(!running.load(ordering: .acquiring), "StallMonitor.start called twice")
+        PreloadYield.yield()  // a preloaded heartbeat monitor frees the sampling signal
         // Enablement never crashes the app: a monitor that STALLWATCH_TRACE started gives way.
         if loop.board.monitorAttached.load(ordering: .acquiring) { TraceRecorder.yieldEnvironmentRecorder(of: loop) }
         precondition(

@@ -6,7 +6,7 @@ import Glibc
 /// The recorder's writer thread: drains the ring and the monitor's stalls, encodes records
 /// and writes them. Everything here runs on that one thread.
 struct TraceWriter {
-    let recorder: TraceRecorder
+    let recorder: any TraceSource
     private var encoder = TraceEncoder()
     private var bytes: [UInt8] = []
     private var sites: [SiteKey: UInt64] = [:]
@@ -48,7 +48,7 @@ struct TraceWriter {
         var line: UInt32
     }
 
-    init(recorder: TraceRecorder) {
+    init(recorder: any TraceSource) {
         self.recorder = recorder
     }
 
@@ -56,7 +56,7 @@ struct TraceWriter {
         bytes = TraceEncoder.preamble
         writeHeader()
         intervalStart = sw_monotonic_ns()
-        lastCongested = recorder.loop.board.congestedIterations.load(ordering: .relaxed)
+        lastCongested = recorder.board?.congestedIterations.load(ordering: .relaxed) ?? 0
         while recorder.isRunning {
             _ = recorder.wake.wait(timeout: .now() + .milliseconds(Self.flushPeriod))
             drain()
@@ -78,7 +78,7 @@ struct TraceWriter {
             }
         }
         let converter = Timebase.shared.converter()
-        recorder.ring.drain { event in
+        recorder.callouts?.drain { event in
             if event.descriptor.isIteration {
                 let nanos = converter.duration(from: event.start, to: event.end)
                 latency[LatencyBuckets.index(forNanoseconds: nanos)] += 1
@@ -99,7 +99,6 @@ struct TraceWriter {
     // MARK: Records
 
     private mutating func writeHeader() {
-        let configuration = recorder.monitor.configuration
         var wall = timespec()
         clock_gettime(CLOCK_REALTIME, &wall)
         let clockBase = sw_monotonic_ns()
@@ -111,11 +110,11 @@ struct TraceWriter {
                 TraceRecord.Header(
                     processName: name, pid: UInt32(getpid()),
                     wallClockStart: UInt64(wall.tv_sec) * 1_000_000_000 + UInt64(wall.tv_nsec), clockBase: clockBase,
-                    mode: recorder.mode, thresholds: configuration.tiers, sampleInterval: configuration.sampleInterval))
+                    mode: recorder.mode, thresholds: recorder.tiers, sampleInterval: recorder.sampleInterval))
         )
         append(.platform(TraceRecord.Platform(architecture: Platform.architecture)))
         // Module indices start at 1: 0 means "unknown module" in symbol records.
-        for (offset, module) in recorder.monitor.symbolicator.modules().enumerated() {
+        for (offset, module) in recorder.symbolicator.modules().enumerated() {
             let index = UInt32(offset + 1)
             moduleIndex[module.path] = index
             append(
@@ -220,8 +219,8 @@ struct TraceWriter {
                         intervalStart: intervalStart, intervalLength: length, buckets: LatencyBuckets.sparse(latency))))
             latency = [UInt64](repeating: 0, count: LatencyBuckets.count)
         }
-        let board = recorder.loop.board
-        let congested = board.congestedIterations.load(ordering: .relaxed)
+        let board = recorder.board
+        let congested = board?.congestedIterations.load(ordering: .relaxed) ?? 0
         if congested > lastCongested {
             append(
                 .congestion(
@@ -229,11 +228,10 @@ struct TraceWriter {
                         intervalStart: intervalStart, intervalLength: length, count: congested - lastCongested)))
             lastCongested = congested
         }
-        let frames = board.frameClocks.withLock { clocks in
-            clocks.reduce(into: (delivered: UInt64(0), dropped: UInt64(0))) {
-                $0.delivered += $1.delivered.load(ordering: .relaxed)
-                $0.dropped += $1.dropped.load(ordering: .relaxed)
-            }
+        let clocks = board?.frameClocks.withLock { $0 } ?? []
+        let frames = clocks.reduce(into: (delivered: UInt64(0), dropped: UInt64(0))) {
+            $0.delivered += $1.delivered.load(ordering: .relaxed)
+            $0.dropped += $1.dropped.load(ordering: .relaxed)
         }
         let delivered = frames.delivered &- lastFrames.delivered
         let dropped = frames.dropped &- lastFrames.dropped
@@ -245,7 +243,7 @@ struct TraceWriter {
                         delivered: delivered, dropped: dropped)))
         }
         lastFrames = frames
-        let lost = recorder.ring.dropped.load(ordering: .relaxed)
+        let lost = recorder.callouts?.dropped.load(ordering: .relaxed) ?? 0
         if lost > lastDropped {
             append(.lostRecords(TraceRecord.LostRecords(time: now, count: lost - lastDropped)))
             lastDropped = lost
