@@ -92,7 +92,9 @@ import Testing
 
     @Test func anEventLoopServerSeesTheBlockedLoopOnlyAndItsIdleLoopsSleep() throws {
         let path = NSTemporaryDirectory() + "heartbeat-server-\(UUID().uuidString).swtrace"
-        let run = try runProduct("EventLoopServer", [], environment: ["STALLWATCH_TRACE": path])
+        // A 150 ms wait: enough samples that a loaded machine's scheduling delays (state R
+        // around the wait) cannot outweigh it.
+        let run = try runProduct("EventLoopServer", ["--stall-ms", "150"], environment: ["STALLWATCH_TRACE": path])
         #expect(run.status == 0, "\(run.errors)")
         var stalls = run.output.split(separator: "\n").filter { $0.hasPrefix("stall on ") }
         // Under TSan an idle loop can be slow enough to wake that a learning heartbeat is late.
