@@ -10,7 +10,10 @@ extension StallMonitor {
         raiseWatchdogPriority()
         let board = loop.board
         let reader = ThreadStateReader(tid: loop.threadID)
-        let scanner = StackScanner(tid: loop.threadID)
+        let stacks = StackCapture(
+            tid: loop.threadID, usePerf: configuration.perfSampling,
+            sampleInterval: configuration.sampleInterval.nanoseconds)
+        record { $0.perfSampling = stacks.perfStatus }
         let budget = configuration.tiers.budget.nanoseconds
         var nextID: UInt64 = 1
         var sleeper = Sleeper(board: board, threshold: configuration.suspendThreshold.nanoseconds)
@@ -37,8 +40,7 @@ extension StallMonitor {
             let suspended = sleeper.takeOverslept()
             timeStall(
                 current, id: nextID, start: start, deadline: deadline, suspended: suspended, reader: reader,
-                scanner: scanner,
-                sleeper: &sleeper)
+                stacks: stacks, sleeper: &sleeper)
             nextID += 1
         }
     }
@@ -69,7 +71,7 @@ extension StallMonitor {
 
     private func timeStall(
         _ callout: CalloutSnapshot, id: UInt64, start: UInt64, deadline: UInt64, suspended: Bool,
-        reader: ThreadStateReader, scanner: StackScanner,
+        reader: ThreadStateReader, stacks: StackCapture,
         sleeper: inout Sleeper
     ) {
         let board = loop.board
@@ -77,8 +79,9 @@ extension StallMonitor {
         var stall = Stall(
             id: id, start: start, end: nil, tier: .hitch, callout: identity(of: callout),
             flags: suspended ? [.suspended] : [])
-        var lastCaptureTimedOut = false
-        stall.samples.append(sample(reader, scanner, lastCaptureTimedOut: &lastCaptureTimedOut))
+        stacks.beginStall(at: sw_monotonic_ns())
+        defer { stacks.endStall() }
+        stall.samples.append(sample(reader, stacks))
         let firstSample = stall.samples[0].time
         record { stats in
             stats.stalls += 1
@@ -90,6 +93,7 @@ extension StallMonitor {
 
         while true {
             let elapsed = sw_monotonic_ns() &- start
+            stacks.follow(interval: sampleInterval(after: elapsed))
             sleeper.sleep(until: stall.samples.last!.time &+ sampleInterval(after: elapsed))
             if sleeper.takeOverslept() { stall.flags.insert(.suspended) }
             if board.sequence.load(ordering: .acquiring) != callout.sequence {
@@ -106,7 +110,7 @@ extension StallMonitor {
                 break
             }
             if stall.samples.count < configuration.maxSamplesPerStall {
-                stall.samples.append(sample(reader, scanner, lastCaptureTimedOut: &lastCaptureTimedOut))
+                stall.samples.append(sample(reader, stacks))
             }
         }
         if let duration = stall.duration {
@@ -127,45 +131,14 @@ extension StallMonitor {
     }
 
     /// One sample: /proc first (a signal would disturb the syscall it reports), then the stack.
-    private func sample(_ reader: ThreadStateReader, _ scanner: StackScanner, lastCaptureTimedOut: inout Bool) -> Sample
-    {
+    private func sample(_ reader: ThreadStateReader, _ stacks: StackCapture) -> Sample {
         let time = sw_monotonic_ns()
         var kernel = reader.read()
-        var addresses: [UInt64] = []
-        var timedOut = false
-        // A thread in state D cannot run the handler until its syscall returns; after one
-        // timeout, do not queue more signals while it stays there.
-        if let call = kernel.syscall, StackScanner.neverRestarted.contains(call) {
-            // A signal would end this sleep or poll early (EINTR): read the stack instead.
-            addresses = scanner.scan()
-        } else if samplerError == nil && !(kernel.state == .diskSleep && lastCaptureTimedOut) {
-            let capture = Sampler.capture(
-                tid: loop.threadID, timeoutNanos: Int64(configuration.captureTimeout.nanoseconds))
-            addresses = capture.addresses
-            timedOut = capture.timedOut
-            record { stats in
-                stats.captures += 1
-                if capture.timedOut {
-                    stats.captureTimeouts += 1
-                } else {
-                    stats.captureLatencyNanos.appendBounded(UInt64(max(0, capture.readyNanos - capture.sentNanos)))
-                }
-            }
-            // "running" says only that the thread was on a CPU, user or kernel. A running thread
-            // that did not take the signal within the timeout was in the kernel all along (a
-            // long write, page-cache throttling): read /proc again for what it waits in now.
-            if capture.timedOut && kernel.syscall == nil {
-                let again = reader.read()
-                if again.syscall != nil { kernel = again }
-            }
-        } else {
-            timedOut = true
-        }
-        lastCaptureTimedOut = timedOut
+        let stack = captureStack(stacks, kernel: &kernel, reader: reader, time: time)
         return Sample(
-            time: time, frames: addresses.map { Frame(address: $0) }, state: kernel.state, syscall: kernel.syscall,
+            time: time, frames: stack.addresses.map { Frame(address: $0) }, state: kernel.state, syscall: kernel.syscall,
             wchan: kernel.wchan, cpuTimeNanos: kernel.cpuTimeNanos, annotation: loop.annotations.innermost(),
-            captureTimedOut: timedOut)
+            captureTimedOut: stack.timedOut, source: stack.source)
     }
 
     private func identity(of callout: CalloutSnapshot) -> CalloutIdentity {

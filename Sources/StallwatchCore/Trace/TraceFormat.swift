@@ -45,7 +45,7 @@ public enum TraceFormat {
 /// - Reserved: `0` (never a kind, so zero-filled bytes are caught as corruption);
 ///   `128...255` (kept for a future two-byte kind form; v1 readers skip them like any
 ///   unknown kind).
-/// - Next id: **17**.
+/// - Next id: **18**.
 ///
 /// A plain value; use it on any thread.
 public enum TraceRecordKind: UInt8, CaseIterable, Sendable, Hashable {
@@ -81,9 +81,11 @@ public enum TraceRecordKind: UInt8, CaseIterable, Sendable, Hashable {
     case lostRecords = 15
     /// The machine the trace was recorded on (architecture); once, after the header.
     case platform = 16
+    /// Where one sample's stack came from (signal, perf, scan, stale, none).
+    case sampleProvenance = 17
 
     /// The id the next new kind gets.
-    public static let nextID: UInt8 = 17
+    public static let nextID: UInt8 = 18
 
     /// Ids that are not kinds and must never become kinds.
     public static let reservedIDs: [ClosedRange<UInt8>] = [0...0, 128...255]
@@ -107,6 +109,7 @@ public enum TraceRecordKind: UInt8, CaseIterable, Sendable, Hashable {
         case .latencyHistogram: "latencyHistogram"
         case .lostRecords: "lostRecords"
         case .platform: "platform"
+        case .sampleProvenance: "sampleProvenance"
         }
     }
 }
