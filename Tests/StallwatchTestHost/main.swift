@@ -117,6 +117,16 @@ case "annotate-async":
     loop.run()
     monitor.stop()
     for line in Set(seen.values) { print("annotation=\(line)") }
+case "perf-status":
+    // One 80 ms stall with a monitor attached; prints how the perf path ran (STALLWATCH_PERF).
+    let loop = MainLoop.main
+    let monitor = StallMonitor(loop: loop)
+    try! monitor.start()
+    loop.post(label: "spin") { spinForHost(milliseconds: 80) }
+    loop.schedule(after: .milliseconds(200)) { _ in loop.stop() }
+    loop.run()
+    monitor.stop()
+    print("perfSampling=\(monitor.statistics.perfSampling)")
 case "hang":
     // Hangs forever in a callout; the test kills the process mid-hang.
     let loop = MainLoop.main
@@ -126,7 +136,7 @@ case "hang":
     }
     loop.run()
 default:
-    FileHandle.standardError.write(Data("usage: StallwatchTestHost main-queue|stalls|hang|busy|annotate-async\n".utf8))
+    FileHandle.standardError.write(Data("usage: StallwatchTestHost main-queue|stalls|hang|busy|annotate-async|perf-status\n".utf8))
     exit(2)
 }
 

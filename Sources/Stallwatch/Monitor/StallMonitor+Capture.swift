@@ -35,12 +35,18 @@ final class StackCapture {
         Int64(clamping: max(interval / 5, 100_000))
     }
 
+    /// The perf period until the stall's second sample: short, so that the first sample (taken
+    /// while the signal waits its timeout) finds a perf sample even when the stalled thread gets
+    /// little CPU (the period counts the thread's own CPU time).
+    static let firstPeriod: Int64 = 250_000
+
     /// A stall was detected at `time`: forget the last one, start perf sampling.
     func beginStall(at time: UInt64) {
         lastStack = []
         lastTimedOut = false
         inKernelPerPerf = false
         lastSampleTime = time
+        perf?.setPeriod(Self.firstPeriod)
         perf?.enable()
     }
 
@@ -69,15 +75,25 @@ extension StallMonitor {
             return finish(stacks, scanned, scanned.isEmpty ? .none : .scan, timedOut: false)
         }
         // 2. perf first while the thread sits in the kernel (its newest perf sample says so).
+        //    No perf sample since the last one means the thread got less than a perf period of
+        //    CPU since: still in the same call, or waiting for a CPU. A signal would only wait
+        //    out its timeout, so skip it.
         var perfStack: PerfSampler.Stack?
-        if stacks.inKernelPerPerf, let fresh = stacks.perf?.latest(notBefore: stacks.lastSampleTime) {
-            if fresh.inKernel { return finish(stacks, fresh.addresses, .perf, timedOut: false, perf: fresh) }
-            stacks.inKernelPerPerf = false
-            perfStack = fresh
+        var stillInKernel = false
+        if stacks.inKernelPerPerf {
+            if let fresh = stacks.perf?.latest(notBefore: stacks.lastSampleTime) {
+                if fresh.inKernel { return finish(stacks, fresh.addresses, .perf, timedOut: false, perf: fresh) }
+                stacks.inKernelPerPerf = false
+                perfStack = fresh
+            } else {
+                stillInKernel = true
+            }
         }
         // 3. The signal. A thread in state D cannot run the handler until its syscall returns;
         //    after one timeout, do not queue more signals while it stays there.
-        if samplerError == nil && !(kernel.state == .diskSleep && stacks.lastTimedOut) {
+        if stillInKernel {
+            timedOut = stacks.lastTimedOut
+        } else if samplerError == nil && !(kernel.state == .diskSleep && stacks.lastTimedOut) {
             let capture = Sampler.capture(
                 tid: loop.threadID, timeoutNanos: Int64(configuration.captureTimeout.nanoseconds))
             record { stats in
