@@ -98,6 +98,7 @@ import Testing
         ),
         ("lostRecords", 0, .lostRecords(.init(time: 90_200_000_000, count: 17))),
         ("platform", 0, .platform(.init(architecture: "x86_64"))),
+        ("sampleProvenance", 0, .sampleProvenance(.init(stall: 7, time: 90_020_000_000, source: .perf))),
     ]
 
     /// The record's bytes as the doc shows them: upper-case hex, space separated.

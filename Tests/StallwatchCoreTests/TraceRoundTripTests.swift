@@ -73,6 +73,8 @@ enum TraceFixture {
         .lostRecords(.init(time: 81_234_900_000_000, count: 17)),
         // Last, so the slices `realistic()` takes keep their records.
         .platform(.init(architecture: "x86_64")),
+        // The first sample of stall 7 (in state D, inside fsync) came from the stack scan.
+        .sampleProvenance(.init(stall: 7, time: 81_234_610_000_000, source: .scan)),
     ]
 
     /// A preamble and `records`, encoded with one encoder.

@@ -81,9 +81,9 @@ import Testing
                   signature lockWait: FixtureApp.Cache.lookup() ← FixtureApp.main()
 
                 Samples (2; time from the callout's start)
-                        time  state         syscall           category   reason                    top frames
-                    +17.0 ms  S sleeping    futex             lockWait   pthread_mutex_lock        pthread_mutex_lock ← FixtureApp.Cache.lookup() ← FixtureApp.main()
-                    +60.0 ms  S sleeping    futex             lockWait   pthread_mutex_lock        pthread_mutex_lock ← FixtureApp.Cache.lookup() ← FixtureApp.main()
+                        time  state         syscall           category   reason                    stack   top frames
+                    +17.0 ms  S sleeping    futex             lockWait   pthread_mutex_lock        signal  pthread_mutex_lock ← FixtureApp.Cache.lookup() ← FixtureApp.main()
+                    +60.0 ms  S sleeping    futex             lockWait   pthread_mutex_lock        scan    pthread_mutex_lock ← FixtureApp.Cache.lookup() ← FixtureApp.main()
 
                 Representative stack (sample 1, innermost first)
                   pthread_mutex_lock  libc.so.6

@@ -6,8 +6,8 @@ import StallwatchCore
 public enum StallText {
     /// `analyzed` as text: a title (id, tier, duration, flags, trace), the callout (kind,
     /// label, posting site, mode, phase), its category breakdown, reasons and signature, one
-    /// line per sample (time since the callout started, thread state, syscall, verdict, top
-    /// frames, annotation) and the representative stack. With `colour`, headings are ANSI
+    /// line per sample (time since the callout started, thread state, syscall, verdict, where
+    /// its stack came from, top frames, annotation) and the representative stack. With `colour`, headings are ANSI
     /// bold and system frames dim.
     public static func render(_ analyzed: AnalyzedStall, colour: Bool) -> String {
         let style = Style(enabled: colour)
@@ -47,7 +47,7 @@ public enum StallText {
         lines.append(style.bold("Samples") + " (\(stall.samples.count); time from the callout's start)")
         lines.append(
             "  " + padLeft("time", 10) + "  " + pad("state", 12) + "  " + pad("syscall", 16) + "  "
-                + pad("category", 9) + "  " + pad("reason", 24) + "  top frames")
+                + pad("category", 9) + "  " + pad("reason", 24) + "  " + pad("stack", 6) + "  top frames")
         for (index, sample) in stall.samples.enumerated() {
             let offset = sample.time >= stall.start ? sample.time - stall.start : 0
             let verdict = analyzed.classifications[index]
@@ -56,12 +56,13 @@ public enum StallText {
             let shown = sample.frames.enumerated().filter { $0.offset == 0 || !isCompilerGenerated($0.element) }
             var frames = shown.prefix(3).map { frameName($0.element) }.joined(separator: " ← ")
             if shown.count > 3 { frames += " ← …" }
-            if sample.captureTimedOut { frames = "(capture timed out)" }
+            if sample.frames.isEmpty { frames = sample.captureTimedOut ? "(capture timed out)" : "(no stack)" }
             let annotation = sample.annotation.map { "  [\($0.label)]" } ?? ""
             lines.append(
                 "  " + padLeft("+" + format(Double(offset) / 1e6, 1) + " ms", 10) + "  "
                     + pad("\(sample.state.procCode) \(sample.state.name)", 12) + "  " + pad(syscall, 16) + "  "
-                    + pad(verdict.category.rawValue, 9) + "  " + pad(verdict.reason, 24) + "  " + frames + annotation)
+                    + pad(verdict.category.rawValue, 9) + "  " + pad(verdict.reason, 24) + "  "
+                    + pad(sample.source.description, 6) + "  " + frames + annotation)
         }
         if let index = analyzed.representativeSample {
             lines.append("")
