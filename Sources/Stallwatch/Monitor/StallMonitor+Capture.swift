@@ -40,18 +40,32 @@ final class StackCapture {
     /// little CPU (the period counts the thread's own CPU time).
     static let firstPeriod: Int64 = 250_000
 
-    /// A stall was detected at `time`: forget the last one, start perf sampling.
-    func beginStall(at time: UInt64) {
+    /// perf sampling starts with the stall's first capture, after its first /proc read.
+    private var enablePending = false
+
+    /// A stall was detected: forget the last one; perf sampling starts with the first capture.
+    func beginStall() {
         lastStack = []
         lastTimedOut = false
         inKernelPerPerf = false
-        lastSampleTime = time
-        perf?.setPeriod(Self.firstPeriod)
-        perf?.enable()
+        enablePending = perf != nil
+    }
+
+    /// Starts perf sampling if this is the stall's first capture (two ioctls, ~2–10 µs: after
+    /// the first sample's timestamp and /proc read, so detection is not delayed by them).
+    func enableIfPending() {
+        guard enablePending, let perf else { return }
+        enablePending = false
+        perf.setPeriod(Self.firstPeriod)
+        perf.enable()
+        lastSampleTime = sw_monotonic_ns()
     }
 
     /// The stall ended: stop perf sampling, so it costs nothing between stalls.
-    func endStall() { perf?.disable() }
+    func endStall() {
+        if !enablePending { perf?.disable() }
+        enablePending = false
+    }
 
     /// The watchdog samples every `interval` now (it grows for long hangs).
     func follow(interval: UInt64) { perf?.setPeriod(Self.period(for: interval)) }
@@ -67,6 +81,7 @@ extension StallMonitor {
     func captureStack(
         _ stacks: StackCapture, kernel: inout ThreadStateReader.Reading, reader: ThreadStateReader, time: UInt64
     ) -> (addresses: [UInt64], source: SampleSource, timedOut: Bool) {
+        stacks.enableIfPending()
         defer { stacks.lastSampleTime = time }
         var timedOut = false
         // 1. Blocked in a call a signal would end early (EINTR): read the stack, never signal.

@@ -79,7 +79,7 @@ extension StallMonitor {
         var stall = Stall(
             id: id, start: start, end: nil, tier: .hitch, callout: identity(of: callout),
             flags: suspended ? [.suspended] : [])
-        stacks.beginStall(at: sw_monotonic_ns())
+        stacks.beginStall()
         defer { stacks.endStall() }
         stall.samples.append(sample(reader, stacks))
         let firstSample = stall.samples[0].time
