@@ -127,6 +127,14 @@ case "perf-status":
     loop.run()
     monitor.stop()
     print("perfSampling=\(monitor.statistics.perfSampling)")
+case "read-file":
+    // Data(contentsOf:) of the file named by the second argument in one callout (the README's
+    // perf example: STALLWATCH_TRACE set by the caller records it).
+    let loop = MainLoop.main
+    let path = CommandLine.arguments.dropFirst(2).first ?? "/dev/null"
+    loop.post(label: "load document") { loadDocumentForHost(path) }
+    loop.schedule(after: .milliseconds(100)) { _ in loop.stop() }
+    loop.run()
 case "hang":
     // Hangs forever in a callout; the test kills the process mid-hang.
     let loop = MainLoop.main
@@ -136,8 +144,13 @@ case "hang":
     }
     loop.run()
 default:
-    FileHandle.standardError.write(Data("usage: StallwatchTestHost main-queue|stalls|hang|busy|annotate-async|perf-status\n".utf8))
+    FileHandle.standardError.write(Data("usage: StallwatchTestHost main-queue|stalls|hang|busy|annotate-async|perf-status|read-file\n".utf8))
     exit(2)
+}
+
+@inline(never) func loadDocumentForHost(_ path: String) {
+    let data = try? Data(contentsOf: URL(fileURLWithPath: path))
+    print("read=\(data?.count ?? -1)")
 }
 
 @inline(never) func spinForHost(milliseconds: UInt64) {
