@@ -18,8 +18,9 @@ public struct Sample: Sendable, Hashable, Codable {
     public var cpuTimeNanos: UInt64
     /// The innermost annotation active on the main thread at this sample, if any.
     public var annotation: Annotation?
-    /// Whether the backtrace capture timed out (e.g. in state D the signal waits for the
-    /// syscall to return); the `/proc` facts are still valid.
+    /// Whether the signal's backtrace capture timed out (e.g. in state D the signal waits for the
+    /// syscall to return); the `/proc` facts are still valid, and `source` says whether perf,
+    /// the scan or the stall's last stack gave frames all the same.
     public var captureTimedOut: Bool
     /// Where `frames` came from (signal, perf, scan, stale, none).
     public var source: SampleSource
