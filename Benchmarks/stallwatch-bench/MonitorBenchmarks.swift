@@ -111,7 +111,8 @@ enum MonitorBenchmarks {
         Result(name: "monitor.perf.unwind.p50", value: percentile(unwind, 0.5), unit: "us").printLine()
         Result(name: "monitor.perf.unwind.p99", value: percentile(unwind, 0.99), unit: "us").printLine()
         func meanMillis(_ stalls: [Stall]) -> Double {
-            stalls.isEmpty ? 0 : stalls.map { Double(($0.end ?? $0.start) - $0.start) / 1e6 }.reduce(0, +) / Double(stalls.count)
+            let millis = stalls.map { Double(($0.end ?? $0.start) - $0.start) / 1e6 }
+            return stalls.isEmpty ? 0 : millis.reduce(0, +) / Double(stalls.count)
         }
         Result(
             name: "monitor.kernel_stall.duration", value: meanMillis(perfOn), unit: "ms", peer: "perf path off",

@@ -144,7 +144,8 @@ case "hang":
     }
     loop.run()
 default:
-    FileHandle.standardError.write(Data("usage: StallwatchTestHost main-queue|stalls|hang|busy|annotate-async|perf-status|read-file\n".utf8))
+    FileHandle.standardError.write(
+        Data("usage: StallwatchTestHost main-queue|stalls|hang|busy|annotate-async|perf-status|read-file\n".utf8))
     exit(2)
 }
 

@@ -33,8 +33,9 @@ import Testing
         var withStack = 0
         var withCulprit = 0
         var description: String {
-            "\(withStack)/\(total) samples with a stack, \(withCulprit) with the culprit; "
-                + SampleSource.allCases.compactMap { source in counts[source].map { "\(source) \($0)" } }.joined(separator: ", ")
+            let bySource = SampleSource.allCases.compactMap { source in counts[source].map { "\(source) \($0)" } }
+            return "\(withStack)/\(total) samples with a stack, \(withCulprit) with the culprit; "
+                + bySource.joined(separator: ", ")
         }
     }
 
@@ -50,9 +51,9 @@ import Testing
     }
 
     func run(perf: Bool, _ work: @escaping @Sendable () -> Void) async throws -> (Stall, StallMonitor.Statistics) {
-        let run = try await monitored(configure: { $0.perfSampling = perf }) { loop, measure in
-            measure.post(loop, work)
-        }
+        let run = try await monitored(
+            configure: { $0.perfSampling = perf },
+            { loop, measure in measure.post(loop, work) })
         #expect(run.ended.count == 1, "stalls: \(run.ended.map(\.callout))")
         let stall = try #require(run.ended.first)
         // Long enough to be sampled many times.

@@ -136,9 +136,9 @@ extension StallMonitor {
         var kernel = reader.read()
         let stack = captureStack(stacks, kernel: &kernel, reader: reader, time: time)
         return Sample(
-            time: time, frames: stack.addresses.map { Frame(address: $0) }, state: kernel.state, syscall: kernel.syscall,
-            wchan: kernel.wchan, cpuTimeNanos: kernel.cpuTimeNanos, annotation: loop.annotations.innermost(),
-            captureTimedOut: stack.timedOut, source: stack.source)
+            time: time, frames: stack.addresses.map { Frame(address: $0) }, state: kernel.state,
+            syscall: kernel.syscall, wchan: kernel.wchan, cpuTimeNanos: kernel.cpuTimeNanos,
+            annotation: loop.annotations.innermost(), captureTimedOut: stack.timedOut, source: stack.source)
     }
 
     private func identity(of callout: CalloutSnapshot) -> CalloutIdentity {
