@@ -64,13 +64,13 @@ import Testing
     /// With perf (root here and in CI: kernel samples arrive), every sample has a stack with the
     /// culprit. Some are `stale`: on a busy machine the stalled thread can wait for a CPU for a
     /// whole sample interval, and a thread that does not run takes no perf sample (nor moves).
-    /// For the same reason the first sample or two may have none yet (the thread got less than
-    /// a perf period of CPU since the stall was detected); never a later one.
+    /// For the same reason the first few samples (at most 20 ms) may have none yet: the thread got
+    /// less than a perf period of CPU since the stall was detected. Never a later one.
     func expectEveryStack(_ stall: Stall, _ statistics: StallMonitor.Statistics, culprit: String) {
         let seen = sources(stall, culprit: culprit)
         print("[stack sources] perf \(statistics.perfSampling), \(culprit): \(seen)")
         let leading = stall.samples.prefix { $0.source == .none }.count
-        #expect(leading <= 2, "\(seen)")
+        #expect(leading <= 4, "\(seen)")
         #expect(seen.withStack == seen.total - leading, "\(seen)")
         #expect(seen.withCulprit == seen.total - leading, "\(seen)")
         if statistics.perfSampling == .kernelAndUser {

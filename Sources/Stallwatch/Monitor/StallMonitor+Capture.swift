@@ -29,10 +29,11 @@ final class StackCapture {
         }
     }
 
-    /// A few perf samples per watchdog sample, so the newest is at most a fifth of an interval old
-    /// (while the thread runs) and the ring never fills between two reads.
+    /// Ten perf samples per watchdog sample of the thread's CPU time: a stalled thread that gets
+    /// only a share of a CPU (a busy machine) still takes one per interval, and ten 16 KiB
+    /// records fit the ring between two reads.
     static func period(for interval: UInt64) -> Int64 {
-        Int64(clamping: max(interval / 5, 100_000))
+        Int64(clamping: max(interval / 10, 100_000))
     }
 
     /// The perf period until the stall's second sample: short, so that the first sample (taken
