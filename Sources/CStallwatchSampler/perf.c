@@ -84,6 +84,7 @@ static struct {
     int (*init_remote)(sw_unw_cursor_t *, sw_unw_addr_space_t, void *);
     int (*step)(sw_unw_cursor_t *);
     int (*get_reg)(sw_unw_cursor_t *, int, sw_unw_word_t *);
+    void (*destroy_addr_space)(sw_unw_addr_space_t);
     sw_unw_addr_space_t local_space;
     void (*set_iterate_phdr)(sw_unw_addr_space_t, void *);   // libunwind >= 1.7 only
 } g_unw = {.once = PTHREAD_ONCE_INIT};
@@ -105,6 +106,7 @@ static void load_generic_libunwind(void) {
     SW_DLSYM(h, "_Ux86_64_init_remote", init_remote);
     SW_DLSYM(h, "_Ux86_64_step", step);
     SW_DLSYM(h, "_Ux86_64_get_reg", get_reg);
+    SW_DLSYM(h, "_Ux86_64_destroy_addr_space", destroy_addr_space);
     sw_unw_addr_space_t *local = dlsym(h, "_Ux86_64_local_addr_space");
     if (local == NULL || *local == NULL) return;
     g_unw.local_space = *local;
@@ -346,8 +348,8 @@ void sw_perf_close(sw_perf *perf) {
     (void)ioctl(perf->fd, PERF_EVENT_IOC_DISABLE, 0);
     munmap(perf->map, perf->map_size);
     close(perf->fd);
-    // The address space is not destroyed: libunwind's caches for it may be shared with others
-    // (and unw_destroy_addr_space is a no-op in 1.6). One small leak per closed handle.
+    // Its caches live inside it (26 KiB); nothing else refers to it.
+    if (perf->space != NULL) g_unw.destroy_addr_space(perf->space);
     free(perf);
 }
 
