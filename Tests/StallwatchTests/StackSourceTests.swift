@@ -54,8 +54,11 @@ import Testing
         let run = try await monitored(
             configure: { $0.perfSampling = perf },
             { loop, measure in measure.post(loop, work) })
-        #expect(run.ended.count == 1, "stalls: \(run.ended.map(\.callout))")
-        let stall = try #require(run.ended.first)
+        // The culprit's callout, exactly once (on a loaded machine the harness's own short
+        // callouts can overrun the budget too; they are not what this test is about).
+        let ours = run.ended.filter { $0.callout.file == "StallwatchTests/StackSourceTests.swift" }
+        #expect(ours.count == 1, "stalls: \(run.ended.map(\.callout))")
+        let stall = try #require(ours.first)
         // Long enough to be sampled many times.
         #expect(stall.durationNanos > 30_000_000)
         return (stall, run.statistics)
