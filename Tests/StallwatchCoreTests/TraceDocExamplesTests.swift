@@ -105,6 +105,7 @@ import Testing
                     start: 90_100_000_000, duration: 21_000_000, callouts: 40,
                     sites: [.init(site: 3, count: 30, nanos: 15_000_000), .init(site: 1, count: 10, nanos: 5_500_000)]))
         ),
+        ("sampleProvenance", 0, .sampleProvenance(.init(stall: 7, time: 90_020_000_000, source: .perf))),
     ]
 
     /// The record's bytes as the doc shows them: upper-case hex, space separated.

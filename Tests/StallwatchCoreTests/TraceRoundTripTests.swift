@@ -77,6 +77,8 @@ enum TraceFixture {
             .init(
                 start: 81_234_500_000_000, duration: 21_000_000, callouts: 40,
                 sites: [.init(site: 3, count: 30, nanos: 15_000_000), .init(site: 1, count: 10, nanos: 5_500_000)])),
+        // The first sample of stall 7 (in state D, inside fsync) came from the stack scan.
+        .sampleProvenance(.init(stall: 7, time: 81_234_610_000_000, source: .scan)),
     ]
 
     /// A preamble and `records`, encoded with one encoder.

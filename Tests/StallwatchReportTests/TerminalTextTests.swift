@@ -181,7 +181,7 @@ import Testing
           signature compute: fnv1a(_:seed:) ←
                     closure #1 in PhotoLibrary.hash(_:chunk:seed:) ← main()
 
-        Samples (4; time from the callout's start)
+        Samples (4; stacks: signal; time from the callout's start)
                time  state       syscall     category  reason       top frames
            +17.0 ms  R running   -           compute   fnv1a…eed:)  fnv1a(_:seed:) ← …
            +80.0 ms  R running   -           compute   fnv1a…eed:)  fnv1a(_:seed:) ← …
@@ -204,7 +204,7 @@ import Testing
           reasons   fnv1a(_:seed:) 83 %, Array.withUnsafeBytes(_:) 17 %
           signature compute: fnv1a(_:seed:) ← closure #1 in PhotoLibrary.hash(_:chunk:seed:) ← main()
 
-        Samples (4; time from the callout's start)
+        Samples (4; stacks: signal; time from the callout's start)
                time  state       syscall     category  reason              top frames
            +17.0 ms  R running   -           compute   fnv1a(_:seed:)      fnv1a(_:seed:) ← closur…eed:) ← …
            +80.0 ms  R running   -           compute   fnv1a(_:seed:)      fnv1a(_:seed:) ← closur…eed:) ← …

@@ -139,6 +139,24 @@ case "exports":
     loop.schedule(after: .milliseconds(800)) { _ in loop.stop() }
     loop.run()
     report("returned", true)
+case "perf-status":
+    // One 80 ms stall with a monitor attached; prints how the perf path ran (STALLWATCH_PERF).
+    let loop = MainLoop.main
+    let monitor = StallMonitor(loop: loop)
+    try! monitor.start()
+    loop.post(label: "spin") { spinForHost(milliseconds: 80) }
+    loop.schedule(after: .milliseconds(200)) { _ in loop.stop() }
+    loop.run()
+    monitor.stop()
+    print("perfSampling=\(monitor.statistics.perfSampling)")
+case "read-file":
+    // Data(contentsOf:) of the file named by the second argument in one callout (the README's
+    // perf example: STALLWATCH_TRACE set by the caller records it).
+    let loop = MainLoop.main
+    let path = CommandLine.arguments.dropFirst(2).first ?? "/dev/null"
+    loop.post(label: "load document") { loadDocumentForHost(path) }
+    loop.schedule(after: .milliseconds(100)) { _ in loop.stop() }
+    loop.run()
 case "hang":
     // Hangs forever in a callout; the test kills the process mid-hang.
     let loop = MainLoop.main
@@ -149,8 +167,13 @@ case "hang":
     loop.run()
 default:
     FileHandle.standardError.write(
-        Data("usage: StallwatchTestHost main-queue|stalls|exports|hang|busy|annotate-async\n".utf8))
+        Data("usage: StallwatchTestHost main-queue|stalls|exports|hang|busy|annotate-async|perf-status|read-file\n".utf8))
     exit(2)
+}
+
+@inline(never) func loadDocumentForHost(_ path: String) {
+    let data = try? Data(contentsOf: URL(fileURLWithPath: path))
+    print("read=\(data?.count ?? -1)")
 }
 
 @inline(never) func spinForHost(milliseconds: UInt64) {

@@ -11,7 +11,6 @@ extension HeartbeatMonitor {
         var probe: IdleProbe?
         var sampler: ThreadSampler?
         var stall: Stall?
-        var lastCaptureTimedOut = false
         var nextSample: UInt64 = 0
         var warned = false
         /// The due time of the heartbeat in flight (0: none), and the unknown wait it was sent
@@ -96,7 +95,7 @@ extension HeartbeatMonitor {
                 if now >= watch.nextSample, stall.samples.count < configuration.maxSamplesPerStall,
                     let sampler = watch.sampler
                 {
-                    stall.samples.append(sample(sampler, &watch.lastCaptureTimedOut))
+                    stall.samples.append(sample(sampler))
                 }
                 if now >= watch.nextSample {
                     watch.nextSample = sw_monotonic_ns() &+ sampleInterval(after: now &- stall.start)
@@ -130,8 +129,8 @@ extension HeartbeatMonitor {
                 id: nextID, start: pending, end: nil, tier: .hitch, callout: identity(of: executor),
                 flags: suspended ? [.suspended] : [])
             nextID += 1
-            watch.lastCaptureTimedOut = false
-            stall.samples.append(sample(sampler, &watch.lastCaptureTimedOut))
+            sampler.beginStall()
+            stall.samples.append(sample(sampler))
             let first = stall.samples[0].time
             let deadline = pending &+ budget
             record { stats in
@@ -181,8 +180,8 @@ extension HeartbeatMonitor {
         deliver(stall, began: false)
     }
 
-    private func sample(_ sampler: ThreadSampler, _ lastCaptureTimedOut: inout Bool) -> Sample {
-        sampler.sample(lastCaptureTimedOut: &lastCaptureTimedOut) { update in
+    private func sample(_ sampler: ThreadSampler) -> Sample {
+        sampler.sample { update in
             var counters = StallMonitor.Statistics()
             update(&counters)
             record { stats in

@@ -11,7 +11,9 @@ extension StallMonitor {
         let board = loop.board
         let sampler = ThreadSampler(
             tid: loop.threadID, captureTimeout: configuration.captureTimeout, canCapture: samplerError == nil,
-            annotations: loop.annotations)
+            annotations: loop.annotations, usePerf: configuration.perfSampling,
+            sampleInterval: configuration.sampleInterval.nanoseconds)
+        record { $0.perfSampling = sampler.stacks.perfStatus }
         let budget = configuration.tiers.budget.nanoseconds
         var nextID: UInt64 = 1
         var sleeper = Sleeper(board: board, threshold: configuration.suspendThreshold.nanoseconds)
@@ -73,8 +75,9 @@ extension StallMonitor {
         var stall = Stall(
             id: id, start: start, end: nil, tier: .hitch, callout: identity(of: callout),
             flags: suspended ? [.suspended] : [])
-        var lastCaptureTimedOut = false
-        stall.samples.append(sample(sampler, lastCaptureTimedOut: &lastCaptureTimedOut))
+        sampler.beginStall()
+        defer { sampler.endStall() }
+        stall.samples.append(sample(sampler))
         let firstSample = stall.samples[0].time
         record { stats in
             stats.stalls += 1
@@ -86,6 +89,7 @@ extension StallMonitor {
 
         while true {
             let elapsed = sw_monotonic_ns() &- start
+            sampler.stacks.follow(interval: sampleInterval(after: elapsed))
             sleeper.sleep(until: stall.samples.last!.time &+ sampleInterval(after: elapsed))
             if sleeper.takeOverslept() { stall.flags.insert(.suspended) }
             if board.sequence.load(ordering: .acquiring) != callout.sequence {
@@ -102,7 +106,7 @@ extension StallMonitor {
                 break
             }
             if stall.samples.count < configuration.maxSamplesPerStall {
-                stall.samples.append(sample(sampler, lastCaptureTimedOut: &lastCaptureTimedOut))
+                stall.samples.append(sample(sampler))
             }
         }
         if let duration = stall.duration {
@@ -123,8 +127,8 @@ extension StallMonitor {
     }
 
     /// One sample of the loop thread (`ThreadSampler`, shared with `HeartbeatMonitor`).
-    private func sample(_ sampler: ThreadSampler, lastCaptureTimedOut: inout Bool) -> Sample {
-        sampler.sample(lastCaptureTimedOut: &lastCaptureTimedOut, record: record)
+    private func sample(_ sampler: ThreadSampler) -> Sample {
+        sampler.sample(record: record)
     }
 
     private func identity(of callout: CalloutSnapshot) -> CalloutIdentity {

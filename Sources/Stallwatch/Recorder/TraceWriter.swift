@@ -207,6 +207,7 @@ struct TraceWriter {
                     stall: stall, time: sample.time, state: sample.state, syscall: sample.syscall, wchan: sample.wchan,
                     cpuTime: sample.cpuTimeNanos, annotation: annotation, captureTimedOut: sample.captureTimedOut,
                     frames: sample.frames.map(\.address))))
+        append(.sampleProvenance(TraceRecord.SampleProvenance(stall: stall, time: sample.time, source: sample.source)))
     }
 
     /// The per-second summaries: latency histogram, congestion, frame clocks, lost events.

@@ -84,6 +84,12 @@ private struct StallAssembler {
     var began: [TraceRecord.StallBegan] = []
     var ended: [UInt64: TraceRecord.StallEnded] = [:]
     var samples: [UInt64: [TraceRecord.Sample]] = [:]
+    var sources: [SampleKey: SampleSource] = [:]
+
+    struct SampleKey: Hashable {
+        var stall: UInt64
+        var time: UInt64
+    }
 
     mutating func add(_ record: TraceRecord) {
         switch record {
@@ -94,6 +100,7 @@ private struct StallAssembler {
         case .stallBegan(let record): began.append(record)
         case .stallEnded(let record): ended[record.id] = record
         case .sample(let sample): samples[sample.stall, default: []].append(sample)
+        case .sampleProvenance(let record): sources[SampleKey(stall: record.stall, time: record.time)] = record.source
         default: break
         }
     }
@@ -123,7 +130,7 @@ private struct StallAssembler {
                     time: $0.time, frames: $0.frames.map(frame), state: $0.state, syscall: $0.syscall,
                     wchan: $0.wchan, cpuTimeNanos: $0.cpuTime,
                     annotation: $0.annotation == 0 ? nil : annotations[$0.annotation],
-                    captureTimedOut: $0.captureTimedOut)
+                    captureTimedOut: $0.captureTimedOut, source: sources[SampleKey(stall: record.id, time: $0.time)])
             }
             var flags: StallFlags = [.unfinished]
             var end: UInt64?

@@ -128,6 +128,12 @@ extension TraceParser {
             return .lostRecords(.init(time: try reader.varint("time"), count: try reader.varint("count")))
         case .platform:
             return .platform(.init(architecture: try reader.string("architecture")))
+        case .sampleProvenance:
+            let stall = try reader.varint("stall")
+            let time = try reader.varint("time")
+            let code = try reader.byte("source")
+            guard let source = SampleSource(rawValue: code) else { throw .outOfRange("source", UInt64(code)) }
+            return .sampleProvenance(.init(stall: stall, time: time, source: source))
         case .congestedIteration:
             let start = try reader.varint("start")
             let duration = try reader.varint("duration")

@@ -88,6 +88,10 @@ extension TraceEncoder {
             writer.varint(lost.count)
         case .platform(let platform):
             writer.string(platform.architecture)
+        case .sampleProvenance(let provenance):
+            writer.varint(provenance.stall)
+            writer.varint(provenance.time)
+            writer.byte(provenance.source.rawValue)
         case .congestedIteration(let iteration):
             writer.varint(iteration.start)
             writer.varint(iteration.duration)

@@ -45,7 +45,7 @@ public enum TraceFormat {
 /// - Reserved: `0` (never a kind, so zero-filled bytes are caught as corruption);
 ///   `128...255` (kept for a future two-byte kind form; v1 readers skip them like any
 ///   unknown kind).
-/// - Next id: **17**.
+/// - Next id: **18**.
 ///
 /// A plain value; use it on any thread.
 public enum TraceRecordKind: UInt8, CaseIterable, Sendable, Hashable {
@@ -81,9 +81,10 @@ public enum TraceRecordKind: UInt8, CaseIterable, Sendable, Hashable {
     case lostRecords = 15
     /// The machine the trace was recorded on (architecture); once, after the header.
     case platform = 16
+    /// Where one sample's stack came from (signal, perf, scan, stale, none).
+    case sampleProvenance = 17
     /// One loop iteration that overran the budget through several callouts, none a stall:
-    /// its time and (`full` mode) the call sites that took it. Ids 17-20 are taken by other
-    /// kinds being added at the same time.
+    /// its time and (`full` mode) the call sites that took it.
     case congestedIteration = 21
 
     /// The id the next new kind gets.
@@ -111,6 +112,7 @@ public enum TraceRecordKind: UInt8, CaseIterable, Sendable, Hashable {
         case .latencyHistogram: "latencyHistogram"
         case .lostRecords: "lostRecords"
         case .platform: "platform"
+        case .sampleProvenance: "sampleProvenance"
         case .congestedIteration: "congestedIteration"
         }
     }

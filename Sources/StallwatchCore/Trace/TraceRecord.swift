@@ -36,6 +36,8 @@ public enum TraceRecord: Sendable, Hashable {
     case lostRecords(LostRecords)
     /// The machine the trace was recorded on (kind 16).
     case platform(Platform)
+    /// Where a sample's stack came from (kind 17).
+    case sampleProvenance(SampleProvenance)
     /// A congested iteration and who took its time.
     indirect case congestedIteration(CongestedIteration)
 
@@ -58,6 +60,7 @@ public enum TraceRecord: Sendable, Hashable {
         case .latencyHistogram: .latencyHistogram
         case .lostRecords: .lostRecords
         case .platform: .platform
+        case .sampleProvenance: .sampleProvenance
         case .congestedIteration: .congestedIteration
         }
     }
@@ -284,6 +287,25 @@ extension TraceRecord {
             self.annotation = annotation
             self.captureTimedOut = captureTimedOut
             self.frames = frames
+        }
+    }
+
+    /// Where the stack of the sample with the same `stall` and `time` came from. A separate kind
+    /// (not a `Sample` field) so readers that predate it skip it; a sample without one has the
+    /// source `SampleSource.assumed(hasFrames:)` gives.
+    public struct SampleProvenance: Sendable, Hashable {
+        /// The `StallBegan.id` of the sample's stall.
+        public var stall: UInt64
+        /// The sample's `time`.
+        public var time: UInt64
+        /// Where its stack came from.
+        public var source: SampleSource
+
+        /// Creates a provenance record.
+        public init(stall: UInt64, time: UInt64, source: SampleSource) {
+            self.stall = stall
+            self.time = time
+            self.source = source
         }
     }
 

@@ -12,8 +12,8 @@ public enum StallText {
 
     /// `analyzed` as text: a title (id, tier, duration, flags, trace), the callout (kind,
     /// label, posting site, mode, phase), its category breakdown, reasons and signature, one
-    /// line per sample (time since the callout started, thread state, syscall, verdict, top
-    /// frames, annotation) and the representative stack with its confidence. Lines fit
+    /// line per sample (time since the callout started, thread state, syscall, verdict, where
+    /// its stack came from, top frames, annotation) and the representative stack with its confidence. Lines fit
     /// `options.width`; with `options.colour`, headings are ANSI bold and system frames dim;
     /// with `options.verbose`, the stack shows full symbols.
     public static func render(_ analyzed: AnalyzedStall, options: TextOptions) -> String {
@@ -61,12 +61,20 @@ public enum StallText {
             lines.append("No samples.")
             return lines.joined(separator: "\n") + "\n"
         }
-        lines.append(style.bold("Samples") + " (\(stall.samples.count); time from the callout's start)")
-        // The reason column gives way first so the frames keep 20 columns.
-        let reasonWidth = width.map { min(18, max(8, $0 - 49 - 20)) } ?? 18
+        // Where the stacks came from: in the heading when every sample says the same, else a
+        // column (docs/watchdog.md, "Where a sample's stack comes from").
+        let sources = Set(stall.samples.map(\.source))
+        let sourceColumn = sources.count > 1
+        let uniform = sources.count == 1 ? "; stacks: \(stall.samples[0].source)" : ""
+        lines.append(
+            style.bold("Samples") + " (\(stall.samples.count)\(uniform); time from the callout's start)")
+        // The reason column gives way first so the frames keep 20 columns (16 beside a source
+        // column).
+        let (fixed, frameRoom, narrowest) = sourceColumn ? (57, 16, 7) : (49, 20, 8)
+        let reasonWidth = width.map { min(18, max(narrowest, $0 - fixed - frameRoom)) } ?? 18
         let columns =
             "  " + padLeft("time", 9) + "  " + pad("state", 10) + "  " + pad("syscall", 10) + "  "
-            + pad("category", 8) + "  " + pad("reason", reasonWidth) + "  "
+            + pad("category", 8) + "  " + pad("reason", reasonWidth) + "  " + (sourceColumn ? pad("stack", 6) + "  " : "")
         lines.append(columns + "top frames")
         for (index, sample) in stall.samples.enumerated() {
             let offset = sample.time >= stall.start ? sample.time - stall.start : 0
@@ -78,10 +86,12 @@ public enum StallText {
                 + pad(elideMiddle("\(sample.state.procCode) \(sample.state.name)", 10), 10) + "  "
                 + pad(elideMiddle(syscall, 10), 10) + "  " + pad(verdict.category.rawValue, 8) + "  "
                 + pad(elideMiddle(SwiftNames.simplify(verdict.reason), reasonWidth), reasonWidth) + "  "
+                + (sourceColumn ? pad(sample.source.description, 6) + "  " : "")
             let room = width.map { max($0 - head.count - annotation.count, 16) }
             let frames =
-                sample.captureTimedOut
-                ? "(capture timed out)" : topFrames(sample.frames, names: analyzed.names, room: room)
+                sample.frames.isEmpty
+                ? (sample.captureTimedOut ? "(capture timed out)" : "(no stack)")
+                : topFrames(sample.frames, names: analyzed.names, room: room)
             lines.append(head + frames + annotation)
         }
         if let representative = analyzed.representative {
