@@ -175,6 +175,24 @@ extension Classifier {
               "match": { "syscall": ["nanosleep", "clock_nanosleep"] }
             },
             {
+              "name": "major-fault",
+              "category": "io",
+              "reason": "page fault",
+              "match": { "minDelta": { "majorFaults": 1 } }
+            },
+            {
+              "name": "kernel-read",
+              "category": "io",
+              "reason": "read",
+              "match": { "cpu": "system", "minDelta": { "readBytes": 1 } }
+            },
+            {
+              "name": "kernel-write",
+              "category": "io",
+              "reason": "write",
+              "match": { "cpu": "system", "minDelta": { "writeBytes": 1 } }
+            },
+            {
               "name": "io-wrapper-frame",
               "level": "state",
               "category": "io",

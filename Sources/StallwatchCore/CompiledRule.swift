@@ -15,6 +15,9 @@ struct CompiledRule: Sendable {
     let stateMask: UInt16
     /// Accepted syscall numbers; empty = not tested.
     let syscalls: Set<Int32>
+    /// The counter conditions; `nil`/empty = not tested.
+    let cpu: CPUShare?
+    let minDelta: [(KernelCounter, UInt64)]
 
     init(_ rule: ClassificationRule, id: Int) {
         self.id = id
@@ -32,6 +35,8 @@ struct CompiledRule: Sendable {
                 }
                 return number
             })
+        cpu = rule.match.cpu
+        minDelta = rule.match.minDelta.sorted { $0.key.rawValue < $1.key.rawValue }.map { ($0.key, $0.value) }
     }
 
     /// The frame indices that decided a match: innermost and outermost matching frame.
@@ -45,6 +50,11 @@ struct CompiledRule: Sendable {
         if stateMask != 0, stateMask & (1 << UInt16(sample.state.rawValue)) == 0 { return nil }
         if !syscalls.isEmpty {
             guard let syscall = sample.syscall, syscalls.contains(syscall) else { return nil }
+        }
+        if cpu != nil || !minDelta.isEmpty {
+            guard let delta = sample.countersDelta else { return nil }
+            if let cpu, delta.cpuShare != cpu { return nil }
+            for (counter, minimum) in minDelta where delta[counter] < minimum { return nil }
         }
         guard testsFrames else { return Hit() }
         var hit = Hit()

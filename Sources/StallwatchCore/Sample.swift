@@ -20,6 +20,13 @@ public struct Sample: Sendable, Hashable, Codable {
     /// Whether the backtrace capture timed out (e.g. in state D the signal waits for the
     /// syscall to return); the `/proc` facts are still valid.
     public var captureTimedOut: Bool
+    /// The thread's kernel counters at this sample, if they were read.
+    public var counters: KernelCounters?
+    /// `counters` minus the previous reading of this stall (for the first sample, the reading
+    /// the watchdog took when it first saw the callout running); `nil` without a previous one.
+    public var countersDelta: KernelCounters?
+    /// What the thread waited on, when that is knowable (see `WaitFact`).
+    public var wait: WaitFact?
 
     /// Creates a sample.
     public init(
@@ -30,7 +37,10 @@ public struct Sample: Sendable, Hashable, Codable {
         wchan: String? = nil,
         cpuTimeNanos: UInt64 = 0,
         annotation: Annotation? = nil,
-        captureTimedOut: Bool = false
+        captureTimedOut: Bool = false,
+        counters: KernelCounters? = nil,
+        countersDelta: KernelCounters? = nil,
+        wait: WaitFact? = nil
     ) {
         self.time = time
         self.frames = frames
@@ -40,6 +50,9 @@ public struct Sample: Sendable, Hashable, Codable {
         self.cpuTimeNanos = cpuTimeNanos
         self.annotation = annotation
         self.captureTimedOut = captureTimedOut
+        self.counters = counters
+        self.countersDelta = countersDelta
+        self.wait = wait
     }
 
     /// The name of `syscall` from the x86_64 table (`74` → `"fsync"`), or `nil`.

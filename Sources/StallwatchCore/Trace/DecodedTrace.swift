@@ -77,6 +77,14 @@ private struct StallAssembler {
     var began: [TraceRecord.StallBegan] = []
     var ended: [UInt64: TraceRecord.StallEnded] = [:]
     var samples: [UInt64: [TraceRecord.Sample]] = [:]
+    /// Kinds 18 and 19, by stall and sample time.
+    var counters: [SampleKey: TraceRecord.SampleCounters] = [:]
+    var waits: [SampleKey: TraceRecord.SampleWait] = [:]
+
+    struct SampleKey: Hashable {
+        var stall: UInt64
+        var time: UInt64
+    }
 
     mutating func add(_ record: TraceRecord) {
         switch record {
@@ -87,6 +95,8 @@ private struct StallAssembler {
         case .stallBegan(let record): began.append(record)
         case .stallEnded(let record): ended[record.id] = record
         case .sample(let sample): samples[sample.stall, default: []].append(sample)
+        case .sampleCounters(let record): counters[SampleKey(stall: record.stall, time: record.time)] = record
+        case .sampleWait(let record): waits[SampleKey(stall: record.stall, time: record.time)] = record
         default: break
         }
     }
@@ -112,11 +122,13 @@ private struct StallAssembler {
         var used = Set<UInt64>()
         for record in began where used.insert(record.id).inserted {
             let samples = (self.samples[record.id] ?? []).sorted { $0.time < $1.time }.map {
-                Sample(
+                let key = SampleKey(stall: record.id, time: $0.time)
+                return Sample(
                     time: $0.time, frames: $0.frames.map(frame), state: $0.state, syscall: $0.syscall,
                     wchan: $0.wchan, cpuTimeNanos: $0.cpuTime,
                     annotation: $0.annotation == 0 ? nil : annotations[$0.annotation],
-                    captureTimedOut: $0.captureTimedOut)
+                    captureTimedOut: $0.captureTimedOut, counters: counters[key]?.counters,
+                    countersDelta: counters[key]?.delta, wait: waits[key]?.fact(frame: frame))
             }
             var flags: StallFlags = [.unfinished]
             var end: UInt64?

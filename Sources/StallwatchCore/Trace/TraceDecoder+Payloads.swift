@@ -128,6 +128,10 @@ extension TraceParser {
             return .lostRecords(.init(time: try reader.varint("time"), count: try reader.varint("count")))
         case .platform:
             return .platform(.init(architecture: try reader.string("architecture")))
+        case .sampleCounters:
+            return .sampleCounters(try parseCounters(&reader))
+        case .sampleWait:
+            return .sampleWait(try parseWait(&reader))
         case .callout, .sync:
             preconditionFailure("parsed by TraceParser.parsePayload")
         }

@@ -88,6 +88,10 @@ extension TraceEncoder {
             writer.varint(lost.count)
         case .platform(let platform):
             writer.string(platform.architecture)
+        case .sampleCounters(let counters):
+            writeCounters(counters, to: &writer)
+        case .sampleWait(let wait):
+            writeWait(wait, to: &writer)
         case .sync, .callout, .sample:
             preconditionFailure("encoded by TraceEncoder.encode")
         }

@@ -45,7 +45,7 @@ public enum TraceFormat {
 /// - Reserved: `0` (never a kind, so zero-filled bytes are caught as corruption);
 ///   `128...255` (kept for a future two-byte kind form; v1 readers skip them like any
 ///   unknown kind).
-/// - Next id: **17**.
+/// - Next id: **20**.
 ///
 /// A plain value; use it on any thread.
 public enum TraceRecordKind: UInt8, CaseIterable, Sendable, Hashable {
@@ -81,9 +81,13 @@ public enum TraceRecordKind: UInt8, CaseIterable, Sendable, Hashable {
     case lostRecords = 15
     /// The machine the trace was recorded on (architecture); once, after the header.
     case platform = 16
+    /// A sample's kernel counters (`/proc/.../stat` and `io`) and their delta; follows it.
+    case sampleCounters = 18
+    /// What a sample's thread waited on (file, socket peer, mutex owner, SQL); follows it.
+    case sampleWait = 19
 
     /// The id the next new kind gets.
-    public static let nextID: UInt8 = 17
+    public static let nextID: UInt8 = 20
 
     /// Ids that are not kinds and must never become kinds.
     public static let reservedIDs: [ClosedRange<UInt8>] = [0...0, 128...255]
@@ -107,6 +111,8 @@ public enum TraceRecordKind: UInt8, CaseIterable, Sendable, Hashable {
         case .latencyHistogram: "latencyHistogram"
         case .lostRecords: "lostRecords"
         case .platform: "platform"
+        case .sampleCounters: "sampleCounters"
+        case .sampleWait: "sampleWait"
         }
     }
 }

@@ -36,6 +36,10 @@ public enum TraceRecord: Sendable, Hashable {
     case lostRecords(LostRecords)
     /// The machine the trace was recorded on (kind 16).
     case platform(Platform)
+    /// A sample's kernel counters (kind 18).
+    case sampleCounters(SampleCounters)
+    /// What a sample's thread waited on (kind 19).
+    indirect case sampleWait(SampleWait)
 
     /// The record's kind id.
     public var kind: TraceRecordKind {
@@ -56,6 +60,8 @@ public enum TraceRecord: Sendable, Hashable {
         case .latencyHistogram: .latencyHistogram
         case .lostRecords: .lostRecords
         case .platform: .platform
+        case .sampleCounters: .sampleCounters
+        case .sampleWait: .sampleWait
         }
     }
 }
