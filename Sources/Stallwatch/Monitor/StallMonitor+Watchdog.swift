@@ -11,6 +11,7 @@ extension StallMonitor {
         let board = loop.board
         let reader = ThreadStateReader(tid: loop.threadID)
         let scanner = StackScanner(tid: loop.threadID)
+        let facts = SampleFacts(tid: loop.threadID, statements: loop.annotations.statement)
         let budget = configuration.tiers.budget.nanoseconds
         var nextID: UInt64 = 1
         var sleeper = Sleeper(board: board, threshold: configuration.suspendThreshold.nanoseconds)
@@ -30,6 +31,7 @@ extension StallMonitor {
             let start = timebase.nanos(current.startCycles)
             let deadline = start &+ budget
             if sw_monotonic_ns() < deadline {
+                facts.sawCallout(current.sequence)
                 sleeper.sleep(until: deadline)
                 continue
             }
@@ -37,7 +39,7 @@ extension StallMonitor {
             let suspended = sleeper.takeOverslept()
             timeStall(
                 current, id: nextID, start: start, deadline: deadline, suspended: suspended, reader: reader,
-                scanner: scanner,
+                scanner: scanner, facts: facts,
                 sleeper: &sleeper)
             nextID += 1
         }
@@ -69,7 +71,7 @@ extension StallMonitor {
 
     private func timeStall(
         _ callout: CalloutSnapshot, id: UInt64, start: UInt64, deadline: UInt64, suspended: Bool,
-        reader: ThreadStateReader, scanner: StackScanner,
+        reader: ThreadStateReader, scanner: StackScanner, facts: SampleFacts,
         sleeper: inout Sleeper
     ) {
         let board = loop.board
@@ -78,7 +80,8 @@ extension StallMonitor {
             id: id, start: start, end: nil, tier: .hitch, callout: identity(of: callout),
             flags: suspended ? [.suspended] : [])
         var lastCaptureTimedOut = false
-        stall.samples.append(sample(reader, scanner, lastCaptureTimedOut: &lastCaptureTimedOut))
+        facts.beginStall(callout.sequence)
+        stall.samples.append(facts.completed(sample(reader, scanner, lastCaptureTimedOut: &lastCaptureTimedOut)))
         let firstSample = stall.samples[0].time
         record { stats in
             stats.stalls += 1
@@ -106,7 +109,7 @@ extension StallMonitor {
                 break
             }
             if stall.samples.count < configuration.maxSamplesPerStall {
-                stall.samples.append(sample(reader, scanner, lastCaptureTimedOut: &lastCaptureTimedOut))
+                stall.samples.append(facts.completed(sample(reader, scanner, lastCaptureTimedOut: &lastCaptureTimedOut)))
             }
         }
         if let duration = stall.duration {

@@ -1,0 +1,150 @@
+import Glibc
+import StallwatchCore
+
+/// Adds the kernel counters and the wait-for fact to each sample of a stall. Created once per
+/// watchdog (for the loop thread); every method runs on the watchdog thread, never the loop's.
+///
+/// Counter deltas: each sample's delta is from the previous sample of the same stall. For the
+/// first sample it is from the reading the watchdog takes when it first sees the callout
+/// running (`sawCallout`, once per callout it sleeps toward the deadline of), so the first
+/// sample's delta covers most of the budget; a stall first seen only after its deadline (the
+/// watchdog overslept) has no delta on its first sample.
+final class SampleFacts {
+    private let tid: Int32
+    private let counters: KernelCounterReader
+    private let syscallFD: Int32
+    private let statements: StatementSlot
+    private var baseline: (sequence: UInt64, counters: KernelCounters)?
+    private var previous: KernelCounters?
+    private var previousWait: WaitFact?
+    private var mappings = MappingGrowth()
+    private var ownerScanners: [Int32: StackScanner] = [:]
+
+    /// Syscalls whose first argument is the descriptor they wait on.
+    static let descriptorSyscalls: Set<Int32> = Set(
+        [
+            "read", "write", "pread64", "pwrite64", "readv", "writev", "preadv", "pwritev", "preadv2",
+            "pwritev2", "recvfrom", "recvmsg", "recvmmsg", "sendto", "sendmsg", "sendmmsg", "fsync",
+            "fdatasync", "sync_file_range", "ftruncate", "fallocate", "flock", "fcntl", "fstat", "lseek",
+            "getdents64", "accept", "accept4", "connect", "ioctl", "copy_file_range", "sendfile", "splice",
+        ].map { name in
+            guard let number = SyscallTable.number(for: name) else {
+                preconditionFailure("no syscall named \(name) in SyscallTable")
+            }
+            return number
+        })
+    private static let futexSyscall = SyscallTable.number(for: "futex")!
+
+    init(tid: Int32, statements: StatementSlot) {
+        self.tid = tid
+        self.statements = statements
+        counters = KernelCounterReader(tid: tid)
+        syscallFD = open("/proc/self/task/\(tid)/syscall", O_RDONLY | O_CLOEXEC)
+    }
+
+    deinit { if syscallFD >= 0 { close(syscallFD) } }
+
+    /// The watchdog saw callout `sequence` running and will sleep to its deadline: take the
+    /// reading its first sample's delta starts from (once per callout).
+    func sawCallout(_ sequence: UInt64) {
+        guard baseline?.sequence != sequence, let reading = counters.read() else { return }
+        baseline = (sequence, reading)
+    }
+
+    /// A stall of callout `sequence` starts: its first delta is from that callout's baseline.
+    func beginStall(_ sequence: UInt64) {
+        previous = baseline?.sequence == sequence ? baseline?.counters : nil
+        previousWait = nil
+        mappings.reset()
+    }
+
+    /// Fills `sample.counters`, `countersDelta` and `wait`.
+    func complete(_ sample: inout Sample) {
+        if let reading = counters.read() {
+            sample.counters = reading
+            sample.countersDelta = previous.map { reading.delta(since: $0) }
+            previous = reading
+        }
+        sample.wait = waitFact(sample)
+        previousWait = sample.wait
+    }
+
+    private func waitFact(_ sample: Sample) -> WaitFact? {
+        if let running = statements.read() {
+            return WaitFact(
+                kind: .database, target: SQLiteStatements.file(forTag: running.tag), statement: running.text)
+        }
+        if let delta = sample.countersDelta, delta.majorFaults > 0 {
+            if let file = mappings.grownMapping() { return WaitFact(kind: .pageFault, target: file) }
+            if sample.syscall == nil || sample.syscall == -1 { return WaitFact(kind: .pageFault) }
+        }
+        guard let number = sample.syscall else { return carriedForward(sample) }
+        guard let arguments = syscallArguments(number) else { return nil }
+        let name = sample.syscallName
+        if Self.descriptorSyscalls.contains(number) {
+            let fd = Int32(truncatingIfNeeded: arguments.0)
+            guard let (kind, target) = DescriptorResolver.resolve(fd) else {
+                return WaitFact(kind: .file, operation: name, fd: fd)
+            }
+            return WaitFact(kind: kind, operation: name, fd: fd, target: target)
+        }
+        if number == Self.futexSyscall {
+            var fact = FutexProbe.probe(address: arguments.0, operation: arguments.1, waiter: tid)
+            if let owner = fact.owner { fact.owner?.frames = ownerStack(owner.tid).map { Frame(address: $0) } }
+            return fact
+        }
+        return nil
+    }
+
+    /// A thread on CPU inside one long syscall shows `running`, not its arguments. While no
+    /// read or write syscall completed since the previous sample (syscr and syscw still), it is
+    /// still in the syscall the previous sample named: keep that sample's descriptor fact.
+    private func carriedForward(_ sample: Sample) -> WaitFact? {
+        guard let last = previousWait, last.kind == .file || last.kind == .socket,
+            let delta = sample.countersDelta, delta.readSyscalls == 0, delta.writeSyscalls == 0
+        else { return nil }
+        return last
+    }
+
+    /// The first two arguments of the syscall the loop thread is in, if it is still `number`.
+    private func syscallArguments(_ number: Int32) -> (UInt64, UInt64)? {
+        guard syscallFD >= 0 else { return nil }
+        var buffer = [UInt8](repeating: 0, count: 256)
+        let n = buffer.withUnsafeMutableBytes { pread(syscallFD, $0.baseAddress, $0.count, 0) }
+        guard n > 0 else { return nil }
+        let fields = String(decoding: buffer[0..<n], as: UTF8.self).split(whereSeparator: { $0 == " " || $0 == "\n" })
+        guard fields.count >= 3, Int32(fields[0]) == number, let first = UInt64(hex: fields[1]),
+            let second = UInt64(hex: fields[2])
+        else { return nil }
+        return (first, second)
+    }
+
+    /// The owner's stack, only by scanning (the owner must be blocked in a syscall). A signal
+    /// is not sent: the owner never prepared for the sampler, and a first handler run there
+    /// could allocate inside whatever the owner interrupted (malloc's lock) and hang the app.
+    private func ownerStack(_ owner: Int32) -> [UInt64] {
+        if ownerScanners[owner] == nil {
+            if ownerScanners.count >= 8 { ownerScanners.removeAll() }
+            ownerScanners[owner] = StackScanner(tid: owner)
+        }
+        return ownerScanners[owner]!.scan()
+    }
+}
+
+extension StallMonitor {
+    /// Symbolicates what a sample's facts hold besides its own frames (the lock owner's stack).
+    /// Delivery queue.
+    func symbolicateFacts(_ sample: inout Sample) {
+        guard let frames = sample.wait?.owner?.frames, !frames.isEmpty else { return }
+        sample.wait?.owner?.frames = symbolicator.symbolicate(frames.map(\.address))
+    }
+}
+
+extension SampleFacts {
+    /// `sample` with its counters and wait-for fact.
+    func completed(_ sample: Sample) -> Sample {
+        var sample = sample
+        complete(&sample)
+        return sample
+    }
+}
