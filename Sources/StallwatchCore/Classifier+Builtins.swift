@@ -181,6 +181,18 @@ extension Classifier {
               "match": { "minDelta": { "majorFaults": 1 } }
             },
             {
+              "name": "fault-wait",
+              "category": "io",
+              "reason": "page fault",
+              "match": { "state": "diskSleep", "syscall": "none" }
+            },
+            {
+              "name": "fault-read",
+              "category": "io",
+              "reason": "page fault",
+              "match": { "syscall": "none", "minDelta": { "readBytes": 1 } }
+            },
+            {
               "name": "kernel-read",
               "category": "io",
               "reason": "read",
@@ -191,6 +203,12 @@ extension Classifier {
               "category": "io",
               "reason": "write",
               "match": { "cpu": "system", "minDelta": { "writeBytes": 1 } }
+            },
+            {
+              "name": "in-io-syscall",
+              "category": "io",
+              "reasonFrom": "wait",
+              "match": { "state": "running", "wait": ["file", "socket"] }
             },
             {
               "name": "io-wrapper-frame",

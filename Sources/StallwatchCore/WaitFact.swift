@@ -23,6 +23,24 @@ public struct WaitFact: Sendable, Hashable, Codable {
         case futex = 5
         /// A registered SQLite connection is running `statement` on the database `target`.
         case database = 6
+
+        /// The spelling used in rules files and JSON (`"file"`, `"pageFault"`…).
+        public var name: String {
+            switch self {
+            case .file: "file"
+            case .socket: "socket"
+            case .pageFault: "pageFault"
+            case .mutex: "mutex"
+            case .futex: "futex"
+            case .database: "database"
+            }
+        }
+
+        /// The kind spelled `name`, if any.
+        public init?(name: String) {
+            guard let kind = Kind.allCases.first(where: { $0.name == name }) else { return nil }
+            self = kind
+        }
     }
 
     /// The kind.

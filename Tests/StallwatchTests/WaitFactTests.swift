@@ -19,7 +19,7 @@ import Testing
             let delta = sample.countersDelta
             lines.append(
                 "  +\((sample.time - stall.start) / 1_000_000) ms \(sample.state.procCode) "
-                    + "\(sample.syscallName ?? "-") frames=\(sample.frames.count) "
+                    + "\(sample.syscallName ?? sample.syscall.map(String.init) ?? "-") frames=\(sample.frames.count) "
                     + "\(verdict.category.rawValue)/\(verdict.reason) [\(verdict.ruleName)] "
                     + "d(sys=\((delta?.systemNanos ?? 0) / 1_000_000)ms usr=\((delta?.userNanos ?? 0) / 1_000_000)ms "
                     + "rb=\(delta?.readBytes ?? 0) wb=\(delta?.writeBytes ?? 0) maj=\(delta?.majorFaults ?? 0)) "
@@ -58,8 +58,10 @@ import Testing
     @Test func largeBufferedWriteIsIOWrite() async throws {
         let path = Scenarios.temporaryPath("write")
         defer { unlink(path) }
+        // Filled before the stall: only the write() is timed.
+        let buffer = [UInt8](repeating: 0x42, count: 256 << 20)
         let run = try await monitored { loop, measure in
-            measure.post(loop) { writeOnceForStallTest(path, megabytes: 256) }
+            measure.post(loop) { writeOnceForStallTest(path, buffer) }
         }
         let stall = try #require(run.ended.first)
         let breakdown = examine(stall, "one buffered 256 MB write()")
@@ -150,7 +152,7 @@ import Testing
         try SQLiteStatements.register(db!)
         nonisolated(unsafe) let connection = db!
         let run = try await monitored { loop, measure in
-            measure.post(loop) { blackHole(slowQueryForStallTest(connection, rows: 3_000_000)) }
+            measure.post(loop) { blackHole(slowQueryForStallTest(connection, rows: 400_000)) }
         }
         let stall = try #require(run.ended.first)
         let breakdown = examine(stall, "registered SQLite slow query")
@@ -173,10 +175,9 @@ import Testing
     blackHole(try? Data(contentsOf: URL(fileURLWithPath: path)))
 }
 
-@inline(never) func writeOnceForStallTest(_ path: String, megabytes: Int) {
+@inline(never) func writeOnceForStallTest(_ path: String, _ buffer: [UInt8]) {
     let fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0o600)
     precondition(fd >= 0)
-    let buffer = [UInt8](repeating: 0x42, count: megabytes << 20)
     _ = buffer.withUnsafeBytes { write(fd, $0.baseAddress, $0.count) }
     close(fd)
 }

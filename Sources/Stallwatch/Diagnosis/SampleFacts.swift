@@ -19,6 +19,10 @@ final class SampleFacts {
     private var previousWait: WaitFact?
     private var mappings = MappingGrowth()
     private var ownerScanners: [Int32: StackScanner] = [:]
+    /// The syscall line read just before the sample (the capture's signal may move the thread).
+    private var pending: (number: Int32, arguments: (UInt64, UInt64))?
+    private var pendingCounters: KernelCounters?
+    private var files = GrowingFiles()
 
     /// Syscalls whose first argument is the descriptor they wait on.
     static let descriptorSyscalls: Set<Int32> = Set(
@@ -56,11 +60,26 @@ final class SampleFacts {
         previous = baseline?.sequence == sequence ? baseline?.counters : nil
         previousWait = nil
         mappings.reset()
+        files.reset()
+    }
+
+    /// Takes a sample with `take` (the watchdog's capture), reading the counters and the
+    /// syscall arguments just before it, and adds the counters, their delta and the wait fact.
+    func sample(_ take: () -> Sample) -> Sample {
+        pendingCounters = counters.read()
+        pending = readSyscallLine()
+        var sample = take()
+        complete(&sample)
+        return sample
     }
 
     /// Fills `sample.counters`, `countersDelta` and `wait`.
-    func complete(_ sample: inout Sample) {
-        if let reading = counters.read() {
+    private func complete(_ sample: inout Sample) {
+        defer {
+            pending = nil
+            pendingCounters = nil
+        }
+        if let reading = pendingCounters ?? counters.read() {
             sample.counters = reading
             sample.countersDelta = previous.map { reading.delta(since: $0) }
             previous = reading
@@ -74,12 +93,22 @@ final class SampleFacts {
             return WaitFact(
                 kind: .database, target: SQLiteStatements.file(forTag: running.tag), statement: running.text)
         }
-        if let delta = sample.countersDelta, delta.majorFaults > 0 {
+        let delta = sample.countersDelta
+        let outside = sample.syscall == -1
+        if (delta?.majorFaults ?? 0) > 0 || (outside && (sample.state == .diskSleep || (delta?.readBytes ?? 0) > 0)) {
             if let file = mappings.grownMapping() { return WaitFact(kind: .pageFault, target: file) }
-            if sample.syscall == nil || sample.syscall == -1 { return WaitFact(kind: .pageFault) }
+            if sample.syscall == nil || outside { return WaitFact(kind: .pageFault) }
         }
-        guard let number = sample.syscall else { return carriedForward(sample) }
-        guard let arguments = syscallArguments(number) else { return nil }
+        guard let number = sample.syscall else {
+            if let carried = carriedForward(sample) { return carried }
+            // One long buffered write on CPU: the file it writes is the one whose size grows.
+            if let delta, delta.writeBytes > 0, let (fd, path) = files.grown() {
+                return WaitFact(kind: .file, operation: "write", fd: fd, target: path)
+            }
+            return nil
+        }
+        guard let pending, pending.number == number else { return nil }
+        let arguments = pending.arguments
         let name = sample.syscallName
         if Self.descriptorSyscalls.contains(number) {
             let fd = Int32(truncatingIfNeeded: arguments.0)
@@ -106,17 +135,17 @@ final class SampleFacts {
         return last
     }
 
-    /// The first two arguments of the syscall the loop thread is in, if it is still `number`.
-    private func syscallArguments(_ number: Int32) -> (UInt64, UInt64)? {
+    /// The syscall the loop thread is in and its first two arguments, if it is in one.
+    private func readSyscallLine() -> (number: Int32, arguments: (UInt64, UInt64))? {
         guard syscallFD >= 0 else { return nil }
         var buffer = [UInt8](repeating: 0, count: 256)
         let n = buffer.withUnsafeMutableBytes { pread(syscallFD, $0.baseAddress, $0.count, 0) }
         guard n > 0 else { return nil }
         let fields = String(decoding: buffer[0..<n], as: UTF8.self).split(whereSeparator: { $0 == " " || $0 == "\n" })
-        guard fields.count >= 3, Int32(fields[0]) == number, let first = UInt64(hex: fields[1]),
+        guard fields.count >= 3, let number = Int32(fields[0]), number >= 0, let first = UInt64(hex: fields[1]),
             let second = UInt64(hex: fields[2])
         else { return nil }
-        return (first, second)
+        return (number, (first, second))
     }
 
     /// The owner's stack, only by scanning (the owner must be blocked in a syscall). A signal
@@ -140,11 +169,35 @@ extension StallMonitor {
     }
 }
 
-extension SampleFacts {
-    /// `sample` with its counters and wait-for fact.
-    func completed(_ sample: Sample) -> Sample {
-        var sample = sample
-        complete(&sample)
-        return sample
+/// Which regular file of the process grows: the file a long buffered `write()` on CPU writes
+/// (its size rises page by page while the syscall runs; /proc shows no arguments then).
+/// Compares the sizes of every open regular file between two samples. Watchdog only.
+struct GrowingFiles {
+    private var last: [Int32: (inode: UInt64, size: Int64)] = [:]
+
+    mutating func reset() { last = [:] }
+
+    /// The descriptor and path of the file that grew the most since the previous call.
+    mutating func grown() -> (Int32, String)? {
+        var now: [Int32: (inode: UInt64, size: Int64)] = [:]
+        guard let directory = opendir("/proc/self/fd") else { return nil }
+        while let entry = readdir(directory) {
+            let name = withUnsafeBytes(of: entry.pointee.d_name) { raw in
+                String(decoding: raw.prefix { $0 != 0 }, as: UTF8.self)
+            }
+            guard let fd = Int32(name) else { continue }
+            var info = stat()
+            guard fstat(fd, &info) == 0, info.st_mode & S_IFMT == S_IFREG else { continue }
+            now[fd] = (UInt64(info.st_ino), Int64(info.st_size))
+        }
+        closedir(directory)
+        defer { last = now }
+        var best: (fd: Int32, growth: Int64)?
+        for (fd, file) in now {
+            guard let before = last[fd], before.inode == file.inode, file.size > before.size else { continue }
+            if file.size - before.size > (best?.growth ?? 0) { best = (fd, file.size - before.size) }
+        }
+        guard let best, let path = DescriptorResolver.readLink("/proc/self/fd/\(best.fd)") else { return nil }
+        return (best.fd, path)
     }
 }

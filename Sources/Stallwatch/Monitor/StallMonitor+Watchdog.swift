@@ -81,7 +81,7 @@ extension StallMonitor {
             flags: suspended ? [.suspended] : [])
         var lastCaptureTimedOut = false
         facts.beginStall(callout.sequence)
-        stall.samples.append(facts.completed(sample(reader, scanner, lastCaptureTimedOut: &lastCaptureTimedOut)))
+        stall.samples.append(facts.sample { sample(reader, scanner, lastCaptureTimedOut: &lastCaptureTimedOut) })
         let firstSample = stall.samples[0].time
         record { stats in
             stats.stalls += 1
@@ -109,7 +109,7 @@ extension StallMonitor {
                 break
             }
             if stall.samples.count < configuration.maxSamplesPerStall {
-                stall.samples.append(facts.completed(sample(reader, scanner, lastCaptureTimedOut: &lastCaptureTimedOut)))
+                stall.samples.append(facts.sample { sample(reader, scanner, lastCaptureTimedOut: &lastCaptureTimedOut) })
             }
         }
         if let duration = stall.duration {
