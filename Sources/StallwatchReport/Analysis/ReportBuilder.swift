@@ -131,10 +131,7 @@ public struct ReportBuilder: Sendable {
                 .sorted { ($1.count, $0.site) < ($0.count, $1.site) }
             let reason = reasons.max { ($0.value, $1.key) < ($1.value, $0.key) }?.key ?? ""
             let stack = longest.representativeSample.map { longest.stall.samples[$0].frames.map(stackFrame) } ?? []
-            result.append(
-                (
-                    key, total,
-                    StallReport.Signature(
+            var signature = StallReport.Signature(
                         category: key.category, frames: key.frames, count: members.count, totalMs: ms(total),
                         maxMs: ms(longest.durationNanos), tiers: tiers,
                         categoryShares: Dictionary(
@@ -143,7 +140,8 @@ public struct ReportBuilder: Sendable {
                             }),
                         reason: reason, site: siteList.first?.site ?? "", sites: siteList, stack: stack,
                         example: StallReport.StallReference(trace: longest.tracePath, stall: longest.stall.id))
-                ))
+            signature.waits = WaitSummary.top(members.map(\.stall))
+            result.append((key, total, signature))
         }
         result.sort {
             ($0.total, $0.signature.count) != ($1.total, $1.signature.count)

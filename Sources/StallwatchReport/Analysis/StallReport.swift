@@ -194,6 +194,8 @@ public struct StallReport: Sendable, Hashable, Codable {
         public var stack: [StackFrame]
         /// The longest stall, to look at with `stallwatch show`.
         public var example: StallReference
+        /// What the samples waited on (file, socket peer, lock owner, SQL), most frequent first.
+        public var waits: [WaitCount] = []
     }
 
     /// The version of this JSON schema (1); keys may be added within a version, none removed.

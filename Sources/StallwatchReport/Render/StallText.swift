@@ -38,6 +38,9 @@ public enum StallText {
                     + analyzed.breakdown.topReasons.map { "\($0.reason) \(format($0.share * 100, 0)) %" }
                     .joined(separator: ", "))
         }
+        for wait in WaitSummary.top([stall], limit: 2) {
+            lines.append("  waited on \(wait.text) (\(format(wait.share * 100, 0)) % of samples)")
+        }
         lines.append("  signature \(analyzed.key.text)")
         lines.append("")
         if stall.samples.isEmpty {
@@ -63,6 +66,7 @@ public enum StallText {
                     + pad("\(sample.state.procCode) \(sample.state.name)", 12) + "  " + pad(syscall, 16) + "  "
                     + pad(verdict.category.rawValue, 9) + "  " + pad(verdict.reason, 24) + "  " + frames + annotation)
         }
+        lines += ownerStackLines(stall, style: style)
         if let index = analyzed.representativeSample {
             lines.append("")
             lines.append(style.bold("Representative stack") + " (sample \(index + 1), innermost first)")
