@@ -140,7 +140,8 @@ public struct ReportBuilder: Sendable {
                             }),
                         reason: reason, site: siteList.first?.site ?? "", sites: siteList, stack: stack,
                         example: StallReport.StallReference(trace: longest.tracePath, stall: longest.stall.id))
-            signature.waits = WaitSummary.top(members.map(\.stall))
+            let waits = WaitSummary.top(members.map(\.stall))
+            signature.waits = waits.isEmpty ? nil : waits
             result.append((key, total, signature))
         }
         result.sort {

@@ -194,8 +194,9 @@ public struct StallReport: Sendable, Hashable, Codable {
         public var stack: [StackFrame]
         /// The longest stall, to look at with `stallwatch show`.
         public var example: StallReference
-        /// What the samples waited on (file, socket peer, lock owner, SQL), most frequent first.
-        public var waits: [WaitCount] = []
+        /// What the samples waited on (file, socket peer, lock owner, SQL), most frequent first;
+        /// nil (and absent from the JSON) when no sample knew.
+        public var waits: [WaitCount]? = nil
     }
 
     /// The version of this JSON schema (1); keys may be added within a version, none removed.
