@@ -166,6 +166,46 @@ import Testing
         #expect(later.ended.first?.samples.allSatisfy { $0.wait?.kind != .database } == true)
         SQLiteStatements.unregister(connection)
     }
+
+    @Test func aRecordedTraceKeepsTheFactsAndTheOwnersStack() async throws {
+        let path = FileManager.default.temporaryDirectory.appendingPathComponent("stallwatch-waits-\(UUID()).trace").path
+        let keep = ProcessInfo.processInfo.environment["STALLWATCH_KEEP_TRACE"] != nil
+        defer { if !keep { unlink(path) } else { print("kept trace \(path)") } }
+        let mutex = UnsafeMutablePointer<pthread_mutex_t>.allocate(capacity: 1)
+        pthread_mutex_init(mutex, nil)
+        nonisolated(unsafe) let shared = mutex
+        let held = DispatchSemaphore(value: 0)
+        Thread {
+            sw_set_thread_name("cache-refresh")
+            FactCache.refresh(shared, held: held, milliseconds: 200)
+        }.start()
+        held.wait()
+        let file = evictedFile(megabytes: 128)
+        defer { unlink(file) }
+        try await onLoopThreadThrowing { loop in
+            let recorder = try TraceRecorder(path: path, loop: loop, mode: .stalls)
+            try recorder.start()
+            loop.post(label: "lock") { lockMutexForStallTest(shared) }
+            loop.post(label: "read") { readWholeFileForStallTest(file) }
+            let done = Box(false)
+            loop.schedule(after: .milliseconds(300)) { _ in done.value = true }
+            while !done.value { loop.runOnce(timeout: .milliseconds(100)) }
+            recorder.stop()
+        }
+        while pthread_mutex_trylock(mutex) != 0 { usleep(1_000) }
+        pthread_mutex_unlock(mutex)
+        pthread_mutex_destroy(mutex)
+        mutex.deallocate()
+        let trace = DecodedTrace(decoding: [UInt8](try Data(contentsOf: URL(fileURLWithPath: path))), fileName: path)
+        #expect(trace.outcome.endedCleanly, "\(trace.outcome.problems)")
+        let lock = try #require(trace.stalls.first { $0.callout.label == "lock" })
+        let owner = try #require(lock.samples.compactMap { $0.wait?.owner }.first { !$0.frames.isEmpty })
+        #expect(owner.name == "cache-refresh")
+        #expect(owner.frames.contains { $0.symbol?.contains("FactCache.refresh") == true })
+        #expect(lock.samples.allSatisfy { $0.counters != nil })
+        let read = try #require(trace.stalls.first { $0.callout.label == "read" })
+        #expect(read.samples.contains { $0.wait?.target == file }, "\(read.samples.map(\.wait))")
+    }
 }
 
 // The stalling work, named for the stacks.
