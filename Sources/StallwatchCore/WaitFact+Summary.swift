@@ -6,7 +6,9 @@ extension WaitFact {
     public var summary: String {
         switch kind {
         case .file:
-            let target = self.target ?? fd.map { "fd \($0)" } ?? "a descriptor"
+            guard let target = self.target ?? fd.map({ "fd \($0)" }) else {
+                return "\(verb) (/proc does not name the file while the syscall runs on CPU)"
+            }
             return "\(verb) of \(target)"
         case .socket:
             let target = self.target ?? fd.map { "fd \($0)" } ?? "a socket"

@@ -101,10 +101,16 @@ final class SampleFacts {
         }
         guard let number = sample.syscall else {
             if let carried = carriedForward(sample) { return carried }
+            guard let delta, delta.cpuShare == .system else { return nil }
             // One long buffered write on CPU: the file it writes is the one whose size grows.
-            if let delta, delta.writeBytes > 0, let (fd, path) = files.grown() {
-                return WaitFact(kind: .file, operation: "write", fd: fd, target: path)
+            if delta.writeBytes > 0 {
+                if let (fd, path) = files.grown() {
+                    return WaitFact(kind: .file, operation: "write", fd: fd, target: path)
+                }
+                return WaitFact(kind: .file, operation: "write")
             }
+            // One long read on CPU pulling from storage: a read, of a file /proc cannot name.
+            if delta.readBytes > 0 { return WaitFact(kind: .file, operation: "read") }
             return nil
         }
         guard let pending, pending.number == number else { return nil }
@@ -126,12 +132,17 @@ final class SampleFacts {
     }
 
     /// A thread on CPU inside one long syscall shows `running`, not its arguments. While no
-    /// read or write syscall completed since the previous sample (syscr and syscw still), it is
-    /// still in the syscall the previous sample named: keep that sample's descriptor fact.
+    /// read or write syscall completed since the previous sample (syscr and syscw still) and
+    /// user time did not dominate, it is still in the syscall the previous sample named: keep
+    /// that sample's descriptor fact (a better-named one replaces an unnamed one).
     private func carriedForward(_ sample: Sample) -> WaitFact? {
         guard let last = previousWait, last.kind == .file || last.kind == .socket,
-            let delta = sample.countersDelta, delta.readSyscalls == 0, delta.writeSyscalls == 0
+            let delta = sample.countersDelta, delta.readSyscalls == 0, delta.writeSyscalls == 0,
+            delta.cpuShare == .system
         else { return nil }
+        if last.target == nil, last.operation == "write", delta.writeBytes > 0, let (fd, path) = files.grown() {
+            return WaitFact(kind: .file, operation: "write", fd: fd, target: path)
+        }
         return last
     }
 
