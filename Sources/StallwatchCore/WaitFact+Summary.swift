@@ -1,7 +1,7 @@
 extension WaitFact {
-    /// One line for people, as `report` and `show` print it:
+    /// One line for people, as `report` and `show` print it after "waited on":
     /// "read of /var/lib/app/feed.json", "recv from 127.0.0.1:5432",
-    /// "waited on lock held by thread 4711 'cache-refresh' in `Cache.refresh()`",
+    /// "lock held by thread 4711 'cache-refresh' in `Cache.refresh()`",
     /// "page fault in /data/index.bin", "SQL `SELECT …` on /data/app.sqlite".
     public var summary: String {
         switch kind {
@@ -17,8 +17,8 @@ extension WaitFact {
         case .pageFault:
             return target.map { "page fault in \($0)" } ?? "page fault (mapping unknown)"
         case .mutex:
-            guard let owner else { return "waited on a mutex" }
-            var text = "waited on lock held by thread \(owner.tid)"
+            guard let owner else { return "a mutex" }
+            var text = "lock held by thread \(owner.tid)"
             if let name = owner.name { text += " '\(name)'" }
             if let function = WaitFact.ownerFunction(owner.frames) { text += " in `\(function)`" }
             return text

@@ -127,7 +127,7 @@ import Testing
         let wait = try #require(sample.wait)
         #expect(wait.owner?.tid == 4711 && wait.owner?.name == "cache-refresh")
         #expect(wait.owner?.frames.first?.symbol == "MyApp.Cache.refresh() -> ()")
-        #expect(wait.summary == "waited on lock held by thread 4711 'cache-refresh' in `Cache.refresh()`")
+        #expect(wait.summary == "lock held by thread 4711 'cache-refresh' in `Cache.refresh()`")
     }
 
     @Test func aReaderThatDoesNotKnowTheKindsStillReadsTheSample() throws {

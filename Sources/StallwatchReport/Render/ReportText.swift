@@ -81,7 +81,7 @@ public enum ReportText {
         if !shares.isEmpty { lines.append("   breakdown: " + shares.joined(separator: ", ")) }
         if !signature.reason.isEmpty { lines.append("   reason: \(signature.reason)") }
         for wait in (signature.waits ?? []).prefix(2) {
-            lines.append("   waited on: \(wait.text) (\(format(wait.share * 100, 0)) % of samples)")
+            lines.append("   waited on \(wait.text) (\(format(wait.share * 100, 0)) % of samples)")
         }
         let more = signature.sites.count > 1 ? " (and \(signature.sites.count - 1) more sites)" : ""
         lines.append("   posted at \(signature.site)\(more)")
