@@ -139,7 +139,9 @@ import Testing
 
     @Test func summariesReadAsSentences() {
         #expect(WaitFact(kind: .file, operation: "pread64", target: "/a/b").summary == "read of /a/b")
-        #expect(WaitFact(kind: .socket, operation: "recvfrom", target: "127.0.0.1:5432").summary == "recv from 127.0.0.1:5432")
+        #expect(
+            WaitFact(kind: .socket, operation: "recvfrom", target: "127.0.0.1:5432").summary
+                == "recv from 127.0.0.1:5432")
         #expect(WaitFact(kind: .socket, operation: "sendto", target: "/run/x.sock").summary == "send to /run/x.sock")
         #expect(WaitFact(kind: .pageFault, target: "/data/index").summary == "page fault in /data/index")
         #expect(

@@ -109,9 +109,11 @@ import Testing
         let breakdown = examine(stall, "mutex held by 'cache-refresh'")
         #expect(breakdown.dominant == .lockWait, "\(breakdown)")
         let owners = stall.samples.compactMap { $0.wait?.kind == .mutex ? $0.wait?.owner : nil }
-        #expect(owners.count >= stall.samples.count / 2, "\(owners.count) of \(stall.samples.count) samples name the owner")
+        #expect(
+            owners.count >= stall.samples.count / 2, "\(owners.count) of \(stall.samples.count) samples name the owner")
         #expect(owners.allSatisfy { $0.tid == owner.value && $0.name == "cache-refresh" }, "\(owners)")
-        #expect(owners.contains { $0.frames.contains { $0.symbol?.contains("FactCache.refresh") == true } }, "\(owners)")
+        #expect(
+            owners.contains { $0.frames.contains { $0.symbol?.contains("FactCache.refresh") == true } }, "\(owners)")
         // The waiter's own stack (signal or scan) shows the wait.
         #expect(stall.topSymbols(depth: 16).contains { $0.contains("lockMutexForStallTest") })
     }
@@ -168,7 +170,8 @@ import Testing
     }
 
     @Test func aRecordedTraceKeepsTheFactsAndTheOwnersStack() async throws {
-        let path = FileManager.default.temporaryDirectory.appendingPathComponent("stallwatch-waits-\(UUID()).trace").path
+        let path = FileManager.default.temporaryDirectory.appendingPathComponent("stallwatch-waits-\(UUID()).trace")
+            .path
         let keep = ProcessInfo.processInfo.environment["STALLWATCH_KEEP_TRACE"] != nil
         defer { if !keep { unlink(path) } else { print("kept trace \(path)") } }
         let file = evictedFile(megabytes: 128)

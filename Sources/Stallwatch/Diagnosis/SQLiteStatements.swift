@@ -56,7 +56,8 @@ public enum SQLiteStatements {
             state.files[tag] = file.map { $0.isEmpty ? ":memory:" : $0 } ?? "?"
             return tag
         }
-        let code = trace(connection, traceStatement | traceProfile, callback, UnsafeMutableRawPointer(bitPattern: UInt(tag)))
+        let code = trace(
+            connection, traceStatement | traceProfile, callback, UnsafeMutableRawPointer(bitPattern: UInt(tag)))
         guard code == 0 else { throw .traceFailed(code) }
     }
 

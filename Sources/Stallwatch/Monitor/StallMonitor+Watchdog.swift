@@ -109,7 +109,8 @@ extension StallMonitor {
                 break
             }
             if stall.samples.count < configuration.maxSamplesPerStall {
-                stall.samples.append(facts.sample { sample(reader, scanner, lastCaptureTimedOut: &lastCaptureTimedOut) })
+                stall.samples.append(
+                    facts.sample { sample(reader, scanner, lastCaptureTimedOut: &lastCaptureTimedOut) })
             }
         }
         if let duration = stall.duration {

@@ -132,14 +132,14 @@ public struct ReportBuilder: Sendable {
             let reason = reasons.max { ($0.value, $1.key) < ($1.value, $0.key) }?.key ?? ""
             let stack = longest.representativeSample.map { longest.stall.samples[$0].frames.map(stackFrame) } ?? []
             var signature = StallReport.Signature(
-                        category: key.category, frames: key.frames, count: members.count, totalMs: ms(total),
-                        maxMs: ms(longest.durationNanos), tiers: tiers,
-                        categoryShares: Dictionary(
-                            uniqueKeysWithValues: StallCategory.allCases.map {
-                                ($0, categoryTotal == 0 ? 0 : round((categoryNanos[$0] ?? 0) / categoryTotal, 4))
-                            }),
-                        reason: reason, site: siteList.first?.site ?? "", sites: siteList, stack: stack,
-                        example: StallReport.StallReference(trace: longest.tracePath, stall: longest.stall.id))
+                category: key.category, frames: key.frames, count: members.count, totalMs: ms(total),
+                maxMs: ms(longest.durationNanos), tiers: tiers,
+                categoryShares: Dictionary(
+                    uniqueKeysWithValues: StallCategory.allCases.map {
+                        ($0, categoryTotal == 0 ? 0 : round((categoryNanos[$0] ?? 0) / categoryTotal, 4))
+                    }),
+                reason: reason, site: siteList.first?.site ?? "", sites: siteList, stack: stack,
+                example: StallReport.StallReference(trace: longest.tracePath, stall: longest.stall.id))
             let waits = WaitSummary.top(members.map(\.stall))
             signature.waits = waits.isEmpty ? nil : waits
             result.append((key, total, signature))
