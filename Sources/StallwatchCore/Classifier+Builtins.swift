@@ -193,6 +193,12 @@ extension Classifier {
               "match": { "syscall": "none", "minDelta": { "readBytes": 1 } }
             },
             {
+              "name": "fault-in",
+              "category": "io",
+              "reason": "page fault",
+              "match": { "state": "running", "wait": "pageFault" }
+            },
+            {
               "name": "kernel-read",
               "category": "io",
               "reason": "read",

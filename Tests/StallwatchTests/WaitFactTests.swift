@@ -22,7 +22,8 @@ import Testing
                     + "\(sample.syscallName ?? sample.syscall.map(String.init) ?? "-") frames=\(sample.frames.count) "
                     + "\(verdict.category.rawValue)/\(verdict.reason) [\(verdict.ruleName)] "
                     + "d(sys=\((delta?.systemNanos ?? 0) / 1_000_000)ms usr=\((delta?.userNanos ?? 0) / 1_000_000)ms "
-                    + "rb=\(delta?.readBytes ?? 0) wb=\(delta?.writeBytes ?? 0) maj=\(delta?.majorFaults ?? 0)) "
+                    + "rb=\(delta?.readBytes ?? 0) wb=\(delta?.writeBytes ?? 0) min=\(delta?.minorFaults ?? 0) "
+                    + "maj=\(delta?.majorFaults ?? 0)) "
                     + "wait=\(sample.wait?.summary ?? "-")")
         }
         print(lines.joined(separator: "\n"))

@@ -99,6 +99,16 @@ final class SampleFacts {
             if let file = mappings.grownMapping() { return WaitFact(kind: .pageFault, target: file) }
             if sample.syscall == nil || outside { return WaitFact(kind: .pageFault) }
         }
+        // Touching a mapped file page by page: readahead brings most pages in ahead of the
+        // thread, so between the faults that wait (major, or D outside a syscall) it takes minor
+        // faults on pages being read in. While faults keep coming and no read or write syscall
+        // completes, it is still faulting the same file in.
+        if sample.syscall == nil, let last = previousWait, last.kind == .pageFault, let delta,
+            delta.readSyscalls == 0, delta.writeSyscalls == 0,
+            delta.minorFaults > 0 || delta.readBytes > 0
+        {
+            return last
+        }
         guard let number = sample.syscall else {
             if let carried = carriedForward(sample) { return carried }
             guard let delta, delta.cpuShare == .system else { return nil }
