@@ -67,3 +67,4 @@ int sw_get_thread_affinity(cpu_set_t *set);
 /// Returns 0, or -1 with errno. Any thread.
 int sw_set_thread_affinity(const cpu_set_t *set);
 #include "sw_text_slot.h"
+#include "sw_cachestat.h"

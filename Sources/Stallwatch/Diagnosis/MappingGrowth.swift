@@ -1,11 +1,13 @@
+import CStallwatchShims
 import Glibc
 
 /// Which file mapping a thread is faulting in. The kernel does not show a faulting thread's
 /// fault address (/proc/.../syscall shows only the user PC, outside a syscall), so this
 /// compares the resident size of each file-backed, non-executable mapping in
 /// /proc/self/smaps between two samples that saw major faults: the one that grew the most is
-/// being read in. smaps is costly to read (a walk of the page tables, about a millisecond
-/// for a Swift process), so it is read only for samples with major faults. Watchdog only.
+/// being read in. smaps is costly to read (a walk of every mapping's page tables: 14–21 ms
+/// for the debug test process on a loaded machine), so it is read only for samples that
+/// fault, and at most every 50 ms. Watchdog only.
 struct MappingGrowth {
     private var last: [UInt64: (path: String, rssKB: UInt64)] = [:]
     private var lastTime: UInt64 = 0
@@ -14,11 +16,25 @@ struct MappingGrowth {
     mutating func reset() {
         last = [:]
         lastTime = 0
+        lastResult = nil
     }
 
-    /// The path of the mapping that grew the most since the previous call, nil on the first
+    private var lastResult: String?
+
+    /// smaps is read at most this often; in between, the last answer stands.
+    static let minimumInterval: UInt64 = 50_000_000
+
+    /// The path of the mapping that grew the most since the previous reading, nil on the first
     /// call or when none grew.
     mutating func grownMapping() -> String? {
+        let time = sw_monotonic_ns()
+        if lastTime != 0, time &- lastTime < Self.minimumInterval { return lastResult }
+        lastTime = time
+        lastResult = compare()
+        return lastResult
+    }
+
+    private mutating func compare() -> String? {
         let now = Self.read()
         defer { last = now }
         guard !last.isEmpty else { return nil }

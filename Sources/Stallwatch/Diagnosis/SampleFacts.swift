@@ -1,3 +1,4 @@
+import CStallwatchShims
 import Glibc
 import StallwatchCore
 
@@ -100,12 +101,11 @@ final class SampleFacts {
             if sample.syscall == nil || outside { return WaitFact(kind: .pageFault) }
         }
         // Touching a mapped file page by page: readahead brings most pages in ahead of the
-        // thread, so between the faults that wait (major, or D outside a syscall) it takes minor
-        // faults on pages being read in. While faults keep coming and no read or write syscall
-        // completes, it is still faulting the same file in.
+        // thread, so between the faults that wait (major, or D outside a syscall) it runs on
+        // pages already mapped, or waits for a CPU. While no read or write syscall completes and
+        // user time does not dominate, it is still faulting the same file in.
         if sample.syscall == nil, let last = previousWait, last.kind == .pageFault, let delta,
-            delta.readSyscalls == 0, delta.writeSyscalls == 0,
-            delta.minorFaults > 0 || delta.readBytes > 0
+            delta.readSyscalls == 0, delta.writeSyscalls == 0, delta.cpuShare == .system
         {
             return last
         }
@@ -114,17 +114,25 @@ final class SampleFacts {
             guard let delta, delta.cpuShare == .system else { return nil }
             // One long buffered write on CPU: the file it writes is the one whose size grows.
             if delta.writeBytes > 0 {
-                if let (fd, path) = files.grown() {
+                if let (fd, path) = files.grown(by: .size) {
                     return WaitFact(kind: .file, operation: "write", fd: fd, target: path)
                 }
                 return WaitFact(kind: .file, operation: "write")
             }
-            // One long read on CPU pulling from storage: a read, of a file /proc cannot name.
-            if delta.readBytes > 0 { return WaitFact(kind: .file, operation: "read") }
+            // One long read on CPU pulling from storage: the file is the one filling the cache.
+            if delta.readBytes > 0 {
+                if let (fd, path) = files.grown(by: .cachedPages) {
+                    return WaitFact(kind: .file, operation: "read", fd: fd, target: path)
+                }
+                return WaitFact(kind: .file, operation: "read")
+            }
             return nil
         }
-        guard let pending, pending.number == number else { return nil }
-        let arguments = pending.arguments
+        // The line read before the capture, else (the thread entered the syscall meanwhile) now.
+        guard let line = pending?.number == number ? pending : readSyscallLine(), line.number == number else {
+            return nil
+        }
+        let arguments = line.arguments
         let name = sample.syscallName
         if Self.descriptorSyscalls.contains(number) {
             let fd = Int32(truncatingIfNeeded: arguments.0)
@@ -150,8 +158,15 @@ final class SampleFacts {
             let delta = sample.countersDelta, delta.readSyscalls == 0, delta.writeSyscalls == 0,
             delta.cpuShare == .system
         else { return nil }
-        if last.target == nil, last.operation == "write", delta.writeBytes > 0, let (fd, path) = files.grown() {
+        if last.target == nil, last.operation == "write", delta.writeBytes > 0,
+            let (fd, path) = files.grown(by: .size)
+        {
             return WaitFact(kind: .file, operation: "write", fd: fd, target: path)
+        }
+        if last.target == nil, last.operation == "read", delta.readBytes > 0,
+            let (fd, path) = files.grown(by: .cachedPages)
+        {
+            return WaitFact(kind: .file, operation: "read", fd: fd, target: path)
         }
         return last
     }
@@ -190,17 +205,24 @@ extension StallMonitor {
     }
 }
 
-/// Which regular file of the process grows: the file a long buffered `write()` on CPU writes
-/// (its size rises page by page while the syscall runs; /proc shows no arguments then).
-/// Compares the sizes of every open regular file between two samples. Watchdog only.
+/// Which regular file of the process a long syscall on CPU works on (/proc shows no arguments
+/// then): for a buffered `write()` the file whose size grows (page by page while the syscall
+/// runs), for a `read()` from storage the file whose page-cache pages grow (cachestat(2),
+/// Linux 6.5+; older kernels: not named). Compares every open regular file between two
+/// samples. Watchdog only.
 struct GrowingFiles {
-    private var last: [Int32: (inode: UInt64, size: Int64)] = [:]
+    enum Measure {
+        case size, cachedPages
+    }
+
+    private var last: [Measure: [Int32: (inode: UInt64, value: UInt64)]] = [:]
 
     mutating func reset() { last = [:] }
 
-    /// The descriptor and path of the file that grew the most since the previous call.
-    mutating func grown() -> (Int32, String)? {
-        var now: [Int32: (inode: UInt64, size: Int64)] = [:]
+    /// The descriptor and path of the file that grew the most by `measure` since the previous
+    /// call with the same measure.
+    mutating func grown(by measure: Measure) -> (Int32, String)? {
+        var now: [Int32: (inode: UInt64, value: UInt64)] = [:]
         guard let directory = opendir("/proc/self/fd") else { return nil }
         while let entry = readdir(directory) {
             let name = withUnsafeBytes(of: entry.pointee.d_name) { raw in
@@ -209,14 +231,21 @@ struct GrowingFiles {
             guard let fd = Int32(name) else { continue }
             var info = stat()
             guard fstat(fd, &info) == 0, info.st_mode & S_IFMT == S_IFREG else { continue }
-            now[fd] = (UInt64(info.st_ino), Int64(info.st_size))
+            switch measure {
+            case .size:
+                now[fd] = (UInt64(info.st_ino), UInt64(max(0, info.st_size)))
+            case .cachedPages:
+                var pages: UInt64 = 0
+                if sw_cached_pages(fd, &pages) == 0 { now[fd] = (UInt64(info.st_ino), pages) }
+            }
         }
         closedir(directory)
-        defer { last = now }
-        var best: (fd: Int32, growth: Int64)?
+        let before = last[measure] ?? [:]
+        last[measure] = now
+        var best: (fd: Int32, growth: UInt64)?
         for (fd, file) in now {
-            guard let before = last[fd], before.inode == file.inode, file.size > before.size else { continue }
-            if file.size - before.size > (best?.growth ?? 0) { best = (fd, file.size - before.size) }
+            guard let old = before[fd], old.inode == file.inode, file.value > old.value else { continue }
+            if file.value - old.value > (best?.growth ?? 0) { best = (fd, file.value - old.value) }
         }
         guard let best, let path = DescriptorResolver.readLink("/proc/self/fd/\(best.fd)") else { return nil }
         return (best.fd, path)
