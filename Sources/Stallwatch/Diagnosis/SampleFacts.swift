@@ -107,6 +107,9 @@ final class SampleFacts {
         if sample.syscall == nil, let last = previousWait, last.kind == .pageFault, let delta,
             delta.readSyscalls == 0, delta.writeSyscalls == 0, delta.cpuShare == .system
         {
+            if last.target == nil, let file = mappings.grownMapping() {
+                return WaitFact(kind: .pageFault, target: file)
+            }
             return last
         }
         guard let number = sample.syscall else {
