@@ -113,6 +113,14 @@ final class SampleFacts {
             return last
         }
         guard let number = sample.syscall else {
+            // The sampling signal ran its handler: the thread was in user space then, not in a
+            // read() (a file read finishes before a handler runs, and would move syscr). Storage
+            // reads without a syscall are then faults on a mapped file. (Once samples record
+            // where their stack came from, only a signal-captured stack says this.)
+            if !sample.captureTimedOut, !sample.frames.isEmpty {
+                guard let delta, delta.readBytes > 0, delta.readSyscalls == 0 else { return nil }
+                return WaitFact(kind: .pageFault, target: mappings.grownMapping())
+            }
             if let carried = carriedForward(sample) { return carried }
             guard let delta, delta.cpuShare == .system else { return nil }
             // One long buffered write on CPU: the file it writes is the one whose size grows.
