@@ -24,6 +24,13 @@ public struct Sample: Sendable, Hashable, Codable {
     public var captureTimedOut: Bool
     /// Where `frames` came from (signal, perf, scan, stale, none).
     public var source: SampleSource
+    /// The thread's kernel counters at this sample, if they were read.
+    public var counters: KernelCounters?
+    /// `counters` minus the previous reading of this stall (for the first sample, the reading
+    /// the watchdog took when it first saw the callout running); `nil` without a previous one.
+    public var countersDelta: KernelCounters?
+    /// What the thread waited on, when that is knowable (see `WaitFact`).
+    public var wait: WaitFact?
 
     /// Creates a sample.
     public init(
@@ -35,7 +42,10 @@ public struct Sample: Sendable, Hashable, Codable {
         cpuTimeNanos: UInt64 = 0,
         annotation: Annotation? = nil,
         captureTimedOut: Bool = false,
-        source: SampleSource? = nil
+        source: SampleSource? = nil,
+        counters: KernelCounters? = nil,
+        countersDelta: KernelCounters? = nil,
+        wait: WaitFact? = nil
     ) {
         self.time = time
         self.frames = frames
@@ -46,6 +56,9 @@ public struct Sample: Sendable, Hashable, Codable {
         self.annotation = annotation
         self.captureTimedOut = captureTimedOut
         self.source = source ?? .assumed(hasFrames: !frames.isEmpty)
+        self.counters = counters
+        self.countersDelta = countersDelta
+        self.wait = wait
     }
 
     /// The name of `syscall` from the x86_64 table (`74` → `"fsync"`), or `nil`.

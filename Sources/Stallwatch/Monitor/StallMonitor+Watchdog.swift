@@ -14,6 +14,7 @@ extension StallMonitor {
             annotations: loop.annotations, usePerf: configuration.perfSampling,
             sampleInterval: configuration.sampleInterval.nanoseconds)
         record { $0.perfSampling = sampler.stacks.perfStatus }
+        let facts = SampleFacts(tid: loop.threadID, statements: loop.annotations.statement)
         let budget = configuration.tiers.budget.nanoseconds
         var nextID: UInt64 = 1
         var sleeper = Sleeper(board: board, threshold: configuration.suspendThreshold.nanoseconds)
@@ -33,6 +34,7 @@ extension StallMonitor {
             let start = timebase.nanos(current.startCycles)
             let deadline = start &+ budget
             if sw_monotonic_ns() < deadline {
+                facts.sawCallout(current.sequence)
                 sleeper.sleep(until: deadline)
                 continue
             }
@@ -40,6 +42,7 @@ extension StallMonitor {
             let suspended = sleeper.takeOverslept()
             timeStall(
                 current, id: nextID, start: start, deadline: deadline, suspended: suspended, sampler: sampler,
+                facts: facts,
                 sleeper: &sleeper)
             nextID += 1
         }
@@ -67,7 +70,7 @@ extension StallMonitor {
 
     private func timeStall(
         _ callout: CalloutSnapshot, id: UInt64, start: UInt64, deadline: UInt64, suspended: Bool,
-        sampler: ThreadSampler,
+        sampler: ThreadSampler, facts: SampleFacts,
         sleeper: inout Sleeper
     ) {
         let board = loop.board
@@ -77,7 +80,8 @@ extension StallMonitor {
             flags: suspended ? [.suspended] : [])
         sampler.beginStall()
         defer { sampler.endStall() }
-        stall.samples.append(sample(sampler))
+        facts.beginStall(callout.sequence)
+        stall.samples.append(facts.sample { sample(sampler) })
         let firstSample = stall.samples[0].time
         record { stats in
             stats.stalls += 1
@@ -106,7 +110,7 @@ extension StallMonitor {
                 break
             }
             if stall.samples.count < configuration.maxSamplesPerStall {
-                stall.samples.append(sample(sampler))
+                stall.samples.append(facts.sample { sample(sampler) })
             }
         }
         if let duration = stall.duration {

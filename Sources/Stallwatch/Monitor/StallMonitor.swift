@@ -213,6 +213,7 @@ public final class StallMonitor: @unchecked Sendable {
             var stall = stall
             for index in stall.samples.indices {
                 stall.samples[index].frames = symbolicator.symbolicate(stall.samples[index].frames.map(\.address))
+                symbolicateFacts(&stall.samples[index])
             }
             let callback = callbacks.withLock { began ? $0.began : $0.ended }
             callback?(stall)

@@ -208,6 +208,27 @@ struct TraceWriter {
                     cpuTime: sample.cpuTimeNanos, annotation: annotation, captureTimedOut: sample.captureTimedOut,
                     frames: sample.frames.map(\.address))))
         append(.sampleProvenance(TraceRecord.SampleProvenance(stall: stall, time: sample.time, source: sample.source)))
+        writeFacts(of: sample, stall: stall)
+    }
+
+    /// Kinds 18 and 19 right after their sample, and symbols for a lock owner's frames.
+    private mutating func writeFacts(of sample: Sample, stall: UInt64) {
+        if let counters = sample.counters {
+            append(
+                .sampleCounters(
+                    TraceRecord.SampleCounters(
+                        stall: stall, time: sample.time, counters: counters, delta: sample.countersDelta)))
+        }
+        guard let wait = sample.wait else { return }
+        for frame in wait.owner?.frames ?? [] where symbols.insert(frame.address).inserted {
+            let module = frame.module.flatMap { moduleIndex[$0] } ?? 0
+            append(
+                .symbol(
+                    TraceRecord.Symbol(
+                        address: frame.address, module: module, name: frame.symbol, file: frame.file, line: frame.line))
+            )
+        }
+        append(.sampleWait(TraceRecord.SampleWait(stall: stall, time: sample.time, fact: wait)))
     }
 
     /// The per-second summaries: latency histogram, congestion, frame clocks, lost events.

@@ -85,6 +85,9 @@ private struct StallAssembler {
     var ended: [UInt64: TraceRecord.StallEnded] = [:]
     var samples: [UInt64: [TraceRecord.Sample]] = [:]
     var sources: [SampleKey: SampleSource] = [:]
+    /// Kinds 18 and 19, by stall and sample time.
+    var counters: [SampleKey: TraceRecord.SampleCounters] = [:]
+    var waits: [SampleKey: TraceRecord.SampleWait] = [:]
 
     struct SampleKey: Hashable {
         var stall: UInt64
@@ -101,6 +104,8 @@ private struct StallAssembler {
         case .stallEnded(let record): ended[record.id] = record
         case .sample(let sample): samples[sample.stall, default: []].append(sample)
         case .sampleProvenance(let record): sources[SampleKey(stall: record.stall, time: record.time)] = record.source
+        case .sampleCounters(let record): counters[SampleKey(stall: record.stall, time: record.time)] = record
+        case .sampleWait(let record): waits[SampleKey(stall: record.stall, time: record.time)] = record
         default: break
         }
     }
@@ -126,11 +131,13 @@ private struct StallAssembler {
         var used = Set<UInt64>()
         for record in began where used.insert(record.id).inserted {
             let samples = (self.samples[record.id] ?? []).sorted { $0.time < $1.time }.map {
-                Sample(
+                let key = SampleKey(stall: record.id, time: $0.time)
+                return Sample(
                     time: $0.time, frames: $0.frames.map(frame), state: $0.state, syscall: $0.syscall,
                     wchan: $0.wchan, cpuTimeNanos: $0.cpuTime,
                     annotation: $0.annotation == 0 ? nil : annotations[$0.annotation],
-                    captureTimedOut: $0.captureTimedOut, source: sources[SampleKey(stall: record.id, time: $0.time)])
+                    captureTimedOut: $0.captureTimedOut, source: sources[key], counters: counters[key]?.counters,
+                    countersDelta: counters[key]?.delta, wait: waits[key]?.fact(frame: frame))
             }
             var flags: StallFlags = [.unfinished]
             var end: UInt64?

@@ -150,6 +150,10 @@ extension TraceParser {
                         nanos: try reader.varint("nanos")))
             }
             return .congestedIteration(.init(start: start, duration: duration, callouts: callouts, sites: sites))
+        case .sampleCounters:
+            return .sampleCounters(try parseCounters(&reader))
+        case .sampleWait:
+            return .sampleWait(try parseWait(&reader))
         case .callout, .sync:
             preconditionFailure("parsed by TraceParser.parsePayload")
         }

@@ -102,6 +102,10 @@ extension TraceEncoder {
                 writer.varint(site.count)
                 writer.varint(site.nanos)
             }
+        case .sampleCounters(let counters):
+            writeCounters(counters, to: &writer)
+        case .sampleWait(let wait):
+            writeWait(wait, to: &writer)
         case .sync, .callout, .sample:
             preconditionFailure("encoded by TraceEncoder.encode")
         }

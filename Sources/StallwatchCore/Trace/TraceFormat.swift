@@ -45,7 +45,7 @@ public enum TraceFormat {
 /// - Reserved: `0` (never a kind, so zero-filled bytes are caught as corruption);
 ///   `128...255` (kept for a future two-byte kind form; v1 readers skip them like any
 ///   unknown kind).
-/// - Next id: **18**.
+/// - Next id: **22**.
 ///
 /// A plain value; use it on any thread.
 public enum TraceRecordKind: UInt8, CaseIterable, Sendable, Hashable {
@@ -83,6 +83,10 @@ public enum TraceRecordKind: UInt8, CaseIterable, Sendable, Hashable {
     case platform = 16
     /// Where one sample's stack came from (signal, perf, scan, stale, none).
     case sampleProvenance = 17
+    /// A sample's kernel counters (`/proc/.../stat` and `io`) and their delta; follows it.
+    case sampleCounters = 18
+    /// What a sample's thread waited on (file, socket peer, mutex owner, SQL); follows it.
+    case sampleWait = 19
     /// One loop iteration that overran the budget through several callouts, none a stall:
     /// its time and (`full` mode) the call sites that took it.
     case congestedIteration = 21
@@ -114,6 +118,8 @@ public enum TraceRecordKind: UInt8, CaseIterable, Sendable, Hashable {
         case .platform: "platform"
         case .sampleProvenance: "sampleProvenance"
         case .congestedIteration: "congestedIteration"
+        case .sampleCounters: "sampleCounters"
+        case .sampleWait: "sampleWait"
         }
     }
 }

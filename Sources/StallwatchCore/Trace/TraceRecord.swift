@@ -40,6 +40,10 @@ public enum TraceRecord: Sendable, Hashable {
     case sampleProvenance(SampleProvenance)
     /// A congested iteration and who took its time.
     indirect case congestedIteration(CongestedIteration)
+    /// A sample's kernel counters (kind 18).
+    case sampleCounters(SampleCounters)
+    /// What a sample's thread waited on (kind 19).
+    indirect case sampleWait(SampleWait)
 
     /// The record's kind id.
     public var kind: TraceRecordKind {
@@ -62,6 +66,8 @@ public enum TraceRecord: Sendable, Hashable {
         case .platform: .platform
         case .sampleProvenance: .sampleProvenance
         case .congestedIteration: .congestedIteration
+        case .sampleCounters: .sampleCounters
+        case .sampleWait: .sampleWait
         }
     }
 }

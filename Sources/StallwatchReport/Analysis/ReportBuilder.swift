@@ -135,20 +135,19 @@ public struct ReportBuilder: Sendable {
                 .sorted { ($1.count, $0.site) < ($0.count, $1.site) }
             let reason = reasons.max { ($0.value, $1.key) < ($1.value, $0.key) }?.key ?? ""
             let stack = longest.representativeFrames.map { stackFrame($0, names: longest.names) }
-            result.append(
-                (
-                    key, total,
-                    StallReport.Signature(
-                        category: key.category, frames: key.frames, count: members.count, totalMs: ms(total),
-                        maxMs: ms(longest.durationNanos), tiers: tiers,
-                        categoryShares: Dictionary(
-                            uniqueKeysWithValues: StallCategory.allCases.map {
-                                ($0, categoryTotal == 0 ? 0 : round((categoryNanos[$0] ?? 0) / categoryTotal, 4))
-                            }),
-                        reason: reason, site: siteList.first?.site ?? "", sites: siteList, stack: stack,
-                        stackConfidence: longest.representative?.confidence ?? 0,
-                        example: StallReport.StallReference(trace: longest.tracePath, stall: longest.stall.id))
-                ))
+            var signature = StallReport.Signature(
+                category: key.category, frames: key.frames, count: members.count, totalMs: ms(total),
+                maxMs: ms(longest.durationNanos), tiers: tiers,
+                categoryShares: Dictionary(
+                    uniqueKeysWithValues: StallCategory.allCases.map {
+                        ($0, categoryTotal == 0 ? 0 : round((categoryNanos[$0] ?? 0) / categoryTotal, 4))
+                    }),
+                reason: reason, site: siteList.first?.site ?? "", sites: siteList, stack: stack,
+                stackConfidence: longest.representative?.confidence ?? 0,
+                example: StallReport.StallReference(trace: longest.tracePath, stall: longest.stall.id))
+            let waits = WaitSummary.top(members.map(\.stall))
+            signature.waits = waits.isEmpty ? nil : waits
+            result.append((key, total, signature))
         }
         result.sort {
             ($0.total, $0.signature.count) != ($1.total, $1.signature.count)

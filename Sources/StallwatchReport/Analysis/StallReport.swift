@@ -207,6 +207,9 @@ public struct StallReport: Sendable, Hashable, Codable {
         public var stackConfidence: Double
         /// The longest stall, to look at with `stallwatch show`.
         public var example: StallReference
+        /// What the samples waited on (file, socket peer, lock owner, SQL), most frequent first;
+        /// nil (and absent from the JSON) when no sample knew.
+        public var waits: [WaitCount]? = nil
     }
 
     /// The version of this JSON schema (1); keys may be added within a version, none removed.

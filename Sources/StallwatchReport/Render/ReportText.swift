@@ -111,6 +111,9 @@ public enum ReportText {
         if !signature.reason.isEmpty {
             lines.append(elideMiddle("   reason: \(SwiftNames.simplify(signature.reason))", width))
         }
+        for wait in (signature.waits ?? []).prefix(2) {
+            lines.append(elideMiddle("   waited on \(wait.text) (\(format(wait.share * 100, 0)) % of samples)", width))
+        }
         let others = signature.sites.count - 1
         let more = others > 0 ? " (and \(others) more \(others == 1 ? "site" : "sites"))" : ""
         lines.append(elideMiddle("   posted at \(signature.site)", width.map { $0 - more.count }) + more)

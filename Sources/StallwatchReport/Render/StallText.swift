@@ -53,6 +53,9 @@ public enum StallText {
                 }, separator: ", ",
                 first: "  reasons   ", continuation: "            ", width: width)
         }
+        for wait in WaitSummary.top([stall], limit: 2) {
+            lines.append(elideMiddle("  waited on \(wait.text) (\(format(wait.share * 100, 0)) % of samples)", width))
+        }
         lines += wrapItems(
             analyzed.key.frames, separator: " ← ", first: "  signature \(analyzed.key.category.rawValue): ",
             continuation: "            ", width: width)
@@ -94,6 +97,7 @@ public enum StallText {
                 : topFrames(sample.frames, names: analyzed.names, room: room)
             lines.append(head + frames + annotation)
         }
+        lines += ownerStackLines(analyzed, style: style, options: options, width: width)
         if let representative = analyzed.representative {
             lines.append("")
             let share = format(representative.confidence * 100, 0)
