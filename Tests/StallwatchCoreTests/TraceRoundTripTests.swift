@@ -135,7 +135,9 @@ enum TraceFixture {
         // Without the congested iteration and the sample facts: the damage tests depend on where
         // sync markers fall.
         records.append(
-            contentsOf: everyKind[21...].filter { ![.congestedIteration, .sampleCounters, .sampleWait].contains($0.kind) })
+            contentsOf: everyKind[21...].filter {
+                ![.congestedIteration, .sampleCounters, .sampleWait].contains($0.kind)
+            })
         records.append(contentsOf: Array(everyKind[9...12]))
         return records
     }

@@ -167,7 +167,9 @@ case "hang":
     loop.run()
 default:
     FileHandle.standardError.write(
-        Data("usage: StallwatchTestHost main-queue|stalls|exports|hang|busy|annotate-async|perf-status|read-file\n".utf8))
+        Data(
+            "usage: StallwatchTestHost main-queue|stalls|exports|hang|busy|annotate-async|perf-status|read-file\n".utf8)
+    )
     exit(2)
 }
 

@@ -105,7 +105,9 @@ public enum ChromeTraceExporter {
             for (index, sample) in stall.samples.enumerated() {
                 let verdict = analyzed.classifications[index]
                 let at = min(max(sample.time, slice.start), last)
-                let names = sample.frames.isEmpty ? [missingStackName(sample)] : sample.frames.reversed().map(analyzed.frameName)
+                let names =
+                    sample.frames.isEmpty
+                    ? [missingStackName(sample)] : sample.frames.reversed().map(analyzed.frameName)
                 let stack =
                     sample.frames.isEmpty
                     ? missingStackName(sample) : sample.frames.map(analyzed.frameName).joined(separator: "\n")

@@ -200,7 +200,8 @@ struct HTMLReportData {
             let stack =
                 analyzed.representative == nil
                 ? -1
-                : intern(stack: analyzed.representativeFrames.map { ReportBuilder.stackFrame($0, names: analyzed.names) })
+                : intern(
+                    stack: analyzed.representativeFrames.map { ReportBuilder.stackFrame($0, names: analyzed.names) })
             var row = HTMLJSONWriter()
             row.raw("[\(stall.id),")
             row.number(start)
@@ -265,7 +266,9 @@ struct HTMLReportData {
                 guard micros > 0 else { continue }
                 var node = 0
                 weights[0] += micros
-                for name in rootedStack(sample, category: analyzed.classifications[index].category, names: analyzed.names) {
+                for name in rootedStack(
+                    sample, category: analyzed.classifications[index].category, names: analyzed.names)
+                {
                     let id = intern(name)
                     if let child = children[node][id] {
                         node = child

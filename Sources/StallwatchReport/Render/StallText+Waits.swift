@@ -3,7 +3,8 @@ import StallwatchCore
 extension StallText {
     /// The stack of the thread that held the lock the loop waited on, from the first sample
     /// that caught it (the owner is scanned only while it is blocked in a syscall).
-    static func ownerStackLines(_ analyzed: AnalyzedStall, style: Style, options: TextOptions, width: Int?) -> [String] {
+    static func ownerStackLines(_ analyzed: AnalyzedStall, style: Style, options: TextOptions, width: Int?) -> [String]
+    {
         let stall = analyzed.stall
         guard
             let index = stall.samples.firstIndex(where: { $0.wait?.owner?.frames.isEmpty == false }),

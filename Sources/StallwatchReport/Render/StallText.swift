@@ -77,7 +77,8 @@ public enum StallText {
         let reasonWidth = width.map { min(18, max(narrowest, $0 - fixed - frameRoom)) } ?? 18
         let columns =
             "  " + padLeft("time", 9) + "  " + pad("state", 10) + "  " + pad("syscall", 10) + "  "
-            + pad("category", 8) + "  " + pad("reason", reasonWidth) + "  " + (sourceColumn ? pad("stack", 6) + "  " : "")
+            + pad("category", 8) + "  " + pad("reason", reasonWidth) + "  "
+            + (sourceColumn ? pad("stack", 6) + "  " : "")
         lines.append(columns + "top frames")
         for (index, sample) in stall.samples.enumerated() {
             let offset = sample.time >= stall.start ? sample.time - stall.start : 0
