@@ -32,6 +32,20 @@ import Testing
 
     private func reasons(_ breakdown: StallBreakdown) -> [String] { breakdown.topReasons.map(\.reason) }
 
+    /// Expects a stack containing `culprit` in the stall (from whichever source gave one) and
+    /// prints the share of samples that carry one.
+    private func expectCulprit(
+        _ stall: Stall, _ culprit: String, sourceLocation: SourceLocation = #_sourceLocation
+    ) {
+        let withCulprit = stall.samples.filter { sample in
+            sample.frames.prefix(32).contains { $0.symbol?.contains(culprit) == true }
+        }
+        let sources = Dictionary(grouping: stall.samples, by: \.source).mapValues(\.count)
+        print(
+            "  stacks: \(withCulprit.count) of \(stall.samples.count) samples hold \(culprit); sources \(sources)")
+        #expect(!withCulprit.isEmpty, "no stack holds \(culprit): \(sources)", sourceLocation: sourceLocation)
+    }
+
     /// A file of `megabytes` on disk and out of the page cache.
     private func evictedFile(megabytes: Int) -> String {
         let path = Scenarios.temporaryPath("evicted")
@@ -50,6 +64,7 @@ import Testing
         }
         let stall = try #require(run.ended.first)
         let breakdown = examine(stall, "read of an evicted 256 MB file")
+        expectCulprit(stall, "readWholeFileForStallTest")
         #expect(breakdown.dominant == .io, "\(breakdown)")
         #expect(breakdown.topReasons.first?.reason == "read", "\(reasons(breakdown))")
         let facts = stall.samples.compactMap(\.wait)
@@ -66,6 +81,7 @@ import Testing
         }
         let stall = try #require(run.ended.first)
         let breakdown = examine(stall, "one buffered 256 MB write()")
+        expectCulprit(stall, "writeOnceForStallTest")
         #expect(breakdown.dominant == .io, "\(breakdown)")
         #expect(breakdown.topReasons.first?.reason == "write", "\(reasons(breakdown))")
         let facts = stall.samples.compactMap(\.wait)
@@ -80,6 +96,7 @@ import Testing
         }
         let stall = try #require(run.ended.first)
         let breakdown = examine(stall, "mmap'ed evicted 128 MB file touched page by page")
+        expectCulprit(stall, "touchMappedFileForStallTest")
         #expect(breakdown.dominant == .io, "\(breakdown)")
         #expect(breakdown.topReasons.first?.reason == "page fault", "\(reasons(breakdown))")
         let facts = stall.samples.compactMap(\.wait)
@@ -108,6 +125,7 @@ import Testing
         mutex.deallocate()
         let stall = try #require(run.ended.first)
         let breakdown = examine(stall, "mutex held by 'cache-refresh'")
+        expectCulprit(stall, "lockMutexForStallTest")
         #expect(breakdown.dominant == .lockWait, "\(breakdown)")
         let owners = stall.samples.compactMap { $0.wait?.kind == .mutex ? $0.wait?.owner : nil }
         #expect(
@@ -139,6 +157,7 @@ import Testing
         server.join()
         let stall = try #require(run.ended.first)
         let breakdown = examine(stall, "recv on loopback")
+        expectCulprit(stall, "receiveForStallTest")
         #expect(breakdown.dominant == .io, "\(breakdown)")
         #expect(breakdown.topReasons.first?.reason == "recvfrom", "\(reasons(breakdown))")
         let facts = stall.samples.compactMap(\.wait)
@@ -159,6 +178,7 @@ import Testing
         }
         let stall = try #require(run.ended.first)
         let breakdown = examine(stall, "registered SQLite slow query")
+        expectCulprit(stall, "slowQueryForStallTest")
         if !Sanitizer.thread { #expect(breakdown.dominant == .database, "\(breakdown)") }
         let facts = stall.samples.compactMap(\.wait).filter { $0.kind == .database }
         #expect(facts.count >= stall.samples.count / 2, "\(facts.count) of \(stall.samples.count)")
