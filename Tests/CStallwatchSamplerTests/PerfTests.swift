@@ -173,8 +173,11 @@ func checkPerfKernelSamples() {
     }
     // exclude_kernel=1: the kernel drops every sample that fires while the thread is in the
     // kernel; only the few instructions between two reads can be sampled.
+    // (Far fewer than with the kernel's samples; under ASan the user code between reads is
+    // slower, so the count is compared, not fixed.)
     if let user = perThread[true] {
         #expect(user.inKernel == 0)
-        #expect(user.records <= 5, "\(user.records) records in user mode")
+        let bound = perThread[false].map { $0.records / 3 } ?? 10
+        #expect(user.records <= bound, "\(user.records) records in user mode, bound \(bound)")
     }
 }
