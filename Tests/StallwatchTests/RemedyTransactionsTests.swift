@@ -113,7 +113,9 @@ import Testing
 
     @Test func aSlowActionIsReportedByItsNameAndWhereItWasFirstRequested() async throws {
         let line = Box<UInt>(0)
-        let run = try await monitored { loop, _ in
+        // The settle period starts before the commit: long enough after the 60 ms action for
+        // the watchdog to see it end (50 ms would stop the monitor first on a slow machine).
+        let run = try await monitored(settle: .milliseconds(300)) { loop, _ in
             let transactions = LoopTransactions(loop: loop)
             let view = View("v")
             line.value = #line + 1

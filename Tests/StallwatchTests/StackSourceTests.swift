@@ -142,9 +142,12 @@ final class LargeBuffer: @unchecked Sendable {
 }
 
 /// `Data(contentsOf:)` of a whole file: one read() of its size, mostly spent in the kernel.
-@inline(never) func readWholeFileForStallTest(_ path: String) {
+/// Returns the bytes so a caller can free them outside the timed callout (under ASan, freeing
+/// 256 MB is itself a long compute stall).
+@discardableResult @inline(never) func readWholeFileForStallTest(_ path: String) -> Data? {
     let data = try? Data(contentsOf: URL(fileURLWithPath: path))
     blackHole(data?.count)
+    return data
 }
 
 /// One buffered write() of the whole buffer into a new file (page-cache copy and dirty throttling).

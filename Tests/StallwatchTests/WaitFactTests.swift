@@ -59,9 +59,15 @@ import Testing
     @Test func largeReadOfAnEvictedFileIsIORead() async throws {
         let path = evictedFile(megabytes: 256)
         defer { unlink(path) }
+        // The bytes are freed after the run: under ASan the free alone is a compute stall.
+        let kept = Locked<Data?>(nil)
         let run = try await monitored { loop, measure in
-            measure.post(loop) { readWholeFileForStallTest(path) }
+            measure.post(loop) {
+                let data = readWholeFileForStallTest(path)
+                kept.withLock { $0 = data }
+            }
         }
+        kept.withLock { $0 = nil }
         let stall = try #require(run.ended.first)
         let breakdown = examine(stall, "read of an evicted 256 MB file")
         expectCulprit(stall, "readWholeFileForStallTest")
