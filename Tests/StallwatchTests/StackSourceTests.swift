@@ -142,12 +142,12 @@ final class LargeBuffer: @unchecked Sendable {
 }
 
 /// `Data(contentsOf:)` of a whole file: one read() of its size, mostly spent in the kernel.
-/// Returns the bytes so a caller can free them outside the timed callout (under ASan, freeing
-/// 256 MB is itself a long compute stall).
-@discardableResult @inline(never) func readWholeFileForStallTest(_ path: String) -> Data? {
+/// With `keep`, the bytes go there, so the caller can free them outside the timed callout
+/// (under ASan, freeing 256 MB is itself a long compute stall); else they are freed here.
+@inline(never) func readWholeFileForStallTest(_ path: String, keep: Locked<Data?>? = nil) {
     let data = try? Data(contentsOf: URL(fileURLWithPath: path))
     blackHole(data?.count)
-    return data
+    keep?.withLock { $0 = data }
 }
 
 /// One buffered write() of the whole buffer into a new file (page-cache copy and dirty throttling).

@@ -62,10 +62,7 @@ import Testing
         // The bytes are freed after the run: under ASan the free alone is a compute stall.
         let kept = Locked<Data?>(nil)
         let run = try await monitored { loop, measure in
-            measure.post(loop) {
-                let data = readWholeFileForStallTest(path)
-                kept.withLock { $0 = data }
-            }
+            measure.post(loop) { readWholeFileForStallTest(path, keep: kept) }
         }
         kept.withLock { $0 = nil }
         let stall = try #require(run.ended.first)
