@@ -45,7 +45,7 @@ public enum TraceFormat {
 /// - Reserved: `0` (never a kind, so zero-filled bytes are caught as corruption);
 ///   `128...255` (kept for a future two-byte kind form; v1 readers skip them like any
 ///   unknown kind).
-/// - Next id: **17**.
+/// - Next id: **21** (17–19 belong to the sample-provenance change being merged).
 ///
 /// A plain value; use it on any thread.
 public enum TraceRecordKind: UInt8, CaseIterable, Sendable, Hashable {
@@ -81,9 +81,12 @@ public enum TraceRecordKind: UInt8, CaseIterable, Sendable, Hashable {
     case lostRecords = 15
     /// The machine the trace was recorded on (architecture); once, after the header.
     case platform = 16
+    /// Where the trace comes from (trace id, host, executable, build id, app version); once,
+    /// after the platform record.
+    case origin = 20
 
     /// The id the next new kind gets.
-    public static let nextID: UInt8 = 17
+    public static let nextID: UInt8 = 21
 
     /// Ids that are not kinds and must never become kinds.
     public static let reservedIDs: [ClosedRange<UInt8>] = [0...0, 128...255]
@@ -107,6 +110,7 @@ public enum TraceRecordKind: UInt8, CaseIterable, Sendable, Hashable {
         case .latencyHistogram: "latencyHistogram"
         case .lostRecords: "lostRecords"
         case .platform: "platform"
+        case .origin: "origin"
         }
     }
 }
