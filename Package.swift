@@ -30,7 +30,7 @@ let package = Package(
         .executableTarget(name: "stallwatch", dependencies: ["StallwatchReport", "StallwatchCore"]),
         .executableTarget(
             name: "stallwatch-bench",
-            dependencies: ["Stallwatch"],
+            dependencies: ["Stallwatch", "StallwatchReport"],
             path: "Benchmarks/stallwatch-bench"
         ),
         .executableTarget(name: "HelloLoop", dependencies: ["Stallwatch"], path: "Samples/HelloLoop"),

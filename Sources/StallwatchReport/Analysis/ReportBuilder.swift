@@ -15,10 +15,15 @@ public struct ReportBuilder: Sendable {
     /// The rules every sample is classified with: the built-in ones unless the builder was
     /// made with a classifier that adds the app's own (`Classifier(rules:)`, `RulesFile`).
     public var classifier: Classifier
+    /// How many threads classify traces at once (every core by default); the result does not
+    /// depend on it.
+    public var workers: Int
 
-    /// Creates a builder that classifies with `classifier` (the built-in rules by default).
-    public init(classifier: Classifier = Classifier()) {
+    /// Creates a builder that classifies with `classifier` (the built-in rules by default) on
+    /// `workers` threads.
+    public init(classifier: Classifier = Classifier(), workers: Int = TraceLoader.availableCores) {
         self.classifier = classifier
+        self.workers = workers
     }
 
     /// Classifies every stall of every trace: one array per trace, in the order given, each
@@ -26,7 +31,7 @@ public struct ReportBuilder: Sendable {
     public func analyze(_ traces: [LoadedTrace]) -> [[AnalyzedStall]] {
         let results = Locked([[AnalyzedStall]](repeating: [], count: traces.count))
         let classifier = self.classifier
-        DispatchQueue.concurrentPerform(iterations: traces.count) { index in
+        TraceLoader.forEachIndex(traces.count, workers: workers) { index in
             let trace = traces[index]
             let budget = trace.trace.header?.thresholds.budget ?? TierThresholds.default.budget
             let analyzed = trace.trace.stalls.map {
@@ -39,15 +44,21 @@ public struct ReportBuilder: Sendable {
 
     /// The report of `traces` added up, listing the `top` largest signatures (all of them are
     /// counted in `signatureCount`).
-    public func report(_ traces: [LoadedTrace], top: Int = 10) -> StallReport {
+    /// `unreadable` lists the inputs that could not be read, for the fleet summary.
+    public func report(
+        _ traces: [LoadedTrace], top: Int = 10, unreadable: [StallReport.Unreadable] = []
+    ) -> StallReport {
         let analyzed = analyze(traces)
-        return report(traces, analyzed: analyzed, top: top)
+        return report(traces, analyzed: analyzed, top: top, unreadable: unreadable)
     }
 
     /// The report of `traces` whose stalls `analyze(_:)` already classified (`analyzed[i]`
     /// belongs to `traces[i]`), so a caller that also exports them classifies once.
-    public func report(_ traces: [LoadedTrace], analyzed: [[AnalyzedStall]], top: Int) -> StallReport {
+    public func report(
+        _ traces: [LoadedTrace], analyzed: [[AnalyzedStall]], top: Int, unreadable: [StallReport.Unreadable] = []
+    ) -> StallReport {
         let stalls = analyzed.flatMap { $0 }
+        let facts = traces.map(TraceFacts.init)
         var infos: [StallReport.TraceInfo] = []
         var runNanos: UInt64 = 0
         var fullRunNanos: UInt64 = 0
@@ -62,11 +73,15 @@ public struct ReportBuilder: Sendable {
                 calloutNanos += trace.trace.calloutNanos
             }
             let header = trace.trace.header
-            infos.append(
-                StallReport.TraceInfo(
-                    path: trace.path, process: header?.processName ?? "", pid: header?.pid ?? 0,
-                    mode: header?.mode, bytes: trace.byteCount, runTimeSeconds: round(Double(run) / 1e9, 6),
-                    stalls: analyzed[index].count, problems: trace.trace.outcome.problems.map(\.description)))
+            var info = StallReport.TraceInfo(
+                path: trace.path, process: header?.processName ?? "", pid: header?.pid ?? 0,
+                mode: header?.mode, bytes: trace.byteCount, runTimeSeconds: round(Double(run) / 1e9, 6),
+                stalls: analyzed[index].count, problems: trace.trace.outcome.problems.map(\.description))
+            info.traceID = facts[index].traceID
+            info.host = facts[index].host
+            info.build = facts[index].build
+            info.appVersion = facts[index].appVersion
+            infos.append(info)
         }
 
         var byTier: [Tier: Int] = [:]
@@ -92,9 +107,12 @@ public struct ReportBuilder: Sendable {
                 uniqueKeysWithValues: StallCategory.allCases.map { ($0, ms(categoryNanos[$0] ?? 0)) }),
             hangs: stalls.filter { $0.stall.tier >= .hang }.count)
 
-        let signatures = Self.signatures(stalls)
+        var factsByPath: [String: TraceFacts] = [:]
+        for (trace, fact) in zip(traces, facts) { factsByPath[trace.path] = fact }
+        let signatures = Self.signatures(stalls, facts: factsByPath, traceCount: traces.count)
         return StallReport(
-            traces: infos, runTimeSeconds: round(Double(runNanos) / 1e9, 6),
+            traces: infos, fleet: Self.fleetSummary(traces, facts: facts, unreadable: unreadable),
+            runTimeSeconds: round(Double(runNanos) / 1e9, 6),
             loopUtilisation: sawFull && fullRunNanos > 0 ? round(Double(calloutNanos) / Double(fullRunNanos), 4) : nil,
             frames: Self.frameStats(traces),
             hitchRatioMsPerSecond: runNanos == 0 ? 0 : round(Double(overrun) / 1e6 / (Double(runNanos) / 1e9), 3),
@@ -104,7 +122,11 @@ public struct ReportBuilder: Sendable {
 
     /// Every signature of `stalls`, largest total time first (then count, then key): what
     /// `SignatureDiff` compares between two runs.
-    public static func signatures(_ stalls: [AnalyzedStall]) -> [StallReport.Signature] {
+    /// `facts` (by trace path) and `traceCount` feed each signature's fleet numbers (traces
+    /// affected, builds, hosts, first and last seen).
+    public static func signatures(
+        _ stalls: [AnalyzedStall], facts: [String: TraceFacts] = [:], traceCount: Int = 0
+    ) -> [StallReport.Signature] {
         var groups: [SignatureKey: [AnalyzedStall]] = [:]
         for stall in stalls { groups[stall.key, default: []].append(stall) }
         var result: [(key: SignatureKey, total: UInt64, signature: StallReport.Signature)] = []
@@ -131,19 +153,25 @@ public struct ReportBuilder: Sendable {
                 .sorted { ($1.count, $0.site) < ($0.count, $1.site) }
             let reason = reasons.max { ($0.value, $1.key) < ($1.value, $0.key) }?.key ?? ""
             let stack = longest.representativeSample.map { longest.stall.samples[$0].frames.map(stackFrame) } ?? []
-            result.append(
-                (
-                    key, total,
-                    StallReport.Signature(
-                        category: key.category, frames: key.frames, count: members.count, totalMs: ms(total),
-                        maxMs: ms(longest.durationNanos), tiers: tiers,
-                        categoryShares: Dictionary(
-                            uniqueKeysWithValues: StallCategory.allCases.map {
-                                ($0, categoryTotal == 0 ? 0 : round((categoryNanos[$0] ?? 0) / categoryTotal, 4))
-                            }),
-                        reason: reason, site: siteList.first?.site ?? "", sites: siteList, stack: stack,
-                        example: StallReport.StallReference(trace: longest.tracePath, stall: longest.stall.id))
-                ))
+            var signature = StallReport.Signature(
+                category: key.category, frames: key.frames, count: members.count, totalMs: ms(total),
+                maxMs: ms(longest.durationNanos), tiers: tiers,
+                categoryShares: Dictionary(
+                    uniqueKeysWithValues: StallCategory.allCases.map {
+                        ($0, categoryTotal == 0 ? 0 : round((categoryNanos[$0] ?? 0) / categoryTotal, 4))
+                    }),
+                reason: reason, site: siteList.first?.site ?? "", sites: siteList, stack: stack,
+                example: StallReport.StallReference(trace: longest.tracePath, stall: longest.stall.id))
+            let fleet = FleetStats(members, facts: facts, traceCount: traceCount)
+            signature.traces = fleet.traces
+            signature.tracesPercent = fleet.tracesPercent
+            signature.p50Ms = fleet.p50Ms
+            signature.p95Ms = fleet.p95Ms
+            signature.firstSeen = fleet.firstSeen
+            signature.lastSeen = fleet.lastSeen
+            signature.builds = fleet.builds
+            signature.hosts = fleet.hosts
+            result.append((key, total, signature))
         }
         result.sort {
             ($0.total, $0.signature.count) != ($1.total, $1.signature.count)

@@ -8,12 +8,15 @@ public enum ReportText {
     /// hitch ratio, loop latency), stalls by tier and category, then each listed signature
     /// with its breakdown, reason, posting site, a `stallwatch show` line and its stack.
     /// With `colour`, headings are ANSI bold and system frames dim.
-    public static func render(_ report: StallReport, colour: Bool) -> String {
+    /// Several traces are summarised (`FleetText`) unless `listTraces` asks for a line each.
+    public static func render(_ report: StallReport, colour: Bool, listTraces: Bool = false) -> String {
         let style = Style(enabled: colour)
         var lines: [String] = []
         let traceWord = report.traces.count == 1 ? "trace" : "traces"
         lines.append(style.bold("Stallwatch report") + " — \(report.traces.count) \(traceWord)")
-        for trace in report.traces {
+        let fleet = report.traces.count > 1 || !report.fleet.unreadable.isEmpty
+        if fleet { lines += FleetText.summaryLines(report, listed: listTraces) }
+        for trace in report.traces where !fleet || listTraces {
             let process = trace.process.isEmpty ? "" : " \(trace.process) (pid \(trace.pid))"
             lines.append(
                 "  \(trace.path):\(process), \(trace.mode?.name ?? "unknown") mode, \(format(trace.runTimeSeconds, 2)) s, "
@@ -62,6 +65,7 @@ public enum ReportText {
         for (index, signature) in report.signatures.enumerated() {
             lines.append("")
             lines += signatureLines(signature, rank: index + 1, style: style)
+            if fleet { lines += FleetText.signatureLines(signature, traceCount: report.traces.count) }
         }
         return lines.joined(separator: "\n") + "\n"
     }
