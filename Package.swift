@@ -23,8 +23,10 @@ let package = Package(
             name: "Stallwatch",
             dependencies: ["StallwatchCore", "CStallwatchSampler", "CStallwatchShims"]
         ),
+        // The system's zlib, for the gzip'ed pprof export.
+        .systemLibrary(name: "CZlib", pkgConfig: "zlib", providers: [.apt(["zlib1g-dev"])]),
         // Reading traces: loading, analysis, rendering, exporters, gate. No command line.
-        .target(name: "StallwatchReport", dependencies: ["StallwatchCore"]),
+        .target(name: "StallwatchReport", dependencies: ["StallwatchCore", "CZlib"]),
         // The `stallwatch` CLI: its argument parser and the commands (types whose properties are
         // their options). It reads traces only: no runtime, no SQLite (the demo is a sample).
         .executableTarget(name: "stallwatch", dependencies: ["StallwatchReport", "StallwatchCore"]),

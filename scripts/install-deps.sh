@@ -2,7 +2,7 @@
 # Installs the Debian packages Stallwatch needs, if any is missing (as root, or with sudo).
 set -eu
 need=""
-for pkg in libunwind-dev libsqlite3-dev libdw-dev; do
+for pkg in libunwind-dev libsqlite3-dev libdw-dev zlib1g-dev; do
     dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q "install ok installed" || need="$need $pkg"
 done
 [ -z "$need" ] && exit 0
