@@ -98,6 +98,15 @@ import Testing
         ),
         ("lostRecords", 0, .lostRecords(.init(time: 90_200_000_000, count: 17))),
         ("platform", 0, .platform(.init(architecture: "x86_64"))),
+        (
+            "origin", 0,
+            .origin(
+                .init(
+                    traceID: [
+                        0x4b, 0xf9, 0x2f, 0x35, 0x77, 0xb3, 0x4d, 0xa6, 0xa3, 0xce, 0x92, 0x9d, 0x0e, 0x0e, 0x47, 0x36,
+                    ], host: "web-3", executable: "/srv/FeedApp", buildID: [0x3f, 0x9a, 0x01, 0xc4],
+                    appVersion: "1.4.2"))
+        ),
     ]
 
     /// The record's bytes as the doc shows them: upper-case hex, space separated.

@@ -73,6 +73,10 @@ enum TraceFixture {
         .lostRecords(.init(time: 81_234_900_000_000, count: 17)),
         // Last, so the slices `realistic()` takes keep their records.
         .platform(.init(architecture: "x86_64")),
+        .origin(
+            .init(
+                traceID: Array(0..<16), host: "build-agent-7", executable: "/srv/FeedApp",
+                buildID: [0xde, 0xad, 0xbe, 0xef], appVersion: "3.1.0")),
     ]
 
     /// A preamble and `records`, encoded with one encoder.

@@ -25,7 +25,8 @@ enum FleetText {
         lines.append(span)
         if !fleet.unreadable.isEmpty {
             lines.append("  \(fleet.unreadable.count) unreadable:")
-            for entry in fleet.unreadable.prefix(5) { lines.append(clip("    \(entry.reason)")) }
+            // Whole: a reason names its file, however long the path.
+            for entry in fleet.unreadable.prefix(5) { lines.append("    \(entry.reason)") }
             if fleet.unreadable.count > 5 { lines.append("    … \(fleet.unreadable.count - 5) more") }
         }
         if !listed && report.traces.count > 1 { lines.append("  (--list-traces prints one line per trace)") }
@@ -60,10 +61,6 @@ enum FleetText {
             line = candidate
         }
         return line + suffix
-    }
-
-    static func clip(_ text: String) -> String {
-        text.count <= width ? text : String(text.prefix(width - 1)) + "…"
     }
 
     static func megabytes(_ bytes: Int) -> String {
