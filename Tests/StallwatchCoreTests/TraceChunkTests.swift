@@ -29,9 +29,11 @@ import Testing
         }
     }
 
+    static let origin = TraceFixture.everyKind.first { $0.kind == .origin }!
+
     @Test(arguments: [1, 2, 3, 5, 8, 40])
     func chunksGiveTheSerialTrace(count: Int) throws {
-        let bytes = TraceFixture.encode(TraceFixture.realistic(callouts: 2_000), syncInterval: 128)
+        let bytes = TraceFixture.encode([Self.origin] + TraceFixture.realistic(callouts: 2_000), syncInterval: 128)
         let serial = DecodedTrace(decoding: bytes)
         #expect(serial.outcome.endedCleanly)
         #expect(serial.origin?.host == "build-agent-7")
@@ -62,10 +64,11 @@ import Testing
 
     /// Traces written before the `origin` record existed read as before, without an origin.
     @Test func aTraceWithoutAnOriginStillReads() {
-        let records = TraceFixture.realistic().filter { $0.kind != .origin }
-        let old = DecodedTrace(decoding: TraceFixture.encode(records))
+        let old = DecodedTrace(decoding: TraceFixture.encode(TraceFixture.realistic()))
+        let new = DecodedTrace(decoding: TraceFixture.encode(TraceFixture.realistic() + [Self.origin]))
         #expect(old.outcome.endedCleanly)
         #expect(old.origin == nil)
-        #expect(old.stalls == DecodedTrace(decoding: TraceFixture.encode(TraceFixture.realistic())).stalls)
+        #expect(new.origin?.appVersion == "3.1.0")
+        #expect(old.stalls == new.stalls)
     }
 }

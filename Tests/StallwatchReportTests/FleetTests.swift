@@ -25,6 +25,7 @@ import Testing
         _ = directory.write(".hidden/x.swtrace", Fixture.standard())
         #expect(TraceLoader.expand([root]) == [ab, acd, b])
         #expect(TraceLoader.expand([b, root, root + "/missing.swtrace"]) == [b, ab, acd, root + "/missing.swtrace"])
+        #expect(TraceLoader.expand([b, b]) == [b, b], "files given twice are the duplicate warning's business")
     }
 
     @Test func theReportSpreadsSignaturesOverTracesBuildsAndHosts() throws {

@@ -32,6 +32,19 @@ import Testing
 
     private let golden = """
         {
+          "fleet" : {
+            "appVersions" : 0,
+            "builds" : 1,
+            "bytes" : BYTES,
+            "firstStart" : "2023-11-14T22:13:20.000Z",
+            "hosts" : 0,
+            "lastEnd" : "2023-11-14T22:13:26.000Z",
+            "processes" : 1,
+            "traces" : 1,
+            "unreadable" : [
+
+            ]
+          },
           "frames" : {
             "delivered" : 330,
             "dropped" : 30,
@@ -53,6 +66,13 @@ import Testing
           "signatureCount" : 4,
           "signatures" : [
             {
+              "builds" : [
+                {
+                  "name" : "unknown",
+                  "stalls" : 2,
+                  "traces" : 1
+                }
+              ],
               "category" : "compute",
               "categoryShares" : {
                 "compute" : 1,
@@ -66,12 +86,23 @@ import Testing
                 "stall" : 1,
                 "trace" : "PATH"
               },
+              "firstSeen" : "2023-11-14T22:13:20.200Z",
               "frames" : [
                 "FixtureApp.checksum(Swift.Int) -> Swift.Int",
                 "FixtureApp.Feed.reload()",
                 "FixtureApp.main()"
               ],
+              "hosts" : [
+                {
+                  "name" : "unknown",
+                  "stalls" : 2,
+                  "traces" : 1
+                }
+              ],
+              "lastSeen" : "2023-11-14T22:13:25.000Z",
               "maxMs" : 300,
+              "p50Ms" : 20,
+              "p95Ms" : 300,
               "reason" : "FixtureApp.checksum(Swift.Int)",
               "site" : "FixtureApp/Feed.swift:12",
               "sites" : [
@@ -104,9 +135,18 @@ import Testing
                 "hang" : 1,
                 "hitch" : 1
               },
-              "totalMs" : 320
+              "totalMs" : 320,
+              "traces" : 1,
+              "tracesPercent" : 100
             },
             {
+              "builds" : [
+                {
+                  "name" : "unknown",
+                  "stalls" : 1,
+                  "traces" : 1
+                }
+              ],
               "category" : "database",
               "categoryShares" : {
                 "compute" : 0,
@@ -120,11 +160,22 @@ import Testing
                 "stall" : 4,
                 "trace" : "PATH"
               },
+              "firstSeen" : "2023-11-14T22:13:23.000Z",
               "frames" : [
                 "FixtureApp.Cache.lookup()",
                 "FixtureApp.main()"
               ],
+              "hosts" : [
+                {
+                  "name" : "unknown",
+                  "stalls" : 1,
+                  "traces" : 1
+                }
+              ],
+              "lastSeen" : "2023-11-14T22:13:23.000Z",
               "maxMs" : 150,
+              "p50Ms" : 150,
+              "p95Ms" : 150,
               "reason" : "sqlite3_step",
               "site" : "FixtureApp/Database.swift:77",
               "sites" : [
@@ -156,9 +207,18 @@ import Testing
               "tiers" : {
                 "microHang" : 1
               },
-              "totalMs" : 150
+              "totalMs" : 150,
+              "traces" : 1,
+              "tracesPercent" : 100
             },
             {
+              "builds" : [
+                {
+                  "name" : "unknown",
+                  "stalls" : 2,
+                  "traces" : 1
+                }
+              ],
               "category" : "io",
               "categoryShares" : {
                 "compute" : 0,
@@ -172,11 +232,22 @@ import Testing
                 "stall" : 2,
                 "trace" : "PATH"
               },
+              "firstSeen" : "2023-11-14T22:13:21.000Z",
               "frames" : [
                 "FixtureApp.Store.save()",
                 "FixtureApp.main()"
               ],
+              "hosts" : [
+                {
+                  "name" : "unknown",
+                  "stalls" : 2,
+                  "traces" : 1
+                }
+              ],
+              "lastSeen" : "2023-11-14T22:13:22.000Z",
               "maxMs" : 40,
+              "p50Ms" : 25,
+              "p95Ms" : 40,
               "reason" : "fsync",
               "site" : "FixtureApp/Store.swift:30",
               "sites" : [
@@ -208,9 +279,18 @@ import Testing
               "tiers" : {
                 "hitch" : 2
               },
-              "totalMs" : 65
+              "totalMs" : 65,
+              "traces" : 1,
+              "tracesPercent" : 100
             },
             {
+              "builds" : [
+                {
+                  "name" : "unknown",
+                  "stalls" : 1,
+                  "traces" : 1
+                }
+              ],
               "category" : "lockWait",
               "categoryShares" : {
                 "compute" : 0,
@@ -224,11 +304,22 @@ import Testing
                 "stall" : 5,
                 "trace" : "PATH"
               },
+              "firstSeen" : "2023-11-14T22:13:24.000Z",
               "frames" : [
                 "FixtureApp.Cache.lookup()",
                 "FixtureApp.main()"
               ],
+              "hosts" : [
+                {
+                  "name" : "unknown",
+                  "stalls" : 1,
+                  "traces" : 1
+                }
+              ],
+              "lastSeen" : "2023-11-14T22:13:24.000Z",
               "maxMs" : 60,
+              "p50Ms" : 60,
+              "p95Ms" : 60,
               "reason" : "pthread_mutex_lock",
               "site" : "FixtureApp/Cache.swift:5",
               "sites" : [
@@ -260,7 +351,9 @@ import Testing
               "tiers" : {
                 "hitch" : 1
               },
-              "totalMs" : 60
+              "totalMs" : 60,
+              "traces" : 1,
+              "tracesPercent" : 100
             }
           ],
           "stalls" : {
@@ -291,7 +384,10 @@ import Testing
           },
           "traces" : [
             {
+              "appVersion" : null,
+              "build" : "unknown",
               "bytes" : BYTES,
+              "host" : null,
               "mode" : "stalls",
               "path" : "PATH",
               "pid" : 4242,
@@ -300,7 +396,8 @@ import Testing
               ],
               "process" : "FixtureApp",
               "runTimeSeconds" : 6,
-              "stalls" : 6
+              "stalls" : 6,
+              "traceID" : "0db9730cd9db0bf4865b63e624b80c60"
             }
           ]
         }

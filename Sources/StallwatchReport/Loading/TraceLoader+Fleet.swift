@@ -17,8 +17,8 @@ extension TraceLoader {
 
     /// The inputs with every directory replaced by the `*.swtrace` files under it (recursively,
     /// sorted by path; hidden entries skipped). Files are kept as given, in order, whatever
-    /// their name; paths that name nothing are kept too, so loading reports them. A path that
-    /// appears twice (given twice, or in two given directories) is kept once.
+    /// their name; paths that name nothing are kept too, so loading reports them. A file found
+    /// in a directory is left out when it was already given or found.
     public static func expand(_ inputs: [String]) -> [String] {
         var result: [String] = []
         var seen = Set<String>()
@@ -28,7 +28,8 @@ extension TraceLoader {
                 var found: [String] = []
                 walk(input, into: &found)
                 for path in found.sorted() where seen.insert(path).inserted { result.append(path) }
-            } else if seen.insert(input).inserted {
+            } else {
+                seen.insert(input)
                 result.append(input)
             }
         }

@@ -5,7 +5,7 @@ import StallwatchReport
 struct DiffCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "diff",
-        abstract: "Compare the stall signatures of two traces or two directories of traces.",
+        abstract: "Compare the stall signatures of two traces or directories.",
         discussion: """
             A signature is worse when its total stall time or its stall count grew by more than \
             the threshold (in percent of the base), better when one of them shrank by more and \

@@ -27,7 +27,7 @@ struct ExportCommand: ParsableCommand {
 
     static let configuration = CommandConfiguration(
         commandName: "export",
-        abstract: "Export traces for Perfetto, flame graphs, speedscope, Spark/DuckDB, OpenTelemetry or pprof.",
+        abstract: "Export traces for viewers, Spark/DuckDB, OpenTelemetry or pprof.",
         discussion: """
             chrome: stalls, samples and (full mode) callouts on the main thread's track; open in \
             https://ui.perfetto.dev or chrome://tracing. folded: 'category;outer;...;inner MICROSECONDS' \

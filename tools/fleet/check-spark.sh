@@ -1,0 +1,27 @@
+#!/bin/sh
+# Runs the fleet Spark job in local mode on a generated fleet and checks that its signature
+# table is `stallwatch report`'s: tools/fleet/check-spark.sh [TRACES] (default 200).
+# Needs scripts/install-deps.sh (a JRE, the venv with pyspark). Not part of .ci/run: Spark's
+# start-up alone takes most of a minute on a 2-core machine (see tools/fleet/README.md).
+set -eu
+count=${1:-200}
+here=$(cd "$(dirname "$0")" && pwd)
+root=$(cd "$here/../.." && pwd)
+venv=${STALLWATCH_VENV:-${HOME:-/root}/.cache/stallwatch-venv}
+cd "$root"
+swift build --product stallwatch >/dev/null
+swift build --product stallwatch-bench >/dev/null
+bin=$(swift build --show-bin-path)
+work=$(mktemp -d "${TMPDIR:-/tmp}/stallwatch-spark.XXXXXX")
+trap 'rm -rf "$work"' EXIT
+"$bin/stallwatch-bench" generate-fleet "$work/traces" "$count" >/dev/null
+"$bin/stallwatch" export "$work/traces" --format jsonl -o "$work/stalls.jsonl"
+"$bin/stallwatch" report "$work/traces" --json --top 10 >"$work/report.json"
+start=$(date +%s)
+"$venv/bin/python3" "$here/spark_signatures.py" "$work/stalls.jsonl" >"$work/spark.jsonl" 2>"$work/spark.log" || {
+    cat "$work/spark.log" >&2
+    exit 1
+}
+end=$(date +%s)
+echo "spark local mode: $((end - start)) s for $(wc -l <"$work/stalls.jsonl") stall lines from $count traces"
+"$venv/bin/python3" "$here/compare.py" "$work/report.json" "$work/spark.jsonl"
