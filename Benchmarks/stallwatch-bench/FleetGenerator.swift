@@ -195,7 +195,9 @@ enum FleetGenerator {
                 .latencyHistogram(
                     TraceRecord.LatencyHistogram(
                         intervalStart: interval, intervalLength: 10 * second,
-                        buckets: [.init(index: 2, count: 9_000), .init(index: 40, count: 900), .init(index: 200, count: 3)]
+                        buckets: [
+                            .init(index: 2, count: 9_000), .init(index: 40, count: 900), .init(index: 200, count: 3),
+                        ]
                     )))
             interval += 10 * second
         }

@@ -60,7 +60,8 @@ enum ExternalTools {
             try? FileManager.default.removeItem(atPath: base + ".out")
             try? FileManager.default.removeItem(atPath: base + ".err")
         }
-        guard let out = FileHandle(forWritingAtPath: base + ".out"), let err = FileHandle(forWritingAtPath: base + ".err")
+        guard let out = FileHandle(forWritingAtPath: base + ".out"),
+            let err = FileHandle(forWritingAtPath: base + ".err")
         else { return Run(status: -1, output: "", error: "cannot create \(base)") }
         process.standardOutput = out
         process.standardError = err

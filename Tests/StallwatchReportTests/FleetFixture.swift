@@ -50,7 +50,9 @@ enum FleetFixture {
             let duration = milliseconds * millisecond
             builder.add(
                 .stallBegan(
-                    .init(id: id, start: time, site: kind == .parse ? 1 : 2, mode: 0, phase: .beforeSources, tier: .hitch)))
+                    .init(
+                        id: id, start: time, site: kind == .parse ? 1 : 2, mode: 0, phase: .beforeSources, tier: .hitch)
+                ))
             var sample = time + 17 * millisecond
             while sample < time + duration {
                 switch kind {
@@ -71,9 +73,12 @@ enum FleetFixture {
         builder.add([
             .symbol(.init(address: 0x1000, module: 1, name: "FleetApp.main()", file: "FleetApp/main.swift", line: 3)),
             .symbol(
-                .init(address: 0x1100, module: 1, name: "FleetApp.Parser.parse()", file: "FleetApp/Parser.swift", line: 9)),
+                .init(
+                    address: 0x1100, module: 1, name: "FleetApp.Parser.parse()", file: "FleetApp/Parser.swift", line: 9)
+            ),
             .symbol(
-                .init(address: 0x1300, module: 1, name: "FleetApp.Store.save()", file: "FleetApp/Store.swift", line: 40)),
+                .init(address: 0x1300, module: 1, name: "FleetApp.Store.save()", file: "FleetApp/Store.swift", line: 40)
+            ),
             .symbol(.init(address: 0x7000_2000, module: 2, name: "fsync")),
         ])
         return builder.bytes

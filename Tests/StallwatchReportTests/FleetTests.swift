@@ -74,7 +74,8 @@ import Testing
         let lines = run.output.split(separator: "\n", omittingEmptySubsequences: false).map(String.init)
         #expect(lines[0] == "Stallwatch report — 6 traces")
         #expect(lines[1] == "  1 process: FleetApp 6")
-        #expect(lines[2] == "  3 hosts, 2 builds, 2 app versions, \(FleetText.megabytes(report(root).fleet.bytes)) read")
+        #expect(
+            lines[2] == "  3 hosts, 2 builds, 2 app versions, \(FleetText.megabytes(report(root).fleet.bytes)) read")
         #expect(lines.contains("  (--list-traces prints one line per trace)"))
         #expect(!run.output.contains("t0.swtrace: FleetApp"))
         #expect(lines.contains("   in 3 of 6 traces (50.0 %), p50 150.0 ms, p95 200.0 ms, max 200.0 ms"))
@@ -139,7 +140,8 @@ import Testing
 
     @Test func tracesWithoutAnOriginAreAnUnknownBuildWithAStableID() throws {
         let old = directory.write(
-            "old.swtrace", FleetFixture.trace(host: "", version: "", buildByte: 0, offset: 0, stalls: [(.parse, 40)], origin: false))
+            "old.swtrace",
+            FleetFixture.trace(host: "", version: "", buildByte: 0, offset: 0, stalls: [(.parse, 40)], origin: false))
         let first = TraceFacts(try TraceLoader.load(path: old).get())
         let second = TraceFacts(try TraceLoader.load(path: old).get())
         #expect(first.build == "unknown")
@@ -156,7 +158,8 @@ import Testing
             _ = directory.write(
                 "fleet/more/m\(index).swtrace",
                 FleetFixture.trace(
-                    host: "h\(index % 4)", version: "1.\(index % 3)", buildByte: UInt8(index % 3), offset: UInt64(index),
+                    host: "h\(index % 4)", version: "1.\(index % 3)", buildByte: UInt8(index % 3),
+                    offset: UInt64(index),
                     stalls: [(.parse, 30 + UInt64(index)), (.save, 90)]))
         }
         let serial = ReportBuilder(workers: 1).report(try load([root], workers: 1), top: 10)
@@ -177,7 +180,8 @@ import Testing
             time += 10_000
             if index % 3_000 == 0 {
                 let id = UInt64(index / 3_000 + 1)
-                builder.add(.stallBegan(.init(id: id, start: time, site: 1, mode: 0, phase: .beforeSources, tier: .hitch)))
+                builder.add(
+                    .stallBegan(.init(id: id, start: time, site: 1, mode: 0, phase: .beforeSources, tier: .hitch)))
                 builder.add(.sample(.init(stall: id, time: time + 17_000_000, state: .running, frames: [0x10])))
                 builder.add(.stallEnded(.init(id: id, end: time + 30_000_000)))
             }

@@ -9,7 +9,8 @@ import Testing
 @Suite(.serialized) struct TraceOriginTests {
     /// Records an idle moment of a loop and returns the decoded trace.
     func record(appVersion: String?) async throws -> DecodedTrace {
-        let path = FileManager.default.temporaryDirectory.appendingPathComponent("stallwatch-origin-\(UUID()).trace").path
+        let path = FileManager.default.temporaryDirectory.appendingPathComponent("stallwatch-origin-\(UUID()).trace")
+            .path
         defer { unlink(path) }
         try await onLoopThreadThrowing { loop in
             let recorder = try TraceRecorder(path: path, loop: loop, mode: .stalls, appVersion: appVersion)

@@ -37,7 +37,9 @@ public enum PprofExporter {
                     let locations =
                         sample.frames.isEmpty
                         ? [builder.placeholder(missingStackName(sample))]
-                        : sample.frames.map { builder.location($0, trace: traceIndex, modules: input.trace.trace.modules) }
+                        : sample.frames.map {
+                            builder.location($0, trace: traceIndex, modules: input.trace.trace.modules)
+                        }
                     var message = ProtoWriter()
                     message.packed(1, locations)
                     message.packed(2, [1, weights[index]])

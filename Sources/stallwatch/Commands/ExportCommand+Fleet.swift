@@ -27,7 +27,8 @@ extension ExportCommand {
         case .jsonl, .otlpJSON:
             let text =
                 format == .jsonl
-                ? JSONLinesExporter.export(inputs, samples: samples) : OTLPJSONExporter.export(inputs, callouts: callouts)
+                ? JSONLinesExporter.export(inputs, samples: samples)
+                : OTLPJSONExporter.export(inputs, callouts: callouts)
             switch output {
             case .standardOutput:
                 context.standardOutput.write(text)
