@@ -198,6 +198,13 @@ import Testing
         #expect(top.output.contains("Total samples = \(format(attributed, 0))ms"))
     }
 
+    @Test func singleTraceFormatsRefuseADirectory() {
+        let root = FleetFixture.write(into: directory)
+        let run = CLIRun(["export", root, "--format", "chrome", "-o", "-"])
+        #expect(run.exitCode == 2)
+        #expect(run.error.hasPrefix("Error: chrome exports one trace; \(root) holds 6"))
+    }
+
     @Test func pprofRefusesStandardOutput() {
         let trace = directory.write("one.swtrace", Fixture.standard())
         let run = CLIRun(["export", trace, "--format", "pprof", "-o", "-"])

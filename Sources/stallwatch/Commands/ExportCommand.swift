@@ -62,7 +62,11 @@ struct ExportCommand: ParsableCommand {
     /// Reads the trace and writes the export.
     func run(in context: CommandContext) throws -> ExitCode {
         if format.takesMany { return try exportMany(in: context) }
-        let loaded = try TraceInputs.load([trace], context: context, includeCallouts: format == .chrome).traces[0]
+        let all = try TraceInputs.load([trace], context: context, includeCallouts: format == .chrome).traces
+        guard all.count == 1 else {
+            throw UsageError("\(format.rawValue) exports one trace; \(trace) holds \(all.count)")
+        }
+        let loaded = all[0]
         let stalls = ReportBuilder().analyze([loaded])[0]
         let text: String
         switch format {
