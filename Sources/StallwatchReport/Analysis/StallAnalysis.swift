@@ -78,16 +78,40 @@ public struct AnalyzedStall: Sendable {
         durationNanos = reached > stall.start ? reached - stall.start : 0
 
         // The most frequent app-frame prefix among samples of the dominant category.
-        var counts: [[String]: (count: Int, first: Int)] = [:]
+        // Samples of one stall repeat the same addresses: each address is judged and named
+        // once, and prefixes are counted as name numbers (the module tests are string searches
+        // and hashing names per sample was most of a fleet report's time).
+        var names: [String] = []
+        var nameNumbers: [String: Int] = [:]
+        var appFrameName: [UInt64: Int] = [:]  // -1: not an app frame
+        func appFrame(_ frame: Frame) -> Int {
+            if let known = appFrameName[frame.address] { return known }
+            var number = -1
+            if !frame.isSystem && !isCompilerGenerated(frame) {
+                let name = frameName(frame)
+                number = nameNumbers[name] ?? names.count
+                if number == names.count {
+                    names.append(name)
+                    nameNumbers[name] = number
+                }
+            }
+            appFrameName[frame.address] = number
+            return number
+        }
+        var counts: [[Int]: (count: Int, first: Int)] = [:]
         for (index, sample) in stall.samples.enumerated() where classifications[index].category == category {
-            let frames = Array(
-                sample.frames.filter { !$0.isSystem && !isCompilerGenerated($0) }.prefix(SignatureKey.frameCount)
-                    .map(frameName))
+            var frames: [Int] = []
+            for frame in sample.frames {
+                let number = appFrame(frame)
+                guard number >= 0 else { continue }
+                frames.append(number)
+                if frames.count == SignatureKey.frameCount { break }
+            }
             guard !frames.isEmpty else { continue }
             counts[frames] = ((counts[frames]?.count ?? 0) + 1, counts[frames]?.first ?? index)
         }
         if let best = counts.max(by: { ($0.value.count, -$0.value.first) < ($1.value.count, -$1.value.first) }) {
-            key = SignatureKey(category: category, frames: best.key)
+            key = SignatureKey(category: category, frames: best.key.map { names[$0] })
             representativeSample = best.value.first
         } else if let reason = breakdown.topReasons.first(where: { $0.category == category }) {
             key = SignatureKey(category: category, frames: ["[\(reason.reason)]"])
