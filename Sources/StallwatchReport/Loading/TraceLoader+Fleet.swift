@@ -81,23 +81,32 @@ extension TraceLoader {
     /// Runs `body(index)` for `0..<count` on up to `workers` threads (a small pool pulling the
     /// next index), returning when all are done.
     static func forEachIndex(_ count: Int, workers: Int, _ body: @Sendable (Int) -> Void) {
-        let width = max(1, min(workers, count))
+        forEachIndex(count, workers: workers) { _, index in body(index) }
+    }
+
+    /// `forEachIndex(_:workers:_:)` that also tells `body` which worker (0..<`workerCount`)
+    /// runs it, so each worker can keep state of its own.
+    static func forEachIndex(_ count: Int, workers: Int, _ body: @Sendable (_ worker: Int, _ index: Int) -> Void) {
+        let width = workerCount(count, workers)
         if width == 1 {
-            for index in 0..<count { body(index) }
+            for index in 0..<count { body(0, index) }
             return
         }
         let next = Locked(0)
-        DispatchQueue.concurrentPerform(iterations: width) { _ in
+        DispatchQueue.concurrentPerform(iterations: width) { worker in
             while true {
                 let index = next.withLock { value -> Int in
                     defer { value += 1 }
                     return value
                 }
                 guard index < count else { return }
-                body(index)
+                body(worker, index)
             }
         }
     }
+
+    /// How many workers `forEachIndex` runs for `count` items.
+    static func workerCount(_ count: Int, _ workers: Int) -> Int { max(1, min(workers, count)) }
 
     private static func walk(_ directory: String, into found: inout [String]) {
         guard let handle = opendir(directory) else { return }
