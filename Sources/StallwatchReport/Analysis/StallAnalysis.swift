@@ -68,7 +68,19 @@ public struct AnalyzedStall: Sendable {
         self.tracePath = tracePath
         self.stall = stall
         budgetNanos = budget.nanoseconds
-        let classifications = classifier.classify(stall.samples)
+        // A stall's samples are mostly the same stack in the same state: classify each distinct
+        // sample once. The verdict depends on the sample but not on when it was taken or the
+        // CPU time so far, so those are left out of the key (anything else a sample gains stays in).
+        var verdicts: [Sample: Classification] = [:]
+        let classifications = stall.samples.map { sample in
+            var key = sample
+            key.time = 0
+            key.cpuTimeNanos = 0
+            if let known = verdicts[key] { return known }
+            let verdict = classifier.classify(sample)
+            verdicts[key] = verdict
+            return verdict
+        }
         let breakdown = StallBreakdown(samples: stall.samples, classifications: classifications, end: stall.end)
         let category = breakdown.dominant ?? .other
         self.classifications = classifications
