@@ -24,5 +24,9 @@ if [ -x "$venv/bin/python3" ] && "$venv/bin/python3" -c "import $(echo $python_m
     exit 0
 fi
 echo "making the Python venv $venv (duckdb, chdb, opentelemetry-proto, pyspark)" >&2
-/usr/bin/python3 -m venv "$venv"
-"$venv/bin/pip" install -q --disable-pip-version-check duckdb chdb opentelemetry-proto pyspark >&2
+# Not fatal: without PyPI the build and most tests still run; the export checks that need
+# these tools then skip, saying what is missing.
+if ! { /usr/bin/python3 -m venv "$venv" &&
+    "$venv/bin/pip" install -q --disable-pip-version-check duckdb chdb opentelemetry-proto pyspark >&2; }; then
+    echo "warning: could not make the Python venv $venv; the DuckDB, ClickHouse, OTLP and Spark checks will skip" >&2
+fi
