@@ -6,6 +6,9 @@ let package = Package(
     products: [
         .library(name: "Stallwatch", targets: ["Stallwatch"]),
         .library(name: "StallwatchCore", targets: ["StallwatchCore"]),
+        // Preloadable (LD_PRELOAD) by `stallwatch record`: watches DispatchQueue.main of a program
+        // that never heard of Stallwatch.
+        .library(name: "StallwatchPreload", type: .dynamic, targets: ["StallwatchPreload"]),
         .executable(name: "stallwatch-bench", targets: ["stallwatch-bench"]),
         .executable(name: "stallwatch", targets: ["stallwatch"]),
     ],
@@ -25,6 +28,9 @@ let package = Package(
         ),
         // The system's zlib, for the gzip'ed pprof export.
         .systemLibrary(name: "CZlib", pkgConfig: "zlib", providers: [.apt(["zlib1g-dev"])]),
+        // The preload library: a C constructor that starts a heartbeat monitor and recorder.
+        .target(name: "CStallwatchPreload"),
+        .target(name: "StallwatchPreload", dependencies: ["Stallwatch", "CStallwatchPreload"]),
         // Reading traces: loading, analysis, rendering, exporters, gate. No command line.
         .target(name: "StallwatchReport", dependencies: ["StallwatchCore", "CZlib"]),
         // The `stallwatch` CLI: its argument parser and the commands (types whose properties are
@@ -51,6 +57,12 @@ let package = Package(
         .executableTarget(name: "Demo", dependencies: ["Stallwatch", "SampleSupport"], path: "Samples/Demo"),
         .executableTarget(
             name: "AsyncRender", dependencies: ["Stallwatch", "SampleSupport"], path: "Samples/AsyncRender"),
+        // Programs that never heard of Stallwatch (no dependency): `stallwatch record` watches
+        // them through the preload library. And a stand-in for swift-nio that adopts the
+        // heartbeat monitor in three lines.
+        .executableTarget(name: "DispatchMainApp", path: "Samples/DispatchMainApp"),
+        .executableTarget(name: "RunLoopApp", path: "Samples/RunLoopApp"),
+        .executableTarget(name: "EventLoopServer", dependencies: ["Stallwatch"], path: "Samples/EventLoopServer"),
         // A helper executable the tests run as a subprocess: it owns the process's real main thread.
         .executableTarget(
             name: "StallwatchTestHost",
@@ -64,13 +76,23 @@ let package = Package(
         // The sampler's own tests: its C API directly, each test in a fresh child process.
         .testTarget(name: "CStallwatchSamplerTests", dependencies: ["CStallwatchSampler", "CStallwatchTestSupport"]),
         .testTarget(name: "StallwatchCoreTests", dependencies: ["StallwatchCore"]),
-        .testTarget(name: "StallwatchReportTests", dependencies: ["StallwatchReport", "StallwatchCore", "stallwatch"]),
+        .testTarget(
+            name: "StallwatchReportTests",
+            dependencies: [
+                "StallwatchReport", "StallwatchCore", "stallwatch", "CStallwatchTestSupport",
+                // Records real traces for the export tests, as a subprocess.
+                "StallwatchTestHost",
+                // Recorded by the HTML report's browser test, as a subprocess.
+                "Demo",
+            ]),
         .testTarget(
             name: "StallwatchTests",
             dependencies: [
                 "Stallwatch", "StallwatchTestHost", "CSQLite", "CStallwatchTestSupport",
                 // Built for the sample tests, which run them as subprocesses.
                 "FeedScreen", "BlockingMain", "GalleryScroll", "AsyncRender", "Demo", "DetectStalls",
+                // The heartbeat tests: programs without MainLoop, and the CLI that records them.
+                "DispatchMainApp", "RunLoopApp", "EventLoopServer", "stallwatch",
             ]),
     ]
 )

@@ -8,6 +8,8 @@ let usage = """
     SUITES:
       loop      run-loop throughput, cross-thread posts, timer lateness, idle wake-ups
       monitor   per-callout cost of watching, detection latency, capture cost, idle wake-ups
+      heartbeat a heartbeat monitor on an executor it does not own: heartbeats, wake-ups and
+                watchdog CPU busy and idle, detection latency, duration error
       trace     recording cost per event, bytes per event, parse rate, a long fuzz run
       soak [SECONDS] [TASKS_PER_SECOND]
                 60 s (default) at 1 M posted tasks/s, monitor on, recorder in full mode:
@@ -26,6 +28,7 @@ do {
     case "loop": try LoopBenchmarks.run()
     case "monitor": try MonitorBenchmarks.run()
     case "trace": try TraceBenchmarks.run()
+    case "heartbeat": try HeartbeatBenchmarks.run()
     case "soak":
         let seconds = arguments.count > 1 ? Int(arguments[1]) : 60
         let rate = arguments.count > 2 ? Int(arguments[2]) : 1_000_000

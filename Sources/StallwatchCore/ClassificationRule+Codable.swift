@@ -59,7 +59,7 @@ extension ClassificationRule: Codable {
 
 extension RuleMatch: Codable {
     private enum Keys: String, CodingKey, CaseIterable {
-        case symbol, symbolPrefix, symbolContains, module, maxDepth, state, syscall
+        case symbol, symbolPrefix, symbolContains, module, maxDepth, state, syscall, cpu, minDelta, wait
     }
 
     /// Decodes conditions; each list may also be given as a single string.
@@ -94,13 +94,35 @@ extension RuleMatch: Codable {
             states.append(state)
         }
         let syscalls = try list(.syscall)
-        for name in syscalls where SyscallTable.number(for: name) == nil {
+        for name in syscalls where name != CompiledRule.outsideSyscall && SyscallTable.number(for: name) == nil {
             throw invalid(container, .syscall, "unknown x86_64 syscall '\(name)'")
+        }
+        let cpu = try container.decodeIfPresent(String.self, forKey: .cpu).map {
+            guard let share = CPUShare(rawValue: $0) else {
+                throw invalid(container, .cpu, unknown("cpu", $0, CPUShare.allCases))
+            }
+            return share
+        }
+        var minDelta: [KernelCounter: UInt64] = [:]
+        for (name, value) in try container.decodeIfPresent([String: UInt64].self, forKey: .minDelta) ?? [:] {
+            guard let counter = KernelCounter(rawValue: name) else {
+                throw invalid(container, .minDelta, unknown("counter", name, KernelCounter.allCases))
+            }
+            if value == 0 { throw invalid(container, .minDelta, "'\(name)' must be at least 1") }
+            minDelta[counter] = value
+        }
+        var waits: [WaitFact.Kind] = []
+        for name in try list(.wait) {
+            guard let kind = WaitFact.Kind(name: name) else {
+                let names = WaitFact.Kind.allCases.map(\.name).joined(separator: ", ")
+                throw invalid(container, .wait, "unknown wait kind '\(name)' (expected one of \(names))")
+            }
+            waits.append(kind)
         }
         self.init(
             symbol: try list(.symbol), symbolPrefix: try list(.symbolPrefix),
             symbolContains: try list(.symbolContains), module: try list(.module),
-            maxDepth: maxDepth, state: states, syscall: syscalls)
+            maxDepth: maxDepth, state: states, syscall: syscalls, cpu: cpu, minDelta: minDelta, wait: waits)
         if maxDepth != nil && !testsFrames {
             throw invalid(container, .maxDepth, "needs a frame condition")
         }
@@ -119,6 +141,12 @@ extension RuleMatch: Codable {
         try container.encodeIfPresent(maxDepth, forKey: .maxDepth)
         try put(state.map(\.name), .state)
         try put(syscall, .syscall)
+        try container.encodeIfPresent(cpu?.rawValue, forKey: .cpu)
+        try put(wait.map(\.name), .wait)
+        if !minDelta.isEmpty {
+            try container.encode(
+                Dictionary(uniqueKeysWithValues: minDelta.map { ($0.key.rawValue, $0.value) }), forKey: .minDelta)
+        }
     }
 }
 

@@ -24,6 +24,9 @@ public enum ReasonSource: String, CaseIterable, Sendable, Hashable, Codable {
     /// The syscall name, else the wait channel, else the state name (default for rules that
     /// test only the kernel state).
     case kernel
+    /// The wait-for fact's operation (the syscall it came from, e.g. `read`), else its kind;
+    /// without a fact, as `kernel`.
+    case wait
 }
 
 /// The conditions of a rule. Every condition given must hold.
@@ -32,7 +35,10 @@ public enum ReasonSource: String, CaseIterable, Sendable, Hashable, Codable {
 /// `symbolPrefix`, `symbolContains` (if any of them is given) **and** its module passes
 /// `module` (if given). The rule's frame condition holds when a frame among the innermost
 /// `maxDepth` (all frames if `nil`) matches. State conditions: the sample's `state` is one
-/// of `state`, and its syscall is one of `syscall`.
+/// of `state`, and its syscall is one of `syscall`. Counter conditions test the sample's
+/// `countersDelta` (a sample without one fails them): `cpu` says which CPU time grew more,
+/// `minDelta` gives counters that must each have grown by at least the value given. `wait`
+/// tests the kind of the sample's wait-for fact.
 ///
 /// A plain value; use it on any thread.
 public struct RuleMatch: Sendable, Hashable {
@@ -54,8 +60,16 @@ public struct RuleMatch: Sendable, Hashable {
     /// Thread states (rules files spell them `running`, `sleeping`, `diskSleep`, … or
     /// by their `/proc` letter).
     public var state: [ThreadState]
-    /// Syscall names from `SyscallTable` (`"fsync"`, `"futex"`…).
+    /// Syscall names from `SyscallTable` (`"fsync"`, `"futex"`…), or `"none"`: blocked
+    /// outside any syscall (/proc says `-1`; in practice a page fault).
     public var syscall: [String]
+    /// Which CPU time grew more since the previous sample (`nil`: not tested).
+    public var cpu: CPUShare?
+    /// Counters that must each have grown by at least the value given since the previous
+    /// sample (`["readBytes": 1]`: bytes were fetched from storage). Empty: not tested.
+    public var minDelta: [KernelCounter: UInt64]
+    /// The sample's wait-for fact is of one of these kinds (empty: not tested).
+    public var wait: [WaitFact.Kind]
 
     /// Creates conditions; every list defaults to empty (not tested).
     public init(
@@ -65,7 +79,10 @@ public struct RuleMatch: Sendable, Hashable {
         module: [String] = [],
         maxDepth: Int? = nil,
         state: [ThreadState] = [],
-        syscall: [String] = []
+        syscall: [String] = [],
+        cpu: CPUShare? = nil,
+        minDelta: [KernelCounter: UInt64] = [:],
+        wait: [WaitFact.Kind] = []
     ) {
         self.symbol = symbol
         self.symbolPrefix = symbolPrefix
@@ -74,6 +91,9 @@ public struct RuleMatch: Sendable, Hashable {
         self.maxDepth = maxDepth
         self.state = state
         self.syscall = syscall
+        self.cpu = cpu
+        self.minDelta = minDelta
+        self.wait = wait
     }
 
     /// Whether any frame condition is given.
@@ -81,9 +101,14 @@ public struct RuleMatch: Sendable, Hashable {
         !symbol.isEmpty || !symbolPrefix.isEmpty || !symbolContains.isEmpty || !module.isEmpty
     }
 
-    /// Whether any kernel-state condition is given.
+    /// Whether any kernel-state condition (state, syscall or counters) is given.
     public var testsState: Bool {
-        !state.isEmpty || !syscall.isEmpty
+        !state.isEmpty || !syscall.isEmpty || testsCounters || !wait.isEmpty
+    }
+
+    /// Whether any counter condition is given.
+    public var testsCounters: Bool {
+        cpu != nil || !minDelta.isEmpty
     }
 }
 

@@ -175,6 +175,48 @@ extension Classifier {
               "match": { "syscall": ["nanosleep", "clock_nanosleep"] }
             },
             {
+              "name": "major-fault",
+              "category": "io",
+              "reason": "page fault",
+              "match": { "minDelta": { "majorFaults": 1 } }
+            },
+            {
+              "name": "fault-wait",
+              "category": "io",
+              "reason": "page fault",
+              "match": { "state": "diskSleep", "syscall": "none" }
+            },
+            {
+              "name": "fault-read",
+              "category": "io",
+              "reason": "page fault",
+              "match": { "syscall": "none", "minDelta": { "readBytes": 1 } }
+            },
+            {
+              "name": "fault-in",
+              "category": "io",
+              "reason": "page fault",
+              "match": { "state": "running", "wait": "pageFault" }
+            },
+            {
+              "name": "kernel-read",
+              "category": "io",
+              "reason": "read",
+              "match": { "cpu": "system", "minDelta": { "readBytes": 1 } }
+            },
+            {
+              "name": "kernel-write",
+              "category": "io",
+              "reason": "write",
+              "match": { "cpu": "system", "minDelta": { "writeBytes": 1 } }
+            },
+            {
+              "name": "in-io-syscall",
+              "category": "io",
+              "reasonFrom": "wait",
+              "match": { "state": "running", "wait": ["file", "socket"] }
+            },
+            {
               "name": "io-wrapper-frame",
               "level": "state",
               "category": "io",

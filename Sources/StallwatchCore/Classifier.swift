@@ -119,6 +119,10 @@ public struct Classifier: Sendable {
                 return result
             }
         }
+        if rule.reasonFrom == .wait, rule.reason == nil, let wait = sample.wait {
+            return Classification(
+                category: rule.category, reason: wait.operation ?? wait.kind.name, ruleName: rule.name)
+        }
         return Classification(
             category: rule.category, reason: rule.reason ?? Classifier.kernelReason(sample),
             ruleName: rule.name)

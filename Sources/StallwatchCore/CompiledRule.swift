@@ -3,6 +3,9 @@
 // all rules instead of once per rule: the cost grows with frames, not frames × rules.
 
 struct CompiledRule: Sendable {
+    /// The `syscall` name for "blocked outside any syscall" (/proc's `-1`).
+    static let outsideSyscall = "none"
+
     /// The rule's position in the classifier's rules: its bit in `FrameMatcher.Hits`.
     let id: Int
     let name: String
@@ -15,6 +18,11 @@ struct CompiledRule: Sendable {
     let stateMask: UInt16
     /// Accepted syscall numbers; empty = not tested.
     let syscalls: Set<Int32>
+    /// The counter conditions; `nil`/empty = not tested.
+    let cpu: CPUShare?
+    let minDelta: [(KernelCounter, UInt64)]
+    /// Bit `rawValue` set for each accepted wait kind; 0 = not tested.
+    let waitMask: UInt16
 
     init(_ rule: ClassificationRule, id: Int) {
         self.id = id
@@ -27,11 +35,15 @@ struct CompiledRule: Sendable {
         stateMask = rule.match.state.reduce(0) { $0 | (1 << UInt16($1.rawValue)) }
         syscalls = Set(
             rule.match.syscall.map { name in
+                if name == CompiledRule.outsideSyscall { return -1 }
                 guard let number = SyscallTable.number(for: name) else {
                     preconditionFailure("rule '\(rule.name)': unknown x86_64 syscall '\(name)'")
                 }
                 return number
             })
+        cpu = rule.match.cpu
+        waitMask = rule.match.wait.reduce(0) { $0 | (1 << UInt16($1.rawValue)) }
+        minDelta = rule.match.minDelta.sorted { $0.key.rawValue < $1.key.rawValue }.map { ($0.key, $0.value) }
     }
 
     /// The frame indices that decided a match: innermost and outermost matching frame.
@@ -45,6 +57,14 @@ struct CompiledRule: Sendable {
         if stateMask != 0, stateMask & (1 << UInt16(sample.state.rawValue)) == 0 { return nil }
         if !syscalls.isEmpty {
             guard let syscall = sample.syscall, syscalls.contains(syscall) else { return nil }
+        }
+        if waitMask != 0 {
+            guard let kind = sample.wait?.kind, waitMask & (1 << UInt16(kind.rawValue)) != 0 else { return nil }
+        }
+        if cpu != nil || !minDelta.isEmpty {
+            guard let delta = sample.countersDelta else { return nil }
+            if let cpu, delta.cpuShare != cpu { return nil }
+            for (counter, minimum) in minDelta where delta[counter] < minimum { return nil }
         }
         guard testsFrames else { return Hit() }
         var hit = Hit()

@@ -4,7 +4,8 @@
 public struct Sample: Sendable, Hashable, Codable {
     /// When the sample was taken, in `CLOCK_MONOTONIC` nanoseconds.
     public var time: UInt64
-    /// The backtrace, innermost frame first. Empty when the capture timed out.
+    /// The backtrace, innermost frame first; `source` says how it was captured. Empty when
+    /// nothing could be captured.
     public var frames: [Frame]
     /// The scheduler state from `/proc/<pid>/task/<tid>/stat`.
     public var state: ThreadState
@@ -17,9 +18,19 @@ public struct Sample: Sendable, Hashable, Codable {
     public var cpuTimeNanos: UInt64
     /// The innermost annotation active on the main thread at this sample, if any.
     public var annotation: Annotation?
-    /// Whether the backtrace capture timed out (e.g. in state D the signal waits for the
-    /// syscall to return); the `/proc` facts are still valid.
+    /// Whether the signal's backtrace capture timed out (e.g. in state D the signal waits for the
+    /// syscall to return); the `/proc` facts are still valid, and `source` says whether perf,
+    /// the scan or the stall's last stack gave frames all the same.
     public var captureTimedOut: Bool
+    /// Where `frames` came from (signal, perf, scan, stale, none).
+    public var source: SampleSource
+    /// The thread's kernel counters at this sample, if they were read.
+    public var counters: KernelCounters?
+    /// `counters` minus the previous reading of this stall (for the first sample, the reading
+    /// the watchdog took when it first saw the callout running); `nil` without a previous one.
+    public var countersDelta: KernelCounters?
+    /// What the thread waited on, when that is knowable (see `WaitFact`).
+    public var wait: WaitFact?
 
     /// Creates a sample.
     public init(
@@ -30,7 +41,11 @@ public struct Sample: Sendable, Hashable, Codable {
         wchan: String? = nil,
         cpuTimeNanos: UInt64 = 0,
         annotation: Annotation? = nil,
-        captureTimedOut: Bool = false
+        captureTimedOut: Bool = false,
+        source: SampleSource? = nil,
+        counters: KernelCounters? = nil,
+        countersDelta: KernelCounters? = nil,
+        wait: WaitFact? = nil
     ) {
         self.time = time
         self.frames = frames
@@ -40,6 +55,10 @@ public struct Sample: Sendable, Hashable, Codable {
         self.cpuTimeNanos = cpuTimeNanos
         self.annotation = annotation
         self.captureTimedOut = captureTimedOut
+        self.source = source ?? .assumed(hasFrames: !frames.isEmpty)
+        self.counters = counters
+        self.countersDelta = countersDelta
+        self.wait = wait
     }
 
     /// The name of `syscall` from the x86_64 table (`74` → `"fsync"`), or `nil`.

@@ -86,8 +86,19 @@ extension StallBreakdown {
     public init(
         samples: [Sample], classifications: [Classification], end: UInt64?, maxReasons: Int = 5
     ) {
+        self.init(
+            samples: samples, classifications: classifications,
+            weights: StallBreakdown.sampleWeights(samples, end: end), maxReasons: maxReasons)
+    }
+
+    /// Weighs already-classified samples by `weights` (`weights[i]` nanoseconds for
+    /// `samples[i]`): for callers that share time out by a rule of their own, such as the
+    /// report's, which also gives the first sample the time before it.
+    public init(
+        samples: [Sample], classifications: [Classification], weights: [UInt64], maxReasons: Int = 5
+    ) {
         precondition(samples.count == classifications.count, "one classification per sample")
-        let weights = StallBreakdown.sampleWeights(samples, end: end)
+        precondition(samples.count == weights.count, "one weight per sample")
         let total = weights.reduce(0, +)
         // With no measurable time, every sample counts once so the verdict still shows.
         let units = total == 0 ? weights.map { _ in UInt64(1) } : weights

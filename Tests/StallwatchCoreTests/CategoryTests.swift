@@ -45,8 +45,15 @@ import Testing
         #expect(verdict == Classification(category: .io, reason: "fsync", ruleName: "io-syscall"))
     }
 
-    @Test func diskSleepOutsideASyscallIsIONamedByWaitChannel() {
+    @Test func diskSleepOutsideASyscallIsAPageFault() {
+        // Blocked in D outside any syscall: the thread waits for a page it faulted on.
         let sample = Sample(time: 0, state: .diskSleep, syscall: -1, wchan: "folio_wait_bit_common")
+        #expect(
+            classifier.classify(sample) == Classification(category: .io, reason: "page fault", ruleName: "fault-wait"))
+    }
+
+    @Test func diskSleepInAnUnknownSyscallIsIONamedByWaitChannel() {
+        let sample = Sample(time: 0, state: .diskSleep, syscall: 999, wchan: "folio_wait_bit_common")
         #expect(
             classifier.classify(sample)
                 == Classification(category: .io, reason: "folio_wait_bit_common", ruleName: "disk-sleep"))

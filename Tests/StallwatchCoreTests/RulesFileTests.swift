@@ -271,7 +271,7 @@ import Testing
             ))
         #expect(
             error.message
-                == "unknown field (expected one of symbol, symbolPrefix, symbolContains, module, maxDepth, state, syscall)"
+                == "unknown field (expected one of symbol, symbolPrefix, symbolContains, module, maxDepth, state, syscall, cpu, minDelta, wait)"
         )
         let category = try #require(
             try loadError(

@@ -18,6 +18,24 @@ import Testing
         #expect(old.calloutCount == new.calloutCount)
     }
 
+    /// A sample's `sampleProvenance` record gives its source; traces written before that record
+    /// existed read with the assumed sources (a stack: signal; none: none).
+    @Test func sampleSourcesComeFromProvenanceRecordsOrAreAssumed() throws {
+        let new = DecodedTrace(decoding: TraceFixture.encode(TraceFixture.realistic()))
+        let old = DecodedTrace(
+            decoding: TraceFixture.encode(TraceFixture.realistic().filter { $0.kind != .sampleProvenance }))
+        #expect(old.outcome.endedCleanly)
+        let newSamples = try #require(new.stalls.first?.samples)
+        let oldSamples = try #require(old.stalls.first?.samples)
+        #expect(newSamples.map(\.source) == [.scan, .none, .none])
+        #expect(oldSamples.map(\.source) == [.signal, .none, .none])
+        // A provenance record for a sample that is not there changes nothing.
+        var records = TraceFixture.realistic()
+        records.append(.sampleProvenance(.init(stall: 7, time: 1, source: .perf)))
+        let extra = DecodedTrace(decoding: TraceFixture.encode(records))
+        #expect(extra.stalls == new.stalls)
+    }
+
     @Test func stallsAreAssembledAndSymbolicated() throws {
         let trace = DecodedTrace(
             decoding: TraceFixture.encode(TraceFixture.realistic()), fileName: "feed.swtrace")

@@ -99,6 +99,28 @@ import Testing
         ("lostRecords", 0, .lostRecords(.init(time: 90_200_000_000, count: 17))),
         ("platform", 0, .platform(.init(architecture: "x86_64"))),
         (
+            "congestedIteration", 0,
+            .congestedIteration(
+                .init(
+                    start: 90_100_000_000, duration: 21_000_000, callouts: 40,
+                    sites: [.init(site: 3, count: 30, nanos: 15_000_000), .init(site: 1, count: 10, nanos: 5_500_000)]))
+        ),
+        ("sampleProvenance", 0, .sampleProvenance(.init(stall: 7, time: 90_020_000_000, source: .perf))),
+        (
+            "sampleCounters", 0,
+            .sampleCounters(
+                .init(
+                    stall: 3, time: 90_400_000_000, counters: TraceDocExamplesTests.counters,
+                    delta: TraceDocExamplesTests.counterDelta))
+        ),
+        (
+            "sampleWait", 0,
+            .sampleWait(
+                .init(
+                    stall: 3, time: 90_400_000_000, kind: .file, operation: "read", fd: 7,
+                    target: "/var/lib/app/feed.json"))
+        ),
+        (
             "origin", 0,
             .origin(
                 .init(
@@ -108,6 +130,10 @@ import Testing
                     appVersion: "1.4.2"))
         ),
     ]
+
+    /// A thread 120 ms into its life, and what 5 ms of one long read() from disk added.
+    static let counters = KernelCounters(values: [40_000_000, 80_000_000, 2_100, 3, 9_000, 400, 8_388_608, 0, 12, 4])
+    static let counterDelta = KernelCounters(values: [0, 10_000_000, 0, 0, 0, 0, 2_097_152, 0, 0, 0])
 
     /// The record's bytes as the doc shows them: upper-case hex, space separated.
     static func hex(_ example: (name: String, base: UInt64, record: TraceRecord)) -> String {

@@ -77,6 +77,21 @@ enum TraceFixture {
             .init(
                 traceID: Array(0..<16), host: "build-agent-7", executable: "/srv/FeedApp",
                 buildID: [0xde, 0xad, 0xbe, 0xef], appVersion: "3.1.0")),
+        .congestedIteration(
+            .init(
+                start: 81_234_500_000_000, duration: 21_000_000, callouts: 40,
+                sites: [.init(site: 3, count: 30, nanos: 15_000_000), .init(site: 1, count: 10, nanos: 5_500_000)])),
+        // The first sample of stall 7 (in state D, inside fsync) came from the stack scan.
+        .sampleProvenance(.init(stall: 7, time: 81_234_610_000_000, source: .scan)),
+        // The sample facts (kinds 18, 19) after it, for the same reason.
+        .sampleCounters(
+            .init(
+                stall: 1, time: 81_234_567_900_000, counters: KernelCounters(values: [1, 2, 3, 4, 5, 6, 7, 8, 9, 10]),
+                delta: KernelCounters(values: [0, 10_000_000, 0, 1, 0, 0, 4096, 0, 0, 0]))),
+        .sampleWait(
+            .init(
+                stall: 1, time: 81_234_567_900_000, kind: .mutex, operation: "futex", address: 0x7F00_1234_5678,
+                ownerTID: 4711, ownerName: "cache-refresh", ownerFrames: [0x5555_0000_1000, 0x5555_0000_0F00])),
     ]
 
     /// A preamble and `records`, encoded with one encoder.
@@ -121,8 +136,12 @@ enum TraceFixture {
                             cpuTime: 2_000_000_000, annotation: 2, frames: [appBase + 0x9_9999, appBase + 0x1_2340])))
             }
         }
-        // Not the origin: the damage tests depend on where this fixture's sync markers fall.
-        records.append(contentsOf: Array(everyKind[21...]).filter { $0.kind != .origin })
+        // Without the origin, the congested iteration and the sample facts: the damage tests
+        // depend on where sync markers fall.
+        records.append(
+            contentsOf: everyKind[21...].filter {
+                ![.origin, .congestedIteration, .sampleCounters, .sampleWait].contains($0.kind)
+            })
         records.append(contentsOf: Array(everyKind[9...12]))
         return records
     }

@@ -22,11 +22,12 @@ private func parse<Command: ParsableCommand>(_ arguments: [String], as type: Com
     #expect(definitions[0].kind == .positional(optional: false, repeating: true, capturesRest: false))
     #expect(definitions[4].kind == .option(required: false, repeating: true))
     let record = CommandParser.definitions(of: RecordCommand.self)
-    #expect(record.map(\.name) == ["output", "budget", "mode", "command"])
+    #expect(record.map(\.name) == ["output", "budget", "mode", "no-preload", "command"])
     #expect(record[0].short == "o")
     #expect(record[0].kind == .option(required: true, repeating: false))
     #expect(record[2].defaultDescription == "stalls")
-    #expect(record[3].kind == .positional(optional: false, repeating: true, capturesRest: true))
+    #expect(record[3].kind == .flag)
+    #expect(record[4].kind == .positional(optional: false, repeating: true, capturesRest: true))
 }
 
 @Test func valuesArriveTyped() throws {

@@ -1,5 +1,6 @@
 // Each export format is well formed for its viewers: Chrome JSON has traceEvents with name/ph/ts/pid/tid (+dur for X), folded lines end in an integer weight, speedscope has its schema's required fields.
 import Foundation
+import StallwatchCore
 import Testing
 
 @testable import StallwatchReport
@@ -59,10 +60,10 @@ import Testing
         for line in lines { #expect(line.wholeMatch(of: pattern) != nil, "\(line)") }
         #expect(
             text == """
-                compute;FixtureApp.main();FixtureApp.Feed.reload();FixtureApp.checksum(Swift.Int) -> Swift.Int 286000
-                database;FixtureApp.main();FixtureApp.Cache.lookup();sqlite3_step 130000
-                io;FixtureApp.main();FixtureApp.Store.save();fsync 31000
-                lockWait;FixtureApp.main();FixtureApp.Cache.lookup();pthread_mutex_lock 43000
+                compute;main();Feed.reload();checksum(_:) 320000
+                database;main();Cache.lookup();sqlite3_step 150000
+                io;main();Store.save();fsync 65000
+                lockWait;main();Cache.lookup();pthread_mutex_lock 60000
 
                 """)
     }
@@ -91,10 +92,61 @@ import Testing
         #expect(samples.allSatisfy { $0.allSatisfy { $0 >= 0 && $0 < frames.count } })
         #expect(weights.reduce(0, +) == profile["endValue"] as? Int)
         let total: Int = weights.reduce(0, +)
-        #expect(total == 490_000)  // the folded weights: 286 + 130 + 31 + 43 ms
+        #expect(total == 595_000)  // the folded weights, and the report's stall total: 320 + 150 + 65 + 60 ms
         // Roots are categories.
         #expect(Set(samples.map { frames[$0[0]]["name"] as? String }) == ["compute", "io", "database", "lockWait"])
     }
+
+    @Test func speedscopeNamesTheVersionThatWroteIt() throws {
+        let json = try #require(
+            try JSONSerialization.jsonObject(with: Data(try export("speedscope").utf8)) as? [String: Any])
+        #expect(json["exporter"] as? String == "stallwatch \(StallwatchVersion.current)")
+        #expect(CLIRun(["--version"]).output == "stallwatch \(StallwatchVersion.current)\n")
+    }
+
+    @Test func stallsWithoutSamplesStillAppearAndAreCounted() throws {
+        let trace = directory.write("hung.swtrace", Fixture.unfinishedWithoutSamples())
+        let output = directory.path + "/hung.folded"
+        let run = CLIRun(["export", trace, "--format", "folded", "-o", output])
+        #expect(run.exitCode == 0)
+        #expect(
+            run.error == """
+                note: 1 of 2 stalls carried no samples (1 unfinished); each is drawn as one marker frame
+                wrote \(output) (folded, 2 stalls)
+
+                """)
+        // The hung stall reaches the trace's last record: 2 s of it; the timed-out sample
+        // stands for the other stall's whole 40 ms (the report's rule: the first sample also
+        // stands for the time before it).
+        #expect(
+            directory.read("hung.folded") == """
+                io;[capture timed out] 40000
+                other;[unfinished stall, no samples] 2000000
+
+                """)
+        let speedscope = directory.path + "/hung.speedscope"
+        #expect(CLIRun(["export", trace, "--format", "speedscope", "-o", speedscope]).exitCode == 0)
+        let text = try #require(directory.read("hung.speedscope"))
+        let json = try #require(try JSONSerialization.jsonObject(with: Data(text.utf8)) as? [String: Any])
+        let frames = try #require((json["shared"] as? [String: Any])?["frames"] as? [[String: Any]])
+        let profile = try #require((json["profiles"] as? [[String: Any]])?.first)
+        let samples = try #require(profile["samples"] as? [[Int]])
+        let weights = try #require(profile["weights"] as? [Int])
+        let stacks = samples.map { $0.map { frames[$0]["name"] as? String ?? "?" } }
+        #expect(stacks == [["io", "[capture timed out]"], ["other", "[unfinished stall, no samples]"]])
+        #expect(weights == [40_000, 2_000_000])
+        #expect(profile["endValue"] as? Int == 2_040_000)
+        // Chrome says it too, in its own words; a trace whose stalls all have samples says nothing.
+        let chrome = CLIRun(["export", trace, "--format", "chrome", "-o", directory.path + "/hung.json"])
+        #expect(
+            chrome.error.hasPrefix(
+                "note: 1 of 2 stalls carried no samples (1 unfinished); their slices have no sample marks\n"))
+        #expect(
+            ExportNotes.stallsWithoutSamples(
+                ReportBuilder().analyze([try TraceLoader.load(path: standardTrace).get()])[0]) == nil)
+    }
+
+    var standardTrace: String { directory.write("standard.swtrace", Fixture.standard()) }
 
     @Test func badFormatIsAUsageError() {
         let run = CLIRun(["export", "x.swtrace", "--format", "svg", "-o", "-"])

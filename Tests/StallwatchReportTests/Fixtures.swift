@@ -125,6 +125,8 @@ enum Fixture {
             stall(
                 5, site: 3, at: 5_000 * ms, lasting: nil, tier: .hitch,
                 samples: [17, 60].map { ($0 * ms, .sleeping, futex, lockStack) }))
+        // Its second sample's stack came from the /proc stack scan (the first has no such record).
+        builder.add([.sampleProvenance(.init(stall: 5, time: 5_060 * ms, source: .scan))])
         builder.add([
             .frameClock(
                 .init(intervalStart: 1 * second, intervalLength: 3 * second, expected: 180, delivered: 170, dropped: 10)
@@ -206,12 +208,12 @@ struct CLIRun {
     var output: String
     var error: String
 
-    init(_ arguments: [String], environment: [String: String] = [:], terminal: Bool = false) {
+    init(_ arguments: [String], environment: [String: String] = [:], terminal: Bool = false, input: [UInt8] = []) {
         let output = BufferSink()
         let error = BufferSink()
         let context = CommandContext(
             standardOutput: output, standardError: error, outputIsTerminal: terminal, errorIsTerminal: false,
-            environment: environment)
+            environment: environment, standardInput: .bytes(input))
         exitCode = StallwatchCLI.run(arguments, context: context).rawValue
         self.output = output.text
         self.error = error.text

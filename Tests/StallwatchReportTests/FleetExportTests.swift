@@ -16,7 +16,7 @@ import Testing
         "schema", "trace_id", "trace_path", "host", "process", "pid", "build", "build_id", "app_version", "type",
         "stall_id", "start_unix_nano", "start", "duration_ns", "duration_ms", "unfinished", "tier", "category",
         "reason", "share_compute", "share_io", "share_lock_wait", "share_database", "share_other", "signature",
-        "signature_frames", "stack", "site", "site_label", "sample_count",
+        "signature_frames", "stack", "stack_confidence", "site", "site_label", "sample_count",
     ]
 
     static let sampleKeys = [
@@ -182,14 +182,14 @@ import Testing
         #expect(raw.status == 0, "\(raw.error)")
         #expect(raw.output.contains("samples/count wall/nanoseconds[dflt]"))
         #expect(raw.output.contains("category:[io]"))
-        #expect(raw.output.contains("signature:[io: FleetApp.Store.save() ← FleetApp.main()]"))
+        #expect(raw.output.contains("signature:[io: Store.save() ← main()]"))
         #expect(raw.output.contains("tier:[microHang]"))
         #expect(raw.output.contains("/srv/FleetApp bbbb [FN][FL][LN]"))  // the mapping, with its build id
-        #expect(raw.output.contains("FleetApp.Store.save() FleetApp/Store.swift:40"))
+        #expect(raw.output.contains("Store.save() FleetApp/Store.swift:40"))
         let top = ExternalTools.run(go, ["tool", "pprof", "-top", "-nodecount=3", path], environment: environment)
         #expect(top.status == 0, "\(top.error)")
         #expect(top.output.contains("Type: wall"))
-        #expect(top.output.contains("FleetApp.Parser.parse()"))
+        #expect(top.output.contains("Parser.parse()"))
         #expect(top.output.contains("fsync"))
         // The total is every sample's weight: the report's sample-attributed stall time.
         let loaded = try TraceLoader.load(paths: TraceLoader.expand([root])).map { try $0.get() }

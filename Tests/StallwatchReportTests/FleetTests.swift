@@ -42,7 +42,7 @@ import Testing
         try #require(report.signatures.count == 2)
 
         let parse = report.signatures[0]
-        #expect(parse.frames == ["FleetApp.Parser.parse()", "FleetApp.main()"])
+        #expect(parse.frames == ["Parser.parse()", "main()"])
         #expect(parse.count == 9)
         #expect(parse.traces == 6)
         #expect(parse.tracesPercent == 100)
@@ -55,7 +55,7 @@ import Testing
 
         let save = report.signatures[1]
         #expect(save.category == .io)
-        #expect(save.frames == ["FleetApp.Store.save()", "FleetApp.main()"])
+        #expect(save.frames == ["Store.save()", "main()"])
         #expect(save.count == 3)
         #expect(save.traces == 3)
         #expect(save.tracesPercent == 50)
@@ -84,7 +84,8 @@ import Testing
         // 100 columns, but for lines holding a (long, temporary) path and the category line.
         #expect(lines.allSatisfy { $0.count <= 100 || $0.contains(directory.path) || $0.hasPrefix("  by category") })
 
-        let listed = CLIRun(["report", root, "--list-traces"])
+        // --wide: the temporary paths are longer than 100 columns.
+        let listed = CLIRun(["report", root, "--list-traces", "--wide"])
         #expect(listed.output.contains("\(root)/new/t0.swtrace: FleetApp (pid 100), stalls mode"))
         #expect(!listed.output.contains("--list-traces prints"))
     }
@@ -113,7 +114,7 @@ import Testing
         let run = CLIRun(["diff", root + "/old", root + "/new", "--json"])
         #expect(run.exitCode == 0, "\(run.error)")
         let diff = try JSONDecoder().decode(SignatureDiff.self, from: Data(run.output.utf8))
-        #expect(diff.added.map(\.frames) == [["FleetApp.Store.save()", "FleetApp.main()"]])
+        #expect(diff.added.map(\.frames) == [["Store.save()", "main()"]])
         #expect(diff.added.first?.newCount == 3)
         #expect(diff.gone.isEmpty)
         let parse = try #require((diff.better + diff.worse + diff.unchanged).first)

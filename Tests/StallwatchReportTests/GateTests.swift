@@ -42,7 +42,7 @@ import Testing
         let run = CLIRun(["gate", standard] + limit)
         #expect(run.exitCode == 1)
         #expect(run.output.contains("FAIL  \(name)"))
-        #expect(run.output.hasSuffix("Result: FAIL (1 of 1 limits exceeded)\n"))
+        #expect(run.output.hasSuffix("Result: FAIL (1 of 1 limit exceeded)\n"))
     }
 
     @Test func regressionAgainstBaseline() {
@@ -91,8 +91,11 @@ import Testing
     }
 
     @Test func junitEscapesText() {
-        let xml = Gate.junit([GateCheck(name: "a<b", measured: "1 & 2", limit: "\"0\"", passed: false)])
+        let run = JUnitRun(timestamp: "2026-01-01T00:00:00", hostname: "ci", seconds: 0, standardOutput: "x < y\n")
+        let xml = Gate.junit([GateCheck(name: "a<b", measured: "1 & 2", limit: "\"0\"", passed: false)], run: run)
         #expect(xml.contains("name=\"a&lt;b\""))
         #expect(xml.contains("measured 1 &amp; 2, limit &quot;0&quot;"))
+        #expect(xml.contains("<system-out>x &lt; y\n</system-out>"))
+        #expect(Gate.escape("a\nb\u{1}") == "a&#10;b?")
     }
 }

@@ -15,7 +15,7 @@ private let rootHelpText = """
     SUBCOMMANDS:
       record                  Run a command with stall recording turned on.
       report                  Summarize the stalls of one or more traces.
-      show                    Show one stall and its samples as a timeline.
+      show                    List a trace's stalls, or show one as a timeline.
       export                  Export traces for viewers, Spark/DuckDB, OpenTelemetry
                               or pprof.
       diff                    Compare the stall signatures of two traces or
@@ -32,12 +32,15 @@ private let commandHelpTexts: [String: String] = [
     OVERVIEW: Run a command with stall recording turned on.
 
     Sets STALLWATCH_TRACE, STALLWATCH_BUDGET_MS and STALLWATCH_MODE in the command's
-    environment; any app that runs MainLoop records to the trace. Exits with the
+    environment; any app that runs MainLoop records to the trace. A program without
+    MainLoop is watched through DispatchQueue.main (dispatchMain() or RunLoop.main)
+    by the preload library libStallwatchPreload.so, found next to stallwatch or
+    named by STALLWATCH_PRELOAD, which record adds to LD_PRELOAD. Exits with the
     command's status, 128+N if signal N killed it, 127 if it was not found, 126 if
     it could not run.
 
     USAGE: stallwatch record -o <trace> [--budget <ms>] [--mode <mode>]
-           -- <command> ...
+           [--no-preload] -- <command> ...
 
     ARGUMENTS:
       <command>               The command to run, with its arguments.
@@ -47,6 +50,8 @@ private let commandHelpTexts: [String: String] = [
       --budget <ms>           The frame budget in milliseconds. (default: 16.667)
       --mode <mode>           stalls (stalls only) or full (every callout too).
                               (default: stalls)
+      --no-preload            Do not preload the heartbeat library (only MainLoop
+                              apps record).
       -h, --help              Show help information.
 
     """,
@@ -55,36 +60,58 @@ private let commandHelpTexts: [String: String] = [
 
     Prints run time, loop utilisation, frames and FPS, the hitch ratio, stalls per
     tier and per category, loop-latency percentiles and the top stall signatures
-    (dominant category + innermost app frames). Several traces are read in parallel
-    and added up. A trace that ends inside a record (a killed recorder) is read up
-    to its last whole record, with a warning; a trace with a damaged region is
-    reported as far as it could be read, then the command exits 2. A directory
-    stands for every *.swtrace file under it. Several traces are summarised
-    (processes, hosts, builds, unreadable files) and each signature says how many
-    traces it affects and in which builds and on which hosts.
+    (dominant category + innermost app frames) with each one's representative stack
+    and the share of the stall's time that stack stands for, and the call sites
+    behind congested iterations. Lines fit the terminal (COLUMNS, else its width,
+    else 100 columns). Several traces are read in parallel and added up. A trace
+    that ends inside a record (a killed recorder) is read up to its last whole
+    record, with a warning; a trace with a damaged region is reported as far as it
+    could be read, then the command exits 2. A directory stands for every *.swtrace
+    file under it. Several traces are summarised (processes, hosts, builds,
+    unreadable files) and each signature says how many traces it affects and in
+    which builds and on which hosts. --html writes one self-contained page
+    (timeline, flame graph, every signature and stall) that opens in any browser
+    without a network; '--html -' writes it to stdout instead of the report.
 
-    USAGE: stallwatch report <traces> ... [--json] [--top <n>] [--list-traces]
+    USAGE: stallwatch report <traces> ... [--json] [--html <file>] [--top <n>]
+           [--wide] [--verbose] [--list-traces]
 
     ARGUMENTS:
-      <traces>                The trace files or directories to read.
+      <traces>                The trace files or directories to read ('-' for
+                              standard input).
 
     OPTIONS:
       --json                  Print the report as JSON (schema: docs/cli.md).
+      --html <file>           Write an HTML page too ('-' for stdout).
       --top <n>               How many stall signatures to list. (default: 10)
+      --wide                  Do not fit lines to the terminal: show long names in
+                              full.
+      --verbose               Show frames by their full demangled symbols.
       --list-traces           With several traces, also print one line per trace.
       -h, --help              Show help information.
 
     """,
     "show": """
-    OVERVIEW: Show one stall and its samples as a timeline.
+    OVERVIEW: List a trace's stalls, or show one as a timeline.
 
-    USAGE: stallwatch show <trace> --stall <id>
+    Without --stall, lists the trace's stalls (id, tier, duration, category, the
+    share of the stall's time its representative stack stands for, site and
+    signature). With --stall, shows that stall's callout, breakdown, every sample
+    and the representative stack. Lines fit the terminal (COLUMNS, else its width,
+    else 100 columns).
+
+    USAGE: stallwatch show <trace> [--stall <id>] [--json] [--wide] [--verbose]
 
     ARGUMENTS:
-      <trace>                 The trace file to read.
+      <trace>                 The trace file to read ('-' for standard input).
 
     OPTIONS:
-      --stall <id>            The stall's id (as listed by 'stallwatch report').
+      --stall <id>            The stall's id (as listed without it).
+      --json                  Print the stall (or the list) as JSON (schema:
+                              docs/cli.md).
+      --wide                  Do not fit lines to the terminal: show long names in
+                              full.
+      --verbose               Show frames by their full demangled symbols.
       -h, --help              Show help information.
 
     """,
@@ -105,8 +132,8 @@ private let commandHelpTexts: [String: String] = [
            [--callouts]
 
     ARGUMENTS:
-      <trace>                 The trace file to read (or a directory, for jsonl,
-                              otlp-json and pprof).
+      <trace>                 The trace: a file, '-' for standard input, or a
+                              directory (jsonl, otlp-json, pprof).
 
     OPTIONS:
       --format <format>       chrome, folded, speedscope, jsonl, otlp-json or pprof.
@@ -198,13 +225,14 @@ func commandHelp(command: String) throws {
 }
 
 @Test func usageErrorsPrintMessageAndUsage() {
-    let run = CLIRun(["show", "t.swtrace"])
+    let run = CLIRun(["export", "t.swtrace", "-o", "-"])
     #expect(run.exitCode == 2)
     #expect(
         run.error == """
-            Error: Missing expected argument '--stall <id>'
-            Usage: stallwatch show <trace> --stall <id>
-              See 'stallwatch show --help' for more information.
+            Error: Missing expected argument '--format <format>'
+            Usage: stallwatch export <trace> --format <format> -o <file> [--samples]
+                   [--callouts]
+              See 'stallwatch export --help' for more information.
 
             """)
     #expect(run.output.isEmpty)

@@ -97,7 +97,7 @@ import Testing
         // The gate still gates: it passes and fails on the records before the junk.
         let passed = CLIRun(["gate", path, "--max-stalls", "6"])
         #expect(passed.exitCode == 0)
-        #expect(passed.output.hasSuffix("Result: PASS (1 limits)\n"))
+        #expect(passed.output.hasSuffix("Result: PASS (1 limit)\n"))
         let failed = CLIRun(["gate", path, "--max-stalls", "5"])
         #expect(failed.exitCode == 1)
         #expect(failed.error.hasPrefix("warning: \(path): byte \(offset): "))

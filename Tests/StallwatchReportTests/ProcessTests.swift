@@ -75,9 +75,16 @@ struct BinaryRun {
     }
 
     @Test func recordSaysWhenNoTraceWasWrittenAndKeepsTheStatus() throws {
-        let hint = "(does it run MainLoop.main with Stallwatch linked in?)"
+        // With the preload library (next to stallwatch; not in sanitizer builds) the hint says
+        // what it watches; /bin/sh services no main queue, so it leaves no trace either way.
+        let plain = "(does it run MainLoop.main with Stallwatch linked in? libStallwatchPreload.so was not used)"
+        let unpreloaded = directory.path + "/unpreloaded.swtrace"
+        let bare = try BinaryRun(["record", "--no-preload", "-o", unpreloaded, "--", "/bin/sh", "-c", "exit 0"])
+        #expect(bare.error == "warning: /bin/sh wrote no trace to \(unpreloaded) \(plain)\n")
+        let preloaded = "(does it run MainLoop.main, dispatchMain() or RunLoop.main?)"
         let fresh = directory.path + "/never.swtrace"
         let none = try BinaryRun(["record", "-o", fresh, "--", "/bin/sh", "-c", "exit 4"])
+        let hint = none.error.hasSuffix(plain + "\n") ? plain : preloaded
         #expect(none.exitCode == 4)
         #expect(none.error == "warning: /bin/sh wrote no trace to \(fresh) \(hint)\n")
         // A trace left by an earlier run is not this run's.

@@ -21,8 +21,9 @@ import Testing
 
     @Test func reportJSONParsesAndIsStable() throws {
         let path = directory.write("standard.swtrace", Fixture.standard())
-        let first = CLIRun(["report", path, path, "--json"]).output
-        let second = CLIRun(["report", path, path, "--json"]).output
+        let copy = directory.write("copy.swtrace", Fixture.standard())
+        let first = CLIRun(["report", path, copy, "--json"]).output
+        let second = CLIRun(["report", path, copy, "--json"]).output
         #expect(first == second)
         let json = try #require(try JSONSerialization.jsonObject(with: Data(first.utf8)) as? [String: Any])
         #expect(json["schemaVersion"] as? Int == 1)
@@ -32,6 +33,7 @@ import Testing
 
     private let golden = """
         {
+          "congestion" : null,
           "fleet" : {
             "appVersions" : 0,
             "builds" : 1,
@@ -88,9 +90,9 @@ import Testing
               },
               "firstSeen" : "2023-11-14T22:13:20.200Z",
               "frames" : [
-                "FixtureApp.checksum(Swift.Int) -> Swift.Int",
-                "FixtureApp.Feed.reload()",
-                "FixtureApp.main()"
+                "checksum(_:)",
+                "Feed.reload()",
+                "main()"
               ],
               "hosts" : [
                 {
@@ -114,23 +116,27 @@ import Testing
               "stack" : [
                 {
                   "module" : "/opt/fixture/FixtureApp",
+                  "name" : "checksum(_:)",
                   "source" : "FixtureApp/Checksum.swift:7",
                   "symbol" : "FixtureApp.checksum(Swift.Int) -> Swift.Int",
                   "system" : false
                 },
                 {
                   "module" : "/opt/fixture/FixtureApp",
+                  "name" : "Feed.reload()",
                   "source" : "FixtureApp/Feed.swift:42",
                   "symbol" : "FixtureApp.Feed.reload()",
                   "system" : false
                 },
                 {
                   "module" : "/opt/fixture/FixtureApp",
+                  "name" : "main()",
                   "source" : "FixtureApp/main.swift:10",
                   "symbol" : "FixtureApp.main()",
                   "system" : false
                 }
               ],
+              "stackConfidence" : 1,
               "tiers" : {
                 "hang" : 1,
                 "hitch" : 1
@@ -162,8 +168,8 @@ import Testing
               },
               "firstSeen" : "2023-11-14T22:13:23.000Z",
               "frames" : [
-                "FixtureApp.Cache.lookup()",
-                "FixtureApp.main()"
+                "Cache.lookup()",
+                "main()"
               ],
               "hosts" : [
                 {
@@ -187,23 +193,27 @@ import Testing
               "stack" : [
                 {
                   "module" : "/usr/lib/x86_64-linux-gnu/libsqlite3.so.0",
+                  "name" : "sqlite3_step",
                   "source" : null,
                   "symbol" : "sqlite3_step",
                   "system" : true
                 },
                 {
                   "module" : "/opt/fixture/FixtureApp",
+                  "name" : "Cache.lookup()",
                   "source" : "FixtureApp/Cache.swift:19",
                   "symbol" : "FixtureApp.Cache.lookup()",
                   "system" : false
                 },
                 {
                   "module" : "/opt/fixture/FixtureApp",
+                  "name" : "main()",
                   "source" : "FixtureApp/main.swift:10",
                   "symbol" : "FixtureApp.main()",
                   "system" : false
                 }
               ],
+              "stackConfidence" : 1,
               "tiers" : {
                 "microHang" : 1
               },
@@ -234,8 +244,8 @@ import Testing
               },
               "firstSeen" : "2023-11-14T22:13:21.000Z",
               "frames" : [
-                "FixtureApp.Store.save()",
-                "FixtureApp.main()"
+                "Store.save()",
+                "main()"
               ],
               "hosts" : [
                 {
@@ -259,23 +269,27 @@ import Testing
               "stack" : [
                 {
                   "module" : "/usr/lib/x86_64-linux-gnu/libc.so.6",
+                  "name" : "fsync",
                   "source" : null,
                   "symbol" : "fsync",
                   "system" : true
                 },
                 {
                   "module" : "/opt/fixture/FixtureApp",
+                  "name" : "Store.save()",
                   "source" : "FixtureApp/Store.swift:88",
                   "symbol" : "FixtureApp.Store.save()",
                   "system" : false
                 },
                 {
                   "module" : "/opt/fixture/FixtureApp",
+                  "name" : "main()",
                   "source" : "FixtureApp/main.swift:10",
                   "symbol" : "FixtureApp.main()",
                   "system" : false
                 }
               ],
+              "stackConfidence" : 1,
               "tiers" : {
                 "hitch" : 2
               },
@@ -306,8 +320,8 @@ import Testing
               },
               "firstSeen" : "2023-11-14T22:13:24.000Z",
               "frames" : [
-                "FixtureApp.Cache.lookup()",
-                "FixtureApp.main()"
+                "Cache.lookup()",
+                "main()"
               ],
               "hosts" : [
                 {
@@ -331,23 +345,27 @@ import Testing
               "stack" : [
                 {
                   "module" : "/usr/lib/x86_64-linux-gnu/libc.so.6",
+                  "name" : "pthread_mutex_lock",
                   "source" : null,
                   "symbol" : "pthread_mutex_lock",
                   "system" : true
                 },
                 {
                   "module" : "/opt/fixture/FixtureApp",
+                  "name" : "Cache.lookup()",
                   "source" : "FixtureApp/Cache.swift:19",
                   "symbol" : "FixtureApp.Cache.lookup()",
                   "system" : false
                 },
                 {
                   "module" : "/opt/fixture/FixtureApp",
+                  "name" : "main()",
                   "source" : "FixtureApp/main.swift:10",
                   "symbol" : "FixtureApp.main()",
                   "system" : false
                 }
               ],
+              "stackConfidence" : 1,
               "tiers" : {
                 "hitch" : 1
               },
@@ -371,16 +389,17 @@ import Testing
               "severe" : 0
             },
             "categoryMs" : {
-              "compute" : 286,
-              "database" : 130,
-              "io" : 31,
-              "lockWait" : 43,
+              "compute" : 320,
+              "database" : 150,
+              "io" : 65,
+              "lockWait" : 60,
               "other" : 0
             },
             "hangs" : 1,
             "total" : 6,
             "totalMs" : 595,
-            "unfinished" : 1
+            "unfinished" : 1,
+            "unsampledMs" : 0
           },
           "traces" : [
             {

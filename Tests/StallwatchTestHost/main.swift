@@ -117,6 +117,46 @@ case "annotate-async":
     loop.run()
     monitor.stop()
     for line in Set(seen.values) { print("annotation=\(line)") }
+case "exports":
+    // A full-mode trace for the export tests (STALLWATCH_TRACE and STALLWATCH_MODE=full set
+    // by the test): hundreds of short callouts, a repeating timer, stalls in a post, a sleep
+    // and a timer, and a nested run whose inner callout stalls inside the outer one.
+    let loop = MainLoop.main
+    for _ in 0..<200 { loop.post {} }
+    let ticks = Box(0)
+    loop.schedule(after: .milliseconds(1), repeating: .milliseconds(3)) { timer in
+        ticks.value += 1
+        if ticks.value == 60 { timer.cancel() }
+    }
+    loop.post(label: "spin") { spinForHost(milliseconds: 80) }
+    loop.post(label: "sleep") { usleep(60_000) }
+    loop.schedule(after: .milliseconds(250)) { _ in spinForHost(milliseconds: 70) }
+    loop.schedule(after: .milliseconds(400)) { _ in
+        loop.post(label: "inner spin") { spinForHost(milliseconds: 80) }
+        for _ in 0..<50 { loop.post {} }
+        _ = loop.run(mode: .default, until: .now + .milliseconds(150))
+    }
+    loop.schedule(after: .milliseconds(800)) { _ in loop.stop() }
+    loop.run()
+    report("returned", true)
+case "perf-status":
+    // One 80 ms stall with a monitor attached; prints how the perf path ran (STALLWATCH_PERF).
+    let loop = MainLoop.main
+    let monitor = StallMonitor(loop: loop)
+    try! monitor.start()
+    loop.post(label: "spin") { spinForHost(milliseconds: 80) }
+    loop.schedule(after: .milliseconds(200)) { _ in loop.stop() }
+    loop.run()
+    monitor.stop()
+    print("perfSampling=\(monitor.statistics.perfSampling)")
+case "read-file":
+    // Data(contentsOf:) of the file named by the second argument in one callout (the README's
+    // perf example: STALLWATCH_TRACE set by the caller records it).
+    let loop = MainLoop.main
+    let path = CommandLine.arguments.dropFirst(2).first ?? "/dev/null"
+    loop.post(label: "load document") { loadDocumentForHost(path) }
+    loop.schedule(after: .milliseconds(100)) { _ in loop.stop() }
+    loop.run()
 case "hang":
     // Hangs forever in a callout; the test kills the process mid-hang.
     let loop = MainLoop.main
@@ -126,8 +166,16 @@ case "hang":
     }
     loop.run()
 default:
-    FileHandle.standardError.write(Data("usage: StallwatchTestHost main-queue|stalls|hang|busy|annotate-async\n".utf8))
+    FileHandle.standardError.write(
+        Data(
+            "usage: StallwatchTestHost main-queue|stalls|exports|hang|busy|annotate-async|perf-status|read-file\n".utf8)
+    )
     exit(2)
+}
+
+@inline(never) func loadDocumentForHost(_ path: String) {
+    let data = try? Data(contentsOf: URL(fileURLWithPath: path))
+    print("read=\(data?.count ?? -1)")
 }
 
 @inline(never) func spinForHost(milliseconds: UInt64) {
@@ -148,6 +196,12 @@ default:
     var x: UInt64 = 0
     while cpuNanos() < end { x = x &* 31 &+ 1 }
     if x == 7 { print("") }
+}
+
+/// A value only the main thread touches, in closures that must be `@Sendable`.
+final class Box<Value>: @unchecked Sendable {
+    var value: Value
+    init(_ value: Value) { self.value = value }
 }
 
 /// Values the monitor's delivery queue appends and the main thread reads at the end.

@@ -193,23 +193,31 @@ enum Scenarios {
     @Test func mixedStallShowsBothShares() async throws {
         let path = Scenarios.temporaryPath("mixed")
         defer { unlink(path) }
-        let parts = Locked<(compute: UInt64, io: UInt64)>((0, 0))
+        // Absolute times of the phase boundaries. The compute phase is long (150 ms) so that
+        // even a watchdog delayed by TSan or a loaded machine samples it several times.
+        let phases = Locked<(middle: UInt64, end: UInt64)>((0, 0))
         let run = try await monitored { loop, measure in
             measure.post(loop) {
-                let start = MainLoop.monotonicNanos()
-                spinForStallTest(milliseconds: 45)
+                spinForStallTest(milliseconds: 150)
                 let middle = MainLoop.monotonicNanos()
-                fsyncForStallTest(path: path, megabytes: 8)
-                parts.withLock { $0 = (middle - start, MainLoop.monotonicNanos() - middle) }
+                // I/O for at least 80 ms, however fast the disk.
+                repeat {
+                    fsyncForStallTest(path: path, megabytes: 2)
+                } while MainLoop.monotonicNanos() - middle < 80_000_000
+                phases.withLock { $0 = (middle, MainLoop.monotonicNanos()) }
             }
         }
         let stall = try #require(run.ended.first)
         let breakdown = Classifier().breakdown(of: stall)
-        let (computeNanos, ioNanos) = parts.withLock { $0 }
-        // The breakdown starts at the first sample (one budget in), so compare with the part
-        // of the compute phase that was sampled.
-        let sampledCompute = Double(computeNanos) - 16_666_667
-        let expectedCompute = sampledCompute / (sampledCompute + Double(ioNanos))
+        let (middle, end) = phases.withLock { $0 }
+        let firstSample = try #require(stall.samples.first).time
+        // The breakdown starts at the first sample, so compare with the parts of each phase
+        // that were sampled.
+        let sampledCompute = Double(middle > firstSample ? middle - firstSample : 0)
+        let sampledIO = Double(end - max(middle, firstSample))
+        let computeNanos = middle - stall.start
+        let ioNanos = end - middle
+        let expectedCompute = sampledCompute / (sampledCompute + sampledIO)
         let compute = breakdown.share(of: .compute)
         let io = breakdown.share(of: .io)
         print(

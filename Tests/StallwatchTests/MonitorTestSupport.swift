@@ -20,6 +20,7 @@ struct MonitoredRun: Sendable {
 func monitored(
     budget: Duration = .nanoseconds(16_666_667),
     settle: Duration = .milliseconds(50),
+    configure: @escaping @Sendable (inout StallMonitor.Configuration) -> Void = { _ in },
     _ scenario: @escaping @Sendable (MainLoop, Measurements) -> Void
 ) async throws -> MonitoredRun {
     let collected = Locked<(began: [Stall], ended: [Stall])>(([], []))
@@ -27,6 +28,7 @@ func monitored(
     let statistics = try await onLoopThreadThrowing { loop -> StallMonitor.Statistics in
         var configuration = StallMonitor.Configuration()
         configuration.budget = budget
+        configure(&configuration)
         let monitor = StallMonitor(loop: loop, configuration: configuration)
         monitor.onStallBegan = { stall in collected.withLock { $0.began.append(stall) } }
         monitor.onStallEnded = { stall in collected.withLock { $0.ended.append(stall) } }

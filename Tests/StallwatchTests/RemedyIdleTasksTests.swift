@@ -39,12 +39,18 @@ import Testing
 
     @Test func theDeadlineIsTheNextTimer() async {
         let outcome = await onLoopThread { loop -> (deadline: UInt64, timer: UInt64) in
-            let idle = IdleScheduler(loop: loop)
-            let timer = loop.schedule(after: .milliseconds(30)) { _ in loop.stop() }
+            let idle = IdleScheduler(loop: loop, maximumIdlePeriod: .seconds(5))
+            // Far enough that a slow start (TSan, a loaded machine) cannot make the timer due
+            // before the loop's first wait; the idle task stops the loop.
+            let timer = loop.schedule(after: .seconds(2)) { _ in loop.stop() }
             let timerDeadline = timer.deadline
             let seen = Box<UInt64>(0)
-            idle.schedule { deadline in seen.value = deadline.deadlineNanos }
+            idle.schedule { deadline in
+                seen.value = deadline.deadlineNanos
+                loop.stop()
+            }
             loop.run(mode: .default, until: .now + .seconds(10))
+            timer.cancel()
             return (seen.value, timerDeadline)
         }
         #expect(outcome.deadline == outcome.timer)

@@ -19,6 +19,8 @@
 
 #include <stdint.h>
 
+#include "CStallwatchPerf.h"
+
 #ifdef __cplusplus
 extern "C" {
 #endif

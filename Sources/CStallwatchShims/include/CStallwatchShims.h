@@ -66,3 +66,5 @@ int sw_get_thread_affinity(cpu_set_t *set);
 /// (sched_setaffinity(0, …)); tests use it to check the core count follows the mask.
 /// Returns 0, or -1 with errno. Any thread.
 int sw_set_thread_affinity(const cpu_set_t *set);
+#include "sw_text_slot.h"
+#include "sw_cachestat.h"

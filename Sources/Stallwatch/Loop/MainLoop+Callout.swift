@@ -109,13 +109,14 @@ extension MainLoop {
         guard state.pointee.iterationStart != 0 else { return }
         let budget = board.budgetCycles.load(ordering: .relaxed)
         let end = sw_cycles()
-        if !state.pointee.iterationHadStall && end &- state.pointee.iterationStart > budget {
-            board.congestedIterations.add(1, ordering: .relaxed)
-        }
-        // How long the loop was busy before it could look for new work: its latency.
+        let congested = !state.pointee.iterationHadStall && end &- state.pointee.iterationStart > budget
+        if congested { board.congestedIterations.add(1, ordering: .relaxed) }
+        // How long the loop was busy before it could look for new work: its latency. An
+        // iteration event's `label` says whether it was congested (the writer blames its sites).
         state.pointee.ring?.push(
             EventRing.Event(
-                descriptor: .iteration, label: 0, file: 0, start: state.pointee.iterationStart, end: end))
+                descriptor: .iteration, label: congested ? EventRing.Event.congestedIteration : 0, file: 0,
+                start: state.pointee.iterationStart, end: end))
         state.pointee.iterationStart = 0
         state.pointee.iterationHadStall = false
     }

@@ -38,6 +38,8 @@ final class AnnotationScopes: @unchecked Sendable {
     let label = Atomic<UInt64>(0)
     /// 0 when none, else 1 + the index of the category in `StallCategory.allCases`.
     let category = Atomic<UInt8>(0)
+    /// The SQL statement a registered SQLite connection runs on this thread (`SQLiteStatements`).
+    let statement = StatementSlot()
 
     private static let key: pthread_key_t = {
         var key = pthread_key_t()

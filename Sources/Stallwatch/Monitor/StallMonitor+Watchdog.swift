@@ -9,8 +9,12 @@ extension StallMonitor {
         _ = sw_set_timer_slack(1_000)
         raiseWatchdogPriority()
         let board = loop.board
-        let reader = ThreadStateReader(tid: loop.threadID)
-        let scanner = StackScanner(tid: loop.threadID)
+        let sampler = ThreadSampler(
+            tid: loop.threadID, captureTimeout: configuration.captureTimeout, canCapture: samplerError == nil,
+            annotations: loop.annotations, usePerf: configuration.perfSampling,
+            sampleInterval: configuration.sampleInterval.nanoseconds)
+        record { $0.perfSampling = sampler.stacks.perfStatus }
+        let facts = SampleFacts(tid: loop.threadID, statements: loop.annotations.statement)
         let budget = configuration.tiers.budget.nanoseconds
         var nextID: UInt64 = 1
         var sleeper = Sleeper(board: board, threshold: configuration.suspendThreshold.nanoseconds)
@@ -30,14 +34,15 @@ extension StallMonitor {
             let start = timebase.nanos(current.startCycles)
             let deadline = start &+ budget
             if sw_monotonic_ns() < deadline {
+                facts.sawCallout(current.sequence)
                 sleeper.sleep(until: deadline)
                 continue
             }
             // Still the same callout at its deadline: a stall.
             let suspended = sleeper.takeOverslept()
             timeStall(
-                current, id: nextID, start: start, deadline: deadline, suspended: suspended, reader: reader,
-                scanner: scanner,
+                current, id: nextID, start: start, deadline: deadline, suspended: suspended, sampler: sampler,
+                facts: facts,
                 sleeper: &sleeper)
             nextID += 1
         }
@@ -49,12 +54,8 @@ extension StallMonitor {
     /// samples, so it cannot hog a CPU, and the kernel's RT throttling bounds it anyway —
     /// else with nice -10, else as it is. `watchdogScheduling` says which.
     private func raiseWatchdogPriority() {
-        var parameters = sched_param(sched_priority: 1)
-        if pthread_setschedparam(pthread_self(), SCHED_FIFO, &parameters) == 0 {
-            record { $0.watchdogScheduling = .realTime }
-        } else if setpriority(__priority_which_t(PRIO_PROCESS.rawValue), id_t(sw_gettid()), -10) == 0 {
-            record { $0.watchdogScheduling = .raisedNice }
-        }
+        let scheduling = WatchdogScheduling.raiseCurrentThread()
+        record { $0.watchdogScheduling = scheduling }
     }
 
     /// Sleeps until the loop leaves its idle wait (no timer: an idle loop costs no wake-ups).
@@ -69,7 +70,7 @@ extension StallMonitor {
 
     private func timeStall(
         _ callout: CalloutSnapshot, id: UInt64, start: UInt64, deadline: UInt64, suspended: Bool,
-        reader: ThreadStateReader, scanner: StackScanner,
+        sampler: ThreadSampler, facts: SampleFacts,
         sleeper: inout Sleeper
     ) {
         let board = loop.board
@@ -77,8 +78,10 @@ extension StallMonitor {
         var stall = Stall(
             id: id, start: start, end: nil, tier: .hitch, callout: identity(of: callout),
             flags: suspended ? [.suspended] : [])
-        var lastCaptureTimedOut = false
-        stall.samples.append(sample(reader, scanner, lastCaptureTimedOut: &lastCaptureTimedOut))
+        sampler.beginStall()
+        defer { sampler.endStall() }
+        facts.beginStall(callout.sequence)
+        stall.samples.append(facts.sample { sample(sampler) })
         let firstSample = stall.samples[0].time
         record { stats in
             stats.stalls += 1
@@ -90,6 +93,7 @@ extension StallMonitor {
 
         while true {
             let elapsed = sw_monotonic_ns() &- start
+            sampler.stacks.follow(interval: sampleInterval(after: elapsed))
             sleeper.sleep(until: stall.samples.last!.time &+ sampleInterval(after: elapsed))
             if sleeper.takeOverslept() { stall.flags.insert(.suspended) }
             if board.sequence.load(ordering: .acquiring) != callout.sequence {
@@ -106,7 +110,7 @@ extension StallMonitor {
                 break
             }
             if stall.samples.count < configuration.maxSamplesPerStall {
-                stall.samples.append(sample(reader, scanner, lastCaptureTimedOut: &lastCaptureTimedOut))
+                stall.samples.append(facts.sample { sample(sampler) })
             }
         }
         if let duration = stall.duration {
@@ -126,46 +130,9 @@ extension StallMonitor {
         return base
     }
 
-    /// One sample: /proc first (a signal would disturb the syscall it reports), then the stack.
-    private func sample(_ reader: ThreadStateReader, _ scanner: StackScanner, lastCaptureTimedOut: inout Bool) -> Sample
-    {
-        let time = sw_monotonic_ns()
-        var kernel = reader.read()
-        var addresses: [UInt64] = []
-        var timedOut = false
-        // A thread in state D cannot run the handler until its syscall returns; after one
-        // timeout, do not queue more signals while it stays there.
-        if let call = kernel.syscall, StackScanner.neverRestarted.contains(call) {
-            // A signal would end this sleep or poll early (EINTR): read the stack instead.
-            addresses = scanner.scan()
-        } else if samplerError == nil && !(kernel.state == .diskSleep && lastCaptureTimedOut) {
-            let capture = Sampler.capture(
-                tid: loop.threadID, timeoutNanos: Int64(configuration.captureTimeout.nanoseconds))
-            addresses = capture.addresses
-            timedOut = capture.timedOut
-            record { stats in
-                stats.captures += 1
-                if capture.timedOut {
-                    stats.captureTimeouts += 1
-                } else {
-                    stats.captureLatencyNanos.appendBounded(UInt64(max(0, capture.readyNanos - capture.sentNanos)))
-                }
-            }
-            // "running" says only that the thread was on a CPU, user or kernel. A running thread
-            // that did not take the signal within the timeout was in the kernel all along (a
-            // long write, page-cache throttling): read /proc again for what it waits in now.
-            if capture.timedOut && kernel.syscall == nil {
-                let again = reader.read()
-                if again.syscall != nil { kernel = again }
-            }
-        } else {
-            timedOut = true
-        }
-        lastCaptureTimedOut = timedOut
-        return Sample(
-            time: time, frames: addresses.map { Frame(address: $0) }, state: kernel.state, syscall: kernel.syscall,
-            wchan: kernel.wchan, cpuTimeNanos: kernel.cpuTimeNanos, annotation: loop.annotations.innermost(),
-            captureTimedOut: timedOut)
+    /// One sample of the loop thread (`ThreadSampler`, shared with `HeartbeatMonitor`).
+    private func sample(_ sampler: ThreadSampler) -> Sample {
+        sampler.sample(record: record)
     }
 
     private func identity(of callout: CalloutSnapshot) -> CalloutIdentity {

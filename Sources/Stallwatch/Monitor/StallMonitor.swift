@@ -31,6 +31,10 @@ public final class StallMonitor: @unchecked Sendable {
         /// A watchdog that oversleeps by more than this was stopped (SIGSTOP, a debugger): the
         /// stall it then sees is flagged `suspended`.
         public var suspendThreshold: Duration = .milliseconds(50)
+        /// Whether stacks the signal cannot take (a thread inside a long read or write) come from
+        /// a perf_event sample of the thread's user stack, enabled only during stalls. The
+        /// environment variable `STALLWATCH_PERF=0` turns it off too.
+        public var perfSampling = true
 
         /// The frame budget (1/60 s by default).
         public var budget: Duration {
@@ -61,6 +65,13 @@ public final class StallMonitor: @unchecked Sendable {
         /// How the watchdog thread is scheduled (`description`: "SCHED_FIFO 1", "nice -10" or
         /// "normal").
         public var watchdogScheduling = WatchdogScheduling.normal
+        /// How the perf path runs (set once the watchdog thread has started).
+        public var perfSampling = PerfSampling.disabled
+        /// Samples taken, by where their stack came from.
+        public var stackSources: [SampleSource: Int] = [:]
+        /// Time to unwind a perf sample's stack copy on the watchdog, for the last ones (ns, at
+        /// most 4096 kept).
+        public var perfUnwindNanos: [UInt64] = []
     }
 
     /// The scheduling the watchdog thread got: it asks for the first it is allowed. A plain
@@ -149,6 +160,7 @@ public final class StallMonitor: @unchecked Sendable {
     /// if libunwind cannot be loaded, the monitor still runs and `samplerError` says why.
     public func start() throws {
         precondition(!running.load(ordering: .acquiring), "StallMonitor.start called twice")
+        PreloadYield.yield()  // a preloaded heartbeat monitor frees the sampling signal
         // Enablement never crashes the app: a monitor that STALLWATCH_TRACE started gives way.
         if loop.board.monitorAttached.load(ordering: .acquiring) { TraceRecorder.yieldEnvironmentRecorder(of: loop) }
         precondition(
@@ -201,6 +213,7 @@ public final class StallMonitor: @unchecked Sendable {
             var stall = stall
             for index in stall.samples.indices {
                 stall.samples[index].frames = symbolicator.symbolicate(stall.samples[index].frames.map(\.address))
+                symbolicateFacts(&stall.samples[index])
             }
             let callback = callbacks.withLock { began ? $0.began : $0.ended }
             callback?(stall)

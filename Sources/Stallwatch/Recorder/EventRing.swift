@@ -11,6 +11,9 @@ final class EventRing: @unchecked Sendable {
         var file: UInt64
         var start: UInt64
         var end: UInt64
+
+        /// The `label` of an iteration event whose iteration the loop counted as congested.
+        static let congestedIteration: UInt64 = 1
     }
 
     private let slots: UnsafeMutablePointer<Event>

@@ -60,6 +60,9 @@ extension TraceRecorder {
     /// problems are reported on stderr and the app runs unrecorded.
     static func startFromEnvironment(loop: MainLoop) {
         guard let request = EnvironmentRequest(ProcessInfo.processInfo.environment) else { return }
+        // `stallwatch record` also preloaded the heartbeat recorder for programs without
+        // MainLoop; this one times callouts exactly, so the preloaded one stops first.
+        PreloadYield.yield()
         // An app that records itself (its own monitor on this loop) keeps its recorder: a
         // second monitor cannot watch the same loop, and the app must not die for an
         // environment variable.

@@ -56,6 +56,8 @@ public final class TraceRecorder: @unchecked Sendable {
         path: String, loop: MainLoop = .main, mode: TraceMode = .stalls,
         configuration: StallMonitor.Configuration = StallMonitor.Configuration(), appVersion: String? = nil
     ) throws {
+        // A preloaded recorder writing the same file (stallwatch record) finishes first.
+        PreloadYield.yield()
         let fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o644)
         guard fd >= 0 else { throw SystemError(call: "open(\(path))", errno: errno) }
         self.fd = fd

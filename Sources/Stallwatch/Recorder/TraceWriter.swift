@@ -6,7 +6,7 @@ import Glibc
 /// The recorder's writer thread: drains the ring and the monitor's stalls, encodes records
 /// and writes them. Everything here runs on that one thread.
 struct TraceWriter {
-    let recorder: TraceRecorder
+    let recorder: any TraceSource
     private var encoder = TraceEncoder()
     private var bytes: [UInt8] = []
     private var sites: [SiteKey: UInt64] = [:]
@@ -26,6 +26,10 @@ struct TraceWriter {
     private var lastDropped: UInt64 = 0
     private var lastFrames: (delivered: UInt64, dropped: UInt64) = (0, 0)
     private var failed = false
+    /// The callouts of the iteration under way (`full` mode), by site: blamed if it turns out
+    /// congested. Cleared at each iteration event.
+    private var iterationSites: [UInt64: (count: UInt64, nanos: UInt64)] = [:]
+    private var iterationCallouts: UInt64 = 0
 
     /// Summaries cover one second; the file is written at least every 50 ms.
     static let interval: UInt64 = 1_000_000_000
@@ -44,7 +48,7 @@ struct TraceWriter {
         var line: UInt32
     }
 
-    init(recorder: TraceRecorder) {
+    init(recorder: any TraceSource) {
         self.recorder = recorder
     }
 
@@ -52,7 +56,7 @@ struct TraceWriter {
         bytes = TraceEncoder.preamble
         writeHeader()
         intervalStart = sw_monotonic_ns()
-        lastCongested = recorder.loop.board.congestedIterations.load(ordering: .relaxed)
+        lastCongested = recorder.board?.congestedIterations.load(ordering: .relaxed) ?? 0
         while recorder.isRunning {
             _ = recorder.wake.wait(timeout: .now() + .milliseconds(Self.flushPeriod))
             drain()
@@ -74,10 +78,15 @@ struct TraceWriter {
             }
         }
         let converter = Timebase.shared.converter()
-        recorder.ring.drain { event in
+        recorder.callouts?.drain { event in
             if event.descriptor.isIteration {
                 let nanos = converter.duration(from: event.start, to: event.end)
                 latency[LatencyBuckets.index(forNanoseconds: nanos)] += 1
+                if event.label == EventRing.Event.congestedIteration {
+                    writeCongestedIteration(start: converter.nanos(event.start), duration: nanos)
+                }
+                iterationSites.removeAll(keepingCapacity: true)
+                iterationCallouts = 0
             } else {
                 writeCallout(event, converter)
             }
@@ -90,7 +99,6 @@ struct TraceWriter {
     // MARK: Records
 
     private mutating func writeHeader() {
-        let configuration = recorder.monitor.configuration
         var wall = timespec()
         clock_gettime(CLOCK_REALTIME, &wall)
         let clockBase = sw_monotonic_ns()
@@ -102,11 +110,11 @@ struct TraceWriter {
                 TraceRecord.Header(
                     processName: name, pid: UInt32(getpid()),
                     wallClockStart: UInt64(wall.tv_sec) * 1_000_000_000 + UInt64(wall.tv_nsec), clockBase: clockBase,
-                    mode: recorder.mode, thresholds: configuration.tiers, sampleInterval: configuration.sampleInterval))
+                    mode: recorder.mode, thresholds: recorder.tiers, sampleInterval: recorder.sampleInterval))
         )
         append(.platform(TraceRecord.Platform(architecture: Platform.architecture)))
-        let modules = recorder.monitor.symbolicator.modules()
-        append(.origin(Self.origin(main: modules.first(where: \.isMainExecutable), appVersion: recorder.appVersion)))
+        let modules = recorder.symbolicator.modules()
+        append(.origin(Self.origin(main: modules.first { $0.isMainExecutable }, appVersion: recorder.appVersion)))
         // Module indices start at 1: 0 means "unknown module" in symbol records.
         for (offset, module) in modules.enumerated() {
             let index = UInt32(offset + 1)
@@ -138,11 +146,27 @@ struct TraceWriter {
         }
         lastSite = (key, ids)
         let (site, mode) = ids
+        let duration = converter.duration(from: event.start, to: event.end)
         append(
             .callout(
-                TraceRecord.Callout(
-                    site: site, mode: mode, start: converter.nanos(event.start),
-                    duration: converter.duration(from: event.start, to: event.end))))
+                TraceRecord.Callout(site: site, mode: mode, start: converter.nanos(event.start), duration: duration)))
+        let known = iterationSites[site]
+        iterationSites[site] = ((known?.count ?? 0) + 1, (known?.nanos ?? 0) &+ duration)
+        iterationCallouts += 1
+    }
+
+    /// An iteration the loop counted as congested: its time, and the sites of the callouts
+    /// seen since the previous iteration event (none in `stalls` mode), largest first.
+    private mutating func writeCongestedIteration(start: UInt64, duration: UInt64) {
+        let sites = iterationSites.map {
+            TraceRecord.CongestedIteration.SiteTime(site: $0.key, count: $0.value.count, nanos: $0.value.nanos)
+        }
+        .sorted { ($0.nanos, $1.site) > ($1.nanos, $0.site) }
+        .prefix(TraceRecord.CongestedIteration.maxSites)
+        append(
+            .congestedIteration(
+                TraceRecord.CongestedIteration(
+                    start: start, duration: duration, callouts: iterationCallouts, sites: Array(sites))))
     }
 
     private mutating func write(_ stall: Stall, ended: Bool) {
@@ -185,6 +209,28 @@ struct TraceWriter {
                     stall: stall, time: sample.time, state: sample.state, syscall: sample.syscall, wchan: sample.wchan,
                     cpuTime: sample.cpuTimeNanos, annotation: annotation, captureTimedOut: sample.captureTimedOut,
                     frames: sample.frames.map(\.address))))
+        append(.sampleProvenance(TraceRecord.SampleProvenance(stall: stall, time: sample.time, source: sample.source)))
+        writeFacts(of: sample, stall: stall)
+    }
+
+    /// Kinds 18 and 19 right after their sample, and symbols for a lock owner's frames.
+    private mutating func writeFacts(of sample: Sample, stall: UInt64) {
+        if let counters = sample.counters {
+            append(
+                .sampleCounters(
+                    TraceRecord.SampleCounters(
+                        stall: stall, time: sample.time, counters: counters, delta: sample.countersDelta)))
+        }
+        guard let wait = sample.wait else { return }
+        for frame in wait.owner?.frames ?? [] where symbols.insert(frame.address).inserted {
+            let module = frame.module.flatMap { moduleIndex[$0] } ?? 0
+            append(
+                .symbol(
+                    TraceRecord.Symbol(
+                        address: frame.address, module: module, name: frame.symbol, file: frame.file, line: frame.line))
+            )
+        }
+        append(.sampleWait(TraceRecord.SampleWait(stall: stall, time: sample.time, fact: wait)))
     }
 
     /// The per-second summaries: latency histogram, congestion, frame clocks, lost events.
@@ -197,8 +243,8 @@ struct TraceWriter {
                         intervalStart: intervalStart, intervalLength: length, buckets: LatencyBuckets.sparse(latency))))
             latency = [UInt64](repeating: 0, count: LatencyBuckets.count)
         }
-        let board = recorder.loop.board
-        let congested = board.congestedIterations.load(ordering: .relaxed)
+        let board = recorder.board
+        let congested = board?.congestedIterations.load(ordering: .relaxed) ?? 0
         if congested > lastCongested {
             append(
                 .congestion(
@@ -206,11 +252,10 @@ struct TraceWriter {
                         intervalStart: intervalStart, intervalLength: length, count: congested - lastCongested)))
             lastCongested = congested
         }
-        let frames = board.frameClocks.withLock { clocks in
-            clocks.reduce(into: (delivered: UInt64(0), dropped: UInt64(0))) {
-                $0.delivered += $1.delivered.load(ordering: .relaxed)
-                $0.dropped += $1.dropped.load(ordering: .relaxed)
-            }
+        let clocks = board?.frameClocks.withLock { $0 } ?? []
+        let frames = clocks.reduce(into: (delivered: UInt64(0), dropped: UInt64(0))) {
+            $0.delivered += $1.delivered.load(ordering: .relaxed)
+            $0.dropped += $1.dropped.load(ordering: .relaxed)
         }
         let delivered = frames.delivered &- lastFrames.delivered
         let dropped = frames.dropped &- lastFrames.dropped
@@ -222,7 +267,7 @@ struct TraceWriter {
                         delivered: delivered, dropped: dropped)))
         }
         lastFrames = frames
-        let lost = recorder.ring.dropped.load(ordering: .relaxed)
+        let lost = recorder.callouts?.dropped.load(ordering: .relaxed) ?? 0
         if lost > lastDropped {
             append(.lostRecords(TraceRecord.LostRecords(time: now, count: lost - lastDropped)))
             lastDropped = lost

@@ -17,6 +17,8 @@ public struct DecodedTrace: Sendable {
     /// Where the trace comes from (its `origin` record: trace id, host, executable, build id,
     /// app version); nil for a trace written before that record existed.
     public var origin: TraceRecord.Origin?
+    /// The call sites by id (what `CongestedIteration.SiteTime.site` names).
+    public var callSites: [UInt64: TraceRecord.CallSite] = [:]
     /// The module map, in file order.
     public var modules: [TraceRecord.Module] = []
     /// The stalls, by start time. A stall with no `stallEnded` record has the `unfinished`
@@ -30,6 +32,9 @@ public struct DecodedTrace: Sendable {
     public var lastCalloutEnd: UInt64 = 0
     /// The congestion counts, in file order.
     public var congestion: [TraceRecord.Congestion] = []
+    /// The congested iterations one by one (traces written before that record existed have
+    /// only the counts), in file order.
+    public var congestedIterations: [TraceRecord.CongestedIteration] = []
     /// The frame-clock summaries, in file order.
     public var frameClock: [TraceRecord.FrameClock] = []
     /// The loop-latency histograms, in file order.
@@ -65,6 +70,7 @@ public struct DecodedTrace: Sendable {
             calloutNanos &+= callout.duration
             lastCalloutEnd = max(lastCalloutEnd, callout.start &+ callout.duration)
         case .congestion(let record): congestion.append(record)
+        case .congestedIteration(let record): congestedIterations.append(record)
         case .frameClock(let record): frameClock.append(record)
         case .latencyHistogram(let record): latencyHistograms.append(record)
         case .lostRecords(let record): lostRecords &+= record.count
@@ -74,6 +80,7 @@ public struct DecodedTrace: Sendable {
 
     /// Joins the stall records once every record is in.
     mutating func assemble(_ assembler: StallAssembler) {
+        callSites = assembler.sites
         let thresholds = header?.thresholds ?? .default
         (stalls, orphanSamples) = assembler.stalls(modules: modules, thresholds: thresholds)
     }
@@ -89,6 +96,15 @@ struct StallAssembler {
     var began: [TraceRecord.StallBegan] = []
     var ended: [UInt64: TraceRecord.StallEnded] = [:]
     var samples: [UInt64: [TraceRecord.Sample]] = [:]
+    var sources: [SampleKey: SampleSource] = [:]
+    /// Kinds 18 and 19, by stall and sample time.
+    var counters: [SampleKey: TraceRecord.SampleCounters] = [:]
+    var waits: [SampleKey: TraceRecord.SampleWait] = [:]
+
+    struct SampleKey: Hashable {
+        var stall: UInt64
+        var time: UInt64
+    }
 
     mutating func add(_ record: TraceRecord) {
         switch record {
@@ -99,6 +115,9 @@ struct StallAssembler {
         case .stallBegan(let record): began.append(record)
         case .stallEnded(let record): ended[record.id] = record
         case .sample(let sample): samples[sample.stall, default: []].append(sample)
+        case .sampleProvenance(let record): sources[SampleKey(stall: record.stall, time: record.time)] = record.source
+        case .sampleCounters(let record): counters[SampleKey(stall: record.stall, time: record.time)] = record
+        case .sampleWait(let record): waits[SampleKey(stall: record.stall, time: record.time)] = record
         default: break
         }
     }
@@ -124,11 +143,13 @@ struct StallAssembler {
         var used = Set<UInt64>()
         for record in began where used.insert(record.id).inserted {
             let samples = (self.samples[record.id] ?? []).sorted { $0.time < $1.time }.map {
-                Sample(
+                let key = SampleKey(stall: record.id, time: $0.time)
+                return Sample(
                     time: $0.time, frames: $0.frames.map(frame), state: $0.state, syscall: $0.syscall,
                     wchan: $0.wchan, cpuTimeNanos: $0.cpuTime,
                     annotation: $0.annotation == 0 ? nil : annotations[$0.annotation],
-                    captureTimedOut: $0.captureTimedOut)
+                    captureTimedOut: $0.captureTimedOut, source: sources[key], counters: counters[key]?.counters,
+                    countersDelta: counters[key]?.delta, wait: waits[key]?.fact(frame: frame))
             }
             var flags: StallFlags = [.unfinished]
             var end: UInt64?

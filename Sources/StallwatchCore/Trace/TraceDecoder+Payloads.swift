@@ -136,6 +136,32 @@ extension TraceParser {
             let appVersion = try reader.optionalString("appVersion")
             return .origin(
                 .init(traceID: traceID, host: host, executable: executable, buildID: buildID, appVersion: appVersion))
+        case .sampleProvenance:
+            let stall = try reader.varint("stall")
+            let time = try reader.varint("time")
+            let code = try reader.byte("source")
+            guard let source = SampleSource(rawValue: code) else { throw .outOfRange("source", UInt64(code)) }
+            return .sampleProvenance(.init(stall: stall, time: time, source: source))
+        case .congestedIteration:
+            let start = try reader.varint("start")
+            let duration = try reader.varint("duration")
+            let callouts = try reader.varint("callouts")
+            let count = try reader.varint("siteCount")
+            // Each site takes at least three bytes.
+            guard count <= UInt64(reader.end - reader.position) / 3 else { throw .outOfRange("siteCount", count) }
+            var sites: [TraceRecord.CongestedIteration.SiteTime] = []
+            sites.reserveCapacity(Int(count))
+            for _ in 0..<count {
+                sites.append(
+                    .init(
+                        site: try reader.varint("site"), count: try reader.varint("count"),
+                        nanos: try reader.varint("nanos")))
+            }
+            return .congestedIteration(.init(start: start, duration: duration, callouts: callouts, sites: sites))
+        case .sampleCounters:
+            return .sampleCounters(try parseCounters(&reader))
+        case .sampleWait:
+            return .sampleWait(try parseWait(&reader))
         case .callout, .sync:
             preconditionFailure("parsed by TraceParser.parsePayload")
         }

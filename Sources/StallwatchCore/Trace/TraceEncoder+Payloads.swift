@@ -94,6 +94,24 @@ extension TraceEncoder {
             writer.string(origin.executable)
             origin.buildID.withUnsafeBytes { writer.lengthPrefixed($0) }
             writer.optionalString(origin.appVersion)
+        case .sampleProvenance(let provenance):
+            writer.varint(provenance.stall)
+            writer.varint(provenance.time)
+            writer.byte(provenance.source.rawValue)
+        case .congestedIteration(let iteration):
+            writer.varint(iteration.start)
+            writer.varint(iteration.duration)
+            writer.varint(iteration.callouts)
+            writer.varint(UInt64(iteration.sites.count))
+            for site in iteration.sites {
+                writer.varint(site.site)
+                writer.varint(site.count)
+                writer.varint(site.nanos)
+            }
+        case .sampleCounters(let counters):
+            writeCounters(counters, to: &writer)
+        case .sampleWait(let wait):
+            writeWait(wait, to: &writer)
         case .sync, .callout, .sample:
             preconditionFailure("encoded by TraceEncoder.encode")
         }

@@ -45,7 +45,7 @@ public enum TraceFormat {
 /// - Reserved: `0` (never a kind, so zero-filled bytes are caught as corruption);
 ///   `128...255` (kept for a future two-byte kind form; v1 readers skip them like any
 ///   unknown kind).
-/// - Next id: **21** (17–19 belong to the sample-provenance change being merged).
+/// - Next id: **22**.
 ///
 /// A plain value; use it on any thread.
 public enum TraceRecordKind: UInt8, CaseIterable, Sendable, Hashable {
@@ -81,12 +81,21 @@ public enum TraceRecordKind: UInt8, CaseIterable, Sendable, Hashable {
     case lostRecords = 15
     /// The machine the trace was recorded on (architecture); once, after the header.
     case platform = 16
+    /// Where one sample's stack came from (signal, perf, scan, stale, none).
+    case sampleProvenance = 17
+    /// A sample's kernel counters (`/proc/.../stat` and `io`) and their delta; follows it.
+    case sampleCounters = 18
+    /// What a sample's thread waited on (file, socket peer, mutex owner, SQL); follows it.
+    case sampleWait = 19
     /// Where the trace comes from (trace id, host, executable, build id, app version); once,
     /// after the platform record.
     case origin = 20
+    /// One loop iteration that overran the budget through several callouts, none a stall:
+    /// its time and (`full` mode) the call sites that took it.
+    case congestedIteration = 21
 
     /// The id the next new kind gets.
-    public static let nextID: UInt8 = 21
+    public static let nextID: UInt8 = 22
 
     /// Ids that are not kinds and must never become kinds.
     public static let reservedIDs: [ClosedRange<UInt8>] = [0...0, 128...255]
@@ -111,6 +120,10 @@ public enum TraceRecordKind: UInt8, CaseIterable, Sendable, Hashable {
         case .lostRecords: "lostRecords"
         case .platform: "platform"
         case .origin: "origin"
+        case .sampleProvenance: "sampleProvenance"
+        case .congestedIteration: "congestedIteration"
+        case .sampleCounters: "sampleCounters"
+        case .sampleWait: "sampleWait"
         }
     }
 }

@@ -38,6 +38,14 @@ public enum TraceRecord: Sendable, Hashable {
     case platform(Platform)
     /// Where the trace comes from: host, executable, build, app version (kind 20).
     indirect case origin(Origin)
+    /// Where a sample's stack came from (kind 17).
+    case sampleProvenance(SampleProvenance)
+    /// A congested iteration and who took its time.
+    indirect case congestedIteration(CongestedIteration)
+    /// A sample's kernel counters (kind 18).
+    case sampleCounters(SampleCounters)
+    /// What a sample's thread waited on (kind 19).
+    indirect case sampleWait(SampleWait)
 
     /// The record's kind id.
     public var kind: TraceRecordKind {
@@ -59,6 +67,10 @@ public enum TraceRecord: Sendable, Hashable {
         case .lostRecords: .lostRecords
         case .platform: .platform
         case .origin: .origin
+        case .sampleProvenance: .sampleProvenance
+        case .congestedIteration: .congestedIteration
+        case .sampleCounters: .sampleCounters
+        case .sampleWait: .sampleWait
         }
     }
 }
@@ -314,6 +326,25 @@ extension TraceRecord {
         }
     }
 
+    /// Where the stack of the sample with the same `stall` and `time` came from. A separate kind
+    /// (not a `Sample` field) so readers that predate it skip it; a sample without one has the
+    /// source `SampleSource.assumed(hasFrames:)` gives.
+    public struct SampleProvenance: Sendable, Hashable {
+        /// The `StallBegan.id` of the sample's stall.
+        public var stall: UInt64
+        /// The sample's `time`.
+        public var time: UInt64
+        /// Where its stack came from.
+        public var source: SampleSource
+
+        /// Creates a provenance record.
+        public init(stall: UInt64, time: UInt64, source: SampleSource) {
+            self.stall = stall
+            self.time = time
+            self.source = source
+        }
+    }
+
     /// A stall's callout returned.
     public struct StallEnded: Sendable, Hashable {
         /// The `StallBegan.id`.
@@ -422,6 +453,49 @@ extension TraceRecord {
         public init(time: UInt64, count: UInt64) {
             self.time = time
             self.count = count
+        }
+    }
+
+    /// A loop iteration whose callouts together overran the frame budget while none alone was
+    /// a stall (the loop counts these as congestion): when, how long, and in `full` mode the
+    /// call sites whose callouts took its time.
+    public struct CongestedIteration: Sendable, Hashable {
+        /// One call site's share of the iteration.
+        public struct SiteTime: Sendable, Hashable {
+            /// The `CallSite` id.
+            public var site: UInt64
+            /// How many of its callouts ran in the iteration.
+            public var count: UInt64
+            /// Their summed duration, in nanoseconds.
+            public var nanos: UInt64
+
+            /// Creates a site's share.
+            public init(site: UInt64, count: UInt64, nanos: UInt64) {
+                self.site = site
+                self.count = count
+                self.nanos = nanos
+            }
+        }
+
+        /// When the iteration's first callout started.
+        public var start: UInt64
+        /// From then to the iteration's end, in nanoseconds.
+        public var duration: UInt64
+        /// How many callouts ran in it (0 when callouts are not recorded: `stalls` mode).
+        public var callouts: UInt64
+        /// The sites that took most of its time, largest first (at most
+        /// `CongestedIteration.maxSites`; empty in `stalls` mode).
+        public var sites: [SiteTime]
+
+        /// The most sites a record keeps.
+        public static let maxSites = 8
+
+        /// Creates a congested-iteration record.
+        public init(start: UInt64, duration: UInt64, callouts: UInt64, sites: [SiteTime]) {
+            self.start = start
+            self.duration = duration
+            self.callouts = callouts
+            self.sites = sites
         }
     }
 }

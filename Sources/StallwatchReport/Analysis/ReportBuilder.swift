@@ -39,8 +39,9 @@ public struct ReportBuilder: Sendable {
             let classifier = classifiers[worker]
             let trace = traces[index]
             let budget = trace.trace.header?.thresholds.budget ?? TierThresholds.default.budget
+            let names = FrameNamer(modules: trace.trace.modules)
             let analyzed = trace.trace.stalls.map {
-                AnalyzedStall($0, tracePath: trace.path, budget: budget, classifier: classifier)
+                AnalyzedStall($0, tracePath: trace.path, budget: budget, classifier: classifier, names: names)
             }
             results.withLock { $0[index] = analyzed }
         }
@@ -96,7 +97,9 @@ public struct ReportBuilder: Sendable {
         for category in StallCategory.allCases { byCategory[category] = 0 }
         var overrun: UInt64 = 0
         var total: UInt64 = 0
+        var unsampled: UInt64 = 0
         for stall in stalls {
+            unsampled += stall.unsampledNanos
             byTier[stall.stall.tier, default: 0] += 1
             byCategory[stall.category, default: 0] += 1
             for category in StallCategory.allCases {
@@ -110,7 +113,7 @@ public struct ReportBuilder: Sendable {
             byTier: byTier, byCategory: byCategory,
             categoryMs: Dictionary(
                 uniqueKeysWithValues: StallCategory.allCases.map { ($0, ms(categoryNanos[$0] ?? 0)) }),
-            hangs: stalls.filter { $0.stall.tier >= .hang }.count)
+            unsampledMs: ms(unsampled), hangs: stalls.filter { $0.stall.tier >= .hang }.count)
 
         var factsByPath: [String: TraceFacts] = [:]
         for (trace, fact) in zip(traces, facts) { factsByPath[trace.path] = fact }
@@ -121,7 +124,8 @@ public struct ReportBuilder: Sendable {
             loopUtilisation: sawFull && fullRunNanos > 0 ? round(Double(calloutNanos) / Double(fullRunNanos), 4) : nil,
             frames: Self.frameStats(traces),
             hitchRatioMsPerSecond: runNanos == 0 ? 0 : round(Double(overrun) / 1e6 / (Double(runNanos) / 1e9), 3),
-            stalls: stallStats, loopLatency: Self.latency(traces), signatureCount: signatures.count,
+            stalls: stallStats, loopLatency: Self.latency(traces), congestion: CongestionAnalysis.stats(traces),
+            signatureCount: signatures.count,
             signatures: Array(signatures.prefix(max(0, top))))
     }
 
@@ -157,7 +161,7 @@ public struct ReportBuilder: Sendable {
             let siteList = sites.map { StallReport.SiteCount(site: $0.key, count: $0.value) }
                 .sorted { ($1.count, $0.site) < ($0.count, $1.site) }
             let reason = reasons.max { ($0.value, $1.key) < ($1.value, $0.key) }?.key ?? ""
-            let stack = longest.representativeSample.map { longest.stall.samples[$0].frames.map(stackFrame) } ?? []
+            let stack = longest.representativeFrames.map { stackFrame($0, names: longest.names) }
             var signature = StallReport.Signature(
                 category: key.category, frames: key.frames, count: members.count, totalMs: ms(total),
                 maxMs: ms(longest.durationNanos), tiers: tiers,
@@ -166,7 +170,10 @@ public struct ReportBuilder: Sendable {
                         ($0, categoryTotal == 0 ? 0 : round((categoryNanos[$0] ?? 0) / categoryTotal, 4))
                     }),
                 reason: reason, site: siteList.first?.site ?? "", sites: siteList, stack: stack,
+                stackConfidence: longest.representative?.confidence ?? 0,
                 example: StallReport.StallReference(trace: longest.tracePath, stall: longest.stall.id))
+            let waits = WaitSummary.top(members.map(\.stall))
+            signature.waits = waits.isEmpty ? nil : waits
             let fleet = FleetStats(members, facts: facts, traceCount: traceCount)
             signature.traces = fleet.traces
             signature.tracesPercent = fleet.tracesPercent
@@ -185,10 +192,11 @@ public struct ReportBuilder: Sendable {
         return result.map(\.signature)
     }
 
-    static func stackFrame(_ frame: Frame) -> StallReport.StackFrame {
+    /// `frame` ready to print, named by `names`.
+    static func stackFrame(_ frame: Frame, names: FrameNamer) -> StallReport.StackFrame {
         StallReport.StackFrame(
-            symbol: frameName(frame), module: frame.module,
-            source: frame.file.map { file in frame.line.map { "\(file):\($0)" } ?? file }, system: frame.isSystem)
+            name: names.name(frame), symbol: names.fullName(frame), module: frame.module,
+            source: names.source(frame), system: frame.isSystem)
     }
 
     /// From the header's start (else the first timestamp) to the last timestamp, in nanoseconds.

@@ -32,8 +32,9 @@ public struct SignatureKey: Sendable, Hashable, Comparable, Codable {
     }
 }
 
-/// One stall with the classifier's verdict on each sample, its breakdown and its signature:
-/// what `ReportBuilder.analyze(_:)` returns and the exporters and `StallText` take.
+/// One stall with the classifier's verdict on each sample, its breakdown, its representative
+/// stack and its signature: what `ReportBuilder.analyze(_:)` returns and the exporters,
+/// `StallText` and `StallListText` take.
 ///
 /// A plain value; use it on any thread.
 public struct AnalyzedStall: Sendable {
@@ -43,6 +44,10 @@ public struct AnalyzedStall: Sendable {
     public var stall: Stall
     /// The classifier's verdict on each sample (`classifications[i]` is `stall.samples[i]`'s).
     public var classifications: [Classification]
+    /// The nanoseconds each sample stands for (`StallAccounting.sampleWeights`): what the
+    /// breakdown weighs and the exports draw, adding up to `durationNanos` when there are
+    /// samples.
+    public var sampleWeights: [UInt64]
     /// The time-weighted breakdown of the samples by category and reason.
     public var breakdown: StallBreakdown
     /// The category with the largest share of the breakdown (`other` when there are no
@@ -50,23 +55,45 @@ public struct AnalyzedStall: Sendable {
     public var category: StallCategory
     /// What the stall is grouped by in a report.
     public var key: SignatureKey
-    /// The index of the sample that best shows the signature (the first of the dominant
-    /// category with the signature's frames), `nil` without samples.
-    public var representativeSample: Int?
+    /// The stack that stands for the stall, with its confidence; `nil` when no sample of the
+    /// dominant category has a stack.
+    public var representative: RepresentativeStack?
     /// How long the stall lasted, in nanoseconds; for an unfinished stall, until its last
     /// sample.
     public var durationNanos: UInt64
     /// The frame budget of the stall's trace, in nanoseconds.
     public var budgetNanos: UInt64
+    /// How the frames of the stall's trace are named.
+    public var names: FrameNamer
+
+    /// The index of the representative stack's sample, `nil` without one.
+    public var representativeSample: Int? { representative?.sample }
+
+    /// The representative sample's frames, innermost first (empty without one).
+    public var representativeFrames: [Frame] {
+        representative.map { stall.samples[$0.sample].frames } ?? []
+    }
 
     /// The time beyond the budget, in nanoseconds: what the hitch ratio adds up.
     public var overrunNanos: UInt64 { durationNanos > budgetNanos ? durationNanos - budgetNanos : 0 }
 
-    /// Classifies `stall`'s samples with `classifier` and finds its signature; `tracePath`
-    /// and `budget` (the trace header's) are kept for reports. Pure; any thread.
-    public init(_ stall: Stall, tracePath: String, budget: Duration, classifier: Classifier) {
+    /// The part of the duration no sample stands for: all of it for a stall without samples,
+    /// else 0.
+    public var unsampledNanos: UInt64 {
+        let weighed = sampleWeights.reduce(0, +)
+        return durationNanos > weighed ? durationNanos - weighed : 0
+    }
+
+    /// Classifies `stall`'s samples with `classifier`, weighs them, picks the representative
+    /// stack and the signature; `tracePath`, `budget` (the trace header's) and `names` (from
+    /// the trace's module map) are kept for reports. Pure; any thread.
+    public init(
+        _ stall: Stall, tracePath: String, budget: Duration, classifier: Classifier,
+        names: FrameNamer = FrameNamer(modules: [])
+    ) {
         self.tracePath = tracePath
         self.stall = stall
+        self.names = names
         budgetNanos = budget.nanoseconds
         // A stall's samples are mostly the same stack in the same state: classify each distinct
         // sample once. The verdict depends on the sample but not on when it was taken or the
@@ -81,76 +108,70 @@ public struct AnalyzedStall: Sendable {
             verdicts[key] = verdict
             return verdict
         }
-        let breakdown = StallBreakdown(samples: stall.samples, classifications: classifications, end: stall.end)
+        let weights = StallAccounting.sampleWeights(stall)
+        let breakdown = StallBreakdown(samples: stall.samples, classifications: classifications, weights: weights)
         let category = breakdown.dominant ?? .other
         self.classifications = classifications
+        sampleWeights = weights
         self.breakdown = breakdown
         self.category = category
-        let reached = stall.end ?? stall.samples.last?.time ?? stall.start
-        durationNanos = reached > stall.start ? reached - stall.start : 0
+        durationNanos = StallAccounting.duration(stall)
+        let representative = RepresentativeStack.choose(
+            samples: stall.samples, classifications: classifications, weights: weights, category: category)
+        self.representative = representative
 
-        // The most frequent app-frame prefix among samples of the dominant category.
-        // Samples of one stall repeat the same addresses: each address is judged and named
-        // once, and prefixes are counted as name numbers (the module tests are string searches
-        // and hashing names per sample was most of a fleet report's time).
-        var names: [String] = []
-        var nameNumbers: [String: Int] = [:]
-        var appFrameName: [UInt64: Int] = [:]  // -1: not an app frame
-        func appFrame(_ frame: Frame) -> Int {
-            if let known = appFrameName[frame.address] { return known }
-            var number = -1
-            if !frame.isSystem && !isCompilerGenerated(frame) {
-                let name = frameName(frame)
-                number = nameNumbers[name] ?? names.count
-                if number == names.count {
-                    names.append(name)
-                    nameNumbers[name] = number
-                }
-            }
-            appFrameName[frame.address] = number
-            return number
-        }
-        var counts: [[Int]: (count: Int, first: Int)] = [:]
-        for (index, sample) in stall.samples.enumerated() where classifications[index].category == category {
-            var frames: [Int] = []
+        // The signature: the representative stack's innermost app frames; failing that, the
+        // most frequent app-frame prefix among samples of the dominant category.
+        // Samples of one stall repeat the same addresses: each address is judged and named once
+        // (the module tests are string searches; naming per sample was most of a fleet report).
+        var appFrameNames: [UInt64: String?] = [:]  // nil: not an app frame
+        func appFrames(_ sample: Sample) -> [String] {
+            var result: [String] = []
             for frame in sample.frames {
-                let number = appFrame(frame)
-                guard number >= 0 else { continue }
-                frames.append(number)
-                if frames.count == SignatureKey.frameCount { break }
+                let name: String?
+                if let known = appFrameNames[frame.address] {
+                    name = known
+                } else {
+                    name = !frame.isSystem && !isCompilerGenerated(frame) ? names.name(frame) : nil
+                    appFrameNames[frame.address] = .some(name)
+                }
+                guard let name else { continue }
+                result.append(name)
+                if result.count == SignatureKey.frameCount { break }
             }
-            guard !frames.isEmpty else { continue }
-            counts[frames] = ((counts[frames]?.count ?? 0) + 1, counts[frames]?.first ?? index)
+            return result
         }
-        if let best = counts.max(by: { ($0.value.count, -$0.value.first) < ($1.value.count, -$1.value.first) }) {
-            key = SignatureKey(category: category, frames: best.key.map { names[$0] })
-            representativeSample = best.value.first
+        var frames = representative.map { appFrames(stall.samples[$0.sample]) } ?? []
+        if frames.isEmpty {
+            var counts: [[String]: (count: Int, first: Int)] = [:]
+            for (index, sample) in stall.samples.enumerated() where classifications[index].category == category {
+                let candidate = appFrames(sample)
+                guard !candidate.isEmpty else { continue }
+                counts[candidate] = ((counts[candidate]?.count ?? 0) + 1, counts[candidate]?.first ?? index)
+            }
+            frames =
+                counts.max(by: { ($0.value.count, -$0.value.first) < ($1.value.count, -$1.value.first) })?.key ?? []
+        }
+        if !frames.isEmpty {
+            key = SignatureKey(category: category, frames: frames)
         } else if let reason = breakdown.topReasons.first(where: { $0.category == category }) {
             key = SignatureKey(category: category, frames: ["[\(reason.reason)]"])
-            representativeSample = classifications.firstIndex { $0.category == category }
         } else {
             key = SignatureKey(category: category, frames: ["[no samples]"])
-            representativeSample = nil
         }
+    }
+
+    /// Analyzes `stall` of `loaded` with its header's budget and its module map's names.
+    public init(_ stall: Stall, of loaded: LoadedTrace, classifier: Classifier) {
+        self.init(
+            stall, tracePath: loaded.path,
+            budget: loaded.trace.header?.thresholds.budget ?? TierThresholds.default.budget, classifier: classifier,
+            names: FrameNamer(modules: loaded.trace.modules))
     }
 
     /// Where the stalled work was registered, `#fileID:#line`.
     public var site: String { "\(stall.callout.file):\(stall.callout.line)" }
-}
 
-/// Whether a frame is glue the compiler generated (thunks, partial-apply forwarders, merged
-/// or outlined functions): it tells nothing about the app, so signatures skip it.
-func isCompilerGenerated(_ frame: Frame) -> Bool {
-    if frame.file?.hasSuffix("<compiler-generated>") == true { return true }
-    guard let symbol = frame.symbol else { return false }
-    for prefix in ["reabstraction thunk", "partial apply", "merged ", "thunk for ", "outlined "]
-    where symbol.hasPrefix(prefix) {
-        return true
-    }
-    return false
-}
-
-/// How a frame is named in signatures and stacks: its symbol, else its address in hex.
-func frameName(_ frame: Frame) -> String {
-    frame.symbol ?? "0x" + String(frame.address, radix: 16)
+    /// How `frame` (one of this stall's) is named in text and exports.
+    public func frameName(_ frame: Frame) -> String { names.name(frame) }
 }

@@ -116,9 +116,13 @@ public struct StallReport: Sendable, Hashable, Codable {
         public var byTier: [Tier: Int]
         /// Stalls per dominant category; every category is present (0 when none).
         public var byCategory: [StallCategory: Int]
-        /// Sample-attributed milliseconds per category (time before a stall's first sample is
-        /// not attributed); every category is present.
+        /// Sample-attributed milliseconds per category (`StallAccounting`: a stall's first
+        /// sample also stands for the time before it); every category is present. With
+        /// `unsampledMs` they add up to `totalMs`.
         public var categoryMs: [StallCategory: Double]
+        /// Milliseconds of stalls that have no sample at all (a stall killed before its first
+        /// sample), attributed to no category.
+        public var unsampledMs: Double
         /// Stalls of tier `hang` or `severe` (at least 250 ms by default).
         public var hangs: Int
     }
@@ -142,21 +146,26 @@ public struct StallReport: Sendable, Hashable, Codable {
 
     /// One frame of a signature's representative stack, ready to print.
     public struct StackFrame: Sendable, Hashable, Codable {
-        /// The demangled symbol, or the address in hex (`0x7f3a…`) when unsymbolicated.
+        /// The short name (`FeedDatabase.loadFeed(rows:)`, `libsqlite3.so.0+0x4f1a3`; see
+        /// `FrameNamer`).
+        public var name: String
+        /// The full demangled symbol, or the short name when unsymbolicated.
         public var symbol: String
         /// The path of the image holding the frame (`null` if unknown).
         public var module: String?
-        /// `file:line` from debug information (`null` if unknown).
+        /// `file:line` from debug information, relative to the build root when under it
+        /// (`null` if unknown or compiler-generated).
         public var source: String?
         /// Whether the frame is the system's or a toolchain library's, not the app's
         /// (`Frame.isSystem`); renderers dim such frames.
         public var system: Bool
 
-        private enum CodingKeys: String, CodingKey { case symbol, module, source, system }
+        private enum CodingKeys: String, CodingKey { case name, symbol, module, source, system }
 
         /// Encodes every key (`null` when unknown).
         public func encode(to encoder: any Encoder) throws {
             var container = encoder.container(keyedBy: CodingKeys.self)
+            try container.encode(name, forKey: .name)
             try container.encode(symbol, forKey: .symbol)
             try container.encode(module, forKey: .module)
             try container.encode(source, forKey: .source)
@@ -206,8 +215,12 @@ public struct StallReport: Sendable, Hashable, Codable {
         public var site: String
         /// Every call site, most frequent first.
         public var sites: [SiteCount]
-        /// The longest stall's representative sample, innermost frame first.
+        /// The longest stall's representative stack (`RepresentativeStack`), innermost frame
+        /// first.
         public var stack: [StackFrame]
+        /// The share (0…1) of the longest stall's time its representative stack stands for;
+        /// 0 without a stack.
+        public var stackConfidence: Double
         /// The longest stall, to look at with `stallwatch show`.
         public var example: StallReference
         /// How many traces have at least one of these stalls.
@@ -226,6 +239,9 @@ public struct StallReport: Sendable, Hashable, Codable {
         public var builds: [GroupCount] = []
         /// Stalls and traces per host, most stalls first.
         public var hosts: [GroupCount] = []
+        /// What the samples waited on (file, socket peer, lock owner, SQL), most frequent first;
+        /// nil (and absent from the JSON) when no sample knew.
+        public var waits: [WaitCount]? = nil
     }
 
     /// The version of this JSON schema (1); keys may be added within a version, none removed.
@@ -250,6 +266,8 @@ public struct StallReport: Sendable, Hashable, Codable {
     public var stalls: StallStats
     /// Loop-latency percentiles; `nil` when the traces hold no latency histograms.
     public var loopLatency: LatencyStats?
+    /// Congested iterations and the sites that took their time; `nil` when there were none.
+    public var congestion: CongestionStats?
     /// How many distinct signatures the stalls fall into.
     public var signatureCount: Int
     /// The largest signatures, by total time (then count): as many as `top` asked for.
@@ -257,7 +275,7 @@ public struct StallReport: Sendable, Hashable, Codable {
 
     private enum CodingKeys: String, CodingKey {
         case schemaVersion, traces, fleet, runTimeSeconds, loopUtilisation, frames, hitchRatioMsPerSecond, stalls
-        case loopLatency, signatureCount, signatures
+        case loopLatency, congestion, signatureCount, signatures
     }
 
     /// Encodes every key, `null` for absent measurements, so the schema does not move.
@@ -272,6 +290,7 @@ public struct StallReport: Sendable, Hashable, Codable {
         try container.encode(hitchRatioMsPerSecond, forKey: .hitchRatioMsPerSecond)
         try container.encode(stalls, forKey: .stalls)
         try encodeOrNull(loopLatency, .loopLatency, &container)
+        try encodeOrNull(congestion, .congestion, &container)
         try container.encode(signatureCount, forKey: .signatureCount)
         try container.encode(signatures, forKey: .signatures)
     }

@@ -4,23 +4,37 @@ import StallwatchCore
 /// inferno): one line per distinct stack, `category;outermost;…;innermost WEIGHT`, the weight
 /// in whole microseconds of sample time. Lines are sorted; zero-weight stacks are left out.
 ///
+/// A stall without samples still takes its time: one line `category;[no samples]` (or
+/// `[unfinished stall, no samples]` for one that never ended), weighted by its duration (an
+/// unfinished one: as far as `StallExtents` draws it).
+///
 /// Pure; use it on any thread.
 public enum FoldedStacksExporter {
     /// The folded-stacks text of `stalls` (from `ReportBuilder.analyze(_:)`, of one trace or
-    /// several), one `stack weight` line each.
-    public static func export(_ stalls: [AnalyzedStall]) -> String {
+    /// several), one `stack weight` line each. `traces` (the stalls' traces) say how far an
+    /// unfinished stall without samples reaches; without them it counts its budget.
+    public static func export(_ stalls: [AnalyzedStall], traces: [LoadedTrace] = []) -> String {
+        // Nanoseconds per stack (`AnalyzedStall.sampleWeights`, the report's rule), rounded
+        // to microseconds once per line so the lines add up to the report's total.
         var weights: [String: UInt64] = [:]
+        let extents = StallExtents(stalls, traces: traces)
         for analyzed in stalls {
-            let sampleWeights = sampleWeights(analyzed.stall)
-            for (index, sample) in analyzed.stall.samples.enumerated() {
-                let micros = sampleWeights[index] / 1_000
-                guard micros > 0 else { continue }
-                let stack = rootedStack(sample, category: analyzed.classifications[index].category)
-                    .map(sanitize).joined(separator: ";")
-                weights[stack, default: 0] += micros
+            if analyzed.stall.samples.isEmpty {
+                let stack = [analyzed.category.rawValue, noSamplesName(analyzed.stall)].joined(separator: ";")
+                let drawn = extents.end(of: analyzed) - analyzed.stall.start
+                weights[stack, default: 0] += max(1_000, drawn)
+                continue
+            }
+            for (index, sample) in analyzed.stall.samples.enumerated() where analyzed.sampleWeights[index] > 0 {
+                let stack = rootedStack(
+                    sample, category: analyzed.classifications[index].category, names: analyzed.names
+                )
+                .map(sanitize).joined(separator: ";")
+                weights[stack, default: 0] += analyzed.sampleWeights[index]
             }
         }
-        return weights.sorted { $0.key < $1.key }.map { "\($0.key) \($0.value)\n" }.joined()
+        return weights.map { (stack: $0.key, micros: ($0.value + 500) / 1_000) }.filter { $0.micros > 0 }
+            .sorted { $0.stack < $1.stack }.map { "\($0.stack) \($0.micros)\n" }.joined()
     }
 
     /// Frame names may not hold the separator or a line break.

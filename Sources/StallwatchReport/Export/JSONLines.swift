@@ -76,8 +76,8 @@ public enum JSONLinesExporter {
         }
         fields.add("signature", analyzed.key.text)
         fields.add("signature_frames", analyzed.key.frames)
-        let stack = analyzed.representativeSample.map { stall.samples[$0].frames.map(frameName) } ?? []
-        fields.add("stack", stack)
+        fields.add("stack", analyzed.representativeFrames.map(analyzed.frameName))
+        fields.raw("stack_confidence", format(analyzed.representative?.confidence ?? 0, 4))
         fields.add("site", analyzed.site)
         fields.add("site_label", stall.callout.label)
         fields.add("sample_count", UInt64(stall.samples.count))
@@ -85,7 +85,7 @@ public enum JSONLinesExporter {
     }
 
     static func sampleLines(_ analyzed: AnalyzedStall, facts: TraceFacts, common: String) -> String {
-        let weights = sampleWeights(analyzed.stall)
+        let weights = analyzed.sampleWeights
         var out = ""
         for (index, sample) in analyzed.stall.samples.enumerated() {
             var fields = JSONFields(common)
@@ -99,7 +99,7 @@ public enum JSONLinesExporter {
             fields.add("reason", analyzed.classifications[index].reason)
             fields.add("state", "\(sample.state)")
             fields.add("syscall", sample.syscallName)
-            fields.add("stack", sample.frames.map(frameName))
+            fields.add("stack", sample.frames.map(analyzed.frameName))
             out += fields.line
         }
         return out

@@ -75,8 +75,9 @@ public enum OTLPJSONExporter {
             attributes.append(
                 attribute("stallwatch.breakdown.\(category.rawValue)", double: analyzed.breakdown.share(of: category)))
         }
-        let stack = analyzed.representativeSample.map { stall.samples[$0].frames.map(frameName) } ?? []
-        attributes.append(attribute("stallwatch.stack", strings: stack))
+        attributes.append(attribute("stallwatch.stack", strings: analyzed.representativeFrames.map(analyzed.frameName)))
+        attributes.append(
+            attribute("stallwatch.stack_confidence", double: analyzed.representative?.confidence ?? 0))
         return span(
             traceID: facts.traceID, spanID: spanID(facts.traceID, 1, stall.id),
             name: "stall \(analyzed.category.rawValue)", start: start, end: end, attributes: attributes,

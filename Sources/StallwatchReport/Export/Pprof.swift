@@ -32,13 +32,14 @@ public enum PprofExporter {
                 last = max(last ?? start, start &+ ReportBuilder.runTime(of: input.trace))
             }
             for analyzed in input.stalls {
-                let weights = sampleWeights(analyzed.stall)
+                let weights = analyzed.sampleWeights
                 for (index, sample) in analyzed.stall.samples.enumerated() {
                     let locations =
                         sample.frames.isEmpty
                         ? [builder.placeholder(missingStackName(sample))]
                         : sample.frames.map {
-                            builder.location($0, trace: traceIndex, modules: input.trace.trace.modules)
+                            builder.location(
+                                $0, trace: traceIndex, modules: input.trace.trace.modules, names: analyzed.names)
                         }
                     var message = ProtoWriter()
                     message.packed(1, locations)
@@ -168,7 +169,9 @@ private struct ProfileBuilder {
 
     /// The location of `frame` in trace number `trace` (addresses of different traces are
     /// different locations: each process had its own layout).
-    mutating func location(_ frame: Frame, trace: Int, modules: [TraceRecord.Module]) -> UInt64 {
+    mutating func location(
+        _ frame: Frame, trace: Int, modules: [TraceRecord.Module], names: FrameNamer
+    ) -> UInt64 {
         let key = LocationKey(trace: trace, address: frame.address)
         if let id = locationIDs[key] { return id }
         let id = UInt64(locations.count + 1)
@@ -179,7 +182,7 @@ private struct ProfileBuilder {
         }
         writer.varint(3, frame.address)
         var line = ProtoWriter()
-        line.varint(1, function(name: frameName(frame), file: frame.file))
+        line.varint(1, function(name: names.name(frame), file: frame.file))
         if let number = frame.line { line.varint(2, UInt64(number)) }
         writer.message(4, line)
         locations.append(writer)

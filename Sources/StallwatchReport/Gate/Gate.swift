@@ -23,9 +23,12 @@ public enum GateLimit: Sendable, Hashable {
         case .maxHangs: "hangs"
         case .maxHitchRatio: "hitch-ratio"
         case .maxCategory(let category, _): "category-\(category.rawValue)"
-        case .maxRegression: "regression-hitch-ratio"
+        case .maxRegression: Self.regressionName
         }
     }
+
+    /// The name of `maxRegression` (known before the baseline is read).
+    public static let regressionName = "regression-hitch-ratio"
 }
 
 /// The outcome of checking one `GateLimit`.
@@ -40,6 +43,8 @@ public struct GateCheck: Sendable, Hashable {
     public var limit: String
     /// Whether the measurement is within the limit.
     public var passed: Bool
+    /// How long the check took, in seconds (a JUnit testcase's `time`).
+    public var seconds: Double = 0
 
     /// The check in one line, `hangs: 3 > 0` or `hangs: 0 <= 0` (a JUnit failure's message).
     public var summary: String {
@@ -47,7 +52,8 @@ public struct GateCheck: Sendable, Hashable {
     }
 }
 
-/// Checks a `StallReport` against `GateLimit`s, and writes the results as JUnit XML for CI.
+/// Checks a `StallReport` against `GateLimit`s (`Gate.junit` writes the results as JUnit XML
+/// for CI).
 ///
 /// ```swift
 /// let checks = Gate.evaluate(report, limits: [.maxHangs(0), .maxCategory(.database, 0)])
@@ -59,76 +65,48 @@ public enum Gate {
     /// Checks `report` against each of `limits`: one result per limit, in the order given.
     public static func evaluate(_ report: StallReport, limits: [GateLimit]) -> [GateCheck] {
         limits.map { limit in
-            switch limit {
-            case .maxStalls(let maximum):
-                return GateCheck(
-                    name: limit.name, measured: String(report.stalls.total), limit: String(maximum),
-                    passed: report.stalls.total <= maximum)
-            case .maxHangs(let maximum):
-                return GateCheck(
-                    name: limit.name, measured: String(report.stalls.hangs), limit: String(maximum),
-                    passed: report.stalls.hangs <= maximum)
-            case .maxHitchRatio(let maximum):
-                return GateCheck(
-                    name: limit.name, measured: format(report.hitchRatioMsPerSecond, 3) + " ms/s",
-                    limit: format(maximum, 3) + " ms/s", passed: report.hitchRatioMsPerSecond <= maximum)
-            case .maxCategory(let category, let maximum):
-                let count = report.stalls.byCategory[category] ?? 0
-                return GateCheck(
-                    name: limit.name, measured: String(count), limit: String(maximum), passed: count <= maximum)
-            case .maxRegression(let percent, let baseline):
-                let before = baseline.hitchRatioMsPerSecond
-                let after = report.hitchRatioMsPerSecond
-                let measured: String
-                let passed: Bool
-                if before == 0 {
-                    passed = after == 0
-                    measured = passed ? "+0.0 %" : "+inf % (baseline 0 ms/s, now \(format(after, 3)) ms/s)"
-                } else {
-                    let change = (after - before) / before * 100
-                    passed = change <= percent
-                    measured =
-                        "\(change >= 0 ? "+" : "")\(format(change, 1)) % (\(format(before, 3)) → \(format(after, 3)) ms/s)"
-                }
-                return GateCheck(
-                    name: limit.name, measured: measured, limit: "+" + format(percent, 1) + " %", passed: passed)
-            }
+            let clock = ContinuousClock()
+            let started = clock.now
+            var check = evaluate(report, limit: limit)
+            check.seconds = Double((clock.now - started).nanoseconds) / 1e9
+            return check
         }
     }
 
-    /// `checks` as JUnit XML: one `testsuite` named `suiteName`, one `testcase` per check, a
-    /// `failure` inside each failed one (what CI systems show as test results).
-    public static func junit(_ checks: [GateCheck], suiteName: String = "stallwatch gate") -> String {
-        let failures = checks.filter { !$0.passed }.count
-        var xml = "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n"
-        xml += "<testsuite name=\"\(escape(suiteName))\" tests=\"\(checks.count)\" failures=\"\(failures)\" "
-        xml += "errors=\"0\" skipped=\"0\">\n"
-        for check in checks {
-            xml += "  <testcase classname=\"stallwatch.gate\" name=\"\(escape(check.name))\""
-            if check.passed {
-                xml += "/>\n"
+    private static func evaluate(_ report: StallReport, limit: GateLimit) -> GateCheck {
+        switch limit {
+        case .maxStalls(let maximum):
+            return GateCheck(
+                name: limit.name, measured: String(report.stalls.total), limit: String(maximum),
+                passed: report.stalls.total <= maximum)
+        case .maxHangs(let maximum):
+            return GateCheck(
+                name: limit.name, measured: String(report.stalls.hangs), limit: String(maximum),
+                passed: report.stalls.hangs <= maximum)
+        case .maxHitchRatio(let maximum):
+            return GateCheck(
+                name: limit.name, measured: format(report.hitchRatioMsPerSecond, 3) + " ms/s",
+                limit: format(maximum, 3) + " ms/s", passed: report.hitchRatioMsPerSecond <= maximum)
+        case .maxCategory(let category, let maximum):
+            let count = report.stalls.byCategory[category] ?? 0
+            return GateCheck(
+                name: limit.name, measured: String(count), limit: String(maximum), passed: count <= maximum)
+        case .maxRegression(let percent, let baseline):
+            let before = baseline.hitchRatioMsPerSecond
+            let after = report.hitchRatioMsPerSecond
+            let measured: String
+            let passed: Bool
+            if before == 0 {
+                passed = after == 0
+                measured = passed ? "+0.0 %" : "+inf % (baseline 0 ms/s, now \(format(after, 3)) ms/s)"
             } else {
-                xml += ">\n    <failure message=\"\(escape(check.summary))\" type=\"limit\">"
-                xml += "measured \(escape(check.measured)), limit \(escape(check.limit))</failure>\n"
-                xml += "  </testcase>\n"
+                let change = (after - before) / before * 100
+                passed = change <= percent
+                measured =
+                    "\(change >= 0 ? "+" : "")\(format(change, 1)) % (\(format(before, 3)) → \(format(after, 3)) ms/s)"
             }
+            return GateCheck(
+                name: limit.name, measured: measured, limit: "+" + format(percent, 1) + " %", passed: passed)
         }
-        xml += "</testsuite>\n"
-        return xml
-    }
-
-    static func escape(_ text: String) -> String {
-        var result = ""
-        for character in text {
-            switch character {
-            case "&": result += "&amp;"
-            case "<": result += "&lt;"
-            case ">": result += "&gt;"
-            case "\"": result += "&quot;"
-            case "'": result += "&apos;"
-            default: result.append(character)
-            }
-        }
-        return result
     }
 }

@@ -70,11 +70,17 @@ public enum TraceLoader {
     public static func load(path: String, includeCallouts: Bool = false, workers: Int = 1)
         -> Result<LoadedTrace, TraceLoadError>
     {
-        let bytes: [UInt8]
         switch readFile(path) {
-        case .success(let read): bytes = read
-        case .failure(let error): return .failure(error)
+        case .success(let bytes): load(bytes: bytes, path: path, includeCallouts: includeCallouts, workers: workers)
+        case .failure(let error): .failure(error)
         }
+    }
+
+    /// Decodes trace bytes read elsewhere (standard input: `stallwatch report -`); `path`
+    /// names them in messages and in the result. Fails as `load(path:includeCallouts:)` does.
+    public static func load(
+        bytes: [UInt8], path: String, includeCallouts: Bool = false, workers: Int = 1
+    ) -> Result<LoadedTrace, TraceLoadError> {
         let trace = bytes.withUnsafeBytes { decode($0, fileName: path, workers: workers) }
         if trace.outcome.recordCount == 0, let problem = trace.outcome.problems.first {
             return .failure(TraceLoadError(path: path, description: problem.description))

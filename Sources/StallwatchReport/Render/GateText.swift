@@ -9,11 +9,10 @@ public enum GateText {
     /// With `colour`, the title is ANSI bold, `PASS` green and `FAIL` red.
     public static func render(_ checks: [GateCheck], of report: StallReport, colour: Bool) -> String {
         let style = Style(enabled: colour)
-        let traces = report.traces.count
         let width = max(6, checks.map(\.name.count).max() ?? 0)
         var lines = [
-            style.bold("Gate") + ": \(traces) \(traces == 1 ? "trace" : "traces"), "
-                + "\(report.stalls.total) stalls, \(format(report.runTimeSeconds, 2)) s"
+            style.bold("Gate") + ": \(plural(report.traces.count, "trace")), "
+                + "\(plural(report.stalls.total, "stall")), \(format(report.runTimeSeconds, 2)) s"
         ]
         for check in checks {
             let verdict = check.passed ? style.green("PASS") : style.red("FAIL")
@@ -21,9 +20,9 @@ public enum GateText {
         }
         let failed = checks.filter { !$0.passed }.count
         if failed == 0 {
-            lines.append("Result: " + style.green("PASS") + " (\(checks.count) limits)")
+            lines.append("Result: " + style.green("PASS") + " (\(plural(checks.count, "limit")))")
         } else {
-            lines.append("Result: " + style.red("FAIL") + " (\(failed) of \(checks.count) limits exceeded)")
+            lines.append("Result: " + style.red("FAIL") + " (\(failed) of \(plural(checks.count, "limit")) exceeded)")
         }
         return lines.joined(separator: "\n") + "\n"
     }

@@ -4,26 +4,40 @@ import StallwatchCore
 ///
 /// Pure; use it on any thread.
 public enum ReportText {
+    /// `report` as text, 100 columns wide: see `render(_:options:)`.
+    public static func render(_ report: StallReport, colour: Bool) -> String {
+        render(report, options: TextOptions(colour: colour))
+    }
+
     /// `report` as text: the traces read, an overview (run time, loop utilisation, frames,
-    /// hitch ratio, loop latency), stalls by tier and category, then each listed signature
-    /// with its breakdown, reason, posting site, a `stallwatch show` line and its stack.
-    /// With `colour`, headings are ANSI bold and system frames dim.
-    /// Several traces are summarised (`FleetText`) unless `listTraces` asks for a line each.
-    public static func render(_ report: StallReport, colour: Bool, listTraces: Bool = false) -> String {
-        let style = Style(enabled: colour)
+    /// hitch ratio, loop latency), stalls by tier and category, congestion, then each listed
+    /// signature with its breakdown, reason, posting site, a `stallwatch show` line and its
+    /// representative stack with its confidence. Lines fit `options.width` (lists wrap, long
+    /// names lose their middle); with `options.colour`, headings are ANSI bold and system
+    /// frames dim; with `options.verbose`, frames show their full symbols. Several traces are
+    /// summarised (`FleetText`) unless `options.listTraces` asks for a line each.
+    public static func render(_ report: StallReport, options: TextOptions) -> String {
+        let style = Style(enabled: options.colour)
+        let width = options.width.map { max($0, minimumWidth) }
         var lines: [String] = []
-        let traceWord = report.traces.count == 1 ? "trace" : "traces"
-        lines.append(style.bold("Stallwatch report") + " — \(report.traces.count) \(traceWord)")
+        func add(_ items: [String], first: String, continuation: String, separator: String = ", ") {
+            lines += wrapItems(items, separator: separator, first: first, continuation: continuation, width: width)
+        }
+        lines.append(style.bold("Stallwatch report") + " — " + plural(report.traces.count, "trace"))
         let fleet = report.traces.count > 1 || !report.fleet.unreadable.isEmpty
-        if fleet { lines += FleetText.summaryLines(report, listed: listTraces) }
-        for trace in report.traces where !fleet || listTraces {
+        if fleet { lines += FleetText.summaryLines(report, listed: options.listTraces) }
+        for trace in report.traces where !fleet || options.listTraces {
             let process = trace.process.isEmpty ? "" : " \(trace.process) (pid \(trace.pid))"
-            lines.append(
-                "  \(trace.path):\(process), \(trace.mode?.name ?? "unknown") mode, \(format(trace.runTimeSeconds, 2)) s, "
-                    + plural(trace.stalls, "stall"))
+            add(
+                [
+                    "\(trace.path):" + process,
+                    "\(trace.mode?.name ?? "unknown") mode", "\(format(trace.runTimeSeconds, 2)) s",
+                    plural(trace.stalls, "stall"),
+                ], first: "  ", continuation: "    ")
         }
         lines.append("")
         lines.append(style.bold("Overview"))
+        let label = "  " + pad("", 18)
         lines.append("  run time          \(format(report.runTimeSeconds, 2)) s")
         if let utilisation = report.loopUtilisation {
             lines.append("  loop utilisation  \(format(utilisation * 100, 1)) %")
@@ -31,29 +45,37 @@ public enum ReportText {
             lines.append("  loop utilisation  n/a (needs a full-mode trace)")
         }
         if let frames = report.frames {
-            lines.append(
-                "  frames            \(frames.delivered) of \(frames.expected) delivered, \(frames.dropped) dropped, "
-                    + "\(format(frames.fps, 1)) fps")
+            add(
+                [
+                    "\(frames.delivered) of \(frames.expected) delivered", "\(frames.dropped) dropped",
+                    "\(format(frames.fps, 1)) fps",
+                ], first: "  frames            ", continuation: label)
         }
         lines.append("  hitch ratio       \(format(report.hitchRatioMsPerSecond, 1)) ms/s")
         if let latency = report.loopLatency {
-            lines.append(
-                "  loop latency      p50 \(format(latency.p50Ms, 3)) ms, p90 \(format(latency.p90Ms, 3)) ms, "
-                    + "p99 \(format(latency.p99Ms, 3)) ms, p99.9 \(format(latency.p999Ms, 3)) ms, "
-                    + "max \(format(latency.maxMs, 3)) ms (\(latency.count) samples)")
+            add(
+                [
+                    "p50 \(format(latency.p50Ms, 3)) ms", "p90 \(format(latency.p90Ms, 3)) ms",
+                    "p99 \(format(latency.p99Ms, 3)) ms", "p99.9 \(format(latency.p999Ms, 3)) ms",
+                    "max \(format(latency.maxMs, 3)) ms (\(plural(Int(latency.count), "sample")))",
+                ], first: "  loop latency      ", continuation: label)
         }
         lines.append("")
         let stalls = report.stalls
         let unfinished = stalls.unfinished > 0 ? ", \(stalls.unfinished) unfinished" : ""
         lines.append(style.bold("Stalls") + ": \(stalls.total), \(format(stalls.totalMs, 1)) ms in all\(unfinished)")
-        lines.append(
-            "  by tier      "
-                + Tier.allCases.map { "\($0.rawValue) \(stalls.byTier[$0] ?? 0)" }.joined(separator: ", "))
-        lines.append(
-            "  by category  "
-                + StallCategory.allCases.map {
-                    "\($0.rawValue) \(stalls.byCategory[$0] ?? 0) (\(format(stalls.categoryMs[$0] ?? 0, 1)) ms)"
-                }.joined(separator: ", "))
+        add(
+            Tier.allCases.map { "\($0.rawValue) \(stalls.byTier[$0] ?? 0)" }, first: "  by tier      ",
+            continuation: "               ")
+        var categories = StallCategory.allCases.map {
+            "\($0.rawValue) \(stalls.byCategory[$0] ?? 0) (\(format(stalls.categoryMs[$0] ?? 0, 1)) ms)"
+        }
+        if stalls.unsampledMs > 0 { categories.append("no samples \(format(stalls.unsampledMs, 1)) ms") }
+        add(categories, first: "  by category  ", continuation: "               ")
+        if let congestion = report.congestion {
+            lines.append("")
+            lines += CongestionText.lines(congestion, style: style, width: width)
+        }
         lines.append("")
         if report.signatures.isEmpty {
             lines.append(style.bold("Top signatures") + ": none")
@@ -64,35 +86,74 @@ public enum ReportText {
         }
         for (index, signature) in report.signatures.enumerated() {
             lines.append("")
-            lines += signatureLines(signature, rank: index + 1, style: style)
+            lines += signatureLines(signature, rank: index + 1, style: style, width: width, verbose: options.verbose)
             if fleet { lines += FleetText.signatureLines(signature, traceCount: report.traces.count) }
         }
         return lines.joined(separator: "\n") + "\n"
     }
 
-    static func signatureLines(_ signature: StallReport.Signature, rank: Int, style: Style) -> [String] {
+    static func signatureLines(
+        _ signature: StallReport.Signature, rank: Int, style: Style, width: Int?, verbose: Bool
+    ) -> [String] {
         var lines: [String] = []
-        let title = "\(signature.category.rawValue): " + signature.frames.joined(separator: " ← ")
-        lines.append("\(rank). " + style.bold(title))
+        let rankText = "\(rank). "
+        let title = wrapItems(
+            signature.frames, separator: " ← ", first: rankText + "\(signature.category.rawValue): ",
+            continuation: String(repeating: " ", count: rankText.count + 2), width: width)
+        lines += title.map { style.bold($0) }
         let tiers = Tier.allCases.compactMap { tier in signature.tiers[tier].map { "\($0) \(tier.rawValue)" } }
-        lines.append(
-            "   \(plural(signature.count, "stall")) (\(tiers.joined(separator: ", "))), total \(format(signature.totalMs, 1)) ms, "
-                + "max \(format(signature.maxMs, 1)) ms")
+        lines += wrapItems(
+            [
+                "\(plural(signature.count, "stall")) (\(tiers.joined(separator: ", ")))",
+                "total \(format(signature.totalMs, 1)) ms", "max \(format(signature.maxMs, 1)) ms",
+            ], separator: ", ", first: "   ", continuation: "     ", width: width)
         let shares = StallCategory.allCases.compactMap { category -> String? in
             let share = signature.categoryShares[category] ?? 0
             return share > 0 ? "\(category.rawValue) \(format(share * 100, 0)) %" : nil
         }
         if !shares.isEmpty { lines.append("   breakdown: " + shares.joined(separator: ", ")) }
-        if !signature.reason.isEmpty { lines.append("   reason: \(signature.reason)") }
-        let more = signature.sites.count > 1 ? " (and \(signature.sites.count - 1) more sites)" : ""
-        lines.append("   posted at \(signature.site)\(more)")
-        lines.append("   example: stallwatch show \(signature.example.trace) --stall \(signature.example.stall)")
+        if !signature.reason.isEmpty {
+            lines.append(elideMiddle("   reason: \(SwiftNames.simplify(signature.reason))", width))
+        }
+        for wait in (signature.waits ?? []).prefix(2) {
+            lines.append(elideMiddle("   waited on \(wait.text) (\(format(wait.share * 100, 0)) % of samples)", width))
+        }
+        let others = signature.sites.count - 1
+        let more = others > 0 ? " (and \(others) more \(others == 1 ? "site" : "sites"))" : ""
+        lines.append(elideMiddle("   posted at \(signature.site)", width.map { $0 - more.count }) + more)
+        // A command to copy stays whole; it moves to a line of its own when it does not fit.
+        let command = "stallwatch show \(signature.example.trace) --stall \(signature.example.stall)"
+        if let width, "   example: \(command)".count > width {
+            lines.append("   example:")
+            lines.append("     " + command)
+        } else {
+            lines.append("   example: \(command)")
+        }
+        guard !signature.stack.isEmpty else { return lines }
+        lines.append(
+            "   stack (\(format(signature.stackConfidence * 100, 0)) % of the longest stall's time"
+                + " had this stack):")
         for frame in signature.stack.prefix(12) {
-            let source = frame.source.map { " (\($0))" } ?? ""
-            let text = "     \(frame.symbol)\(source)"
+            let text = frameLine(
+                indent: "     ", name: verbose ? frame.symbol : frame.name, source: frame.source, module: nil,
+                width: width)
             lines.append(frame.system ? style.dim(text) : text)
         }
         if signature.stack.count > 12 { lines.append("     … \(signature.stack.count - 12) more frames") }
         return lines
+    }
+
+    /// `indent name (source)  module` in `width` columns: the name loses its middle first
+    /// (down to 24 columns), then the source and module theirs.
+    static func frameLine(indent: String, name: String, source: String?, module: String?, width: Int?) -> String {
+        let sourceText = source.map { " (\($0))" } ?? ""
+        let moduleText = module.map { "  \($0)" } ?? ""
+        let full = indent + name + sourceText + moduleText
+        guard let width, full.count > width else { return full }
+        let rest = sourceText.count + moduleText.count
+        let nameRoom = width - indent.count - rest
+        if nameRoom >= 24 { return indent + elideMiddle(name, nameRoom) + sourceText + moduleText }
+        let shortName = elideMiddle(name, min(name.count, 24))
+        return elideMiddle(indent + shortName + sourceText + moduleText, width)
     }
 }

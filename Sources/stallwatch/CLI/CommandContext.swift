@@ -1,4 +1,5 @@
 import StallwatchCore
+import StallwatchReport
 
 #if canImport(Glibc)
     import Glibc
@@ -65,6 +66,30 @@ final class BufferSink: TextSink {
     var text: String { storage.withLock { $0 } }
 }
 
+/// Where a command reads `-` from: the process's standard input, or bytes in tests.
+///
+/// Use it from any thread (it is read once, from the command's thread).
+struct InputSource: Sendable {
+    /// Reads everything; `nil` when reading failed (`errno` says why).
+    let read: @Sendable () -> [UInt8]?
+
+    /// The process's standard input, read to its end.
+    static let standardInput = InputSource {
+        var bytes: [UInt8] = []
+        var chunk = [UInt8](repeating: 0, count: 1 << 16)
+        while true {
+            let count = chunk.withUnsafeMutableBytes { Glibc.read(0, $0.baseAddress, $0.count) }
+            if count < 0 && errno == EINTR { continue }
+            if count < 0 { return nil }
+            if count == 0 { return bytes }
+            bytes += chunk[..<count]
+        }
+    }
+
+    /// `bytes`, for tests.
+    static func bytes(_ bytes: [UInt8]) -> InputSource { InputSource { bytes } }
+}
+
 /// What a command runs with: its output streams, whether they are terminals and the
 /// environment.
 ///
@@ -78,19 +103,33 @@ struct CommandContext: Sendable {
     var outputIsTerminal: Bool
     /// Whether standard error is a terminal (the progress bar is only drawn then).
     var errorIsTerminal: Bool
-    /// The process environment (`NO_COLOR`; `record` passes it on to its command).
+    /// The process environment (`NO_COLOR`, `COLUMNS`; `record` passes it on to its command).
     var environment: [String: String]
+    /// What `-` reads: standard input.
+    var standardInput: InputSource
+    /// The width of standard output's terminal (`TIOCGWINSZ`), `nil` when it is not one.
+    var terminalColumns: Int?
 
     /// Creates a context.
     init(
         standardOutput: any TextSink, standardError: any TextSink, outputIsTerminal: Bool = false,
-        errorIsTerminal: Bool = false, environment: [String: String] = [:]
+        errorIsTerminal: Bool = false, environment: [String: String] = [:],
+        standardInput: InputSource = .bytes([]), terminalColumns: Int? = nil
     ) {
         self.standardOutput = standardOutput
         self.standardError = standardError
         self.outputIsTerminal = outputIsTerminal
         self.errorIsTerminal = errorIsTerminal
         self.environment = environment
+        self.standardInput = standardInput
+        self.terminalColumns = terminalColumns
+    }
+
+    /// How wide text output may be: `COLUMNS` when set to a number, else the terminal's
+    /// width, else 100 (a pipe or a file).
+    var outputWidth: Int {
+        if let text = environment["COLUMNS"], let columns = Int(text), columns > 0 { return columns }
+        return terminalColumns ?? 100
     }
 
     /// The process's own stdout and stderr and environment.
@@ -99,13 +138,20 @@ struct CommandContext: Sendable {
         let error = FileDescriptorSink(descriptor: 2)
         return CommandContext(
             standardOutput: output, standardError: error, outputIsTerminal: output.isTerminal,
-            errorIsTerminal: error.isTerminal, environment: processEnvironment())
+            errorIsTerminal: error.isTerminal, environment: processEnvironment(), standardInput: .standardInput,
+            terminalColumns: output.isTerminal ? terminalWidth(of: 1) : nil)
     }
 
     /// Whether to colour standard output: only on a terminal, and only if `NO_COLOR` is unset
     /// or empty (https://no-color.org).
     var usesColour: Bool {
         outputIsTerminal && (environment["NO_COLOR"] ?? "").isEmpty
+    }
+
+    /// How `report` and `show` lay out text here: colour on a terminal, `outputWidth`
+    /// columns unless `wide`.
+    func textOptions(wide: Bool, verbose: Bool) -> TextOptions {
+        TextOptions(colour: usesColour, width: wide ? nil : outputWidth, verbose: verbose)
     }
 
     /// Writes `text` and a newline to standard output.
@@ -130,4 +176,11 @@ func processEnvironment() -> [String: String] {
         pointer += 1
     }
     return result
+}
+
+/// The column count of the terminal on `descriptor` (`TIOCGWINSZ`), `nil` if it has none.
+func terminalWidth(of descriptor: Int32) -> Int? {
+    var size = winsize()
+    guard ioctl(descriptor, UInt(TIOCGWINSZ), &size) == 0, size.ws_col > 0 else { return nil }
+    return Int(size.ws_col)
 }

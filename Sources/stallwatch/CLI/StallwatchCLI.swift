@@ -1,3 +1,5 @@
+import StallwatchCore
+
 /// The `stallwatch` command line: picks the subcommand, parses its arguments, prints help
 /// and errors the way swift-argument-parser does, and returns the exit code.
 ///
@@ -6,8 +8,8 @@ enum StallwatchCLI {
     /// The tool's name in usage lines.
     static let toolName = "stallwatch"
 
-    /// The version `stallwatch --version` prints: the one place it is written down.
-    static let version = "0.9.0"
+    /// The version `stallwatch --version` prints (written down once, in `StallwatchVersion`).
+    static let version = StallwatchVersion.current
 
     /// The OVERVIEW of `stallwatch --help`.
     static let abstract = "Find and explain main-thread stalls recorded by Stallwatch."

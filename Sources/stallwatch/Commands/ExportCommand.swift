@@ -40,7 +40,7 @@ struct ExportCommand: ParsableCommand {
             """)
 
     /// The trace file.
-    @Argument(help: "The trace file to read (or a directory, for jsonl, otlp-json and pprof).")
+    @Argument(help: "The trace: a file, '-' for standard input, or a directory (jsonl, otlp-json, pprof).")
     var trace: String
 
     /// The format.
@@ -71,9 +71,12 @@ struct ExportCommand: ParsableCommand {
         let text: String
         switch format {
         case .chrome: text = ChromeTraceExporter.export(loaded, stalls: stalls)
-        case .folded: text = FoldedStacksExporter.export(stalls)
-        case .speedscope: text = SpeedscopeExporter.export(stalls, name: loaded.path)
+        case .folded: text = FoldedStacksExporter.export(stalls, traces: [loaded])
+        case .speedscope: text = SpeedscopeExporter.export(stalls, name: loaded.path, traces: [loaded])
         case .jsonl, .otlpJSON, .pprof: preconditionFailure("exported by exportMany")
+        }
+        if let note = ExportNotes.stallsWithoutSamples(stalls, chrome: format == .chrome) {
+            context.printError("note: \(note)")
         }
         switch output {
         case .standardOutput:

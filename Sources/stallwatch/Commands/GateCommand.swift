@@ -1,6 +1,10 @@
 import StallwatchCore
 import StallwatchReport
 
+#if canImport(Glibc)
+    import Glibc
+#endif
+
 /// `stallwatch gate T… [limits…] [--junit FILE]`: fails (exit 1) when a limit is exceeded.
 struct GateCommand: ParsableCommand {
     /// `--max CATEGORY=N`: at most N stalls of the category.
@@ -91,18 +95,52 @@ struct GateCommand: ParsableCommand {
         }
     }
 
-    /// Reads the traces, checks the limits, writes the JUnit file and prints the results.
+    /// Reads the traces, checks the limits, writes the JUnit file and prints the results. An
+    /// unreadable trace still writes the JUnit file (its `input` case errs with the reason),
+    /// so CI shows why the gate failed.
     func run(in context: CommandContext) throws -> ExitCode {
-        let loaded = try TraceInputs.load(traces, context: context).traces
-        let builder = ReportBuilder()
-        let report = builder.report(loaded, top: 0)
-        var limits = self.limits
-        if let baseline, let maxRegression {
-            let base = try TraceInputs.load([baseline], context: context).traces
-            limits.append(.maxRegression(percent: maxRegression, baseline: builder.report(base, top: 0)))
+        let clock = ContinuousClock()
+        let started = clock.now
+        let startedAt = time(nil)
+        func junitRun(output: String, errors: [String]) -> JUnitRun {
+            let properties =
+                traces.map { JUnitRun.Property("trace", $0) }
+                + (baseline.map { [JUnitRun.Property("baseline", $0)] } ?? [])
+                + [JUnitRun.Property("stallwatch.version", StallwatchVersion.current)]
+            return JUnitRun(
+                timestamp: JUnitRun.timestamp(secondsSinceEpoch: startedAt), hostname: JUnitRun.currentHostname,
+                seconds: Double((clock.now - started).nanoseconds) / 1e9, properties: properties,
+                standardOutput: output, standardError: errors.joined(separator: "\n"))
         }
+        let builder = ReportBuilder()
+        let loaded: [LoadedTrace]
+        var limits = self.limits
+        do {
+            loaded = try TraceInputs.load(traces, context: context).traces
+            if let baseline, let maxRegression {
+                let base = try TraceInputs.load([baseline], context: context).traces
+                limits.append(.maxRegression(percent: maxRegression, baseline: builder.report(base, top: 0)))
+            }
+        } catch let failure {
+            guard let junit else { throw failure }
+            let names = limits.map(\.name) + (baseline == nil ? [] : [GateLimit.regressionName])
+            let run = junitRun(output: "", errors: failure.lines)
+            do {
+                try writeFile(junit, Gate.junit(unreadable: failure.lines, limits: names, run: run))
+            } catch {
+                throw CommandFailure(failure.lines + error.lines)
+            }
+            throw failure
+        }
+        let report = builder.report(loaded, top: 0)
         let checks = Gate.evaluate(report, limits: limits)
-        if let junit { try writeFile(junit, Gate.junit(checks)) }
+        if let junit {
+            let warnings = loaded.compactMap {
+                $0.truncation.map { "warning: \($0.description); using the whole records before it" }
+            }
+            let run = junitRun(output: GateText.render(checks, of: report, colour: false), errors: warnings)
+            try writeFile(junit, Gate.junit(checks, run: run))
+        }
         context.standardOutput.write(GateText.render(checks, of: report, colour: context.usesColour))
         return checks.allSatisfy(\.passed) ? .success : .failure
     }

@@ -8,7 +8,10 @@ struct RecordCommand: ParsableCommand {
         abstract: "Run a command with stall recording turned on.",
         discussion: """
             Sets STALLWATCH_TRACE, STALLWATCH_BUDGET_MS and STALLWATCH_MODE in the command's \
-            environment; any app that runs MainLoop records to the trace. Exits with the command's \
+            environment; any app that runs MainLoop records to the trace. A program without \
+            MainLoop is watched through DispatchQueue.main (dispatchMain() or RunLoop.main) by \
+            the preload library libStallwatchPreload.so, found next to stallwatch or named by \
+            STALLWATCH_PRELOAD, which record adds to LD_PRELOAD. Exits with the command's \
             status, 128+N if signal N killed it, 127 if it was not found, 126 if it could not run.
             """)
 
@@ -26,6 +29,10 @@ struct RecordCommand: ParsableCommand {
     @Option(help: "stalls (stalls only) or full (every callout too).")
     var mode: TraceMode = .stalls
 
+    /// Leave LD_PRELOAD alone: only MainLoop apps record.
+    @Flag(help: "Do not preload the heartbeat library (only MainLoop apps record).")
+    var noPreload = false
+
     /// The command line to run.
     @Argument(parsing: .captureForPassthrough, help: "The command to run, with its arguments.")
     var command: [String]
@@ -41,15 +48,22 @@ struct RecordCommand: ParsableCommand {
         environment["STALLWATCH_TRACE"] = output
         environment["STALLWATCH_MODE"] = mode.name
         if let budget { environment["STALLWATCH_BUDGET_MS"] = budget.plainMilliseconds }
+        let preload = noPreload ? nil : PreloadLibrary.locate(environment: context.environment)
+        if let preload {
+            let existing = environment["LD_PRELOAD"].map { " " + $0 } ?? ""
+            environment["LD_PRELOAD"] = preload + existing
+        }
         let before = FileStamp(path: output)
         let status = try ChildProcess.run(command, environment: environment)
         // A file left by an earlier run is not this run's trace.
         let after = FileStamp(path: output)
         if after == nil || after == before {
             let stale = after == nil ? "" : "; the file there is from before this run"
-            context.printError(
-                "warning: \(command[0]) wrote no trace to \(output)\(stale) "
-                    + "(does it run MainLoop.main with Stallwatch linked in?)")
+            let hint =
+                preload == nil
+                ? "(does it run MainLoop.main with Stallwatch linked in? \(PreloadLibrary.fileName) was not used)"
+                : "(does it run MainLoop.main, dispatchMain() or RunLoop.main?)"
+            context.printError("warning: \(command[0]) wrote no trace to \(output)\(stale) \(hint)")
         }
         return status
     }

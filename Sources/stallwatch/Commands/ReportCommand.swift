@@ -1,7 +1,7 @@
 import StallwatchReport
 
-/// `stallwatch report T|DIR… [--json] [--top N] [--list-traces]`: the summary of one or more
-/// traces.
+/// `stallwatch report T|DIR… [--json] [--html FILE] [--top N] [--list-traces]`: the summary of
+/// one or more traces.
 struct ReportCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "report",
@@ -9,25 +9,42 @@ struct ReportCommand: ParsableCommand {
         discussion: """
             Prints run time, loop utilisation, frames and FPS, the hitch ratio, stalls per tier \
             and per category, loop-latency percentiles and the top stall signatures (dominant \
-            category + innermost app frames). Several traces are read in parallel and added up. A trace that ends inside a record \
+            category + innermost app frames) with each one's representative stack and the share of \
+            the stall's time that stack stands for, and the call sites behind congested iterations. \
+            Lines fit the terminal (COLUMNS, else its width, else 100 columns). Several traces are read in parallel and added up. A trace that ends inside a record \
             (a killed recorder) is read up to its last whole record, with a warning; a trace with \
             a damaged region is reported as far as it could be read, then the command exits 2. \
             A directory stands for every *.swtrace file under it. Several traces are summarised \
             (processes, hosts, builds, unreadable files) and each signature says how many traces \
-            it affects and in which builds and on which hosts.
+            it affects and in which builds and on which hosts. \
+            --html writes one self-contained page (timeline, flame graph, every signature and \
+            stall) that opens in any browser without a network; '--html -' writes it to stdout \
+            instead of the report.
             """)
 
     /// The trace files, added up.
-    @Argument(help: "The trace files or directories to read.")
+    @Argument(help: "The trace files or directories to read ('-' for standard input).")
     var traces: [String]
 
     /// Whether to print JSON.
     @Flag(help: "Print the report as JSON (schema: docs/cli.md).")
     var json = false
 
+    /// Where the HTML page goes, if anywhere.
+    @Option(valueName: "file", help: "Write an HTML page too ('-' for stdout).")
+    var html: OutputDestination?
+
     /// How many signatures to list.
     @Option(valueName: "n", help: "How many stall signatures to list.")
     var top = 10
+
+    /// Whether lines may be as long as their content.
+    @Flag(help: "Do not fit lines to the terminal: show long names in full.")
+    var wide = false
+
+    /// Whether frames show their full symbols.
+    @Flag(help: "Show frames by their full demangled symbols.")
+    var verbose = false
 
     /// Whether to print one line per trace even when there are many.
     @Flag(help: "With several traces, also print one line per trace.")
@@ -35,12 +52,32 @@ struct ReportCommand: ParsableCommand {
 
     /// Reads the traces and prints the report.
     func run(in context: CommandContext) throws -> ExitCode {
-        let loaded = try TraceInputs.load(traces, context: context, allowCorrupt: true)
-        let report = ReportBuilder().report(loaded.traces, top: top, unreadable: loaded.unreadable)
-        if json {
-            context.standardOutput.write(try JSONOutput.encode(report))
-        } else {
-            context.standardOutput.write(ReportText.render(report, colour: context.usesColour, listTraces: listTraces))
+        // The page draws the loop's busy time from every callout of a full-mode trace.
+        let loaded = try TraceInputs.load(traces, context: context, includeCallouts: html != nil, allowCorrupt: true)
+        let builder = ReportBuilder()
+        let analyzed = builder.analyze(loaded.traces)
+        let report = builder.report(loaded.traces, analyzed: analyzed, top: top, unreadable: loaded.unreadable)
+        if let html {
+            let everySignature = builder.report(
+                loaded.traces, analyzed: analyzed, top: .max, unreadable: loaded.unreadable)
+            let page = HTMLReport.render(everySignature, traces: loaded.traces, analyzed: analyzed)
+            switch html {
+            case .standardOutput:
+                context.standardOutput.write(page)
+            case .file(let path):
+                try writeFile(path, page)
+                context.printError(
+                    "wrote \(path) (html, \(report.stalls.total) stalls, \(page.utf8.count / 1024 + 1) KiB)")
+            }
+        }
+        if html != .standardOutput {
+            if json {
+                context.standardOutput.write(try JSONOutput.encode(report))
+            } else {
+                var options = context.textOptions(wide: wide, verbose: verbose)
+                options.listTraces = listTraces
+                context.standardOutput.write(ReportText.render(report, options: options))
+            }
         }
         if loaded.damaged {
             context.printError("Error: the report above covers only the readable parts of the traces")

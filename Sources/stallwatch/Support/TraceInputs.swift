@@ -1,6 +1,10 @@
 import StallwatchCore
 import StallwatchReport
 
+#if canImport(Glibc)
+    import Glibc
+#endif
+
 /// Reads a command's input traces (a directory stands for the `*.swtrace` files under it) and
 /// applies the CLI's rules for damaged input:
 ///
@@ -12,6 +16,10 @@ import StallwatchReport
 ///   listed in its fleet summary) and exits 2 after its output;
 /// - corrupt (a damaged region skipped in the middle): an error line each; `report` still
 ///   prints what it read and then exits 2, the other commands exit 2 at once.
+///
+/// - `-` is standard input, read to its end (once, however often it is given);
+/// - the same file named twice (`a.swtrace ./a.swtrace`, a hard link) is read once, with a
+///   `warning:` line, so it is not counted twice.
 ///
 /// Call from the command's thread.
 enum TraceInputs {
@@ -25,19 +33,35 @@ enum TraceInputs {
     }
 
     static func load(
-        _ paths: [String], context: CommandContext, includeCallouts: Bool = false, allowCorrupt: Bool = false
+        _ paths: [String], context: CommandContext, includeCallouts: Bool = false, allowCorrupt: Bool = false,
+        countOnce: Bool = true
     ) throws(CommandFailure) -> Loaded {
-        let paths = TraceLoader.expand(paths)
-        if paths.isEmpty { throw CommandFailure("no *\(TraceLoader.traceExtension) files in the given directories") }
+        let expanded = TraceLoader.expand(paths)
+        if expanded.isEmpty { throw CommandFailure("no *\(TraceLoader.traceExtension) files in the given directories") }
+        // `diff A A` compares a trace with itself on purpose; everything else adds traces up.
+        let paths = countOnce ? distinct(expanded, context: context) : expanded
+        let files = paths.filter { $0 != standardInputName }
         var progress: ProgressBar?
         if context.errorIsTerminal {
             progress = ProgressBar(
-                sink: context.standardError, total: paths.reduce(0) { $0 + TraceLoader.size(of: $1) })
+                sink: context.standardError, total: files.reduce(0) { $0 + TraceLoader.size(of: $1) })
         }
         var advance: (@Sendable (Int) -> Void)?
         if let progress { advance = { progress.advance(by: $0) } }
-        let results = TraceLoader.load(paths: paths, includeCallouts: includeCallouts, progress: advance)
+        var fileResults = TraceLoader.load(paths: files, includeCallouts: includeCallouts, progress: advance)
+            .makeIterator()
         progress?.finish()
+        var results: [Result<LoadedTrace, TraceLoadError>] = []
+        var standardInput: [UInt8]?
+        for path in paths {
+            if path == standardInputName {
+                if standardInput == nil { standardInput = try readStandardInput(context: context) }
+                let bytes = standardInput ?? []
+                results.append(TraceLoader.load(bytes: bytes, path: path, includeCallouts: includeCallouts))
+            } else {
+                results.append(fileResults.next()!)
+            }
+        }
         var fatal: [String] = []
         var unreadable: [StallReport.Unreadable] = []
         var corrupt: [String] = []
@@ -61,5 +85,49 @@ enum TraceInputs {
             for line in fatal + corrupt { context.printError("Error: \(line)") }
         }
         return Loaded(traces: traces, damaged: !corrupt.isEmpty || !fatal.isEmpty, unreadable: unreadable)
+    }
+
+    /// The path that means standard input.
+    static let standardInputName = "-"
+
+    /// `paths` with every file after its first mention left out (same device and inode, or
+    /// `-` again), each with a warning; paths that cannot be examined stay (loading reports
+    /// them).
+    static func distinct(_ paths: [String], context: CommandContext) -> [String] {
+        var seen: [FileIdentity: String] = [:]
+        var result: [String] = []
+        for path in paths {
+            let identity: FileIdentity?
+            if path == standardInputName {
+                identity = FileIdentity(device: UInt64.max, inode: UInt64.max)
+            } else {
+                var info = stat()
+                identity =
+                    stat(path, &info) == 0 ? FileIdentity(device: UInt64(info.st_dev), inode: UInt64(info.st_ino)) : nil
+            }
+            if let identity {
+                if let first = seen[identity] {
+                    let same = first == path ? "given twice" : "the same file as \(first)"
+                    context.printError("warning: \(path) is \(same); counted once")
+                    continue
+                }
+                seen[identity] = path
+            }
+            result.append(path)
+        }
+        return result
+    }
+
+    private struct FileIdentity: Hashable {
+        var device: UInt64
+        var inode: UInt64
+    }
+
+    /// All of standard input, or an error naming it.
+    static func readStandardInput(context: CommandContext) throws(CommandFailure) -> [UInt8] {
+        guard let bytes = context.standardInput.read() else {
+            throw CommandFailure("-: byte 0: cannot read standard input (\(String(cString: strerror(errno))))")
+        }
+        return bytes
     }
 }

@@ -1,0 +1,73 @@
+// A program that never heard of Stallwatch: only dispatchMain() and DispatchQueue.main. One
+// main-queue block computes for 60 ms (a stall); then the queue idles for a second and the
+// program counts how often its main-queue thread woke meanwhile. Watch it unmodified with
+//   stallwatch record -o dispatch.swtrace -- .build/debug/DispatchMainApp
+// `--never-drain` never services the main queue (the main thread just sleeps), for the
+// warning the preloaded monitor gives then. Flags: --stall-ms N (60), --idle-s S (1).
+import Dispatch
+import Foundation
+
+let arguments = CommandLine.arguments
+func value(_ flag: String, _ fallback: Double) -> Double {
+    guard let index = arguments.firstIndex(of: flag), index + 1 < arguments.count else { return fallback }
+    return Double(arguments[index + 1]) ?? fallback
+}
+let stallMilliseconds = value("--stall-ms", 60)
+let idleSeconds = value("--idle-s", 1)
+
+func now() -> Double {
+    var time = timespec()
+    clock_gettime(CLOCK_MONOTONIC, &time)
+    return Double(time.tv_sec) + Double(time.tv_nsec) / 1e9
+}
+
+/// The culprit: hashes until `milliseconds` have passed, on the main queue.
+@inline(never) func crunchNumbers(milliseconds: Double) -> UInt64 {
+    var hash: UInt64 = 1_469_598_103_934_665_603
+    let end = now() + milliseconds / 1000
+    var round: UInt64 = 0
+    while now() < end {
+        for byte in 0..<4096 { hash = (hash ^ UInt64(byte & 0xff) ^ round) &* 1_099_511_628_211 }
+        round += 1
+    }
+    return hash
+}
+
+/// The calling thread's /proc directory ("/proc/<pid>/task/<tid>") and its voluntary context
+/// switches: each one is the thread going to sleep, so the next wake-up is one more.
+func currentThreadPath() -> String {
+    (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/thread-self")).map { "/proc/" + $0 } ?? ""
+}
+func wakeups(_ threadPath: String) -> Int {
+    guard let status = try? String(contentsOfFile: threadPath + "/status", encoding: .utf8) else { return -1 }
+    let line = status.split(separator: "\n").first { $0.hasPrefix("voluntary_ctxt_switches:") }
+    return line.flatMap { Int($0.split(separator: ":")[1].trimmingCharacters(in: .whitespaces)) } ?? -1
+}
+
+if arguments.contains("--never-drain") {
+    print("never draining the main queue")
+    Thread.sleep(forTimeInterval: value("--sleep-s", 2))
+    exit(0)
+}
+
+DispatchQueue.main.async {
+    print("started")
+    // Let a watcher learn the queue's thread and its idle wait before the stall.
+    DispatchQueue.main.asyncAfter(deadline: .now() + 0.3) {
+        let start = now()
+        let hash = crunchNumbers(milliseconds: stallMilliseconds)
+        print(String(format: "stalled %.1f ms (hash %llx)", (now() - start) * 1000, hash))
+        DispatchQueue.main.asyncAfter(deadline: .now() + 0.3) {
+            let thread = currentThreadPath()
+            let before = wakeups(thread)
+            let idleStart = now()
+            DispatchQueue.main.asyncAfter(deadline: .now() + idleSeconds) {
+                // The block that ends the idle second woke a thread once itself.
+                let woke = wakeups(thread) - before
+                print(String(format: "idle %.2f s: main-queue thread woke %d times", now() - idleStart, woke))
+                exit(0)
+            }
+        }
+    }
+}
+dispatchMain()

@@ -1,0 +1,15 @@
+// The preload library's C side: the load-time constructor and the one symbol a program's own
+// copy of Stallwatch looks up. See docs/watchdog.md, "Loops Stallwatch does not own".
+#pragma once
+
+/// Defined in Swift (StallwatchPreload): starts the heartbeat monitor and recorder on
+/// DispatchQueue.main when STALLWATCH_TRACE asks for a trace.
+void stallwatch_preload_start(void);
+
+/// Defined in Swift (StallwatchPreload): stops them and frees the sampling signal.
+void stallwatch_preload_stop(void);
+
+/// Exported for a program that links Stallwatch and starts its own monitor or recorder (which
+/// takes the trace over): it calls this, found with dlsym, so the preloaded one stops
+/// first. The name is fixed: `PreloadYield.symbol` in the Stallwatch module.
+void stallwatch_preload_yield(void);

@@ -1,0 +1,228 @@
+import CStallwatchShims
+import Dispatch
+import Glibc
+import StallwatchCore
+
+extension HeartbeatMonitor {
+    /// What the watchdog keeps per executor: its thread's probes and the stall in progress.
+    private struct Watch {
+        let executor: HeartbeatMonitor.Executor
+        var tid: Int32 = 0
+        var probe: IdleProbe?
+        var sampler: ThreadSampler?
+        var stall: Stall?
+        var nextSample: UInt64 = 0
+        var warned = false
+        /// The due time of the heartbeat in flight (0: none), and the unknown wait it was sent
+        /// into, if it was.
+        var sentDue: UInt64 = 0
+        var probing: IdleProbe.Signature?
+        /// The last heartbeat ran within the budget: the next wait seen is the idle wait the
+        /// executor went back to.
+        var ranPromptly = false
+    }
+
+    /// The watchdog thread's loop. Every check interval, for each executor: no heartbeat in
+    /// flight and the thread parked in its idle wait → nothing; else no heartbeat in flight →
+    /// send one due now; a heartbeat later than the budget → a stall, sampled until it runs.
+    /// The watchdog sleeps on `wake` with a timeout (no signal needed from the executors).
+    func watch() {
+        _ = sw_set_timer_slack(1_000)
+        let scheduling = StallMonitor.WatchdogScheduling.raiseCurrentThread()
+        record { $0.watchdogScheduling = scheduling }
+        var watches: [Watch] = []
+        let budget = configuration.tiers.budget.nanoseconds
+        let check = configuration.effectiveCheckInterval
+        let warnAfter = configuration.unservicedWarning.nanoseconds
+        let threshold: UInt64 = 50_000_000
+        var nextID: UInt64 = 1
+        var suspended = false
+        var expected = sw_monotonic_ns()
+        while true {
+            let now = sw_monotonic_ns()
+            // A watchdog that overslept by far was stopped (SIGSTOP, a debugger).
+            suspended = now > expected && now - expected > threshold
+            record { $0.watchdogWakeups += 1 }
+            let all = executors.withLock { $0 }
+            for executor in all.dropFirst(watches.count) { watches.append(Watch(executor: executor)) }
+            guard isRunning else { break }
+            var wakeAt = now &+ check
+            for index in watches.indices {
+                step(
+                    &watches[index], now: now, budget: budget, warnAfter: warnAfter, suspended: suspended,
+                    nextID: &nextID)
+                if watches[index].stall != nil {
+                    wakeAt = min(wakeAt, watches[index].nextSample)
+                } else if watches[index].sampler != nil {
+                    // A heartbeat in flight becomes a stall at due + budget: look exactly then.
+                    let pending = watches[index].executor.pending.load(ordering: .relaxed)
+                    if pending != 0 { wakeAt = min(wakeAt, max(pending &+ budget &+ 1, now)) }
+                }
+            }
+            expected = max(wakeAt, sw_monotonic_ns())
+            let delay = expected > sw_monotonic_ns() ? expected - sw_monotonic_ns() : 0
+            _ = wake.wait(timeout: .now() + .nanoseconds(Int(delay)))
+        }
+        for index in watches.indices where watches[index].stall != nil {
+            var stall = watches[index].stall!
+            stall.flags.insert(.unfinished)
+            finish(&stall)
+        }
+    }
+
+    private func step(
+        _ watch: inout Watch, now: UInt64, budget: UInt64, warnAfter: UInt64, suspended: Bool, nextID: inout UInt64
+    ) {
+        let executor = watch.executor
+        let pending = executor.pending.load(ordering: .acquiring)
+        let tid = executor.tid.load(ordering: .acquiring)
+        if tid != watch.tid, tid != 0 {
+            // A new thread runs the executor (libdispatch moves the main queue between workers).
+            watch.tid = tid
+            watch.probe = IdleProbe(tid: tid)
+            watch.sampler = ThreadSampler(
+                tid: tid, captureTimeout: configuration.captureTimeout, canCapture: samplerError == nil,
+                annotations: executor.scopes.withLock { $0 })
+        }
+        if var stall = watch.stall {
+            if suspended { stall.flags.insert(.suspended) }
+            if pending != stall.start {
+                // The heartbeat ran: the stall ended when it did.
+                stall.end = executor.ranAt.load(ordering: .relaxed)
+                watch.stall = nil
+                finish(&stall)
+            } else {
+                if now >= watch.nextSample, stall.samples.count < configuration.maxSamplesPerStall,
+                    let sampler = watch.sampler
+                {
+                    stall.samples.append(sample(sampler))
+                }
+                if now >= watch.nextSample {
+                    watch.nextSample = sw_monotonic_ns() &+ sampleInterval(after: now &- stall.start)
+                }
+                watch.stall = stall
+            }
+            return
+        }
+        if watch.sentDue != 0, pending != watch.sentDue {
+            // The heartbeat ran within the budget (it was no stall): the thread was free to run
+            // it, so a wait it was sent into is an idle wait, and so is the next wait it parks in.
+            let prompt = executor.ranAt.load(ordering: .relaxed) &- watch.sentDue <= budget
+            if prompt, let probing = watch.probing { watch.probe?.learn(probing) }
+            watch.ranPromptly = prompt
+            watch.sentDue = 0
+            watch.probing = nil
+        }
+        if pending != 0 {
+            guard now &- pending > budget else { return }
+            watch.sentDue = 0
+            watch.probing = nil
+            guard let sampler = watch.sampler else {
+                // Never ran a heartbeat: nothing to sample, and perhaps nobody services it.
+                if !watch.warned, now &- executor.added > warnAfter {
+                    watch.warned = true
+                    warn(unservicedMessage(executor, after: now &- executor.added))
+                }
+                return
+            }
+            var stall = Stall(
+                id: nextID, start: pending, end: nil, tier: .hitch, callout: identity(of: executor),
+                flags: suspended ? [.suspended] : [])
+            nextID += 1
+            sampler.beginStall()
+            stall.samples.append(sample(sampler))
+            let first = stall.samples[0].time
+            let deadline = pending &+ budget
+            record { stats in
+                stats.stalls += 1
+                stats.detectionLatencyNanos.appendBounded(first > deadline ? first - deadline : 0)
+            }
+            var began = stall
+            began.flags.insert(.unfinished)
+            deliver(began, began: true)
+            watch.nextSample = first &+ configuration.sampleInterval.nanoseconds
+            watch.stall = stall
+            return
+        }
+        // No heartbeat in flight: send one unless the thread is parked in its idle wait.
+        if let probe = watch.probe {
+            // Only the first look after a heartbeat ran can learn from it.
+            let afterHeartbeat = watch.ranPromptly
+            watch.ranPromptly = false
+            switch probe.state() {
+            case .idle:
+                record { $0.idleChecks += 1 }
+                return
+            case .unknownWait(let signature) where afterHeartbeat:
+                // Back in a wait right after a heartbeat ran: where the executor parks.
+                probe.learn(signature)
+                record { $0.idleChecks += 1 }
+                return
+            case .unknownWait(let signature):
+                watch.probing = signature
+            case .busy, .gone:
+                break
+            }
+        } else if executor.runs.load(ordering: .relaxed) > 0 {
+            return
+        }
+        watch.sentDue = now
+        executor.pending.store(now, ordering: .releasing)
+        record { $0.heartbeatsSent += 1 }
+        executor.schedule { [executor] in executor.beat() }
+    }
+
+    private func finish(_ stall: inout Stall) {
+        if let duration = stall.duration {
+            stall.tier = configuration.tiers.tier(for: duration) ?? .hitch
+        }
+        if stall.samples.contains(where: \.captureTimedOut) { stall.flags.insert(.captureTimedOut) }
+        deliver(stall, began: false)
+    }
+
+    private func sample(_ sampler: ThreadSampler) -> Sample {
+        sampler.sample { update in
+            var counters = StallMonitor.Statistics()
+            update(&counters)
+            record { stats in
+                stats.captures += counters.captures
+                stats.captureTimeouts += counters.captureTimeouts
+                for latency in counters.captureLatencyNanos { stats.captureLatencyNanos.appendBounded(latency) }
+            }
+        }
+    }
+
+    /// 5 ms by default; ×4 after 250 ms and ×20 after 1 s, as `StallMonitor`.
+    private func sampleInterval(after elapsed: UInt64) -> UInt64 {
+        let base = configuration.sampleInterval.nanoseconds
+        if elapsed > 1_000_000_000 { return base * 20 }
+        if elapsed > 250_000_000 { return base * 4 }
+        return base
+    }
+
+    /// A heartbeat stall's callout: the executor, by its label (the work that blocked it is
+    /// in the samples' stacks).
+    private func identity(of executor: HeartbeatMonitor.Executor) -> CalloutIdentity {
+        CalloutIdentity(
+            kind: .post, label: executor.label, file: HeartbeatMonitor.calloutFile, line: 0,
+            mode: HeartbeatMonitor.calloutMode, phase: .beforeSources)
+    }
+
+    private func unservicedMessage(_ executor: HeartbeatMonitor.Executor, after nanos: UInt64) -> String {
+        let seconds = Double(nanos) / 1e9
+        let waited = String(format: "%.1f", seconds)
+        if executor.label == "main-queue" {
+            return "DispatchQueue.main has not run a block in \(waited) s: this program does not seem to\n"
+                + "  service the main queue (dispatchMain() or RunLoop.main); its stalls are not seen until it does"
+        }
+        return "executor \"\(executor.label)\" has not run its first heartbeat in \(waited) s;\n"
+            + "  its stalls are not seen until it does"
+    }
+}
+
+extension HeartbeatMonitor {
+    /// The `file` of a heartbeat stall's callout: the trace's call site says how it was found.
+    public static let calloutFile = "heartbeat"
+    /// The `mode` of a heartbeat stall's callout.
+    public static let calloutMode = "heartbeat"
+}

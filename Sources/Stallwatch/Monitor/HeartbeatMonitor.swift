@@ -1,0 +1,271 @@
+import CStallwatchShims
+import Dispatch
+import Foundation
+import StallwatchCore
+import Synchronization
+
+/// A stall detector for serial executors Stallwatch does not own: `DispatchQueue.main` under
+/// `dispatchMain()` or Foundation's `RunLoop.main`, a swift-nio `EventLoop`, any thread with a
+/// queue of closures. One watchdog thread watches any number of them.
+///
+/// For each executor it is given a way to run a closure there and a label. It sends a
+/// heartbeat (a tiny closure) and learns the executor's thread from the first one that runs;
+/// when a heartbeat is late by more than the budget, it samples that thread exactly as
+/// `StallMonitor` samples a `MainLoop` (stacks, /proc facts, annotations) until the heartbeat
+/// runs, and delivers the same `Stall` records, whose callout is the executor's label. An
+/// executor parked in its idle wait gets no heartbeats, so an idle program stays asleep. See
+/// docs/watchdog.md, "Loops Stallwatch does not own".
+///
+/// Create, `watch` executors, set the callbacks, `start()`, and `stop()`, from any thread.
+public final class HeartbeatMonitor: @unchecked Sendable {
+    /// Runs a closure on the watched executor, e.g. `{ DispatchQueue.main.async(execute: $0) }`
+    /// or `{ eventLoop.execute($0) }`. Called on the watchdog thread; it must not block.
+    public typealias Schedule = @Sendable (@escaping @Sendable () -> Void) -> Void
+
+    /// How the monitor decides what a stall is and how it samples one.
+    public struct Configuration: Sendable {
+        /// The budget and the tier thresholds; a heartbeat later than `tiers.budget` is a stall.
+        public var tiers = TierThresholds()
+        /// Time between samples of a stall; it grows for long hangs (×4 after 250 ms, ×20
+        /// after 1 s).
+        public var sampleInterval: Duration = .milliseconds(5)
+        /// Samples kept per stall at most; the stall is still timed to its end.
+        public var maxSamplesPerStall = 200
+        /// The real-time signal used to interrupt an executor's thread (nil: SIGRTMIN+4, the
+        /// same as `StallMonitor`'s, which may run in the same process).
+        public var signal: Int32? = nil
+        /// How long one stack capture may wait for the thread to run the handler.
+        public var captureTimeout: Duration = .milliseconds(5)
+        /// How often the watchdog looks at a busy executor (sends the next heartbeat); nil:
+        /// half the budget. It bounds how much a stall's duration is understated.
+        public var checkInterval: Duration? = nil
+        /// An executor whose first heartbeat has not run after this long gets one warning
+        /// (it is not serviced: e.g. a program that never drains `DispatchQueue.main`).
+        public var unservicedWarning: Duration = .seconds(3)
+
+        /// The frame budget (1/60 s by default).
+        public var budget: Duration {
+            get { tiers.budget }
+            set { tiers.budget = newValue }
+        }
+
+        /// The defaults: 60 Hz budget, Apple's tiers, 5 ms samples, checks every 8.3 ms.
+        public init() {}
+
+        var effectiveCheckInterval: UInt64 { (checkInterval ?? tiers.budget / 2).nanoseconds }
+    }
+
+    /// What the monitor has seen so far.
+    public struct Statistics: Sendable {
+        /// Stalls detected, over all executors.
+        public var stalls = 0
+        /// Heartbeats sent, over all executors.
+        public var heartbeatsSent: UInt64 = 0
+        /// Heartbeats that ran: each one a wake-up or one closure more for its executor.
+        public var heartbeatsRun: UInt64 = 0
+        /// Checks that found the executor parked in its idle wait and sent nothing.
+        public var idleChecks: UInt64 = 0
+        /// Times the watchdog thread woke up.
+        public var watchdogWakeups: UInt64 = 0
+        /// Stack captures attempted.
+        public var captures = 0
+        /// Captures whose handler did not run within `captureTimeout`.
+        public var captureTimeouts = 0
+        /// Signal sent → stack ready, for the last captures (ns, at most 4096 kept).
+        public var captureLatencyNanos: [UInt64] = []
+        /// Heartbeat due + budget → first sample taken, for the last stalls (ns, at most 4096).
+        public var detectionLatencyNanos: [UInt64] = []
+        /// Warnings given (an executor that never ran its first heartbeat).
+        public var warnings: [String] = []
+        /// How the watchdog thread is scheduled (as `StallMonitor`'s: SCHED_FIFO where allowed).
+        public var watchdogScheduling = StallMonitor.WatchdogScheduling.normal
+    }
+
+    /// One watched executor. Its counters may be read from any thread.
+    public final class Executor: Sendable {
+        /// The label given to `watch`; stalls carry it as their callout's label.
+        public let label: String
+        let schedule: Schedule
+        /// The thread that ran the last heartbeat (0 until one ran).
+        let tid = Atomic<Int32>(0)
+        /// The due time of the heartbeat in flight (CLOCK_MONOTONIC ns), 0 when none.
+        let pending = Atomic<UInt64>(0)
+        /// When the last heartbeat ran.
+        let ranAt = Atomic<UInt64>(0)
+        let runs = Atomic<UInt64>(0)
+        /// Cleared by `stop()`.
+        let active = Atomic<Bool>(true)
+        /// Called on the executor when its first heartbeat has run (the preload library opens
+        /// its trace only then: a program that never services the queue leaves no file).
+        let firstBeat = Locked<(@Sendable () -> Void)?>(nil)
+        /// The annotation scopes of the executor's current thread (bound by a heartbeat).
+        let scopes = Locked<AnnotationScopes?>(nil)
+        let added = sw_monotonic_ns()
+
+        init(label: String, schedule: @escaping Schedule) {
+            self.label = label
+            self.schedule = schedule
+        }
+
+        /// Heartbeats of this executor that have run (each one a wake-up or one closure more).
+        public var heartbeatsRun: UInt64 { runs.load(ordering: .relaxed) }
+
+        /// Runs on the executor: notes the thread and the time. A new thread (libdispatch
+        /// moves the main queue between workers) is prepared for sampling once.
+        func beat() {
+            // A heartbeat that runs after `stop()` does nothing: the program may have taken the
+            // sampling signal over since (the preload library yields to its own Stallwatch).
+            guard active.load(ordering: .acquiring) else { return }
+            let now = sw_monotonic_ns()
+            let thread = sw_gettid()
+            if tid.load(ordering: .relaxed) != thread {
+                Sampler.prepareCurrentThread()
+                let current = AnnotationScopes.current ?? Self.bindScopes()
+                scopes.withLock { $0 = current }
+                tid.store(thread, ordering: .releasing)
+            }
+            ranAt.store(now, ordering: .relaxed)
+            let first = runs.add(1, ordering: .relaxed).newValue == 1
+            pending.store(0, ordering: .releasing)
+            if first, let hook = firstBeat.withLock({ $0 }) { hook() }
+        }
+
+        /// Gives a thread without a `MainLoop` annotation scopes, so `annotate` works there
+        /// (kept for the process's life: a thread-specific value cannot be freed safely).
+        private static func bindScopes() -> AnnotationScopes {
+            let scopes = AnnotationScopes()
+            _ = Unmanaged.passRetained(scopes)
+            scopes.bindToCurrentThread()
+            return scopes
+        }
+    }
+
+    /// The configuration it was created with.
+    public let configuration: Configuration
+
+    let executors = Locked<[Executor]>([])
+    private let callbacks = Locked<
+        (
+            began: (@Sendable (Stall) -> Void)?, ended: (@Sendable (Stall) -> Void)?,
+            warning: (@Sendable (String) -> Void)?
+        )
+    >((nil, nil, nil))
+    let stats = Locked(Statistics())
+    private let running = Atomic<Bool>(false)
+    let wake = DispatchSemaphore(value: 0)
+    private let finished = DispatchSemaphore(value: 0)
+    private let delivery = DispatchQueue(label: "stallwatch.heartbeat.delivery")
+    let symbolicator = Symbolicator.shared
+    /// Why stacks cannot be captured, if they cannot. Read it after `start()`.
+    public private(set) var samplerError: StallMonitor.SamplerError?
+
+    /// A monitor with `configuration`; it watches nothing until `watch` is called. Any thread.
+    public init(configuration: Configuration = Configuration()) {
+        self.configuration = configuration
+    }
+
+    /// Watches an executor: `schedule` runs a closure on it, `label` names it in stalls
+    /// ("main-queue", "loop-0"…). Before or after `start()`; any thread.
+    @discardableResult
+    public func watch(label: String, schedule: @escaping Schedule) -> Executor {
+        let executor = Executor(label: label, schedule: schedule)
+        executors.withLock { $0.append(executor) }
+        wake.signal()
+        return executor
+    }
+
+    /// Watches `DispatchQueue.main`, which `dispatchMain()` and Foundation's `RunLoop.main`
+    /// both drain. Any thread.
+    @discardableResult
+    public func watchMainQueue(label: String = "main-queue") -> Executor {
+        watch(label: label) { DispatchQueue.main.async(execute: $0) }
+    }
+
+    /// Called as soon as a stall is detected, with its first sample (flagged `unfinished`).
+    /// Runs on the monitor's delivery queue. Set before `start()`.
+    public var onStallBegan: (@Sendable (Stall) -> Void)? {
+        get { callbacks.withLock { $0.began } }
+        set { callbacks.withLock { $0.began = newValue } }
+    }
+
+    /// Called when a stall has ended (its heartbeat ran), with all samples (symbolicated).
+    /// Runs on the monitor's delivery queue.
+    public var onStallEnded: (@Sendable (Stall) -> Void)? {
+        get { callbacks.withLock { $0.ended } }
+        set { callbacks.withLock { $0.ended = newValue } }
+    }
+
+    /// Called once per executor whose first heartbeat did not run within
+    /// `unservicedWarning`, with a sentence saying so; nil prints it on stderr. Runs on the
+    /// delivery queue.
+    public var onWarning: (@Sendable (String) -> Void)? {
+        get { callbacks.withLock { $0.warning } }
+        set { callbacks.withLock { $0.warning = newValue } }
+    }
+
+    /// A snapshot of the counters. Any thread.
+    public var statistics: Statistics {
+        var snapshot = stats.withLock { $0 }
+        snapshot.heartbeatsRun = executors.withLock { $0 }.reduce(0) { $0 + $1.heartbeatsRun }
+        return snapshot
+    }
+
+    /// Starts the watchdog thread. Throws if the sampling signal is taken by someone else; if
+    /// libunwind cannot be loaded, the monitor still runs and `samplerError` says why. Any thread.
+    public func start() throws {
+        precondition(!running.load(ordering: .acquiring), "HeartbeatMonitor.start called twice")
+        PreloadYield.yield()  // a preloaded heartbeat monitor frees the sampling signal
+        let signal = configuration.signal ?? Sampler.defaultSignal
+        do {
+            try Sampler.install(signal: signal)
+        } catch {
+            guard error.isMissingUnwinder else { throw error }
+            samplerError = .unwinderUnavailable(signal: error.signal)
+        }
+        running.store(true, ordering: .releasing)
+        let thread = Thread { [self] in
+            sw_set_thread_name("stallwatchbeat")
+            watch()
+            finished.signal()
+        }
+        thread.start()
+    }
+
+    /// Stops watching and waits for the watchdog (a stall in progress is delivered as
+    /// unfinished) and the delivery queue. Any thread but the delivery queue.
+    public func stop() {
+        guard running.exchange(false, ordering: .acquiringAndReleasing) else { return }
+        for executor in executors.withLock({ $0 }) { executor.active.store(false, ordering: .releasing) }
+        wake.signal()
+        finished.wait()
+        delivery.sync {}
+    }
+
+    deinit { stop() }
+
+    var isRunning: Bool { running.load(ordering: .acquiring) }
+
+    func record(_ update: (inout Statistics) -> Void) { stats.withLock { update(&$0) } }
+
+    func deliver(_ stall: Stall, began: Bool) {
+        delivery.async { [self] in
+            var stall = stall
+            for index in stall.samples.indices {
+                stall.samples[index].frames = symbolicator.symbolicate(stall.samples[index].frames.map(\.address))
+            }
+            let callback = callbacks.withLock { began ? $0.began : $0.ended }
+            callback?(stall)
+        }
+    }
+
+    func warn(_ message: String) {
+        record { $0.warnings.append(message) }
+        delivery.async { [self] in
+            if let callback = callbacks.withLock({ $0.warning }) {
+                callback(message)
+            } else {
+                FileHandle.standardError.write(Data("stallwatch: \(message)\n".utf8))
+            }
+        }
+    }
+}

@@ -1,0 +1,118 @@
+import Glibc
+import StallwatchCore
+
+/// Tells whether an executor's thread is parked in its idle wait, from
+/// /proc/self/task/<tid>/syscall alone (one pread, 2–4 µs): the heartbeat monitor sends no
+/// heartbeat to a thread parked there, so an idle executor is never woken.
+///
+/// An executor parks in `epoll_wait`, `poll` or a futex; a callout that blocks on a lock or a
+/// poll of its own waits in the same calls. What tells them apart is the wait itself: its
+/// call, first argument (the futex word, the epoll descriptor, the poll set), user SP and PC.
+/// The idle wait of an executor is one such signature (a few, at most), always the same, and
+/// the watchdog teaches it to the probe: the wait a thread is in at the first look after a
+/// heartbeat ran within the budget is where it parks; and a wait not known yet gets one
+/// heartbeat — if that runs within the budget, the thread was free to run it, so the wait was
+/// idle; if it runs late, the wait was a stall (a lock, a poll inside a callout). Watchdog
+/// thread only.
+final class IdleProbe {
+    /// The calls executors park in when they have nothing to do.
+    static let idleCalls: Set<Int32> = Set(
+        ["futex", "epoll_wait", "epoll_pwait", "epoll_pwait2", "poll", "ppoll", "select", "pselect6"].map { name in
+            guard let number = SyscallTable.number(for: name) else {
+                preconditionFailure("no syscall named \(name) in SyscallTable")
+            }
+            return number
+        })
+
+    /// The calls whose first argument identifies what they wait on (futex word, epoll fd).
+    static let keyedByArgument: Set<Int32> = Set(
+        ["futex", "epoll_wait", "epoll_pwait", "epoll_pwait2"].compactMap { SyscallTable.number(for: $0) })
+
+    /// One wait, as /proc shows it.
+    struct Signature: Hashable {
+        var call: Int32
+        var argument: UInt64
+        var stackPointer: UInt64
+        var programCounter: UInt64
+    }
+
+    enum State: Equatable {
+        /// Parked in its learned idle wait: send nothing.
+        case idle
+        /// In a wait call the probe has not learned: a heartbeat tells which it is.
+        case unknownWait(Signature)
+        /// Running, or in another call: a heartbeat tells how late it is.
+        case busy
+        /// The thread has exited (a libdispatch worker retires after ~5 s idle).
+        case gone
+    }
+
+    let tid: Int32
+    private let fd: Int32
+    private var idle: Set<Signature> = []
+    private var buffer = [UInt8](repeating: 0, count: 256)
+
+    init(tid: Int32) {
+        self.tid = tid
+        fd = open("/proc/self/task/\(tid)/syscall", O_RDONLY | O_CLOEXEC)
+    }
+
+    deinit { if fd >= 0 { close(fd) } }
+
+    /// Remembers `signature` as the executor's idle wait (its heartbeat ran promptly).
+    func learn(_ signature: Signature) {
+        // A handful at most (an executor parks in one or two places); a bound keeps a thread
+        // that waits everywhere from growing the set.
+        if idle.count < 16 { idle.insert(signature) }
+    }
+
+    /// One pread and a parse without allocation: this runs ~120 times a second per executor.
+    func state() -> State {
+        guard fd >= 0 else { return .gone }
+        let n = buffer.withUnsafeMutableBytes { pread(fd, $0.baseAddress, $0.count, 0) }
+        guard n > 0 else { return .gone }
+        // "running", or "nr arg1 … arg6 sp pc" (the call's number, its arguments, user SP and PC).
+        return buffer.withUnsafeBufferPointer { bytes -> State in
+            var fields: (call: UInt64, argument: UInt64, sp: UInt64, pc: UInt64) = (0, 0, 0, 0)
+            var index = 0
+            var field = 0
+            while index < n && field < 9 {
+                var value: UInt64 = 0
+                var digits = 0
+                let hex = index + 1 < n && bytes[index] == 0x30 && bytes[index + 1] == 0x78
+                if hex { index += 2 }
+                while index < n, let digit = Self.digit(bytes[index], hex: hex) {
+                    value = value &* (hex ? 16 : 10) &+ UInt64(digit)
+                    digits += 1
+                    index += 1
+                }
+                guard digits > 0 else { return .busy }  // "running", or not a number
+                switch field {
+                case 0: fields.call = value
+                case 1: fields.argument = value
+                case 7: fields.sp = value
+                case 8: fields.pc = value
+                default: break
+                }
+                field += 1
+                index += 1  // the space or newline
+            }
+            guard field == 9, fields.call < 1024, Self.idleCalls.contains(Int32(fields.call)) else { return .busy }
+            let call = Int32(fields.call)
+            // A futex word or an epoll descriptor names the wait; a poll set is often a fresh
+            // array each time round the loop, so for those calls only SP and PC count.
+            let keyed = Self.keyedByArgument.contains(call)
+            let signature = Signature(
+                call: call, argument: keyed ? fields.argument : 0, stackPointer: fields.sp, programCounter: fields.pc)
+            return idle.contains(signature) ? .idle : .unknownWait(signature)
+        }
+    }
+
+    private static func digit(_ byte: UInt8, hex: Bool) -> UInt8? {
+        switch byte {
+        case 0x30...0x39: byte - 0x30
+        case 0x61...0x66 where hex: byte - 0x61 + 10
+        default: nil
+        }
+    }
+}

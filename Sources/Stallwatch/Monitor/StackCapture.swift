@@ -1,0 +1,77 @@
+import CStallwatchShims
+import Glibc
+import StallwatchCore
+
+/// The ways of getting the loop thread's stack, tried in order for every sample
+/// (docs/watchdog.md, "Where a sample's stack comes from"): the signal, perf, the /proc stack
+/// scan, the last stack of this stall (stale), none. Holds what one stall has captured so far.
+/// Watchdog thread only.
+final class StackCapture {
+    let scanner: StackScanner
+    let perf: PerfSampler?
+    let perfStatus: PerfSampler.Status
+    /// The last stack actually captured in the current stall (not stale), for `.stale` samples.
+    private(set) var lastStack: [UInt64] = []
+    /// Whether the last signal capture timed out (or was skipped because of that).
+    var lastTimedOut = false
+    /// When the previous sample (or the stall's detection) was: perf samples older are not news.
+    var lastSampleTime: UInt64 = 0
+    /// The thread's latest perf sample was taken in the kernel: a signal would wait for the
+    /// syscall to return, so perf goes first while that lasts.
+    var inKernelPerPerf = false
+
+    init(tid: Int32, usePerf: Bool, sampleInterval: UInt64) {
+        scanner = StackScanner(tid: tid)
+        if usePerf && !PerfSampler.disabledByEnvironment {
+            (perf, perfStatus) = PerfSampler.open(tid: tid, period: Self.period(for: sampleInterval))
+        } else {
+            (perf, perfStatus) = (nil, .disabled)
+        }
+    }
+
+    /// Ten perf samples per watchdog sample of the thread's CPU time: a stalled thread that gets
+    /// only a share of a CPU (a busy machine) still takes one per interval, and ten 16 KiB
+    /// records fit the ring between two reads.
+    static func period(for interval: UInt64) -> Int64 {
+        Int64(clamping: max(interval / 10, 100_000))
+    }
+
+    /// The perf period until the stall's second sample: short, so that the first sample (taken
+    /// while the signal waits its timeout) finds a perf sample even when the stalled thread gets
+    /// little CPU (the period counts the thread's own CPU time).
+    static let firstPeriod: Int64 = 250_000
+
+    /// perf sampling starts with the stall's first capture, after its first /proc read.
+    private var enablePending = false
+
+    /// A stall was detected: forget the last one; perf sampling starts with the first capture.
+    func beginStall() {
+        lastStack = []
+        lastTimedOut = false
+        inKernelPerPerf = false
+        enablePending = perf != nil
+    }
+
+    /// Starts perf sampling if this is the stall's first capture (two ioctls, ~2–10 µs: after
+    /// the first sample's timestamp and /proc read, so detection is not delayed by them).
+    func enableIfPending() {
+        guard enablePending, let perf else { return }
+        enablePending = false
+        perf.setPeriod(Self.firstPeriod)
+        perf.enable()
+        lastSampleTime = sw_monotonic_ns()
+    }
+
+    /// The stall ended: stop perf sampling, so it costs nothing between stalls.
+    func endStall() {
+        if !enablePending { perf?.disable() }
+        enablePending = false
+    }
+
+    /// The watchdog samples every `interval` now (it grows for long hangs).
+    func follow(interval: UInt64) { perf?.setPeriod(Self.period(for: interval)) }
+
+    func remember(_ addresses: [UInt64], from source: SampleSource) {
+        if source != .stale && source != .none && !addresses.isEmpty { lastStack = addresses }
+    }
+}

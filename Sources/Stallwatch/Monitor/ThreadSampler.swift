@@ -1,0 +1,133 @@
+import CStallwatchShims
+import Glibc
+import StallwatchCore
+
+/// One sample of a watched thread — /proc facts, then its stack from the first source that gives
+/// one (docs/watchdog.md, "Where a sample's stack comes from"), then the innermost annotation.
+/// Shared by `StallMonitor` (the `MainLoop` thread) and `HeartbeatMonitor` (any executor's
+/// thread, learned from a heartbeat). Watchdog thread only.
+struct ThreadSampler {
+    let tid: Int32
+    let reader: ThreadStateReader
+    /// The stack sources and what this stall has captured so far.
+    let stacks: StackCapture
+    /// How long one capture may wait for the handler.
+    let captureTimeout: Duration
+    /// False when libunwind cannot be loaded: samples then hold only /proc facts.
+    let canCapture: Bool
+    /// The thread's annotation scopes, if it has any.
+    let annotations: AnnotationScopes?
+
+    /// A sampler of thread `tid`; `usePerf` opens a perf event on it (enabled only during a
+    /// stall, `beginStall` to `endStall`) with a period following `sampleInterval`.
+    init(
+        tid: Int32, captureTimeout: Duration, canCapture: Bool, annotations: AnnotationScopes?,
+        usePerf: Bool = false, sampleInterval: UInt64 = 5_000_000
+    ) {
+        self.tid = tid
+        self.reader = ThreadStateReader(tid: tid)
+        self.stacks = StackCapture(tid: tid, usePerf: usePerf, sampleInterval: sampleInterval)
+        self.captureTimeout = captureTimeout
+        self.canCapture = canCapture
+        self.annotations = annotations
+    }
+
+    /// A stall was detected: forget the last one's stacks; perf starts with the first capture.
+    func beginStall() { stacks.beginStall() }
+
+    /// The stall ended: perf sampling stops.
+    func endStall() { stacks.endStall() }
+
+    /// One sample: /proc first (a signal would disturb the syscall it reports), then the stack.
+    /// `record` receives the capture counters.
+    func sample(record: ((inout StallMonitor.Statistics) -> Void) -> Void) -> Sample {
+        let time = sw_monotonic_ns()
+        var kernel = reader.read()
+        let stack = captureStack(kernel: &kernel, time: time, record: record)
+        return Sample(
+            time: time, frames: stack.addresses.map { Frame(address: $0) }, state: kernel.state,
+            syscall: kernel.syscall, wchan: kernel.wchan, cpuTimeNanos: kernel.cpuTimeNanos,
+            annotation: annotations?.innermost(), captureTimedOut: stack.timedOut, source: stack.source)
+    }
+
+    /// The stack for a sample taken at `time`, after `kernel` was read: the first source that
+    /// gives one. May re-read `kernel` (a running thread that missed the signal was in the kernel).
+    private func captureStack(
+        kernel: inout ThreadStateReader.Reading, time: UInt64,
+        record: ((inout StallMonitor.Statistics) -> Void) -> Void
+    ) -> (addresses: [UInt64], source: SampleSource, timedOut: Bool) {
+        stacks.enableIfPending()
+        defer { stacks.lastSampleTime = time }
+        func finish(
+            _ addresses: [UInt64], _ source: SampleSource, timedOut: Bool, perf: PerfSampler.Stack? = nil
+        ) -> (addresses: [UInt64], source: SampleSource, timedOut: Bool) {
+            if let perf {
+                stacks.inKernelPerPerf = perf.inKernel
+                record { $0.perfUnwindNanos.appendBounded(UInt64(max(0, perf.unwindNanos))) }
+            }
+            stacks.remember(addresses, from: source)
+            record { $0.stackSources[source, default: 0] += 1 }
+            return (addresses, source, timedOut)
+        }
+        var timedOut = false
+        // 1. Blocked in a call a signal would end early (EINTR): read the stack, never signal.
+        if let call = kernel.syscall, StackScanner.neverRestarted.contains(call) {
+            let scanned = stacks.scanner.scan()
+            return finish(scanned, scanned.isEmpty ? .none : .scan, timedOut: false)
+        }
+        // 2. perf first while the thread sits in the kernel (its newest perf sample says so).
+        //    No perf sample since the last one means the thread got less than a perf period of
+        //    CPU since: still in the same call, or waiting for a CPU. A signal would only wait
+        //    out its timeout, so skip it.
+        var perfStack: PerfSampler.Stack?
+        var stillInKernel = false
+        if stacks.inKernelPerPerf {
+            if let fresh = stacks.perf?.latest(notBefore: stacks.lastSampleTime) {
+                if fresh.inKernel { return finish(fresh.addresses, .perf, timedOut: false, perf: fresh) }
+                stacks.inKernelPerPerf = false
+                perfStack = fresh
+            } else {
+                stillInKernel = true
+            }
+        }
+        // 3. The signal. A thread in state D cannot run the handler until its syscall returns;
+        //    after one timeout, do not queue more signals while it stays there.
+        if stillInKernel {
+            timedOut = stacks.lastTimedOut
+        } else if canCapture && !(kernel.state == .diskSleep && stacks.lastTimedOut) {
+            let capture = Sampler.capture(tid: tid, timeoutNanos: Int64(captureTimeout.nanoseconds))
+            record { stats in
+                stats.captures += 1
+                if capture.timedOut {
+                    stats.captureTimeouts += 1
+                } else {
+                    stats.captureLatencyNanos.appendBounded(UInt64(max(0, capture.readyNanos - capture.sentNanos)))
+                }
+            }
+            stacks.lastTimedOut = capture.timedOut
+            if !capture.timedOut { return finish(capture.addresses, .signal, timedOut: false) }
+            timedOut = true
+            // "running" says only that the thread was on a CPU, user or kernel. A running thread
+            // that did not take the signal within the timeout was in the kernel all along (a
+            // long write, page-cache throttling): read /proc again for what it waits in now.
+            if kernel.syscall == nil {
+                let again = reader.read()
+                if again.syscall != nil { kernel = again }
+            }
+        } else {
+            timedOut = true
+        }
+        // 4. perf: the newest sample since the previous one (taken while the signal waited).
+        if let fresh = perfStack ?? stacks.perf?.latest(notBefore: stacks.lastSampleTime) {
+            return finish(fresh.addresses, .perf, timedOut: timedOut, perf: fresh)
+        }
+        // 5. Caught blocked in a syscall: scan the stack /proc points at.
+        if kernel.syscall != nil {
+            let scanned = stacks.scanner.scan()
+            if !scanned.isEmpty { return finish(scanned, .scan, timedOut: timedOut) }
+        }
+        // 6. The last stack of this stall, flagged stale; else none.
+        if !stacks.lastStack.isEmpty { return finish(stacks.lastStack, .stale, timedOut: timedOut) }
+        return finish([], .none, timedOut: timedOut)
+    }
+}

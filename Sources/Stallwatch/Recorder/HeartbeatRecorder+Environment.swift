@@ -1,0 +1,95 @@
+import CStallwatchSampler
+import Dispatch
+import Foundation
+import Glibc
+import StallwatchCore
+
+extension HeartbeatRecorder {
+    /// The monitor the preload library started for `DispatchQueue.main`, and its recorder
+    /// once the main queue ran a heartbeat.
+    private static let preloaded = Locked<(monitor: HeartbeatMonitor?, recorder: HeartbeatRecorder?)>((nil, nil))
+
+    /// For the preload library's constructor (`stallwatch record` sets `LD_PRELOAD`): when
+    /// `STALLWATCH_TRACE` asks for a trace, watches `DispatchQueue.main` with a heartbeat
+    /// monitor and records its stalls there, and stops (flushing the file) at exit.
+    /// `STALLWATCH_BUDGET_MS` sets the budget; `STALLWATCH_UNSERVICED_MS` how long the main
+    /// queue may go without running its first heartbeat before the one warning. Never fails
+    /// the program: problems go to stderr. Any thread, before `main` included.
+    package static func startPreloaded(environment: [String: String] = ProcessInfo.processInfo.environment) {
+        guard let request = TraceRecorder.EnvironmentRequest(environment) else { return }
+        PreloadYield.isPreloadInstance.store(true, ordering: .relaxed)
+        for warning in request.warnings { report(warning) }
+        if request.mode == .full {
+            report("STALLWATCH_MODE=full needs MainLoop (callouts are its own); recording stalls only")
+        }
+        var configuration = HeartbeatMonitor.Configuration()
+        if let budget = request.budgetMilliseconds { configuration.budget = .nanoseconds(Int64(budget * 1_000_000)) }
+        if let text = environment["STALLWATCH_UNSERVICED_MS"] {
+            if let value = Double(text), value > 0, value.isFinite {
+                configuration.unservicedWarning = .nanoseconds(Int64(value * 1_000_000))
+            } else {
+                report("STALLWATCH_UNSERVICED_MS=\(text) is not a positive number of milliseconds; using 3000")
+            }
+        }
+        let monitor = HeartbeatMonitor(configuration: configuration)
+        let mainQueue = monitor.watchMainQueue()
+        // The trace is opened once the main queue has run a heartbeat: a program that never
+        // services it (or is not a Swift program at all) gets the warning and leaves no file.
+        mainQueue.firstBeat.withLock { hook in
+            hook = {
+                DispatchQueue.global().async {
+                    // Under the lock: a concurrent stop (the program's own Stallwatch taking
+                    // over) either comes first, and nothing is opened, or after, and stops it.
+                    preloaded.withLock { slot in
+                        guard slot.monitor === monitor else { return }
+                        do {
+                            let recorder = try HeartbeatRecorder(path: request.path, monitor: monitor)
+                            try recorder.start()
+                            slot.recorder = recorder
+                        } catch {
+                            report("not recording \(request.path): \(error)")
+                        }
+                    }
+                }
+            }
+        }
+        do {
+            preloaded.withLock { $0.monitor = monitor }
+            try monitor.start()
+            atexit { HeartbeatRecorder.stopPreloaded() }
+        } catch {
+            preloaded.withLock { $0 = (nil, nil) }
+            report("not recording \(request.path): \(error)")
+        }
+    }
+
+    /// Stops the preloaded monitor and recorder (its trace complete). At exit, and when the program turns out to run `MainLoop` (whose own recorder is exact and
+    /// takes the trace over: see `TraceRecorder.startFromEnvironment`). Any thread.
+    /// Returns whether it stopped one (false when it had stopped already, or never started).
+    @discardableResult
+    package static func stopPreloaded() -> Bool {
+        let (monitor, recorder) = preloaded.withLock { slot in
+            defer { slot = (nil, nil) }
+            return slot
+        }
+        guard let monitor else { return false }
+        if let recorder { recorder.stop() } else { monitor.stop() }
+        return true
+    }
+
+    /// After `stopPreloaded` stopped the recorder, when the program's own Stallwatch takes
+    /// over: puts the sampling signal back to its default, so the program's sampler finds it
+    /// free. Only once: later, the handler there is the program's. Any thread.
+    package static func releasePreloadedSignal() {
+        let signal = sw_sampler_installed_signal()
+        guard signal > 0 else { return }
+        var action = sigaction()
+        action.__sigaction_handler.sa_handler = SIG_DFL
+        sigemptyset(&action.sa_mask)
+        sigaction(signal, &action, nil)
+    }
+
+    private static func report(_ message: String) {
+        FileHandle.standardError.write(Data("stallwatch: \(message)\n".utf8))
+    }
+}

@@ -1,0 +1,92 @@
+import StallwatchCore
+
+extension StallReport {
+    /// Iterations that overran the frame budget through many short callouts, none of them a
+    /// stall: how many, how far over, and the call sites whose callouts took their time.
+    public struct CongestionStats: Sendable, Hashable, Codable {
+        /// Congested iterations, as the loop counted them (`congestion` records).
+        public var iterations: UInt64
+        /// How many of them the traces describe one by one (`congestedIteration` records;
+        /// traces from before that record have counts only).
+        public var described: Int
+        /// Their time beyond the budget, summed, in milliseconds (of the described ones).
+        public var overBudgetMs: Double
+        /// Their whole time, summed, in milliseconds (of the described ones).
+        public var totalMs: Double
+        /// The call sites that took most of the described iterations' time, largest first
+        /// (empty unless a trace was recorded in `full` mode, which records every callout).
+        public var sites: [CongestionSite]
+        /// How many distinct sites there were in all.
+        public var siteCount: Int
+    }
+
+    /// One call site's part in congested iterations.
+    public struct CongestionSite: Sendable, Hashable, Codable {
+        /// The registration's `#fileID:#line`.
+        public var site: String
+        /// The registration's kind (`post`, `timer`, `source`, `observer`, `dispatch`).
+        public var kind: String
+        /// The label given at registration (`""` if none).
+        public var label: String
+        /// How many congested iterations it ran in.
+        public var iterations: Int
+        /// How many of its callouts ran in them.
+        public var callouts: UInt64
+        /// Their summed duration, in milliseconds.
+        public var totalMs: Double
+        /// Its fraction (0…1) of the described congested iterations' time.
+        public var share: Double
+    }
+}
+
+/// Adds up the congestion of several traces.
+enum CongestionAnalysis {
+    /// The congestion of `traces`, listing the `top` largest sites; `nil` when there was none.
+    static func stats(_ traces: [LoadedTrace], top: Int = 5) -> StallReport.CongestionStats? {
+        var counted: UInt64 = 0
+        var described = 0
+        var over: UInt64 = 0
+        var total: UInt64 = 0
+        struct SiteKey: Hashable {
+            var file: String
+            var line: UInt32
+            var kind: String
+            var label: String
+        }
+        var sites: [SiteKey: (iterations: Int, callouts: UInt64, nanos: UInt64)] = [:]
+        for loaded in traces {
+            let trace = loaded.trace
+            let budget = (trace.header?.thresholds.budget ?? TierThresholds.default.budget).nanoseconds
+            counted += trace.congestion.reduce(0) { $0 + $1.count }
+            for iteration in trace.congestedIterations {
+                described += 1
+                total += iteration.duration
+                over += iteration.duration > budget ? iteration.duration - budget : 0
+                for site in iteration.sites {
+                    let known = trace.callSites[site.site]
+                    let key = SiteKey(
+                        file: known?.file ?? "?", line: known?.line ?? 0, kind: known.map { "\($0.kind)" } ?? "post",
+                        label: known?.label ?? "")
+                    let before = sites[key]
+                    sites[key] = (
+                        (before?.iterations ?? 0) + 1, (before?.callouts ?? 0) + site.count,
+                        (before?.nanos ?? 0) + site.nanos
+                    )
+                }
+            }
+        }
+        guard counted > 0 || described > 0 else { return nil }
+        let ranked = sites.sorted {
+            ($0.value.nanos, $1.key.file, $1.key.line) > ($1.value.nanos, $0.key.file, $0.key.line)
+        }
+        return StallReport.CongestionStats(
+            iterations: max(counted, UInt64(described)), described: described, overBudgetMs: ms(over),
+            totalMs: ms(total),
+            sites: ranked.prefix(max(0, top)).map {
+                StallReport.CongestionSite(
+                    site: "\($0.key.file):\($0.key.line)", kind: $0.key.kind, label: $0.key.label,
+                    iterations: $0.value.iterations, callouts: $0.value.callouts, totalMs: ms($0.value.nanos),
+                    share: total == 0 ? 0 : round(Double($0.value.nanos) / Double(total), 4))
+            }, siteCount: sites.count)
+    }
+}

@@ -1,0 +1,97 @@
+import StallwatchCore
+
+/// How frames of one trace are named everywhere a person or a viewer reads them: the one
+/// owner of the rules, so `report`, `show`, signatures and every export agree.
+///
+/// - A symbolicated Swift frame is its simplified name (`FeedDatabase.loadFeed(rows:)`,
+///   `SwiftNames.simplify`); `fullName` keeps the demangled symbol (`--verbose`, JSON).
+/// - A frame with no symbol is `module+0xOFFSET` (`libsqlite3.so.0+0x4f1a3`): the offset from
+///   the image's load address, which stays the same across runs (ASLR moves the base, not the
+///   offset), so flame graphs of two runs merge. Without a module, the address (`0x7f…`).
+/// - A source path is relative to the build root (the directory holding the app's `.build`)
+///   when it lies under it, else absolute as the debug information gave it; the compiler's
+///   `<compiler-generated>` pseudo-file is no source at all.
+///
+/// A plain value; use it on any thread.
+public struct FrameNamer: Sendable, Hashable {
+    /// Each module's load address, by path.
+    var loadAddresses: [String: UInt64]
+    /// Where source paths are made relative to (ends with `/`), `nil` when not known.
+    public var buildRoot: String?
+
+    /// A namer for a trace with the module map `modules`; the build root is the directory
+    /// that holds a module's `.build/` directory (a SwiftPM build), unless given.
+    public init(modules: [TraceRecord.Module], buildRoot: String? = nil) {
+        var addresses: [String: UInt64] = [:]
+        for module in modules where addresses[module.path] == nil { addresses[module.path] = module.loadAddress }
+        loadAddresses = addresses
+        self.buildRoot = buildRoot ?? Self.buildRoot(of: modules.map(\.path))
+    }
+
+    /// The short name: simplified Swift name, `module+0xOFFSET`, or the address.
+    public func name(_ frame: Frame) -> String {
+        guard let symbol = frame.symbol else { return unsymbolicatedName(frame) }
+        return SwiftNames.simplify(symbol)
+    }
+
+    /// The full demangled symbol, or what `name(_:)` gives for a frame without one.
+    public func fullName(_ frame: Frame) -> String {
+        frame.symbol ?? unsymbolicatedName(frame)
+    }
+
+    /// `file:line` in the one path style, `nil` when unknown or compiler-generated.
+    public func source(_ frame: Frame) -> String? {
+        guard let file = frame.file.flatMap(path) else { return nil }
+        return frame.line.map { "\(file):\($0)" } ?? file
+    }
+
+    /// `file` relative to the build root when under it, else as given; `nil` for the
+    /// compiler's pseudo-file.
+    public func path(_ file: String) -> String? {
+        if file.isEmpty || file.hasSuffix("<compiler-generated>") { return nil }
+        var file = file
+        // `//foo` is the same file as `/foo`; DWARF sometimes joins a `/` directory and a
+        // rooted name.
+        while file.hasPrefix("//") { file.removeFirst() }
+        if let buildRoot, file.hasPrefix(buildRoot), file.count > buildRoot.count {
+            return String(file.dropFirst(buildRoot.count))
+        }
+        return file
+    }
+
+    private func unsymbolicatedName(_ frame: Frame) -> String {
+        let hex = "0x" + String(frame.address, radix: 16)
+        guard let module = frame.module else { return hex }
+        let base = Frame.basename(module)
+        guard let load = loadAddresses[module], frame.address >= load else { return "\(base)+\(hex)" }
+        return "\(base)+0x" + String(frame.address - load, radix: 16)
+    }
+
+    /// The directory holding `.build/` of the first module built by SwiftPM, with a slash.
+    static func buildRoot(of paths: [String]) -> String? {
+        for path in paths {
+            guard let range = path.range(of: "/.build/") else { continue }
+            return String(path[..<range.lowerBound]) + "/"
+        }
+        return nil
+    }
+}
+
+/// Whether a frame is glue the compiler generated (thunks, partial-apply forwarders, merged
+/// or outlined functions): it tells nothing about the app, so signatures and representative
+/// stacks skip it.
+func isCompilerGenerated(_ frame: Frame) -> Bool {
+    if frame.file?.hasSuffix("<compiler-generated>") == true { return true }
+    guard let symbol = frame.symbol else { return false }
+    for prefix in ["reabstraction thunk", "partial apply", "merged ", "thunk for ", "outlined "]
+    where symbol.hasPrefix(prefix) {
+        return true
+    }
+    return false
+}
+
+/// How a frame is named without its trace's module map (no load addresses, no build root):
+/// prefer `AnalyzedStall.frameName(_:)`, which has both.
+func frameName(_ frame: Frame) -> String {
+    FrameNamer(modules: []).name(frame)
+}

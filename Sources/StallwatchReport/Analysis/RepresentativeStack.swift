@@ -1,0 +1,88 @@
+import StallwatchCore
+
+/// The stack that stands for a stall, and how much of the stall it stands for.
+///
+/// The stall's samples of its dominant category are grouped by their stacks' function names
+/// (not addresses: two samples at different lines of the same functions are one group;
+/// compiler-generated glue is left out, frames without a symbol count by module); the group
+/// with the most time (`StallAccounting` weights, by sample count when no time could be
+/// attributed) wins, earliest first sample breaking ties. Its share of the stall's attributed
+/// time is the **confidence**: 1 when every sample had the same stack, low when the stall
+/// moved between many.
+///
+/// `AnalyzedStall` computes it once; `report`, `show`, the signature and every export use it.
+/// A plain value; use it on any thread.
+public struct RepresentativeStack: Sendable, Hashable {
+    /// The index of the group's first sample in `stall.samples`: the stack shown.
+    public var sample: Int
+    /// How many samples had this stack.
+    public var samples: Int
+    /// The group's share (0…1) of the stall's attributed time (of its samples when no time
+    /// could be attributed).
+    public var confidence: Double
+
+    /// The representative stack of `samples` (sorted by time) given each one's verdict and
+    /// weight, or `nil` when no sample of `category` has a stack.
+    static func choose(
+        samples: [Sample], classifications: [Classification], weights: [UInt64], category: StallCategory
+    ) -> RepresentativeStack? {
+        let total = weights.reduce(0, +)
+        let units = total == 0 ? weights.map { _ in UInt64(1) } : weights
+        let unitTotal = units.reduce(0, +)
+        var groups: [[String]: (units: UInt64, count: Int, first: Int)] = [:]
+        for (index, sample) in samples.enumerated()
+        where classifications[index].category == category && !sample.frames.isEmpty {
+            let key = groupKey(sample.frames)
+            let known = groups[key]
+            groups[key] = ((known?.units ?? 0) + units[index], (known?.count ?? 0) + 1, known?.first ?? index)
+        }
+        guard
+            let best = groups.values.max(by: {
+                ($0.units, $0.count, -$0.first) < ($1.units, $1.count, -$1.first)
+            })
+        else { return nil }
+        let confidence = unitTotal == 0 ? 0 : Double(best.units) / Double(unitTotal)
+        return RepresentativeStack(sample: best.first, samples: best.count, confidence: round(confidence, 4))
+    }
+
+    /// What samples are grouped by: function names, innermost first, without glue; a frame
+    /// without a symbol by its module alone (its address differs from sample to sample).
+    static func groupKey(_ frames: [Frame]) -> [String] {
+        var key: [String] = []
+        for frame in frames where !isCompilerGenerated(frame) {
+            let name = frame.symbol ?? frame.module.map { "[\(Frame.basename($0))]" } ?? "[?]"
+            // Recursion and re-entered generic wrappers (`withUnsafeBytes` twice) are one step.
+            if key.last != name { key.append(name) }
+        }
+        return key
+    }
+}
+
+/// How a stall's time is shared out among its samples: the one rule that the breakdown,
+/// the report's totals and every export follow, so their sums agree.
+///
+/// Each sample stands for the time until the next sample, the last one until the stall's
+/// end (nothing for an unfinished stall, whose duration also stops at its last sample), and
+/// the **first sample also for the time since the callout started**: the budget that elapsed
+/// before the watchdog could look, spent (as far as anyone can tell) in what the first sample
+/// shows. So the weights of a stall with samples add up to its duration exactly; a stall
+/// without samples has all of its duration `unsampled`.
+///
+/// Pure; use it on any thread.
+public enum StallAccounting {
+    /// The nanoseconds each of `stall`'s samples (sorted by time) stands for.
+    public static func sampleWeights(_ stall: Stall) -> [UInt64] {
+        var weights = StallBreakdown.sampleWeights(stall.samples, end: stall.end)
+        if let first = stall.samples.first, first.time > stall.start {
+            weights[0] += first.time - stall.start
+        }
+        return weights
+    }
+
+    /// How long `stall` lasted: until its end, or for an unfinished stall until its last
+    /// sample.
+    public static func duration(_ stall: Stall) -> UInt64 {
+        let reached = stall.end ?? stall.samples.last?.time ?? stall.start
+        return reached > stall.start ? reached - stall.start : 0
+    }
+}

@@ -1,0 +1,168 @@
+import StallwatchCore
+
+/// One stall as `stallwatch show --stall N --json` prints it (schema: docs/cli.md): its
+/// callout, breakdown, signature, representative stack with confidence, and every sample with
+/// its verdict, weight and frames. Times are milliseconds from the callout's start unless a
+/// name says otherwise; absent values are `null`.
+///
+/// A plain value; use it on any thread.
+public struct StallDetail: Sendable, Hashable, Encodable {
+    /// One line of `show`'s list (`show T --json` without `--stall`).
+    public struct Summary: Sendable, Hashable, Encodable {
+        /// The stall's id within its trace.
+        public var id: UInt64
+        /// Its tier.
+        public var tier: Tier
+        /// Its duration (until the last sample when unfinished), in milliseconds.
+        public var durationMs: Double
+        /// Whether it had not ended when the trace stopped.
+        public var unfinished: Bool
+        /// Its dominant category.
+        public var category: StallCategory
+        /// Where its work was registered (`#fileID:#line`).
+        public var site: String
+        /// Its signature's frames, innermost first.
+        public var signature: [String]
+        /// The share (0…1) of its time the representative stack stands for; 0 without one.
+        public var stackConfidence: Double
+
+        /// The summary of `analyzed`.
+        public init(_ analyzed: AnalyzedStall) {
+            id = analyzed.stall.id
+            tier = analyzed.stall.tier
+            durationMs = ms(analyzed.durationNanos)
+            unfinished = analyzed.stall.end == nil
+            category = analyzed.category
+            site = analyzed.site
+            signature = analyzed.key.frames
+            stackConfidence = analyzed.representative?.confidence ?? 0
+        }
+    }
+
+    /// One sample with the classifier's verdict.
+    public struct SampleDetail: Sendable, Hashable, Encodable {
+        /// When it was taken, in milliseconds from the callout's start.
+        public var offsetMs: Double
+        /// The time it stands for (`StallAccounting`), in milliseconds.
+        public var weightMs: Double
+        /// The thread state's name (`running`, `sleeping`, `disk`…).
+        public var state: String
+        /// The syscall's name, the number as `#N` when unnamed, `null` when not in one.
+        public var syscall: String?
+        /// The verdict's category.
+        public var category: StallCategory
+        /// The verdict's reason.
+        public var reason: String
+        /// The innermost annotation's label, `null` if none.
+        public var annotation: String?
+        /// Whether the signal handler did not answer in time (no stack).
+        public var captureTimedOut: Bool
+        /// The frames, innermost first.
+        public var frames: [StallReport.StackFrame]
+
+        private enum CodingKeys: String, CodingKey {
+            case offsetMs, weightMs, state, syscall, category, reason, annotation, captureTimedOut, frames
+        }
+
+        /// Encodes every key (`null` when absent).
+        public func encode(to encoder: any Encoder) throws {
+            var container = encoder.container(keyedBy: CodingKeys.self)
+            try container.encode(offsetMs, forKey: .offsetMs)
+            try container.encode(weightMs, forKey: .weightMs)
+            try container.encode(state, forKey: .state)
+            try container.encode(syscall, forKey: .syscall)
+            try container.encode(category, forKey: .category)
+            try container.encode(reason, forKey: .reason)
+            try container.encode(annotation, forKey: .annotation)
+            try container.encode(captureTimedOut, forKey: .captureTimedOut)
+            try container.encode(frames, forKey: .frames)
+        }
+    }
+
+    /// The list fields, as in `Summary`.
+    public var summary: Summary
+    /// The trace's path, as given.
+    public var trace: String
+    /// The flags: `unfinished`, `suspended`, `captureTimedOut`.
+    public var flags: [String]
+    /// The callout's kind, label (`null` if none), mode and phase.
+    public var callout: [String: String?]
+    /// The fraction (0…1) of the attributed time per category; every category is present.
+    public var categoryShares: [StallCategory: Double]
+    /// The reasons, largest first, with their fractions.
+    public var reasons: [ReasonShare]
+    /// The index (0-based) of the representative stack's sample, `null` without one.
+    public var representativeSample: Int?
+    /// The representative stack, innermost first (empty without one).
+    public var stack: [StallReport.StackFrame]
+    /// Every sample, in time order.
+    public var samples: [SampleDetail]
+
+    /// A reason and its fraction of the stall.
+    public struct ReasonShare: Sendable, Hashable, Encodable {
+        /// Its category.
+        public var category: StallCategory
+        /// The reason.
+        public var reason: String
+        /// Its fraction (0…1).
+        public var share: Double
+    }
+
+    /// The detail of `analyzed`.
+    public init(_ analyzed: AnalyzedStall) {
+        let stall = analyzed.stall
+        summary = Summary(analyzed)
+        trace = analyzed.tracePath
+        var flags: [String] = []
+        if stall.flags.contains(.unfinished) { flags.append("unfinished") }
+        if stall.flags.contains(.suspended) { flags.append("suspended") }
+        if stall.flags.contains(.captureTimedOut) { flags.append("captureTimedOut") }
+        self.flags = flags
+        callout = [
+            "kind": "\(stall.callout.kind)", "label": stall.callout.label, "mode": stall.callout.mode,
+            "phase": "\(stall.callout.phase)",
+        ]
+        categoryShares = Dictionary(
+            uniqueKeysWithValues: StallCategory.allCases.map { ($0, round(analyzed.breakdown.share(of: $0), 4)) })
+        reasons = analyzed.breakdown.topReasons.map {
+            ReasonShare(category: $0.category, reason: $0.reason, share: round($0.share, 4))
+        }
+        representativeSample = analyzed.representativeSample
+        stack = analyzed.representativeFrames.map { ReportBuilder.stackFrame($0, names: analyzed.names) }
+        samples = stall.samples.enumerated().map { index, sample in
+            let verdict = analyzed.classifications[index]
+            return SampleDetail(
+                offsetMs: ms(sample.time >= stall.start ? sample.time - stall.start : 0),
+                weightMs: ms(analyzed.sampleWeights[index]), state: sample.state.name,
+                syscall: sample.syscallName ?? sample.syscall.map { "#\($0)" }, category: verdict.category,
+                reason: verdict.reason, annotation: sample.annotation?.label, captureTimedOut: sample.captureTimedOut,
+                frames: sample.frames.map { ReportBuilder.stackFrame($0, names: analyzed.names) })
+        }
+    }
+
+    private enum CodingKeys: String, CodingKey {
+        case id, tier, durationMs, unfinished, category, site, signature, stackConfidence, trace, flags, callout
+        case categoryShares, reasons, representativeSample, stack, samples
+    }
+
+    /// Encodes the summary's keys and the detail's in one object (`null` when absent).
+    public func encode(to encoder: any Encoder) throws {
+        var container = encoder.container(keyedBy: CodingKeys.self)
+        try container.encode(summary.id, forKey: .id)
+        try container.encode(summary.tier, forKey: .tier)
+        try container.encode(summary.durationMs, forKey: .durationMs)
+        try container.encode(summary.unfinished, forKey: .unfinished)
+        try container.encode(summary.category, forKey: .category)
+        try container.encode(summary.site, forKey: .site)
+        try container.encode(summary.signature, forKey: .signature)
+        try container.encode(summary.stackConfidence, forKey: .stackConfidence)
+        try container.encode(trace, forKey: .trace)
+        try container.encode(flags, forKey: .flags)
+        try container.encode(callout, forKey: .callout)
+        try container.encode(categoryShares, forKey: .categoryShares)
+        try container.encode(reasons, forKey: .reasons)
+        try container.encode(representativeSample, forKey: .representativeSample)
+        try container.encode(stack, forKey: .stack)
+        try container.encode(samples, forKey: .samples)
+    }
+}

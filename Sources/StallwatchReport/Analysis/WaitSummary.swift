@@ -1,0 +1,35 @@
+import StallwatchCore
+
+/// What stalls' samples waited on, as the one-line `WaitFact.summary` texts with the share of
+/// samples that carried each. `report` lists a signature's top ones, `show` a stall's.
+///
+/// Pure; use it on any thread.
+public enum WaitSummary {
+    /// The most frequent facts over `stalls`' samples, most frequent first, at most `limit`;
+    /// each share is of all the samples (with or without a fact).
+    public static func top(_ stalls: [Stall], limit: Int = 3) -> [StallReport.WaitCount] {
+        var counts: [String: Int] = [:]
+        var samples = 0
+        for stall in stalls {
+            samples += stall.samples.count
+            for sample in stall.samples {
+                if let wait = sample.wait { counts[wait.summary, default: 0] += 1 }
+            }
+        }
+        guard samples > 0 else { return [] }
+        return counts.sorted { ($1.value, $0.key) < ($0.value, $1.key) }.prefix(limit).map {
+            StallReport.WaitCount(text: $0.key, share: Double($0.value) / Double(samples))
+        }
+    }
+}
+
+extension StallReport {
+    /// One thing a signature's samples waited on (`read of /var/lib/app/feed.json`) and the
+    /// fraction (0…1) of its samples that say so.
+    public struct WaitCount: Sendable, Hashable, Codable {
+        /// `WaitFact.summary`.
+        public var text: String
+        /// The fraction of the samples.
+        public var share: Double
+    }
+}

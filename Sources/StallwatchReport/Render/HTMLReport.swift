@@ -1,0 +1,128 @@
+import StallwatchCore
+
+/// The page of `stallwatch report --html FILE`: one self-contained HTML file (no network, no
+/// outside scripts, fonts or images) with the report's figures, a zoomable timeline (one lane
+/// per trace: frames delivered and dropped, loop busy time, every stall coloured by category
+/// and sized by tier), a flame graph of every sample with search, a sortable signature table
+/// and the list of stalls.
+///
+/// ```swift
+/// let builder = ReportBuilder()
+/// let analyzed = builder.analyze(traces)
+/// let report = builder.report(traces, analyzed: analyzed, top: .max)
+/// try HTMLReport.render(report, traces: traces, analyzed: analyzed).write(…)
+/// ```
+///
+/// Every name from a trace is data, never markup: the page keeps it in a
+/// `<script type="application/json">` block with `<`, `>` and `&` escaped, and its script
+/// builds the document with `textContent` only. A Content-Security-Policy forbids loading
+/// anything. The file is also well-formed XML (scripts and styles in CDATA sections), which
+/// the tests check with an XML parser.
+///
+/// Pure; use it on any thread.
+public enum HTMLReport {
+    /// The page for `report`, built from `traces` and their stalls as `analyze(_:)` classified
+    /// them (`analyzed[i]` belongs to `traces[i]`). The signature table lists
+    /// `report.signatures` (build the report with `top: .max` for every signature); traces
+    /// loaded with `includeCallouts` also show the loop's busy time.
+    public static func render(_ report: StallReport, traces: [LoadedTrace], analyzed: [[AnalyzedStall]]) -> String {
+        let data = HTMLReportData.json(report, traces: traces, analyzed: analyzed)
+        var page = HTMLPage.head
+        page += "<style>/*<![CDATA[*/\n" + HTMLPage.style + "/*]]>*/</style>\n</head>\n"
+        page += HTMLPage.body
+        page += "<script type=\"application/json\" id=\"report-data\">" + data + "</script>\n"
+        page += "<script>/*<![CDATA[*/\n" + HTMLPage.errorHandler + "/*]]>*/</script>\n"
+        page += "<script>/*<![CDATA[*/\n" + HTMLPage.script + HTMLPage.flameScript + HTMLPage.tableScript
+        page += HTMLPage.selfTestScript + "/*]]>*/</script>\n</body>\n</html>\n"
+        return page
+    }
+}
+
+/// The fixed parts of the page; none of them holds data.
+enum HTMLPage {
+    static let head = """
+        <!DOCTYPE html>
+        <html lang="en">
+        <head>
+        <meta charset="utf-8"/>
+        <meta http-equiv="Content-Security-Policy" \
+        content="default-src 'none'; script-src 'unsafe-inline'; style-src 'unsafe-inline'"/>
+        <meta name="viewport" content="width=device-width, initial-scale=1"/>
+        <meta name="generator" content="stallwatch report --html"/>
+        <title>Stallwatch report</title>
+
+        """
+
+    static let body = """
+        <body>
+        <header>
+        <h1 id="title">Stallwatch report</h1>
+        <div id="traces" class="traces"></div>
+        <div id="figures" class="figures"></div>
+        <div id="counts" class="counts"></div>
+        </header>
+        <pre id="errors" class="errors" hidden="hidden"></pre>
+        <main>
+        <section id="timeline-section">
+        <h2>Timeline</h2>
+        <div class="toolbar">
+        <button type="button" id="zoom-in" title="Zoom in (or the mouse wheel)">+</button>
+        <button type="button" id="zoom-out" title="Zoom out">&#8722;</button>
+        <button type="button" id="zoom-reset" title="The whole run (or double-click)">Whole run</button>
+        <span id="view-range" class="hint"></span>
+        <span class="hint">wheel: zoom · drag: pan · shift-drag: zoom to a range · click: select</span>
+        </div>
+        <div class="canvas-box"><canvas id="timeline"></canvas></div>
+        <div id="legend" class="legend"></div>
+        </section>
+        <section id="details-section">
+        <h2>Selected stall</h2>
+        <div id="details" class="details"><p class="hint">Click a stall in the timeline or a table.</p></div>
+        </section>
+        <section id="flame-section">
+        <h2>Flame graph of every stall sample</h2>
+        <div class="toolbar">
+        <input type="search" id="flame-search" placeholder="Search frames" aria-label="Search frames"/>
+        <span id="flame-match" class="hint"></span>
+        <button type="button" id="flame-reset">Reset zoom</button>
+        <span class="hint">click a frame to zoom into it</span>
+        </div>
+        <div class="canvas-box"><canvas id="flame"></canvas></div>
+        </section>
+        <section id="signatures-section">
+        <h2 id="signatures-title">Signatures</h2>
+        <table id="signatures" class="data"><thead></thead><tbody></tbody></table>
+        <div id="signatures-more" class="more"></div>
+        </section>
+        <section id="stalls-section">
+        <h2 id="stalls-title">Stalls</h2>
+        <table id="stalls" class="data"><thead></thead><tbody></tbody></table>
+        <div id="stalls-more" class="more"></div>
+        </section>
+        </main>
+        <div id="tooltip" class="tooltip" hidden="hidden"></div>
+
+        """
+
+    /// Installed first, in a script of its own, so that even a syntax error in the main script
+    /// shows in the page (and the tests, which read the DOM, see it).
+    static let errorHandler = #"""
+        (function () {
+          'use strict';
+          function show(text) {
+            var box = document.getElementById('errors');
+            box.hidden = false;
+            box.textContent += text + '\n';
+            document.documentElement.setAttribute('data-errors', 'true');
+          }
+          window.stallwatchError = show;
+          window.addEventListener('error', function (event) {
+            show('error: ' + event.message + ' (line ' + event.lineno + ':' + event.colno + ')');
+          });
+          window.addEventListener('unhandledrejection', function (event) {
+            show('unhandled rejection: ' + event.reason);
+          });
+        })();
+
+        """#
+}

@@ -1,0 +1,307 @@
+import StallwatchCore
+
+/// The data block of the HTML report: the report's figures, one lane per trace (frame-clock
+/// intervals, loop busy time per interval, stalls), every signature, a flame graph of every
+/// sample, and the strings, frames and stacks they share, each stored once. The page's script
+/// (`HTMLPage.script`) reads it; `docs/cli.md` describes the layout.
+///
+/// Pure; use it on any thread.
+struct HTMLReportData {
+    /// How many intervals the busy-time strip of a lane has at most (the finest is 10 ms).
+    static let maximumBusyBins = 4_000
+
+    private var writer = HTMLJSONWriter()
+    private var strings: [String] = []
+    private var stringIndex: [String: Int] = [:]
+    private var frames: [StallReport.StackFrame] = []
+    private var frameIndex: [StallReport.StackFrame: Int] = [:]
+    private var stacks: [[Int]] = []
+    private var stackIndex: [[Int]: Int] = [:]
+
+    /// The JSON text of the data block.
+    static func json(_ report: StallReport, traces: [LoadedTrace], analyzed: [[AnalyzedStall]]) -> String {
+        var data = HTMLReportData()
+        return data.encode(report, traces: traces, analyzed: analyzed)
+    }
+
+    private mutating func intern(_ text: String) -> Int {
+        if let index = stringIndex[text] { return index }
+        strings.append(text)
+        stringIndex[text] = strings.count - 1
+        return strings.count - 1
+    }
+
+    private mutating func intern(stack: [StallReport.StackFrame]) -> Int {
+        let ids = stack.map { frame -> Int in
+            if let index = frameIndex[frame] { return index }
+            frames.append(frame)
+            frameIndex[frame] = frames.count - 1
+            return frames.count - 1
+        }
+        if let index = stackIndex[ids] { return index }
+        stacks.append(ids)
+        stackIndex[ids] = stacks.count - 1
+        return stacks.count - 1
+    }
+
+    private mutating func encode(_ report: StallReport, traces: [LoadedTrace], analyzed: [[AnalyzedStall]]) -> String {
+        var signatureIndex: [SignatureKey: Int] = [:]
+        for (index, signature) in report.signatures.enumerated() {
+            signatureIndex[SignatureKey(category: signature.category, frames: signature.frames)] = index
+        }
+        var body = HTMLJSONWriter()
+        body.key("version", first: true)
+        body.int(1)
+        body.key("categories")
+        body.array(StallCategory.allCases) { $0.string($1.rawValue) }
+        body.key("tiers")
+        body.array(Tier.allCases) { $0.string($1.rawValue) }
+        body.key("summary")
+        summary(report, into: &body)
+
+        var extent = 0.0
+        var lanes: [String] = []
+        for (index, trace) in traces.enumerated() {
+            let lane = self.lane(
+                trace, index: index, info: report.traces[index], stalls: analyzed[index], signatures: signatureIndex)
+            extent = max(extent, lane.extent)
+            lanes.append(lane.json)
+        }
+        body.key("extentMs")
+        body.number(extent)
+        body.key("traces")
+        body.raw("[" + lanes.joined(separator: ",") + "]")
+
+        body.key("signatures")
+        let signatureRows = report.signatures.map { signature in signatureJSON(signature) }
+        body.raw("[" + signatureRows.joined(separator: ",") + "]")
+        body.key("flame")
+        body.raw(flame(analyzed.flatMap { $0 }))
+
+        // Last, once everything above has interned its names.
+        body.key("frames")
+        let frameList = frames
+        var frameRows: [String] = []
+        frameRows.reserveCapacity(frameList.count)
+        for frame in frameList {
+            let symbol = intern(frame.symbol)
+            let source = frame.source.map { intern($0) } ?? -1
+            let module = frame.module.map { intern(String(Frame.basename($0))) } ?? -1
+            frameRows.append("[\(symbol),\(source),\(module),\(frame.system ? 1 : 0)]")
+        }
+        body.raw("[" + frameRows.joined(separator: ",") + "]")
+        body.key("stacks")
+        body.array(stacks) { writer, stack in writer.array(stack) { $0.int($1) } }
+        body.key("strings")
+        body.array(strings) { $0.string($1) }
+        return "{" + body.text + "}"
+    }
+
+    private func summary(_ report: StallReport, into body: inout HTMLJSONWriter) {
+        body.raw("{")
+        body.key("runTimeSeconds", first: true)
+        body.number(report.runTimeSeconds)
+        body.key("loopUtilisation")
+        if let utilisation = report.loopUtilisation { body.raw(String(utilisation)) } else { body.raw("null") }
+        body.key("frames")
+        if let frames = report.frames {
+            body.raw(
+                "{\"expected\":\(frames.expected),\"delivered\":\(frames.delivered),\"dropped\":\(frames.dropped),"
+                    + "\"fps\":\(HTMLJSONWriter.number(frames.fps))}")
+        } else {
+            body.raw("null")
+        }
+        body.key("hitchRatioMsPerSecond")
+        body.number(report.hitchRatioMsPerSecond)
+        let stalls = report.stalls
+        body.key("stalls")
+        body.raw("{\"total\":\(stalls.total),\"unfinished\":\(stalls.unfinished),\"hangs\":\(stalls.hangs),")
+        body.raw("\"totalMs\":" + HTMLJSONWriter.number(stalls.totalMs) + ",\"byTier\":")
+        body.array(Tier.allCases) { $0.int(stalls.byTier[$1] ?? 0) }
+        body.key("byCategory")
+        body.array(StallCategory.allCases) { $0.int(stalls.byCategory[$1] ?? 0) }
+        body.key("categoryMs")
+        body.array(StallCategory.allCases) { $0.number(stalls.categoryMs[$1] ?? 0) }
+        body.raw("}")
+        body.key("loopLatency")
+        if let latency = report.loopLatency {
+            body.raw(
+                "{\"count\":\(latency.count),\"p50Ms\":\(HTMLJSONWriter.number(latency.p50Ms)),"
+                    + "\"p99Ms\":\(HTMLJSONWriter.number(latency.p99Ms)),"
+                    + "\"maxMs\":\(HTMLJSONWriter.number(latency.maxMs))}")
+        } else {
+            body.raw("null")
+        }
+        body.key("signatureCount")
+        body.int(report.signatureCount)
+        body.raw("}")
+    }
+
+    /// One trace's lane: its identity, frame-clock intervals, busy time and stalls, with
+    /// times in milliseconds from the trace's start (the header's clock base).
+    private mutating func lane(
+        _ trace: LoadedTrace, index: Int, info: StallReport.TraceInfo, stalls: [AnalyzedStall],
+        signatures: [SignatureKey: Int]
+    ) -> (json: String, extent: Double) {
+        let decoded = trace.trace
+        let base = decoded.header?.clockBase ?? decoded.stalls.map(\.start).min() ?? 0
+        func offset(_ time: UInt64) -> Double { time > base ? Double(time - base) / 1e6 : 0 }
+        var lane = HTMLJSONWriter()
+        lane.key("path", first: true)
+        lane.string(info.path)
+        lane.key("process")
+        lane.string(info.process)
+        lane.key("pid")
+        lane.int(info.pid)
+        lane.key("mode")
+        lane.string(info.mode?.name ?? "unknown")
+        lane.key("problems")
+        lane.array(info.problems) { $0.string($1) }
+        var extent = info.runTimeSeconds * 1_000
+        lane.key("frameClock")
+        lane.array(decoded.frameClock) { writer, record in
+            writer.raw("[" + HTMLJSONWriter.number(offset(record.intervalStart)) + ",")
+            writer.raw(HTMLJSONWriter.number(Double(record.intervalLength) / 1e6))
+            writer.raw(",\(record.expected),\(record.delivered),\(record.dropped)]")
+        }
+        lane.key("busy")
+        if trace.callouts.isEmpty {
+            lane.raw("null")
+        } else {
+            let binMs = max(10, extent / Double(Self.maximumBusyBins))
+            var bins = [Double](repeating: 0, count: max(1, Int((extent / binMs).rounded(.up))))
+            for callout in trace.callouts {
+                var start = offset(callout.start)
+                let end = start + Double(callout.duration) / 1e6
+                while start < end {
+                    let bin = Int(start / binMs)
+                    guard bin < bins.count else { break }
+                    let binEnd = Double(bin + 1) * binMs
+                    bins[bin] += min(end, binEnd) - start
+                    start = binEnd
+                }
+            }
+            lane.raw("{\"binMs\":" + HTMLJSONWriter.number(binMs) + ",\"permille\":")
+            lane.array(bins) { $0.int(min(1_000, Int(($1 / binMs * 1_000).rounded()))) }
+            lane.raw("}")
+        }
+        // Stalls in start order, each
+        // [id, startMs, durationMs, tier, category, site, signature, stack, unfinished,
+        //  samples, category permille, [[reason, permille]…], label, kind].
+        lane.key("stalls")
+        let sorted = stalls.sorted { ($0.stall.start, $0.stall.id) < ($1.stall.start, $1.stall.id) }
+        var rows: [String] = []
+        rows.reserveCapacity(sorted.count)
+        for analyzed in sorted {
+            let stall = analyzed.stall
+            let start = offset(stall.start)
+            let duration = Double(analyzed.durationNanos) / 1e6
+            extent = max(extent, start + duration)
+            let stack =
+                analyzed.representative == nil
+                ? -1
+                : intern(
+                    stack: analyzed.representativeFrames.map { ReportBuilder.stackFrame($0, names: analyzed.names) })
+            var row = HTMLJSONWriter()
+            row.raw("[\(stall.id),")
+            row.number(start)
+            row.raw(",")
+            row.number(duration)
+            row.raw(",\(Tier.allCases.firstIndex(of: stall.tier) ?? 0)")
+            row.raw(",\(StallCategory.allCases.firstIndex(of: analyzed.category) ?? 0)")
+            row.raw(",\(intern(analyzed.site)),\(signatures[analyzed.key] ?? -1),\(stack)")
+            row.raw(",\(stall.end == nil ? 1 : 0),\(stall.samples.count),")
+            row.array(StallCategory.allCases) { $0.int(Int((analyzed.breakdown.share(of: $1) * 1_000).rounded())) }
+            row.raw(",")
+            let reasons = analyzed.breakdown.topReasons.map { (intern($0.reason), Int(($0.share * 1_000).rounded())) }
+            row.array(reasons) { $0.raw("[\($1.0),\($1.1)]") }
+            row.raw(",\(stall.callout.label.map { intern($0) } ?? -1),\(intern("\(stall.callout.kind)"))]")
+            rows.append(row.text)
+        }
+        lane.raw("[" + rows.joined(separator: ",") + "]")
+        lane.key("runMs")
+        lane.number(extent)
+        return ("{" + lane.text + "}", extent)
+    }
+
+    private mutating func signatureJSON(_ signature: StallReport.Signature) -> String {
+        var row = HTMLJSONWriter()
+        row.key("category", first: true)
+        row.int(StallCategory.allCases.firstIndex(of: signature.category) ?? 0)
+        row.key("frames")
+        let frameNames = signature.frames.map { intern($0) }
+        row.array(frameNames) { $0.int($1) }
+        row.key("count")
+        row.int(signature.count)
+        row.key("totalMs")
+        row.number(signature.totalMs)
+        row.key("maxMs")
+        row.number(signature.maxMs)
+        row.key("tiers")
+        row.array(Tier.allCases) { $0.int(signature.tiers[$1] ?? 0) }
+        row.key("shares")
+        row.array(StallCategory.allCases) { $0.int(Int(((signature.categoryShares[$1] ?? 0) * 1_000).rounded())) }
+        row.key("reason")
+        row.int(intern(signature.reason))
+        row.key("sites")
+        let sites = signature.sites.map { (intern($0.site), $0.count) }
+        row.array(sites) { $0.raw("[\($1.0),\($1.1)]") }
+        row.key("stack")
+        row.int(signature.stack.isEmpty ? -1 : intern(stack: signature.stack))
+        return "{" + row.text + "}"
+    }
+
+    /// Every sample's stack under its category under one root, weighted in microseconds as the
+    /// folded export weighs them; nodes in depth-first order as `[name, weight, parent]`
+    /// columns (`parent` -1 for the root).
+    private mutating func flame(_ stalls: [AnalyzedStall]) -> String {
+        var names = [intern("all stalls")]
+        var weights: [UInt64] = [0]
+        var parents = [-1]
+        var children: [[Int: Int]] = [[:]]
+        for analyzed in stalls {
+            let sampleWeights = analyzed.sampleWeights
+            for (index, sample) in analyzed.stall.samples.enumerated() {
+                let micros = sampleWeights[index] / 1_000
+                guard micros > 0 else { continue }
+                var node = 0
+                weights[0] += micros
+                for name in rootedStack(
+                    sample, category: analyzed.classifications[index].category, names: analyzed.names)
+                {
+                    let id = intern(name)
+                    if let child = children[node][id] {
+                        node = child
+                    } else {
+                        names.append(id)
+                        weights.append(0)
+                        parents.append(node)
+                        children.append([:])
+                        children[node][id] = names.count - 1
+                        node = names.count - 1
+                    }
+                    weights[node] += micros
+                }
+            }
+        }
+        // Depth-first, heaviest child first, so the page can lay the tree out in one pass.
+        var order: [Int] = []
+        order.reserveCapacity(names.count)
+        var pending = [0]
+        while let node = pending.popLast() {
+            order.append(node)
+            pending += children[node].values.sorted { weights[$0] != weights[$1] ? weights[$0] < weights[$1] : $0 > $1 }
+        }
+        var position = [Int](repeating: 0, count: names.count)
+        for (index, node) in order.enumerated() { position[node] = index }
+        var out = HTMLJSONWriter()
+        out.raw("{\"name\":")
+        out.array(order) { $0.int(names[$1]) }
+        out.raw(",\"weight\":")
+        out.array(order) { $0.int(weights[$1]) }
+        out.raw(",\"parent\":")
+        out.array(order) { $0.int(parents[$1] < 0 ? -1 : position[parents[$1]]) }
+        out.raw("}")
+        return out.text
+    }
+}

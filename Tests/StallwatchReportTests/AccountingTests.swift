@@ -1,0 +1,77 @@
+// The time before a stall's first sample is accounted one way everywhere: the report's total,
+// its per-category times, folded stacks, speedscope and the Chrome export all add up to the
+// same milliseconds.
+import Foundation
+import StallwatchCore
+import Testing
+
+@testable import StallwatchReport
+
+@Suite struct AccountingTests {
+    let directory = TemporaryDirectory()
+
+    func sums(_ bytes: [UInt8]) throws -> (
+        report: Double, categories: Double, folded: Int, speedscope: Int, chrome: Double
+    ) {
+        let path = directory.write("trace.swtrace", bytes)
+        let report = try #require(
+            try JSONSerialization.jsonObject(with: Data(CLIRun(["report", path, "--json"]).output.utf8))
+                as? [String: Any])
+        let stalls = try #require(report["stalls"] as? [String: Any])
+        let total = try #require(stalls["totalMs"] as? Double)
+        let categories =
+            try #require(stalls["categoryMs"] as? [String: Double]).values.reduce(0, +)
+            + (stalls["unsampledMs"] as? Double ?? -1)
+        let folded = CLIRun(["export", path, "--format", "folded", "-o", "-"]).output.split(separator: "\n")
+            .map { Int($0.split(separator: " ").last!)! }.reduce(0, +)
+        let speedscopeText = CLIRun(["export", path, "--format", "speedscope", "-o", "-"]).output
+        let speedscope = try #require(
+            try JSONSerialization.jsonObject(with: Data(speedscopeText.utf8)) as? [String: Any])
+        let profile = try #require((speedscope["profiles"] as? [[String: Any]])?.first)
+        let weights = try #require(profile["weights"] as? [Int]).reduce(0, +)
+        let chromeText = CLIRun(["export", path, "--format", "chrome", "-o", "-"]).output
+        let chrome = try #require(try JSONSerialization.jsonObject(with: Data(chromeText.utf8)) as? [String: Any])
+        let events = try #require(chrome["traceEvents"] as? [[String: Any]])
+        // A stall's slice is drawn on its callout's clock (so slices nest); its exact duration is
+        // in its args.
+        let stallMillis = events.filter { $0["cat"] as? String == "stall" }
+            .compactMap { ($0["args"] as? [String: Any])?["durationMs"] as? Double }.reduce(0, +)
+        return (total, categories, folded, weights, stallMillis)
+    }
+
+    @Test func everyOutputAddsUpToTheReportTotal() throws {
+        for bytes in [Fixture.standard(), Fixture.app()] {
+            let sums = try sums(bytes)
+            #expect(abs(sums.categories - sums.report) < 0.01, "\(sums)")
+            #expect(abs(Double(sums.folded) / 1_000 - sums.report) < 0.01, "\(sums)")
+            #expect(abs(Double(sums.speedscope) / 1_000 - sums.report) < 0.01, "\(sums)")
+            #expect(abs(sums.chrome - sums.report) < 0.01, "\(sums)")
+        }
+        // The standard fixture's six stalls: 300 + 40 + 25 + 150 + 60 + 20 ms.
+        #expect(try sums(Fixture.standard()).report == 595)
+    }
+
+    @Test func theFirstSampleStandsForTheTimeBeforeIt() {
+        let stall = Stall(
+            id: 1, start: 1_000, end: 41_000, tier: .hitch,
+            callout: CalloutIdentity(kind: .post, file: "A/a.swift", line: 1, mode: "default", phase: .beforeSources),
+            samples: [
+                Sample(time: 17_000, frames: [], state: .running), Sample(time: 30_000, frames: [], state: .running),
+            ])
+        #expect(StallAccounting.sampleWeights(stall) == [29_000, 11_000])
+        #expect(StallAccounting.duration(stall) == 40_000)
+        let analyzed = AnalyzedStall(stall, tracePath: "t", budget: .milliseconds(16), classifier: Classifier())
+        #expect(analyzed.breakdown.totalNanos == 40_000)
+        #expect(analyzed.unsampledNanos == 0)
+    }
+
+    @Test func aStallWithoutSamplesIsUnsampledTime() {
+        let stall = Stall(
+            id: 1, start: 1_000, end: 51_000, tier: .hitch,
+            callout: CalloutIdentity(kind: .post, file: "A/a.swift", line: 1, mode: "default", phase: .beforeSources),
+            samples: [])
+        let analyzed = AnalyzedStall(stall, tracePath: "t", budget: .milliseconds(16), classifier: Classifier())
+        #expect(analyzed.unsampledNanos == 50_000)
+        #expect(analyzed.sampleWeights.isEmpty)
+    }
+}

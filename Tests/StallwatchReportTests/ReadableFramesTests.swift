@@ -1,0 +1,69 @@
+// Frames read the same everywhere: short Swift names (full ones in --verbose and JSON), a
+// frame without a symbol as module+offset (stable across runs), one path style, no
+// compiler-generated pseudo-file.
+import Foundation
+import StallwatchCore
+import Testing
+
+@testable import StallwatchReport
+
+@Suite struct ReadableFramesTests {
+    @Test(arguments: Fixture.App.names.indices)
+    func demangledNamesAreSimplified(index: Int) {
+        let (full, short) = Fixture.App.names[index]
+        #expect(SwiftNames.simplify(full) == short)
+    }
+
+    @Test func aFrameWithoutASymbolIsModulePlusOffset() {
+        let sqlite = "/usr/lib/x86_64-linux-gnu/libsqlite3.so.0"
+        let first = FrameNamer(modules: [.init(index: 1, loadAddress: 0x7f00_1000_0000, path: sqlite)])
+        #expect(first.name(Frame(address: 0x7f00_1004_f1a3, module: sqlite)) == "libsqlite3.so.0+0x4f1a3")
+        // Another run loads the library elsewhere: the same code has the same name.
+        let second = FrameNamer(modules: [.init(index: 1, loadAddress: 0x7fa2_3000_0000, path: sqlite)])
+        #expect(second.name(Frame(address: 0x7fa2_3004_f1a3, module: sqlite)) == "libsqlite3.so.0+0x4f1a3")
+        // Without a module there is only the address.
+        #expect(first.name(Frame(address: 0x1234)) == "0x1234")
+        #expect(first.fullName(Frame(address: 0x7f00_1004_f1a3, module: sqlite)) == "libsqlite3.so.0+0x4f1a3")
+    }
+
+    @Test func sourcePathsAreRelativeToTheBuildRootElseAbsolute() {
+        let namer = FrameNamer(modules: [.init(index: 1, loadAddress: 0, path: Fixture.App.executable)])
+        #expect(namer.buildRoot == "/work/feedapp/")
+        #expect(namer.path("/work/feedapp/Sources/FeedApp/Feed.swift") == "Sources/FeedApp/Feed.swift")
+        #expect(namer.path("//work/feedapp/Sources/FeedApp/Feed.swift") == "Sources/FeedApp/Feed.swift")
+        #expect(namer.path("/usr/include/sqlite3.h") == "/usr/include/sqlite3.h")
+        #expect(namer.path("//<compiler-generated>") == nil)
+        #expect(namer.source(Frame(address: 1, symbol: "f", file: "/work/feedapp/A.swift", line: 3)) == "A.swift:3")
+    }
+
+    @Test func reportAndExportsUseTheSameNames() throws {
+        let directory = TemporaryDirectory()
+        let path = directory.write("app.swtrace", Fixture.app())
+        let text = CLIRun(["report", path, "--wide"]).output
+        #expect(text.contains("database: FeedDatabase.loadFeed(rows:) ← main()"))
+        #expect(text.contains("     libsqlite3.so.0+0x4f1a3\n"))
+        #expect(text.contains("fnv1a(_:seed:) (Sources/FeedApp/Hash.swift:34)"))
+        #expect(!text.contains("compiler-generated"))
+        #expect(!text.contains("Swift.UInt64"))
+        let verbose = CLIRun(["report", path, "--wide", "--verbose"]).output
+        #expect(verbose.contains(Fixture.App.names[0].full))
+        // JSON has both.
+        let json = try #require(
+            try JSONSerialization.jsonObject(with: Data(CLIRun(["report", path, "--json"]).output.utf8))
+                as? [String: Any])
+        let signatures = try #require(json["signatures"] as? [[String: Any]])
+        let stack = try #require(signatures.first?["stack"] as? [[String: Any]])
+        #expect(stack.first?["name"] as? String == "fnv1a(_:seed:)")
+        #expect(stack.first?["symbol"] as? String == Fixture.App.names[0].full)
+        #expect(stack.first?["source"] as? String == "Sources/FeedApp/Hash.swift:34")
+        #expect(
+            stack.contains { $0["source"] is NSNull && ($0["name"] as? String)?.hasPrefix("partial apply") == true })
+        // Folded stacks and speedscope name frames the same way.
+        let folded = CLIRun(["export", path, "--format", "folded", "-o", "-"]).output
+        #expect(folded.contains("database;main();FeedDatabase.loadFeed(rows:);sqlite3_step;libsqlite3.so.0+0x4f1a3 "))
+        let speedscope = CLIRun(["export", path, "--format", "speedscope", "-o", "-"]).output
+        #expect(speedscope.contains("\"name\": \"libsqlite3.so.0+0x4f1a3\""))
+        #expect(speedscope.contains("\"file\": \"Sources/FeedApp/Hash.swift\""))
+        #expect(!speedscope.contains("compiler-generated"))
+    }
+}

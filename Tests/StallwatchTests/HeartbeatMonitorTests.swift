@@ -1,0 +1,216 @@
+// A heartbeat monitor sees a stall of an executor it does not own, once, with the culprit's
+// stack and the executor's label, and never wakes an executor that is idle.
+import Foundation
+import Testing
+
+@testable import Stallwatch
+
+/// A serial executor that is nothing but a thread and a queue: it parks on a condition
+/// variable (a futex) when idle, as a custom thread's queue would.
+final class TestExecutor: @unchecked Sendable {
+    private let condition = NSCondition()
+    private var queue: [@Sendable () -> Void] = []
+    private var stopped = false
+    private let done = DispatchSemaphore(value: 0)
+    /// The thread's voluntary context switches so far: each one a sleep, so a wake-up after.
+    private(set) var threadPath = ""
+
+    init(name: String) {
+        let ready = DispatchSemaphore(value: 0)
+        let thread = Thread { [self] in
+            threadPath =
+                "/proc/" + ((try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/thread-self")) ?? "")
+            ready.signal()
+            run()
+            done.signal()
+        }
+        thread.name = name
+        thread.start()
+        ready.wait()
+    }
+
+    func execute(_ task: @escaping @Sendable () -> Void) {
+        condition.lock()
+        queue.append(task)
+        condition.signal()
+        condition.unlock()
+    }
+
+    func stop() {
+        condition.lock()
+        stopped = true
+        condition.signal()
+        condition.unlock()
+        done.wait()
+    }
+
+    var wakeups: Int {
+        guard let status = try? String(contentsOfFile: threadPath + "/status", encoding: .utf8) else { return -1 }
+        let line = status.split(separator: "\n").first { $0.hasPrefix("voluntary_ctxt_switches:") }
+        return line.flatMap { Int($0.split(separator: ":")[1].trimmingCharacters(in: .whitespaces)) } ?? -1
+    }
+
+    private func run() {
+        while true {
+            condition.lock()
+            while queue.isEmpty && !stopped { condition.wait() }
+            if stopped {
+                condition.unlock()
+                return
+            }
+            let batch = queue
+            queue.removeAll()
+            condition.unlock()
+            for task in batch { task() }
+        }
+    }
+}
+
+/// A monitor on `executors` (16 ms budget), the stalls it ended and its warnings.
+final class HeartbeatHarness: @unchecked Sendable {
+    let monitor: HeartbeatMonitor
+    let ended = Locked<[Stall]>([])
+    let began = Locked<[Stall]>([])
+    let warnings = Locked<[String]>([])
+    var handles: [HeartbeatMonitor.Executor] = []
+
+    init(_ executors: [(String, HeartbeatMonitor.Schedule)], warnAfter: Duration = .seconds(3)) throws {
+        var configuration = HeartbeatMonitor.Configuration()
+        configuration.unservicedWarning = warnAfter
+        monitor = HeartbeatMonitor(configuration: configuration)
+        for (label, schedule) in executors { handles.append(monitor.watch(label: label, schedule: schedule)) }
+        monitor.onStallBegan = { [began] stall in began.withLock { $0.append(stall) } }
+        monitor.onStallEnded = { [ended] stall in ended.withLock { $0.append(stall) } }
+        monitor.onWarning = { [warnings] message in warnings.withLock { $0.append(message) } }
+        try monitor.start()
+    }
+
+    /// Waits until every executor ran a heartbeat and went quiet (its idle wait learned).
+    func waitUntilSettled() {
+        #expect(eventually { handles.allSatisfy { $0.heartbeatsRun > 0 } })
+        usleep(100_000)
+    }
+}
+
+@Suite(.serialized) struct HeartbeatMonitorTests {
+    @Test(.disabled(if: Sanitizer.thread, "TSan delivers the sampling signal late, away from the running culprit"))
+    func aComputeStallOnAnExecutorIsSeenOnceWithItsCulpritAndLabel() throws {
+        let executor = TestExecutor(name: "custom-queue")
+        defer { executor.stop() }
+        let harness = try HeartbeatHarness([("custom-queue", { executor.execute($0) })])
+        harness.waitUntilSettled()
+        let measured = Locked<UInt64>(0)
+        executor.execute {
+            let start = MainLoop.monotonicNanos()
+            spinForStallTest(milliseconds: 60)
+            measured.withLock { $0 = MainLoop.monotonicNanos() - start }
+        }
+        #expect(eventually { !harness.ended.withLock({ $0 }).isEmpty })
+        usleep(100_000)
+        harness.monitor.stop()
+        let stalls = harness.ended.withLock { $0 }
+        #expect(stalls.count == 1, "\(stalls.map(\.durationNanos))")
+        #expect(harness.began.withLock { $0.count } == 1)
+        guard let stall = stalls.first else { return }
+        #expect(stall.callout.label == "custom-queue")
+        #expect(stall.callout.file == HeartbeatMonitor.calloutFile)
+        #expect(stall.topSymbols().contains { $0.contains("spinForStallTest") }, "\(stall.topSymbols())")
+        #expect(Classifier().breakdown(of: stall).dominant == .compute)
+        // Due time → run: it understates the stall by at most a check interval (8.3 ms), plus
+        // scheduling; it never overstates it by more than the heartbeat's own trip.
+        let real = measured.withLock { $0 }
+        #expect(stall.durationNanos <= real + 5_000_000, "stall \(stall.durationNanos) vs measured \(real)")
+        #expect(stall.durationNanos + 30_000_000 >= real, "stall \(stall.durationNanos) vs measured \(real)")
+    }
+
+    @Test func anIdleExecutorGetsNoHeartbeatsAndNoWakeups() throws {
+        let executor = TestExecutor(name: "idle-queue")
+        defer { executor.stop() }
+        let harness = try HeartbeatHarness([("idle-queue", { executor.execute($0) })])
+        harness.waitUntilSettled()
+        let heartbeats = harness.handles[0].heartbeatsRun
+        let wakeups = executor.wakeups
+        let checks = harness.monitor.statistics.idleChecks
+        usleep(1_000_000)
+        #expect(harness.handles[0].heartbeatsRun == heartbeats)
+        #expect(executor.wakeups == wakeups, "the idle executor woke \(executor.wakeups - wakeups) times")
+        // The watchdog was looking all along (and saw it idle), it just sent nothing.
+        #expect(harness.monitor.statistics.idleChecks > checks + 20)
+        harness.monitor.stop()
+        // Under TSan a thread can take longer than the budget to wake for a heartbeat sent
+        // while its idle wait was being learned: real latency, reported as a stall.
+        if !Sanitizer.thread { #expect(harness.ended.withLock { $0 }.isEmpty) }
+    }
+
+    @Test func aLockWaitInsideAJobIsNotMistakenForTheIdleWait() throws {
+        let executor = TestExecutor(name: "locking-queue")
+        defer { executor.stop() }
+        let harness = try HeartbeatHarness([("locking-queue", { executor.execute($0) })])
+        harness.waitUntilSettled()
+        nonisolated(unsafe) let mutex = UnsafeMutablePointer<pthread_mutex_t>.allocate(capacity: 1)
+        pthread_mutex_init(mutex, nil)
+        defer { mutex.deallocate() }
+        let held = DispatchSemaphore(value: 0)
+        Thread {
+            pthread_mutex_lock(mutex)
+            held.signal()
+            usleep(70_000)
+            pthread_mutex_unlock(mutex)
+        }.start()
+        held.wait()
+        executor.execute { lockMutexForStallTest(mutex) }
+        #expect(eventually { !harness.ended.withLock({ $0 }).isEmpty })
+        harness.monitor.stop()
+        let stalls = harness.ended.withLock { $0 }
+        // Under TSan a heartbeat can also be late only because the thread is slow to wake.
+        if !Sanitizer.thread { #expect(stalls.count == 1) }
+        guard let stall = stalls.max(by: { $0.durationNanos < $1.durationNanos }) else {
+            Issue.record("no stall")
+            return
+        }
+        #expect(Classifier().breakdown(of: stall).dominant == .lockWait)
+        if !Sanitizer.thread {  // TSan delivers the sampling signal late, after the lock is free
+            #expect(stall.topSymbols().contains { $0.contains("lockMutexForStallTest") }, "\(stall.topSymbols())")
+        }
+    }
+
+    @Test func oneWatchdogWatchesManyExecutorsAndEachStallNamesItsOwn() throws {
+        let executors = (0..<3).map { TestExecutor(name: "loop-\($0)") }
+        defer { for executor in executors { executor.stop() } }
+        let harness = try HeartbeatHarness(
+            executors.enumerated().map { index, executor in ("loop-\(index)", { executor.execute($0) }) })
+        harness.waitUntilSettled()
+        let pipe = TestPipe()
+        executors[2].execute { readPipeForStallTest(pipe.readFD) }
+        executors[0].execute { sleepForStallTest(milliseconds: 80) }
+        usleep(70_000)
+        pipe.write("x")
+        #expect(eventually { harness.ended.withLock({ $0 }).count >= 2 })
+        usleep(100_000)
+        harness.monitor.stop()
+        var stalls = harness.ended.withLock { $0 }
+        // Under TSan an idle loop can be slow enough to wake that a learning heartbeat is late.
+        if Sanitizer.thread { stalls.removeAll { $0.callout.label == "loop-1" } }
+        #expect(Set(stalls.compactMap(\.callout.label)) == ["loop-0", "loop-2"], "\(stalls.map(\.callout))")
+        if !Sanitizer.thread { #expect(stalls.count == 2) }
+        // The longest stall of each loop is the blocking work (under TSan a slow wake-up can
+        // add a short one).
+        let longest = Dictionary(stalls.map { ($0.callout.label ?? "?", $0) }) {
+            $0.durationNanos >= $1.durationNanos ? $0 : $1
+        }
+        let categories = longest.mapValues { Classifier().breakdown(of: $0).dominant }
+        #expect(categories["loop-2"] == .io)
+        #expect(categories["loop-0"] == .other)
+    }
+
+    @Test func anExecutorThatNeverRunsItsHeartbeatGetsOneWarningAndNoStalls() throws {
+        let harness = try HeartbeatHarness([("never-drained", { _ in })], warnAfter: .milliseconds(300))
+        usleep(1_000_000)
+        harness.monitor.stop()
+        let warnings = harness.warnings.withLock { $0 }
+        #expect(warnings.count == 1, "\(warnings)")
+        #expect(warnings.first?.contains("never-drained") == true)
+        #expect(harness.ended.withLock { $0 }.isEmpty)
+        #expect(harness.monitor.statistics.heartbeatsSent == 1)
+    }
+}

@@ -1,0 +1,113 @@
+// Programs that do not use MainLoop are watched unmodified: `stallwatch record` preloads the
+// heartbeat library into dispatchMain() and RunLoop.main programs, and a server on its own
+// event loops adopts HeartbeatMonitor; each 60 ms stall is found once, idle loops stay asleep.
+import Foundation
+import Testing
+
+@testable import Stallwatch
+
+@Suite(.serialized) struct HeartbeatSampleTests {
+    /// `stallwatch record -o <trace> -- <app> <arguments>`: the run and the decoded trace.
+    func record(_ app: String, _ arguments: [String] = [], environment: [String: String] = [:]) throws -> (
+        ProductRun, DecodedTrace, String
+    ) {
+        let path = NSTemporaryDirectory() + "heartbeat-\(app)-\(UUID().uuidString).swtrace"
+        let run = try runProduct(
+            "stallwatch", ["record", "-o", path, "--", builtProduct(app)] + arguments, environment: environment)
+        let bytes = (try? Data(contentsOf: URL(fileURLWithPath: path))).map { [UInt8]($0) } ?? []
+        return (run, DecodedTrace(decoding: bytes, fileName: path), path)
+    }
+
+    /// The one stall's checks: its label, the culprit in its stack, its category.
+    func expectOneStall(
+        _ trace: DecodedTrace, label: String, culprit: String, category: StallCategory,
+        sourceLocation: SourceLocation = #_sourceLocation
+    ) {
+        #expect(trace.stalls.count == 1, "\(trace.stalls.map(\.callout))", sourceLocation: sourceLocation)
+        guard let stall = trace.stalls.first else { return }
+        #expect(stall.callout.label == label, sourceLocation: sourceLocation)
+        #expect(stall.callout.mode == HeartbeatMonitor.calloutMode, sourceLocation: sourceLocation)
+        let symbols = stall.topSymbols(depth: 16)
+        #expect(
+            symbols.contains { $0.contains(culprit) }, "no \(culprit) in \(symbols)", sourceLocation: sourceLocation)
+        #expect(Classifier().breakdown(of: stall).dominant == category, sourceLocation: sourceLocation)
+        #expect(stall.durationNanos > 30_000_000, "\(stall.durationNanos) ns", sourceLocation: sourceLocation)
+    }
+
+    /// "idle 1.00 s: … woke N times": the N, per loop.
+    func idleWakeups(_ output: String) -> [Int] {
+        guard let line = output.split(separator: "\n").first(where: { $0.hasPrefix("idle ") }) else { return [] }
+        let words = line.split(separator: " ")
+        return words.indices.compactMap { words[$0] == "woke" ? Int(words[$0 + 1]) : nil }
+    }
+
+    @Test(
+        .disabled(
+            if: Sanitizer.address || Sanitizer.thread,
+            "a sanitizer runtime must be the first library loaded; LD_PRELOAD puts ours before it"))
+    func aDispatchMainProgramIsRecordedUnmodifiedAndItsTraceIsReportedAndGated() throws {
+        let (run, trace, path) = try record("DispatchMainApp")
+        #expect(run.status == 0, "\(run.errors)")
+        #expect(trace.outcome.endedCleanly, "\(trace.outcome.problems)")
+        expectOneStall(trace, label: "main-queue", culprit: "crunchNumbers", category: .compute)
+        // One wake-up ends the idle second (the block that measures it); heartbeats add none.
+        let woke = idleWakeups(run.output)
+        #expect(woke.count == 1 && woke.allSatisfy { $0 <= 1 }, "\(run.output)")
+        let report = try runProduct("stallwatch", ["report", path])
+        #expect(report.status == 0, "\(report.errors)")
+        #expect(report.output.contains("crunchNumbers"), "\(report.output)")
+        let gate = try runProduct("stallwatch", ["gate", path, "--max-stalls", "0"])
+        #expect(gate.status == 1, "the gate sees the stall: \(gate.output)")
+        let passing = try runProduct("stallwatch", ["gate", path, "--max-stalls", "1"])
+        #expect(passing.status == 0, "\(passing.output)\(passing.errors)")
+    }
+
+    @Test(
+        .disabled(
+            if: Sanitizer.address || Sanitizer.thread,
+            "a sanitizer runtime must be the first library loaded; LD_PRELOAD puts ours before it"))
+    func aRunLoopProgramIsRecordedUnmodified() throws {
+        let (run, trace, _) = try record("RunLoopApp")
+        #expect(run.status == 0, "\(run.errors)")
+        expectOneStall(trace, label: "main-queue", culprit: "readSettingsUnderLock", category: .lockWait)
+        let woke = idleWakeups(run.output)
+        #expect(woke.count == 1 && woke.allSatisfy { $0 <= 1 }, "\(run.output)")
+    }
+
+    @Test(
+        .disabled(
+            if: Sanitizer.address || Sanitizer.thread,
+            "a sanitizer runtime must be the first library loaded; LD_PRELOAD puts ours before it"))
+    func aProgramThatNeverDrainsTheMainQueueGetsOneWarningAndNoStalls() throws {
+        let (run, _, path) = try record(
+            "DispatchMainApp", ["--never-drain", "--sleep-s", "1.5"], environment: ["STALLWATCH_UNSERVICED_MS": "400"])
+        #expect(run.status == 0)
+        let warnings = run.errors.components(separatedBy: "DispatchQueue.main has not run a block").count - 1
+        #expect(warnings == 1, "\(run.errors)")
+        // No heartbeat ever ran, so no trace was opened: not a file of false stalls, and
+        // `record` says so.
+        #expect(!FileManager.default.fileExists(atPath: path))
+        #expect(run.errors.contains("wrote no trace"), "\(run.errors)")
+    }
+
+    @Test func anEventLoopServerSeesTheBlockedLoopOnlyAndItsIdleLoopsSleep() throws {
+        let path = NSTemporaryDirectory() + "heartbeat-server-\(UUID().uuidString).swtrace"
+        // A 150 ms wait: enough samples that a loaded machine's scheduling delays (state R
+        // around the wait) cannot outweigh it.
+        let run = try runProduct("EventLoopServer", ["--stall-ms", "150"], environment: ["STALLWATCH_TRACE": path])
+        #expect(run.status == 0, "\(run.errors)")
+        var stalls = run.output.split(separator: "\n").filter { $0.hasPrefix("stall on ") }
+        // Under TSan an idle loop can be slow enough to wake that a learning heartbeat is late.
+        if Sanitizer.thread { stalls.removeAll { $0.hasPrefix("stall on loop-0:") } }
+        #expect(stalls.count == 1, "\(run.output)")
+        #expect(stalls.first?.hasPrefix("stall on loop-1:") == true, "\(run.output)")
+        let woke = idleWakeups(run.output)
+        #expect(woke.count == 2 && woke.allSatisfy { $0 == 0 }, "\(run.output)")
+        let trace = DecodedTrace(decoding: [UInt8](try Data(contentsOf: URL(fileURLWithPath: path))), fileName: path)
+        if !Sanitizer.thread {
+            expectOneStall(trace, label: "loop-1", culprit: "lookUpSlowRecord", category: .io)
+        } else {
+            #expect(trace.stalls.filter { $0.callout.label == "loop-1" }.count == 1)
+        }
+    }
+}

@@ -1,0 +1,294 @@
+// Real stalls on a monitored loop are classified from what the kernel does for the thread
+// (its /proc counters), and each sample names what the thread waited on: the file, the
+// socket peer, the mapped file, the mutex owner with its stack, the SQL statement.
+import CSQLite
+import CStallwatchShims
+import Dispatch
+import Foundation
+import Testing
+
+@testable import Stallwatch
+
+@Suite(.serialized) struct WaitFactTests {
+    /// Prints each sample (offset, state, syscall, verdict, fact) and returns the breakdown.
+    private func examine(_ stall: Stall, _ name: String) -> StallBreakdown {
+        let classifier = Classifier()
+        var lines = ["\(name): \(stall.durationNanos / 1_000_000) ms, \(stall.samples.count) samples"]
+        for sample in stall.samples {
+            let verdict = classifier.classify(sample)
+            let delta = sample.countersDelta
+            lines.append(
+                "  +\((sample.time - stall.start) / 1_000_000) ms \(sample.state.procCode) "
+                    + "\(sample.syscallName ?? sample.syscall.map(String.init) ?? "-") frames=\(sample.frames.count) "
+                    + "\(verdict.category.rawValue)/\(verdict.reason) [\(verdict.ruleName)] "
+                    + "d(sys=\((delta?.systemNanos ?? 0) / 1_000_000)ms usr=\((delta?.userNanos ?? 0) / 1_000_000)ms "
+                    + "rb=\(delta?.readBytes ?? 0) wb=\(delta?.writeBytes ?? 0) min=\(delta?.minorFaults ?? 0) "
+                    + "maj=\(delta?.majorFaults ?? 0)) "
+                    + "wait=\(sample.wait?.summary ?? "-")")
+        }
+        print(lines.joined(separator: "\n"))
+        return classifier.breakdown(of: stall)
+    }
+
+    private func reasons(_ breakdown: StallBreakdown) -> [String] { breakdown.topReasons.map(\.reason) }
+
+    /// A file of `megabytes` on disk and out of the page cache.
+    private func evictedFile(megabytes: Int) -> String {
+        let path = Scenarios.temporaryPath("evicted")
+        writeFile(path, megabytes: megabytes, sync: true)
+        let fd = open(path, O_RDONLY)
+        posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED)
+        close(fd)
+        return path
+    }
+
+    @Test func largeReadOfAnEvictedFileIsIORead() async throws {
+        let path = evictedFile(megabytes: 256)
+        defer { unlink(path) }
+        let run = try await monitored { loop, measure in
+            measure.post(loop) { readWholeFileForStallTest(path) }
+        }
+        let stall = try #require(run.ended.first)
+        let breakdown = examine(stall, "read of an evicted 256 MB file")
+        #expect(breakdown.dominant == .io, "\(breakdown)")
+        #expect(breakdown.topReasons.first?.reason == "read", "\(reasons(breakdown))")
+        let facts = stall.samples.compactMap(\.wait)
+        #expect(facts.contains { $0.kind == .file && $0.target == path && $0.operation == "read" }, "\(facts)")
+    }
+
+    @Test func largeBufferedWriteIsIOWrite() async throws {
+        let path = Scenarios.temporaryPath("write")
+        defer { unlink(path) }
+        // Filled before the stall: only the write() is timed.
+        let buffer = [UInt8](repeating: 0x42, count: 256 << 20)
+        let run = try await monitored { loop, measure in
+            measure.post(loop) { writeOnceForStallTest(path, buffer) }
+        }
+        let stall = try #require(run.ended.first)
+        let breakdown = examine(stall, "one buffered 256 MB write()")
+        #expect(breakdown.dominant == .io, "\(breakdown)")
+        #expect(breakdown.topReasons.first?.reason == "write", "\(reasons(breakdown))")
+        let facts = stall.samples.compactMap(\.wait)
+        #expect(facts.contains { $0.kind == .file && $0.target == path }, "\(facts)")
+    }
+
+    @Test func mappedEvictedFileTouchedPageByPageIsPageFault() async throws {
+        let path = evictedFile(megabytes: 128)
+        defer { unlink(path) }
+        let run = try await monitored { loop, measure in
+            measure.post(loop) { touchMappedFileForStallTest(path) }
+        }
+        let stall = try #require(run.ended.first)
+        let breakdown = examine(stall, "mmap'ed evicted 128 MB file touched page by page")
+        #expect(breakdown.dominant == .io, "\(breakdown)")
+        #expect(breakdown.topReasons.first?.reason == "page fault", "\(reasons(breakdown))")
+        let facts = stall.samples.compactMap(\.wait)
+        #expect(facts.contains { $0.kind == .pageFault && $0.target == path }, "\(facts)")
+    }
+
+    @Test func mutexHeldByANamedThreadNamesTheOwnerAndItsStack() async throws {
+        let mutex = UnsafeMutablePointer<pthread_mutex_t>.allocate(capacity: 1)
+        pthread_mutex_init(mutex, nil)
+        nonisolated(unsafe) let shared = mutex
+        let owner = Box<Int32>(0)
+        let held = DispatchSemaphore(value: 0)
+        let thread = Thread {
+            sw_set_thread_name("cache-refresh")
+            owner.value = sw_gettid()
+            FactCache.refresh(shared, held: held, milliseconds: 400)
+        }
+        thread.start()
+        held.wait()
+        let run = try await monitored { loop, measure in
+            measure.post(loop) { lockMutexForStallTest(shared) }
+        }
+        while pthread_mutex_trylock(mutex) != 0 { usleep(1_000) }
+        pthread_mutex_unlock(mutex)
+        pthread_mutex_destroy(mutex)
+        mutex.deallocate()
+        let stall = try #require(run.ended.first)
+        let breakdown = examine(stall, "mutex held by 'cache-refresh'")
+        #expect(breakdown.dominant == .lockWait, "\(breakdown)")
+        let owners = stall.samples.compactMap { $0.wait?.kind == .mutex ? $0.wait?.owner : nil }
+        #expect(
+            owners.count >= stall.samples.count / 2, "\(owners.count) of \(stall.samples.count) samples name the owner")
+        #expect(owners.allSatisfy { $0.tid == owner.value && $0.name == "cache-refresh" }, "\(owners)")
+        #expect(
+            owners.contains { $0.frames.contains { $0.symbol?.contains("FactCache.refresh") == true } }, "\(owners)")
+        // The waiter's own stack (signal or scan) shows the wait.
+        #expect(stall.topSymbols(depth: 16).contains { $0.contains("lockMutexForStallTest") })
+    }
+
+    @Test func socketReadOnLoopbackNamesThePeer() async throws {
+        let server = try LoopbackServer(replyAfterMilliseconds: 300)
+        let client = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_port = server.port.bigEndian
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        let connected = withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                connect(client, $0, socklen_t(MemoryLayout<sockaddr_in>.size))
+            }
+        }
+        try #require(connected == 0)
+        defer { close(client) }
+        let run = try await monitored { loop, measure in
+            measure.post(loop) { receiveForStallTest(client) }
+        }
+        server.join()
+        let stall = try #require(run.ended.first)
+        let breakdown = examine(stall, "recv on loopback")
+        #expect(breakdown.dominant == .io, "\(breakdown)")
+        #expect(breakdown.topReasons.first?.reason == "recvfrom", "\(reasons(breakdown))")
+        let facts = stall.samples.compactMap(\.wait)
+        #expect(facts.contains { $0.kind == .socket && $0.target == "127.0.0.1:\(server.port)" }, "\(facts)")
+        #expect(stall.topSymbols(depth: 16).contains { $0.contains("receiveForStallTest") })
+    }
+
+    @Test func registeredSQLiteConnectionNamesTheStatement() async throws {
+        let path = Scenarios.temporaryPath("db") + ".sqlite"
+        defer { unlink(path) }
+        var db: OpaquePointer?
+        try #require(sqlite3_open(path, &db) == SQLITE_OK)
+        defer { sqlite3_close(db) }
+        try SQLiteStatements.register(db!)
+        nonisolated(unsafe) let connection = db!
+        let run = try await monitored { loop, measure in
+            measure.post(loop) { blackHole(slowQueryForStallTest(connection, rows: 400_000)) }
+        }
+        let stall = try #require(run.ended.first)
+        let breakdown = examine(stall, "registered SQLite slow query")
+        if !Sanitizer.thread { #expect(breakdown.dominant == .database, "\(breakdown)") }
+        let facts = stall.samples.compactMap(\.wait).filter { $0.kind == .database }
+        #expect(facts.count >= stall.samples.count / 2, "\(facts.count) of \(stall.samples.count)")
+        #expect(facts.allSatisfy { $0.statement?.contains("WITH RECURSIVE c(x)") == true }, "\(facts)")
+        #expect(facts.allSatisfy { $0.target?.hasSuffix(path) == true }, "\(facts)")
+        // After the statement ended the slot is empty again: a later stall carries no statement.
+        let later = try await monitored { loop, measure in measure.post(loop) { spinForStallTest(milliseconds: 80) } }
+        #expect(later.ended.first?.samples.allSatisfy { $0.wait?.kind != .database } == true)
+        SQLiteStatements.unregister(connection)
+    }
+
+    @Test func aRecordedTraceKeepsTheFactsAndTheOwnersStack() async throws {
+        let path = FileManager.default.temporaryDirectory.appendingPathComponent("stallwatch-waits-\(UUID()).trace")
+            .path
+        let keep = ProcessInfo.processInfo.environment["STALLWATCH_KEEP_TRACE"] != nil
+        defer { if !keep { unlink(path) } else { print("kept trace \(path)") } }
+        let file = evictedFile(megabytes: 128)
+        defer { unlink(file) }
+        let mutex = UnsafeMutablePointer<pthread_mutex_t>.allocate(capacity: 1)
+        pthread_mutex_init(mutex, nil)
+        nonisolated(unsafe) let shared = mutex
+        let held = DispatchSemaphore(value: 0)
+        Thread {
+            sw_set_thread_name("cache-refresh")
+            FactCache.refresh(shared, held: held, milliseconds: 300)
+        }.start()
+        held.wait()
+        try await onLoopThreadThrowing { loop in
+            let recorder = try TraceRecorder(path: path, loop: loop, mode: .stalls)
+            try recorder.start()
+            loop.post(label: "lock") { lockMutexForStallTest(shared) }
+            loop.post(label: "read") { readWholeFileForStallTest(file) }
+            let done = Box(false)
+            loop.schedule(after: .milliseconds(300)) { _ in done.value = true }
+            while !done.value { loop.runOnce(timeout: .milliseconds(100)) }
+            recorder.stop()
+        }
+        while pthread_mutex_trylock(mutex) != 0 { usleep(1_000) }
+        pthread_mutex_unlock(mutex)
+        pthread_mutex_destroy(mutex)
+        mutex.deallocate()
+        let trace = DecodedTrace(decoding: [UInt8](try Data(contentsOf: URL(fileURLWithPath: path))), fileName: path)
+        #expect(trace.outcome.endedCleanly, "\(trace.outcome.problems)")
+        let lock = try #require(trace.stalls.first { $0.callout.label == "lock" })
+        let owner = try #require(lock.samples.compactMap { $0.wait?.owner }.first { !$0.frames.isEmpty })
+        #expect(owner.name == "cache-refresh")
+        #expect(owner.frames.contains { $0.symbol?.contains("FactCache.refresh") == true })
+        #expect(lock.samples.allSatisfy { $0.counters != nil })
+        let read = try #require(trace.stalls.first { $0.callout.label == "read" })
+        // The file is named when a sample catches the read in D (its arguments are shown then).
+        #expect(read.samples.contains { $0.wait?.operation == "read" }, "\(read.samples.map(\.wait))")
+    }
+}
+
+// The stalling work, named for the stacks.
+
+// readWholeFileForStallTest (one Data(contentsOf:), seed 000's main-thread read) is in StackSourceTests.
+
+@inline(never) func writeOnceForStallTest(_ path: String, _ buffer: [UInt8]) {
+    let fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0o600)
+    precondition(fd >= 0)
+    _ = buffer.withUnsafeBytes { write(fd, $0.baseAddress, $0.count) }
+    close(fd)
+}
+
+@inline(never) func touchMappedFileForStallTest(_ path: String) {
+    let fd = open(path, O_RDONLY)
+    precondition(fd >= 0)
+    var info = stat()
+    fstat(fd, &info)
+    let length = Int(info.st_size)
+    let base = mmap(nil, length, PROT_READ, MAP_PRIVATE, fd, 0)!
+    close(fd)
+    let bytes = base.assumingMemoryBound(to: UInt8.self)
+    var sum: UInt64 = 0
+    for offset in stride(from: 0, to: length, by: 4096) { sum &+= UInt64(bytes[offset]) }
+    blackHole(sum)
+    munmap(base, length)
+}
+
+@inline(never) func receiveForStallTest(_ fd: Int32) {
+    var buffer = [UInt8](repeating: 0, count: 64)
+    _ = buffer.withUnsafeMutableBytes { recv(fd, $0.baseAddress, $0.count, 0) }
+}
+
+enum FactCache {
+    /// Holds `mutex` for `milliseconds`, sleeping (so the owner is caught in a syscall).
+    @inline(never) static func refresh(
+        _ mutex: UnsafeMutablePointer<pthread_mutex_t>, held: DispatchSemaphore, milliseconds: UInt32
+    ) {
+        pthread_mutex_lock(mutex)
+        held.signal()
+        usleep(milliseconds * 1000)
+        pthread_mutex_unlock(mutex)
+    }
+}
+
+/// A TCP server on 127.0.0.1 that accepts one client and replies after a delay.
+final class LoopbackServer: @unchecked Sendable {
+    let port: UInt16
+    private let listener: Int32
+    private let done = DispatchSemaphore(value: 0)
+
+    init(replyAfterMilliseconds delay: UInt32) throws {
+        let listener = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        self.listener = listener
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+        let bound = withUnsafeMutablePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                bind(listener, $0, length) == 0 && listen(listener, 1) == 0
+                    && getsockname(listener, $0, &length) == 0
+            }
+        }
+        port = UInt16(bigEndian: address.sin_port)
+        try #require(bound)
+        let done = done
+        Thread {
+            let peer = accept(listener, nil, nil)
+            usleep(delay * 1000)
+            _ = send(peer, "ok", 2, 0)
+            close(peer)
+            done.signal()
+        }.start()
+    }
+
+    func join() {
+        done.wait()
+        close(listener)
+    }
+}
