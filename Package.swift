@@ -26,17 +26,19 @@ let package = Package(
             name: "Stallwatch",
             dependencies: ["StallwatchCore", "CStallwatchSampler", "CStallwatchShims"]
         ),
+        // The system's zlib, for the gzip'ed pprof export.
+        .systemLibrary(name: "CZlib", pkgConfig: "zlib", providers: [.apt(["zlib1g-dev"])]),
         // The preload library: a C constructor that starts a heartbeat monitor and recorder.
         .target(name: "CStallwatchPreload"),
         .target(name: "StallwatchPreload", dependencies: ["Stallwatch", "CStallwatchPreload"]),
         // Reading traces: loading, analysis, rendering, exporters, gate. No command line.
-        .target(name: "StallwatchReport", dependencies: ["StallwatchCore"]),
+        .target(name: "StallwatchReport", dependencies: ["StallwatchCore", "CZlib"]),
         // The `stallwatch` CLI: its argument parser and the commands (types whose properties are
         // their options). It reads traces only: no runtime, no SQLite (the demo is a sample).
         .executableTarget(name: "stallwatch", dependencies: ["StallwatchReport", "StallwatchCore"]),
         .executableTarget(
             name: "stallwatch-bench",
-            dependencies: ["Stallwatch"],
+            dependencies: ["Stallwatch", "StallwatchReport"],
             path: "Benchmarks/stallwatch-bench"
         ),
         .executableTarget(name: "HelloLoop", dependencies: ["Stallwatch"], path: "Samples/HelloLoop"),

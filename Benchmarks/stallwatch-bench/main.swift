@@ -14,6 +14,10 @@ let usage = """
       soak [SECONDS] [TASKS_PER_SECOND]
                 60 s (default) at 1 M posted tasks/s, monitor on, recorder in full mode:
                 rate reached, records lost, resident memory at start and end
+      generate-fleet DIR N
+                N traces of a fleet (50 builds, 20 hosts, realistic stall mixes) into DIR
+      fleet DIR records/s on 1 core and on all cores, report time over `cat DIR/*` time,
+                a large trace decoded serially and split between sync markers
 
     Build in release mode: swift run -c release stallwatch-bench loop
     """
@@ -34,6 +38,23 @@ do {
             exit(2)
         }
         try SoakBenchmark.run(seconds: seconds, tasksPerSecond: rate)
+    case "generate-fleet":
+        guard arguments.count == 3, let count = Int(arguments[2]), count > 0 else {
+            FileHandle.standardError.write(Data("stallwatch-bench generate-fleet DIR N (N > 0)\n".utf8))
+            exit(2)
+        }
+        let start = nowNanos()
+        let bytes = try FleetGenerator.generate(directory: arguments[1], count: count)
+        let seconds = Double(nowNanos() - start) / 1e9
+        Result(name: "fleet.generate.traces", value: Double(count), unit: "traces").printLine()
+        Result(name: "fleet.generate.bytes", value: Double(bytes) / 1_048_576, unit: "MiB").printLine()
+        Result(name: "fleet.generate.seconds", value: seconds, unit: "s").printLine()
+    case "fleet":
+        guard arguments.count == 2 else {
+            FileHandle.standardError.write(Data("stallwatch-bench fleet DIR\n".utf8))
+            exit(2)
+        }
+        try FleetBenchmarks.run(directory: arguments[1])
     case "count-trace":  // PATH: records in a trace (to turn `time stallwatch report` into a rate)
         let bytes = [UInt8](try Data(contentsOf: URL(fileURLWithPath: arguments[1])))
         print(DecodedTrace(decoding: bytes).outcome.recordCount)

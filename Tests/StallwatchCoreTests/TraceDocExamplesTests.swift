@@ -120,6 +120,15 @@ import Testing
                     stall: 3, time: 90_400_000_000, kind: .file, operation: "read", fd: 7,
                     target: "/var/lib/app/feed.json"))
         ),
+        (
+            "origin", 0,
+            .origin(
+                .init(
+                    traceID: [
+                        0x4b, 0xf9, 0x2f, 0x35, 0x77, 0xb3, 0x4d, 0xa6, 0xa3, 0xce, 0x92, 0x9d, 0x0e, 0x0e, 0x47, 0x36,
+                    ], host: "web-3", executable: "/srv/FeedApp", buildID: [0x3f, 0x9a, 0x01, 0xc4],
+                    appVersion: "1.4.2"))
+        ),
     ]
 
     /// A thread 120 ms into its life, and what 5 ms of one long read() from disk added.

@@ -73,6 +73,10 @@ enum TraceFixture {
         .lostRecords(.init(time: 81_234_900_000_000, count: 17)),
         // Last, so the slices `realistic()` takes keep their records.
         .platform(.init(architecture: "x86_64")),
+        .origin(
+            .init(
+                traceID: Array(0..<16), host: "build-agent-7", executable: "/srv/FeedApp",
+                buildID: [0xde, 0xad, 0xbe, 0xef], appVersion: "3.1.0")),
         .congestedIteration(
             .init(
                 start: 81_234_500_000_000, duration: 21_000_000, callouts: 40,
@@ -132,11 +136,11 @@ enum TraceFixture {
                             cpuTime: 2_000_000_000, annotation: 2, frames: [appBase + 0x9_9999, appBase + 0x1_2340])))
             }
         }
-        // Without the congested iteration and the sample facts: the damage tests depend on where
-        // sync markers fall.
+        // Without the origin, the congested iteration and the sample facts: the damage tests
+        // depend on where sync markers fall.
         records.append(
             contentsOf: everyKind[21...].filter {
-                ![.congestedIteration, .sampleCounters, .sampleWait].contains($0.kind)
+                ![.origin, .congestedIteration, .sampleCounters, .sampleWait].contains($0.kind)
             })
         records.append(contentsOf: Array(everyKind[9...12]))
         return records

@@ -153,7 +153,8 @@ import Testing
         #expect(run.exitCode == 2)
         #expect(
             run.error.hasPrefix(
-                "Error: The value 'svg' is invalid for '--format': expected one of chrome, folded, speedscope\n"))
+                "Error: The value 'svg' is invalid for '--format': expected one of chrome, folded, speedscope, jsonl, otlp-json, pprof\n"
+            ))
     }
 
     @Test func unwritableOutputExits2() {

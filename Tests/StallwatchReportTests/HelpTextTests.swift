@@ -16,9 +16,10 @@ private let rootHelpText = """
       record                  Run a command with stall recording turned on.
       report                  Summarize the stalls of one or more traces.
       show                    List a trace's stalls, or show one as a timeline.
-      export                  Export a trace for Perfetto, flame graphs or
-                              speedscope.
-      diff                    Compare the stall signatures of two traces.
+      export                  Export traces for viewers, Spark/DuckDB, OpenTelemetry
+                              or pprof.
+      diff                    Compare the stall signatures of two traces or
+                              directories.
       gate                    Check traces against stall limits (for CI).
       help                    Show subcommand help information.
 
@@ -65,15 +66,19 @@ private let commandHelpTexts: [String: String] = [
     else 100 columns). Several traces are read in parallel and added up. A trace
     that ends inside a record (a killed recorder) is read up to its last whole
     record, with a warning; a trace with a damaged region is reported as far as it
-    could be read, then the command exits 2. --html writes one self-contained page
+    could be read, then the command exits 2. A directory stands for every *.swtrace
+    file under it. Several traces are summarised (processes, hosts, builds,
+    unreadable files) and each signature says how many traces it affects and in
+    which builds and on which hosts. --html writes one self-contained page
     (timeline, flame graph, every signature and stall) that opens in any browser
     without a network; '--html -' writes it to stdout instead of the report.
 
     USAGE: stallwatch report <traces> ... [--json] [--html <file>] [--top <n>]
-           [--wide] [--verbose]
+           [--wide] [--verbose] [--list-traces]
 
     ARGUMENTS:
-      <traces>                The trace files to read ('-' for standard input).
+      <traces>                The trace files or directories to read ('-' for
+                              standard input).
 
     OPTIONS:
       --json                  Print the report as JSON (schema: docs/cli.md).
@@ -82,6 +87,7 @@ private let commandHelpTexts: [String: String] = [
       --wide                  Do not fit lines to the terminal: show long names in
                               full.
       --verbose               Show frames by their full demangled symbols.
+      --list-traces           With several traces, also print one line per trace.
       -h, --help              Show help information.
 
     """,
@@ -110,26 +116,36 @@ private let commandHelpTexts: [String: String] = [
 
     """,
     "export": """
-    OVERVIEW: Export a trace for Perfetto, flame graphs or speedscope.
+    OVERVIEW: Export traces for viewers, Spark/DuckDB, OpenTelemetry or pprof.
 
     chrome: stalls, samples and (full mode) callouts on the main thread's track;
     open in https://ui.perfetto.dev or chrome://tracing. folded:
     'category;outer;...;inner MICROSECONDS' lines for flame graphs. speedscope: open
-    in https://www.speedscope.app.
+    in https://www.speedscope.app. jsonl, otlp-json and pprof take a directory
+    (every *.swtrace under it) or a trace: jsonl is one JSON object per stall for
+    Spark, DuckDB or ClickHouse (schema and queries: docs/fleet.md, tools/fleet/);
+    otlp-json is an OTLP ExportTraceServiceRequest for an OpenTelemetry collector
+    (POST /v1/traces); pprof is a gzip'ed profile.proto for go tool pprof, Pyroscope
+    or Grafana.
 
-    USAGE: stallwatch export <trace> --format <format> -o <file>
+    USAGE: stallwatch export <trace> --format <format> -o <file> [--samples]
+           [--callouts]
 
     ARGUMENTS:
-      <trace>                 The trace file to read ('-' for standard input).
+      <trace>                 The trace: a file, '-' for standard input, or a
+                              directory (jsonl, otlp-json, pprof).
 
     OPTIONS:
-      --format <format>       chrome, folded or speedscope.
+      --format <format>       chrome, folded, speedscope, jsonl, otlp-json or pprof.
       -o, --output <file>     The file to write ('-' for stdout).
+      --samples               jsonl: also write one line per sample.
+      --callouts              otlp-json: also one span per callout of a full-mode
+                              trace.
       -h, --help              Show help information.
 
     """,
     "diff": """
-    OVERVIEW: Compare the stall signatures of two traces.
+    OVERVIEW: Compare the stall signatures of two traces or directories.
 
     A signature is worse when its total stall time or its stall count grew by more
     than the threshold (in percent of the base), better when one of them shrank by
@@ -139,8 +155,8 @@ private let commandHelpTexts: [String: String] = [
     USAGE: stallwatch diff <base> <new> [--threshold <pct>] [--json]
 
     ARGUMENTS:
-      <base>                  The baseline trace.
-      <new>                   The trace to compare with it.
+      <base>                  The baseline trace or directory.
+      <new>                   The trace or directory to compare with it.
 
     OPTIONS:
       --threshold <pct>       The change that counts, in percent. (default: 10)
@@ -162,7 +178,7 @@ private let commandHelpTexts: [String: String] = [
            [--baseline <trace>] [--max-regression <pct>] [--junit <file>]
 
     ARGUMENTS:
-      <traces>                The trace files to check (added up).
+      <traces>                The trace files or directories to check (added up).
 
     OPTIONS:
       --max-stalls <n>        At most this many stalls.
@@ -171,7 +187,7 @@ private let commandHelpTexts: [String: String] = [
                               At most this many ms of overrun per second.
       --max <category=n>      At most n stalls of the category (compute, io,
                               lockWait, database, other).
-      --baseline <trace>      A baseline trace for --max-regression.
+      --baseline <trace>      A baseline trace or directory for --max-regression.
       --max-regression <pct>  How far the hitch ratio may exceed the baseline's, in
                               percent.
       --junit <file>          Also write the results as JUnit XML.
@@ -214,7 +230,8 @@ func commandHelp(command: String) throws {
     #expect(
         run.error == """
             Error: Missing expected argument '--format <format>'
-            Usage: stallwatch export <trace> --format <format> -o <file>
+            Usage: stallwatch export <trace> --format <format> -o <file> [--samples]
+                   [--callouts]
               See 'stallwatch export --help' for more information.
 
             """)

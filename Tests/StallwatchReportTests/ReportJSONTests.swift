@@ -34,6 +34,19 @@ import Testing
     private let golden = """
         {
           "congestion" : null,
+          "fleet" : {
+            "appVersions" : 0,
+            "builds" : 1,
+            "bytes" : BYTES,
+            "firstStart" : "2023-11-14T22:13:20.000Z",
+            "hosts" : 0,
+            "lastEnd" : "2023-11-14T22:13:26.000Z",
+            "processes" : 1,
+            "traces" : 1,
+            "unreadable" : [
+
+            ]
+          },
           "frames" : {
             "delivered" : 330,
             "dropped" : 30,
@@ -55,6 +68,13 @@ import Testing
           "signatureCount" : 4,
           "signatures" : [
             {
+              "builds" : [
+                {
+                  "name" : "unknown",
+                  "stalls" : 2,
+                  "traces" : 1
+                }
+              ],
               "category" : "compute",
               "categoryShares" : {
                 "compute" : 1,
@@ -68,12 +88,23 @@ import Testing
                 "stall" : 1,
                 "trace" : "PATH"
               },
+              "firstSeen" : "2023-11-14T22:13:20.200Z",
               "frames" : [
                 "checksum(_:)",
                 "Feed.reload()",
                 "main()"
               ],
+              "hosts" : [
+                {
+                  "name" : "unknown",
+                  "stalls" : 2,
+                  "traces" : 1
+                }
+              ],
+              "lastSeen" : "2023-11-14T22:13:25.000Z",
               "maxMs" : 300,
+              "p50Ms" : 20,
+              "p95Ms" : 300,
               "reason" : "FixtureApp.checksum(Swift.Int)",
               "site" : "FixtureApp/Feed.swift:12",
               "sites" : [
@@ -110,9 +141,18 @@ import Testing
                 "hang" : 1,
                 "hitch" : 1
               },
-              "totalMs" : 320
+              "totalMs" : 320,
+              "traces" : 1,
+              "tracesPercent" : 100
             },
             {
+              "builds" : [
+                {
+                  "name" : "unknown",
+                  "stalls" : 1,
+                  "traces" : 1
+                }
+              ],
               "category" : "database",
               "categoryShares" : {
                 "compute" : 0,
@@ -126,11 +166,22 @@ import Testing
                 "stall" : 4,
                 "trace" : "PATH"
               },
+              "firstSeen" : "2023-11-14T22:13:23.000Z",
               "frames" : [
                 "Cache.lookup()",
                 "main()"
               ],
+              "hosts" : [
+                {
+                  "name" : "unknown",
+                  "stalls" : 1,
+                  "traces" : 1
+                }
+              ],
+              "lastSeen" : "2023-11-14T22:13:23.000Z",
               "maxMs" : 150,
+              "p50Ms" : 150,
+              "p95Ms" : 150,
               "reason" : "sqlite3_step",
               "site" : "FixtureApp/Database.swift:77",
               "sites" : [
@@ -166,9 +217,18 @@ import Testing
               "tiers" : {
                 "microHang" : 1
               },
-              "totalMs" : 150
+              "totalMs" : 150,
+              "traces" : 1,
+              "tracesPercent" : 100
             },
             {
+              "builds" : [
+                {
+                  "name" : "unknown",
+                  "stalls" : 2,
+                  "traces" : 1
+                }
+              ],
               "category" : "io",
               "categoryShares" : {
                 "compute" : 0,
@@ -182,11 +242,22 @@ import Testing
                 "stall" : 2,
                 "trace" : "PATH"
               },
+              "firstSeen" : "2023-11-14T22:13:21.000Z",
               "frames" : [
                 "Store.save()",
                 "main()"
               ],
+              "hosts" : [
+                {
+                  "name" : "unknown",
+                  "stalls" : 2,
+                  "traces" : 1
+                }
+              ],
+              "lastSeen" : "2023-11-14T22:13:22.000Z",
               "maxMs" : 40,
+              "p50Ms" : 25,
+              "p95Ms" : 40,
               "reason" : "fsync",
               "site" : "FixtureApp/Store.swift:30",
               "sites" : [
@@ -222,9 +293,18 @@ import Testing
               "tiers" : {
                 "hitch" : 2
               },
-              "totalMs" : 65
+              "totalMs" : 65,
+              "traces" : 1,
+              "tracesPercent" : 100
             },
             {
+              "builds" : [
+                {
+                  "name" : "unknown",
+                  "stalls" : 1,
+                  "traces" : 1
+                }
+              ],
               "category" : "lockWait",
               "categoryShares" : {
                 "compute" : 0,
@@ -238,11 +318,22 @@ import Testing
                 "stall" : 5,
                 "trace" : "PATH"
               },
+              "firstSeen" : "2023-11-14T22:13:24.000Z",
               "frames" : [
                 "Cache.lookup()",
                 "main()"
               ],
+              "hosts" : [
+                {
+                  "name" : "unknown",
+                  "stalls" : 1,
+                  "traces" : 1
+                }
+              ],
+              "lastSeen" : "2023-11-14T22:13:24.000Z",
               "maxMs" : 60,
+              "p50Ms" : 60,
+              "p95Ms" : 60,
               "reason" : "pthread_mutex_lock",
               "site" : "FixtureApp/Cache.swift:5",
               "sites" : [
@@ -278,7 +369,9 @@ import Testing
               "tiers" : {
                 "hitch" : 1
               },
-              "totalMs" : 60
+              "totalMs" : 60,
+              "traces" : 1,
+              "tracesPercent" : 100
             }
           ],
           "stalls" : {
@@ -310,7 +403,10 @@ import Testing
           },
           "traces" : [
             {
+              "appVersion" : null,
+              "build" : "unknown",
               "bytes" : BYTES,
+              "host" : null,
               "mode" : "stalls",
               "path" : "PATH",
               "pid" : 4242,
@@ -319,7 +415,8 @@ import Testing
               ],
               "process" : "FixtureApp",
               "runTimeSeconds" : 6,
-              "stalls" : 6
+              "stalls" : 6,
+              "traceID" : "0db9730cd9db0bf4865b63e624b80c60"
             }
           ]
         }

@@ -95,4 +95,9 @@ extension HeartbeatRecorder: TraceSource {
     var symbolicator: Symbolicator { monitor.symbolicator }
     var callouts: EventRing? { nil }
     var board: CalloutBoard? { nil }
+    /// The app cannot name its version here: `STALLWATCH_APP_VERSION`, if set.
+    var appVersion: String? {
+        let version = ProcessInfo.processInfo.environment["STALLWATCH_APP_VERSION"]
+        return version?.isEmpty == false ? version : nil
+    }
 }

@@ -20,6 +20,9 @@ public final class TraceRecorder: @unchecked Sendable {
     public let mode: TraceMode
     /// The monitor whose stalls it records (the recorder starts and stops it).
     public let monitor: StallMonitor
+    /// The app's version, written into the trace's origin record so that fleet reports can
+    /// split stalls by version: the `appVersion` given to `init`, else `STALLWATCH_APP_VERSION`.
+    public let appVersion: String?
 
     let loop: MainLoop
     /// Full mode carries every callout: a ring of 256 Ki events (10 MiB) rides out the
@@ -47,10 +50,11 @@ public final class TraceRecorder: @unchecked Sendable {
     }
 
     /// A recorder writing to `path` (created or truncated) for `loop`, with a monitor of
-    /// `configuration`. Throws if the file cannot be opened.
+    /// `configuration`; `appVersion` (else `STALLWATCH_APP_VERSION`) goes into the trace's
+    /// origin. Throws if the file cannot be opened.
     public init(
         path: String, loop: MainLoop = .main, mode: TraceMode = .stalls,
-        configuration: StallMonitor.Configuration = StallMonitor.Configuration()
+        configuration: StallMonitor.Configuration = StallMonitor.Configuration(), appVersion: String? = nil
     ) throws {
         // A preloaded recorder writing the same file (stallwatch record) finishes first.
         PreloadYield.yield()
@@ -59,6 +63,8 @@ public final class TraceRecorder: @unchecked Sendable {
         self.fd = fd
         self.path = path
         self.mode = mode
+        let environmentVersion = ProcessInfo.processInfo.environment["STALLWATCH_APP_VERSION"]
+        self.appVersion = appVersion ?? (environmentVersion?.isEmpty == false ? environmentVersion : nil)
         self.loop = loop
         self.monitor = StallMonitor(loop: loop, configuration: configuration)
         self.ring = EventRing(capacity: mode == .full ? 1 << 18 : 1 << 12)

@@ -14,6 +14,8 @@ protocol TraceSource: AnyObject, Sendable {
     var tiers: TierThresholds { get }
     var sampleInterval: Duration { get }
     var symbolicator: Symbolicator { get }
+    /// The app's version for the trace's `origin` record; nil if unknown.
+    var appVersion: String? { get }
     /// The loop's callout ring; nil without a `MainLoop`.
     var callouts: EventRing? { get }
     /// The loop's board (congestion, frame clocks); nil without a `MainLoop`.

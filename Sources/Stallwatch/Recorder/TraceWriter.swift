@@ -113,8 +113,10 @@ struct TraceWriter {
                     mode: recorder.mode, thresholds: recorder.tiers, sampleInterval: recorder.sampleInterval))
         )
         append(.platform(TraceRecord.Platform(architecture: Platform.architecture)))
+        let modules = recorder.symbolicator.modules()
+        append(.origin(Self.origin(main: modules.first { $0.isMainExecutable }, appVersion: recorder.appVersion)))
         // Module indices start at 1: 0 means "unknown module" in symbol records.
-        for (offset, module) in recorder.symbolicator.modules().enumerated() {
+        for (offset, module) in modules.enumerated() {
             let index = UInt32(offset + 1)
             moduleIndex[module.path] = index
             append(
@@ -329,6 +331,23 @@ struct TraceWriter {
             }
             offset += written
         }
+    }
+
+    /// The trace's origin: a random trace id, the host name, and the main executable's path and
+    /// build id (the `NT_GNU_BUILD_ID` note of the image the loader mapped from `/proc/self/exe`).
+    static func origin(main: ModuleInfo?, appVersion: String?) -> TraceRecord.Origin {
+        var generator = SystemRandomNumberGenerator()
+        let traceID = (0..<16).map { _ in UInt8.random(in: 0...255, using: &generator) }
+        var name = [UInt8](repeating: 0, count: 256)
+        let ok = name.withUnsafeMutableBufferPointer { buffer in
+            buffer.withMemoryRebound(to: CChar.self) { gethostname($0.baseAddress!, $0.count - 1) == 0 }
+        }
+        let host = ok ? String(decoding: name.prefix { $0 != 0 }, as: UTF8.self) : ""
+        let executable =
+            main?.path ?? (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe")) ?? ""
+        return TraceRecord.Origin(
+            traceID: traceID, host: host, executable: executable,
+            buildID: main?.buildID.map(Self.bytes(fromHex:)) ?? [], appVersion: appVersion)
     }
 
     private static func bytes(fromHex hex: String) -> [UInt8] {

@@ -14,6 +14,9 @@ public struct DecodedTrace: Sendable {
     /// nil for a trace written before that record existed (those were all recorded on x86_64,
     /// the only platform the recorder has run on) or that lost it to damage.
     public var architecture: String?
+    /// Where the trace comes from (its `origin` record: trace id, host, executable, build id,
+    /// app version); nil for a trace written before that record existed.
+    public var origin: TraceRecord.Origin?
     /// The call sites by id (what `CongestedIteration.SiteTime.site` names).
     public var callSites: [UInt64: TraceRecord.CallSite] = [:]
     /// The module map, in file order.
@@ -51,23 +54,32 @@ public struct DecodedTrace: Sendable {
     /// Decodes `bytes` and assembles the result; `fileName` is only used in error messages.
     public init(decoding bytes: UnsafeRawBufferPointer, fileName: String? = nil) {
         var assembler = StallAssembler()
-        outcome = TraceDecoder.decode(bytes, fileName: fileName) { record, _ in
-            switch record {
-            case .header(let header): self.header = header
-            case .platform(let platform): architecture = platform.architecture
-            case .module(let module): modules.append(module)
-            case .callout(let callout):
-                calloutCount += 1
-                calloutNanos &+= callout.duration
-                lastCalloutEnd = max(lastCalloutEnd, callout.start &+ callout.duration)
-            case .congestion(let record): congestion.append(record)
-            case .congestedIteration(let record): congestedIterations.append(record)
-            case .frameClock(let record): frameClock.append(record)
-            case .latencyHistogram(let record): latencyHistograms.append(record)
-            case .lostRecords(let record): lostRecords &+= record.count
-            default: assembler.add(record)
-            }
+        outcome = TraceDecoder.decode(bytes, fileName: fileName) { record, _ in add(record, to: &assembler) }
+        assemble(assembler)
+    }
+
+    /// Takes in one record, in file order (the one place that says what each kind adds).
+    mutating func add(_ record: TraceRecord, to assembler: inout StallAssembler) {
+        switch record {
+        case .header(let header): self.header = header
+        case .platform(let platform): architecture = platform.architecture
+        case .origin(let origin): self.origin = origin
+        case .module(let module): modules.append(module)
+        case .callout(let callout):
+            calloutCount += 1
+            calloutNanos &+= callout.duration
+            lastCalloutEnd = max(lastCalloutEnd, callout.start &+ callout.duration)
+        case .congestion(let record): congestion.append(record)
+        case .congestedIteration(let record): congestedIterations.append(record)
+        case .frameClock(let record): frameClock.append(record)
+        case .latencyHistogram(let record): latencyHistograms.append(record)
+        case .lostRecords(let record): lostRecords &+= record.count
+        default: assembler.add(record)
         }
+    }
+
+    /// Joins the stall records once every record is in.
+    mutating func assemble(_ assembler: StallAssembler) {
         callSites = assembler.sites
         let thresholds = header?.thresholds ?? .default
         (stalls, orphanSamples) = assembler.stalls(modules: modules, thresholds: thresholds)
@@ -76,7 +88,7 @@ public struct DecodedTrace: Sendable {
 
 /// Gathers definitions and stall records, then joins them once everything is read (symbols
 /// are usually written after the samples that need them).
-private struct StallAssembler {
+struct StallAssembler {
     var sites: [UInt64: TraceRecord.CallSite] = [:]
     var modes: [UInt16: String] = [:]
     var annotations: [UInt64: Annotation] = [:]

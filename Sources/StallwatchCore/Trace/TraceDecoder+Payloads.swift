@@ -128,6 +128,14 @@ extension TraceParser {
             return .lostRecords(.init(time: try reader.varint("time"), count: try reader.varint("count")))
         case .platform:
             return .platform(.init(architecture: try reader.string("architecture")))
+        case .origin:
+            let traceID = Array(try reader.bytes("traceID", count: try reader.varint("traceID")))
+            let host = try reader.string("host")
+            let executable = try reader.string("executable")
+            let buildID = Array(try reader.bytes("buildID", count: try reader.varint("buildID")))
+            let appVersion = try reader.optionalString("appVersion")
+            return .origin(
+                .init(traceID: traceID, host: host, executable: executable, buildID: buildID, appVersion: appVersion))
         case .sampleProvenance:
             let stall = try reader.varint("stall")
             let time = try reader.varint("time")

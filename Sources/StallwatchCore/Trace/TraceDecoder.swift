@@ -60,6 +60,14 @@ struct TraceParser {
         self.fileName = fileName
     }
 
+    /// A parser that starts at `offset`, a record boundary past the preamble (the sync marker
+    /// that opens one chunk of a file decoded in parallel).
+    init(fileName: String?, recordsFrom offset: Int) {
+        self.fileName = fileName
+        phase = .records
+        self.offset = offset
+    }
+
     /// The next record. Callouts, the bulk of a `full` trace, take a short path; anything
     /// unusual about one (or any other kind) goes the general way, which also reports errors.
     @inline(__always)

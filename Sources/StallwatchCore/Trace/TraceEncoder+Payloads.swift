@@ -88,6 +88,12 @@ extension TraceEncoder {
             writer.varint(lost.count)
         case .platform(let platform):
             writer.string(platform.architecture)
+        case .origin(let origin):
+            origin.traceID.withUnsafeBytes { writer.lengthPrefixed($0) }
+            writer.string(origin.host)
+            writer.string(origin.executable)
+            origin.buildID.withUnsafeBytes { writer.lengthPrefixed($0) }
+            writer.optionalString(origin.appVersion)
         case .sampleProvenance(let provenance):
             writer.varint(provenance.stall)
             writer.varint(provenance.time)

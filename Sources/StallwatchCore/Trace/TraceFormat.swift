@@ -87,6 +87,9 @@ public enum TraceRecordKind: UInt8, CaseIterable, Sendable, Hashable {
     case sampleCounters = 18
     /// What a sample's thread waited on (file, socket peer, mutex owner, SQL); follows it.
     case sampleWait = 19
+    /// Where the trace comes from (trace id, host, executable, build id, app version); once,
+    /// after the platform record.
+    case origin = 20
     /// One loop iteration that overran the budget through several callouts, none a stall:
     /// its time and (`full` mode) the call sites that took it.
     case congestedIteration = 21
@@ -116,6 +119,7 @@ public enum TraceRecordKind: UInt8, CaseIterable, Sendable, Hashable {
         case .latencyHistogram: "latencyHistogram"
         case .lostRecords: "lostRecords"
         case .platform: "platform"
+        case .origin: "origin"
         case .sampleProvenance: "sampleProvenance"
         case .congestedIteration: "congestedIteration"
         case .sampleCounters: "sampleCounters"

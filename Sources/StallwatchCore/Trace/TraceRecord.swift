@@ -36,6 +36,8 @@ public enum TraceRecord: Sendable, Hashable {
     case lostRecords(LostRecords)
     /// The machine the trace was recorded on (kind 16).
     case platform(Platform)
+    /// Where the trace comes from: host, executable, build, app version (kind 20).
+    indirect case origin(Origin)
     /// Where a sample's stack came from (kind 17).
     case sampleProvenance(SampleProvenance)
     /// A congested iteration and who took its time.
@@ -64,6 +66,7 @@ public enum TraceRecord: Sendable, Hashable {
         case .latencyHistogram: .latencyHistogram
         case .lostRecords: .lostRecords
         case .platform: .platform
+        case .origin: .origin
         case .sampleProvenance: .sampleProvenance
         case .congestedIteration: .congestedIteration
         case .sampleCounters: .sampleCounters
@@ -115,6 +118,33 @@ extension TraceRecord {
         /// Creates a platform record.
         public init(architecture: String) {
             self.architecture = architecture
+        }
+    }
+
+    /// Where a trace comes from, so that traces from many machines and builds can be told
+    /// apart and added up: written once, after the platform record. Traces from before it
+    /// existed have none (`DecodedTrace.origin` is nil).
+    public struct Origin: Sendable, Hashable {
+        /// 16 random bytes naming this trace (an OpenTelemetry trace id when exported).
+        public var traceID: [UInt8]
+        /// The recording machine's host name (`gethostname`).
+        public var host: String
+        /// The main executable's path (`/proc/self/exe`).
+        public var executable: String
+        /// The main executable's GNU build id (`NT_GNU_BUILD_ID`), empty if it has none.
+        public var buildID: [UInt8]
+        /// The app's version (`STALLWATCH_APP_VERSION` or what the app told the recorder), if known.
+        public var appVersion: String?
+
+        /// Creates an origin record.
+        public init(
+            traceID: [UInt8], host: String, executable: String, buildID: [UInt8] = [], appVersion: String? = nil
+        ) {
+            self.traceID = traceID
+            self.host = host
+            self.executable = executable
+            self.buildID = buildID
+            self.appVersion = appVersion
         }
     }
 

@@ -15,18 +15,28 @@ public struct ReportBuilder: Sendable {
     /// The rules every sample is classified with: the built-in ones unless the builder was
     /// made with a classifier that adds the app's own (`Classifier(rules:)`, `RulesFile`).
     public var classifier: Classifier
+    /// How many threads classify traces at once (every core by default); the result does not
+    /// depend on it.
+    public var workers: Int
 
-    /// Creates a builder that classifies with `classifier` (the built-in rules by default).
-    public init(classifier: Classifier = Classifier()) {
+    /// Creates a builder that classifies with `classifier` (the built-in rules by default) on
+    /// `workers` threads.
+    public init(classifier: Classifier = Classifier(), workers: Int = TraceLoader.availableCores) {
         self.classifier = classifier
+        self.workers = workers
     }
 
     /// Classifies every stall of every trace: one array per trace, in the order given, each
     /// in start order. What the exporters take.
     public func analyze(_ traces: [LoadedTrace]) -> [[AnalyzedStall]] {
         let results = Locked([[AnalyzedStall]](repeating: [], count: traces.count))
-        let classifier = self.classifier
-        DispatchQueue.concurrentPerform(iterations: traces.count) { index in
+        // A classifier per worker: copies would share the frame cache's lock and the compiled
+        // rules' reference counts, and on two cores that sharing cost more than the second core
+        // gave (0.5x). The same rules give the same verdicts.
+        let width = TraceLoader.workerCount(traces.count, workers)
+        let classifiers = [classifier] + (1..<max(1, width)).map { _ in Classifier(rules: classifier.rules) }
+        TraceLoader.forEachIndex(traces.count, workers: workers) { worker, index in
+            let classifier = classifiers[worker]
             let trace = traces[index]
             let budget = trace.trace.header?.thresholds.budget ?? TierThresholds.default.budget
             let names = FrameNamer(modules: trace.trace.modules)
@@ -40,15 +50,21 @@ public struct ReportBuilder: Sendable {
 
     /// The report of `traces` added up, listing the `top` largest signatures (all of them are
     /// counted in `signatureCount`).
-    public func report(_ traces: [LoadedTrace], top: Int = 10) -> StallReport {
+    /// `unreadable` lists the inputs that could not be read, for the fleet summary.
+    public func report(
+        _ traces: [LoadedTrace], top: Int = 10, unreadable: [StallReport.Unreadable] = []
+    ) -> StallReport {
         let analyzed = analyze(traces)
-        return report(traces, analyzed: analyzed, top: top)
+        return report(traces, analyzed: analyzed, top: top, unreadable: unreadable)
     }
 
     /// The report of `traces` whose stalls `analyze(_:)` already classified (`analyzed[i]`
     /// belongs to `traces[i]`), so a caller that also exports them classifies once.
-    public func report(_ traces: [LoadedTrace], analyzed: [[AnalyzedStall]], top: Int) -> StallReport {
+    public func report(
+        _ traces: [LoadedTrace], analyzed: [[AnalyzedStall]], top: Int, unreadable: [StallReport.Unreadable] = []
+    ) -> StallReport {
         let stalls = analyzed.flatMap { $0 }
+        let facts = traces.map(TraceFacts.init)
         var infos: [StallReport.TraceInfo] = []
         var runNanos: UInt64 = 0
         var fullRunNanos: UInt64 = 0
@@ -63,11 +79,15 @@ public struct ReportBuilder: Sendable {
                 calloutNanos += trace.trace.calloutNanos
             }
             let header = trace.trace.header
-            infos.append(
-                StallReport.TraceInfo(
-                    path: trace.path, process: header?.processName ?? "", pid: header?.pid ?? 0,
-                    mode: header?.mode, bytes: trace.byteCount, runTimeSeconds: round(Double(run) / 1e9, 6),
-                    stalls: analyzed[index].count, problems: trace.trace.outcome.problems.map(\.description)))
+            var info = StallReport.TraceInfo(
+                path: trace.path, process: header?.processName ?? "", pid: header?.pid ?? 0,
+                mode: header?.mode, bytes: trace.byteCount, runTimeSeconds: round(Double(run) / 1e9, 6),
+                stalls: analyzed[index].count, problems: trace.trace.outcome.problems.map(\.description))
+            info.traceID = facts[index].traceID
+            info.host = facts[index].host
+            info.build = facts[index].build
+            info.appVersion = facts[index].appVersion
+            infos.append(info)
         }
 
         var byTier: [Tier: Int] = [:]
@@ -95,9 +115,12 @@ public struct ReportBuilder: Sendable {
                 uniqueKeysWithValues: StallCategory.allCases.map { ($0, ms(categoryNanos[$0] ?? 0)) }),
             unsampledMs: ms(unsampled), hangs: stalls.filter { $0.stall.tier >= .hang }.count)
 
-        let signatures = Self.signatures(stalls)
+        var factsByPath: [String: TraceFacts] = [:]
+        for (trace, fact) in zip(traces, facts) { factsByPath[trace.path] = fact }
+        let signatures = Self.signatures(stalls, facts: factsByPath, traceCount: traces.count)
         return StallReport(
-            traces: infos, runTimeSeconds: round(Double(runNanos) / 1e9, 6),
+            traces: infos, fleet: Self.fleetSummary(traces, facts: facts, unreadable: unreadable),
+            runTimeSeconds: round(Double(runNanos) / 1e9, 6),
             loopUtilisation: sawFull && fullRunNanos > 0 ? round(Double(calloutNanos) / Double(fullRunNanos), 4) : nil,
             frames: Self.frameStats(traces),
             hitchRatioMsPerSecond: runNanos == 0 ? 0 : round(Double(overrun) / 1e6 / (Double(runNanos) / 1e9), 3),
@@ -108,7 +131,11 @@ public struct ReportBuilder: Sendable {
 
     /// Every signature of `stalls`, largest total time first (then count, then key): what
     /// `SignatureDiff` compares between two runs.
-    public static func signatures(_ stalls: [AnalyzedStall]) -> [StallReport.Signature] {
+    /// `facts` (by trace path) and `traceCount` feed each signature's fleet numbers (traces
+    /// affected, builds, hosts, first and last seen).
+    public static func signatures(
+        _ stalls: [AnalyzedStall], facts: [String: TraceFacts] = [:], traceCount: Int = 0
+    ) -> [StallReport.Signature] {
         var groups: [SignatureKey: [AnalyzedStall]] = [:]
         for stall in stalls { groups[stall.key, default: []].append(stall) }
         var result: [(key: SignatureKey, total: UInt64, signature: StallReport.Signature)] = []
@@ -147,6 +174,15 @@ public struct ReportBuilder: Sendable {
                 example: StallReport.StallReference(trace: longest.tracePath, stall: longest.stall.id))
             let waits = WaitSummary.top(members.map(\.stall))
             signature.waits = waits.isEmpty ? nil : waits
+            let fleet = FleetStats(members, facts: facts, traceCount: traceCount)
+            signature.traces = fleet.traces
+            signature.tracesPercent = fleet.tracesPercent
+            signature.p50Ms = fleet.p50Ms
+            signature.p95Ms = fleet.p95Ms
+            signature.firstSeen = fleet.firstSeen
+            signature.lastSeen = fleet.lastSeen
+            signature.builds = fleet.builds
+            signature.hosts = fleet.hosts
             result.append((key, total, signature))
         }
         result.sort {

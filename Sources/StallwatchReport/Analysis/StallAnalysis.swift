@@ -95,7 +95,19 @@ public struct AnalyzedStall: Sendable {
         self.stall = stall
         self.names = names
         budgetNanos = budget.nanoseconds
-        let classifications = classifier.classify(stall.samples)
+        // A stall's samples are mostly the same stack in the same state: classify each distinct
+        // sample once. The verdict depends on the sample but not on when it was taken or the
+        // CPU time so far, so those are left out of the key (anything else a sample gains stays in).
+        var verdicts: [Sample: Classification] = [:]
+        let classifications = stall.samples.map { sample in
+            var key = sample
+            key.time = 0
+            key.cpuTimeNanos = 0
+            if let known = verdicts[key] { return known }
+            let verdict = classifier.classify(sample)
+            verdicts[key] = verdict
+            return verdict
+        }
         let weights = StallAccounting.sampleWeights(stall)
         let breakdown = StallBreakdown(samples: stall.samples, classifications: classifications, weights: weights)
         let category = breakdown.dominant ?? .other
@@ -110,10 +122,24 @@ public struct AnalyzedStall: Sendable {
 
         // The signature: the representative stack's innermost app frames; failing that, the
         // most frequent app-frame prefix among samples of the dominant category.
+        // Samples of one stall repeat the same addresses: each address is judged and named once
+        // (the module tests are string searches; naming per sample was most of a fleet report).
+        var appFrameNames: [UInt64: String?] = [:]  // nil: not an app frame
         func appFrames(_ sample: Sample) -> [String] {
-            Array(
-                sample.frames.filter { !$0.isSystem && !isCompilerGenerated($0) }.prefix(SignatureKey.frameCount)
-                    .map(names.name))
+            var result: [String] = []
+            for frame in sample.frames {
+                let name: String?
+                if let known = appFrameNames[frame.address] {
+                    name = known
+                } else {
+                    name = !frame.isSystem && !isCompilerGenerated(frame) ? names.name(frame) : nil
+                    appFrameNames[frame.address] = .some(name)
+                }
+                guard let name else { continue }
+                result.append(name)
+                if result.count == SignatureKey.frameCount { break }
+            }
+            return result
         }
         var frames = representative.map { appFrames(stall.samples[$0.sample]) } ?? []
         if frames.isEmpty {

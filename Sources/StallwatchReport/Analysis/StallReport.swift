@@ -30,9 +30,17 @@ public struct StallReport: Sendable, Hashable, Codable {
         /// The truncation or damage the reader met, one `TraceError` line each (empty for a
         /// whole trace).
         public var problems: [String]
+        /// The trace id (`TraceFacts.traceID`, 32 hex digits).
+        public var traceID: String = ""
+        /// The recording host, `null` when the trace does not say.
+        public var host: String?
+        /// The build (`TraceFacts.build`: app version and build id, or `unknown`).
+        public var build: String = "unknown"
+        /// The app version, `null` when the trace does not say.
+        public var appVersion: String?
 
         private enum CodingKeys: String, CodingKey {
-            case path, process, pid, mode, bytes, runTimeSeconds, stalls, problems
+            case path, process, pid, mode, bytes, runTimeSeconds, stalls, problems, traceID, host, build, appVersion
         }
 
         init(
@@ -60,6 +68,10 @@ public struct StallReport: Sendable, Hashable, Codable {
             runTimeSeconds = try container.decode(Double.self, forKey: .runTimeSeconds)
             stalls = try container.decode(Int.self, forKey: .stalls)
             problems = try container.decode([String].self, forKey: .problems)
+            traceID = try container.decodeIfPresent(String.self, forKey: .traceID) ?? ""
+            host = try container.decodeIfPresent(String.self, forKey: .host)
+            build = try container.decodeIfPresent(String.self, forKey: .build) ?? "unknown"
+            appVersion = try container.decodeIfPresent(String.self, forKey: .appVersion)
         }
 
         /// Encodes the JSON form (`mode` as `"stalls"`, `"full"` or `"unknown"`).
@@ -73,6 +85,10 @@ public struct StallReport: Sendable, Hashable, Codable {
             try container.encode(runTimeSeconds, forKey: .runTimeSeconds)
             try container.encode(stalls, forKey: .stalls)
             try container.encode(problems, forKey: .problems)
+            try container.encode(traceID, forKey: .traceID)
+            try container.encode(host, forKey: .host)
+            try container.encode(build, forKey: .build)
+            try container.encode(appVersion, forKey: .appVersion)
         }
     }
 
@@ -207,6 +223,22 @@ public struct StallReport: Sendable, Hashable, Codable {
         public var stackConfidence: Double
         /// The longest stall, to look at with `stallwatch show`.
         public var example: StallReference
+        /// How many traces have at least one of these stalls.
+        public var traces: Int = 0
+        /// `traces` in percent of the traces read.
+        public var tracesPercent: Double = 0
+        /// The median duration (nearest rank), in milliseconds.
+        public var p50Ms: Double = 0
+        /// The 95th-percentile duration (nearest rank), in milliseconds.
+        public var p95Ms: Double = 0
+        /// The earliest stall's wall-clock start, ISO 8601 UTC (`null` without trace headers).
+        public var firstSeen: String?
+        /// The latest stall's wall-clock start, ISO 8601 UTC (`null` without trace headers).
+        public var lastSeen: String?
+        /// Stalls and traces per build (`TraceFacts.build`), most stalls first.
+        public var builds: [GroupCount] = []
+        /// Stalls and traces per host, most stalls first.
+        public var hosts: [GroupCount] = []
         /// What the samples waited on (file, socket peer, lock owner, SQL), most frequent first;
         /// nil (and absent from the JSON) when no sample knew.
         public var waits: [WaitCount]? = nil
@@ -216,6 +248,10 @@ public struct StallReport: Sendable, Hashable, Codable {
     public var schemaVersion = 1
     /// The traces read, in the order given.
     public var traces: [TraceInfo]
+    /// What the traces are together: processes, hosts, builds, time span, unreadable inputs.
+    public var fleet = FleetSummary(
+        traces: 0, processes: 0, hosts: 0, builds: 0, appVersions: 0, bytes: 0, firstStart: nil, lastEnd: nil,
+        unreadable: [])
     /// The traces' run times, summed, in seconds.
     public var runTimeSeconds: Double
     /// The fraction (0…1) of run time spent in callouts, over the `full`-mode traces; `nil`
@@ -238,7 +274,7 @@ public struct StallReport: Sendable, Hashable, Codable {
     public var signatures: [Signature]
 
     private enum CodingKeys: String, CodingKey {
-        case schemaVersion, traces, runTimeSeconds, loopUtilisation, frames, hitchRatioMsPerSecond, stalls
+        case schemaVersion, traces, fleet, runTimeSeconds, loopUtilisation, frames, hitchRatioMsPerSecond, stalls
         case loopLatency, congestion, signatureCount, signatures
     }
 
@@ -247,6 +283,7 @@ public struct StallReport: Sendable, Hashable, Codable {
         var container = encoder.container(keyedBy: CodingKeys.self)
         try container.encode(schemaVersion, forKey: .schemaVersion)
         try container.encode(traces, forKey: .traces)
+        try container.encode(fleet, forKey: .fleet)
         try container.encode(runTimeSeconds, forKey: .runTimeSeconds)
         try encodeOrNull(loopUtilisation, .loopUtilisation, &container)
         try encodeOrNull(frames, .frames, &container)

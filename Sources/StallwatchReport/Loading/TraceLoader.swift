@@ -65,9 +65,13 @@ public enum TraceLoader {
     /// Fails only when nothing could be read: the file cannot be opened or read, is not a
     /// trace, has a newer format version, or holds no whole record. A truncated or damaged
     /// trace loads, with `truncation` and `corruptRegions` saying what was lost.
-    public static func load(path: String, includeCallouts: Bool = false) -> Result<LoadedTrace, TraceLoadError> {
+    ///
+    /// `workers` is how many threads may decode it: a large trace is split between sync markers.
+    public static func load(path: String, includeCallouts: Bool = false, workers: Int = 1)
+        -> Result<LoadedTrace, TraceLoadError>
+    {
         switch readFile(path) {
-        case .success(let bytes): load(bytes: bytes, path: path, includeCallouts: includeCallouts)
+        case .success(let bytes): load(bytes: bytes, path: path, includeCallouts: includeCallouts, workers: workers)
         case .failure(let error): .failure(error)
         }
     }
@@ -75,9 +79,9 @@ public enum TraceLoader {
     /// Decodes trace bytes read elsewhere (standard input: `stallwatch report -`); `path`
     /// names them in messages and in the result. Fails as `load(path:includeCallouts:)` does.
     public static func load(
-        bytes: [UInt8], path: String, includeCallouts: Bool = false
+        bytes: [UInt8], path: String, includeCallouts: Bool = false, workers: Int = 1
     ) -> Result<LoadedTrace, TraceLoadError> {
-        let trace = DecodedTrace(decoding: bytes, fileName: path)
+        let trace = bytes.withUnsafeBytes { decode($0, fileName: path, workers: workers) }
         if trace.outcome.recordCount == 0, let problem = trace.outcome.problems.first {
             return .failure(TraceLoadError(path: path, description: problem.description))
         }
@@ -87,15 +91,17 @@ public enum TraceLoader {
         return .success(loaded)
     }
 
-    /// Reads every file of `paths` as `load(path:includeCallouts:)` does, several at once;
-    /// the results are in the order of `paths`. `progress` is called with each file's size
-    /// once it is read, from the reading threads (so it must be thread-safe).
+    /// Reads every file of `paths` as `load(path:includeCallouts:)` does, on up to `workers`
+    /// threads (every core by default; a large file is split between them too); the results
+    /// are in the order of `paths` and the same whatever `workers` is. `progress` is called with
+    /// each file's size once it is read, from the reading threads (so it must be thread-safe).
     public static func load(
-        paths: [String], includeCallouts: Bool = false, progress: (@Sendable (_ bytesRead: Int) -> Void)? = nil
+        paths: [String], includeCallouts: Bool = false, workers: Int = availableCores,
+        progress: (@Sendable (_ bytesRead: Int) -> Void)? = nil
     ) -> [Result<LoadedTrace, TraceLoadError>] {
         let results = Locked([Result<LoadedTrace, TraceLoadError>?](repeating: nil, count: paths.count))
-        DispatchQueue.concurrentPerform(iterations: paths.count) { index in
-            let result = load(path: paths[index], includeCallouts: includeCallouts)
+        forEachIndex(paths.count, workers: workers) { index in
+            let result = load(path: paths[index], includeCallouts: includeCallouts, workers: workers)
             if case .success(let trace) = result { progress?(trace.byteCount) }
             results.withLock { $0[index] = result }
         }

@@ -14,7 +14,8 @@ public enum ReportText {
     /// signature with its breakdown, reason, posting site, a `stallwatch show` line and its
     /// representative stack with its confidence. Lines fit `options.width` (lists wrap, long
     /// names lose their middle); with `options.colour`, headings are ANSI bold and system
-    /// frames dim; with `options.verbose`, frames show their full symbols.
+    /// frames dim; with `options.verbose`, frames show their full symbols. Several traces are
+    /// summarised (`FleetText`) unless `options.listTraces` asks for a line each.
     public static func render(_ report: StallReport, options: TextOptions) -> String {
         let style = Style(enabled: options.colour)
         let width = options.width.map { max($0, minimumWidth) }
@@ -23,7 +24,9 @@ public enum ReportText {
             lines += wrapItems(items, separator: separator, first: first, continuation: continuation, width: width)
         }
         lines.append(style.bold("Stallwatch report") + " — " + plural(report.traces.count, "trace"))
-        for trace in report.traces {
+        let fleet = report.traces.count > 1 || !report.fleet.unreadable.isEmpty
+        if fleet { lines += FleetText.summaryLines(report, listed: options.listTraces) }
+        for trace in report.traces where !fleet || options.listTraces {
             let process = trace.process.isEmpty ? "" : " \(trace.process) (pid \(trace.pid))"
             add(
                 [
@@ -84,6 +87,7 @@ public enum ReportText {
         for (index, signature) in report.signatures.enumerated() {
             lines.append("")
             lines += signatureLines(signature, rank: index + 1, style: style, width: width, verbose: options.verbose)
+            if fleet { lines += FleetText.signatureLines(signature, traceCount: report.traces.count) }
         }
         return lines.joined(separator: "\n") + "\n"
     }

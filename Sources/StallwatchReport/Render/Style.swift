@@ -60,12 +60,16 @@ public struct TextOptions: Sendable, Hashable {
     public var width: Int?
     /// Whether frames show their full demangled symbols (`--verbose`) rather than short names.
     public var verbose: Bool
+    /// Whether a report over several traces lists each trace (`--list-traces`) rather than
+    /// only summarising them.
+    public var listTraces: Bool
 
-    /// Creates options; by default no colour, 100 columns, short names.
-    public init(colour: Bool = false, width: Int? = 100, verbose: Bool = false) {
+    /// Creates options; by default no colour, 100 columns, short names, traces summarised.
+    public init(colour: Bool = false, width: Int? = 100, verbose: Bool = false, listTraces: Bool = false) {
         self.colour = colour
         self.width = width
         self.verbose = verbose
+        self.listTraces = listTraces
     }
 }
 

@@ -1,10 +1,11 @@
 import StallwatchReport
 
-/// `stallwatch diff BASE NEW [--threshold PCT] [--json]`: how stall signatures changed.
+/// `stallwatch diff BASE NEW [--threshold PCT] [--json]`: how stall signatures changed; BASE and
+/// NEW are traces or directories of traces (a baseline fleet against a candidate fleet).
 struct DiffCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "diff",
-        abstract: "Compare the stall signatures of two traces.",
+        abstract: "Compare the stall signatures of two traces or directories.",
         discussion: """
             A signature is worse when its total stall time or its stall count grew by more than \
             the threshold (in percent of the base), better when one of them shrank by more and \
@@ -12,11 +13,11 @@ struct DiffCommand: ParsableCommand {
             """)
 
     /// The baseline trace.
-    @Argument(help: "The baseline trace.")
+    @Argument(help: "The baseline trace or directory.")
     var base: String
 
     /// The trace compared with it.
-    @Argument(help: "The trace to compare with it.")
+    @Argument(help: "The trace or directory to compare with it.")
     var new: String
 
     /// The change that counts, in percent of the base.
@@ -29,10 +30,12 @@ struct DiffCommand: ParsableCommand {
 
     /// Reads both traces and prints the diff.
     func run(in context: CommandContext) throws -> ExitCode {
-        let loaded = try TraceInputs.load([base, new], context: context, countOnce: false).traces
-        let analyzed = ReportBuilder().analyze(loaded)
+        let baseTraces = try TraceInputs.load([base], context: context).traces
+        let newTraces = try TraceInputs.load([new], context: context).traces
+        let builder = ReportBuilder()
         let diff = SignatureDiff(
-            base: ReportBuilder.signatures(analyzed[0]), new: ReportBuilder.signatures(analyzed[1]),
+            base: ReportBuilder.signatures(builder.analyze(baseTraces).flatMap { $0 }),
+            new: ReportBuilder.signatures(builder.analyze(newTraces).flatMap { $0 }),
             basePaths: [base], newPaths: [new], thresholdPercent: threshold)
         context.standardOutput.write(json ? try JSONOutput.encode(diff) : diff.render(colour: context.usesColour))
         return .success

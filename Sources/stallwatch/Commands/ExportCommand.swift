@@ -1,6 +1,6 @@
 import StallwatchReport
 
-/// `stallwatch export T --format chrome|folded|speedscope -o FILE`.
+/// `stallwatch export T --format chrome|folded|speedscope|jsonl|otlp-json|pprof -o FILE`.
 struct ExportCommand: ParsableCommand {
     /// An export format.
     enum Format: String, CaseIterable, Sendable, ExpressibleByArgument {
@@ -10,6 +10,15 @@ struct ExportCommand: ParsableCommand {
         case folded
         /// speedscope JSON.
         case speedscope
+        /// JSON Lines, one object per stall (and per sample with --samples), for Spark/DuckDB.
+        case jsonl
+        /// An OTLP/JSON ExportTraceServiceRequest, one span per stall.
+        case otlpJSON = "otlp-json"
+        /// A gzip'ed pprof profile.proto of the stall samples.
+        case pprof
+
+        /// Whether the format takes many traces (a directory) in one file.
+        var takesMany: Bool { self == .jsonl || self == .otlpJSON || self == .pprof }
 
         init?(argument: String) { self.init(rawValue: argument) }
         static var expectation: String { "one of " + allCases.map(\.rawValue).joined(separator: ", ") }
@@ -18,34 +27,53 @@ struct ExportCommand: ParsableCommand {
 
     static let configuration = CommandConfiguration(
         commandName: "export",
-        abstract: "Export a trace for Perfetto, flame graphs or speedscope.",
+        abstract: "Export traces for viewers, Spark/DuckDB, OpenTelemetry or pprof.",
         discussion: """
             chrome: stalls, samples and (full mode) callouts on the main thread's track; open in \
             https://ui.perfetto.dev or chrome://tracing. folded: 'category;outer;...;inner MICROSECONDS' \
-            lines for flame graphs. speedscope: open in https://www.speedscope.app.
+            lines for flame graphs. speedscope: open in https://www.speedscope.app. jsonl, otlp-json \
+            and pprof take a directory (every *.swtrace under it) or a trace: jsonl is one JSON \
+            object per stall for Spark, DuckDB or ClickHouse (schema and queries: docs/fleet.md, \
+            tools/fleet/); otlp-json is an OTLP ExportTraceServiceRequest for an OpenTelemetry \
+            collector (POST /v1/traces); pprof is a gzip'ed profile.proto for go tool pprof, \
+            Pyroscope or Grafana.
             """)
 
     /// The trace file.
-    @Argument(help: "The trace file to read ('-' for standard input).")
+    @Argument(help: "The trace: a file, '-' for standard input, or a directory (jsonl, otlp-json, pprof).")
     var trace: String
 
     /// The format.
-    @Option(help: "chrome, folded or speedscope.")
+    @Option(help: "chrome, folded, speedscope, jsonl, otlp-json or pprof.")
     var format: Format
 
     /// Where the export goes.
     @Option(name: .shortAndLong, valueName: "file", help: "The file to write ('-' for stdout).")
     var output: OutputDestination
 
+    /// With jsonl: also one line per sample.
+    @Flag(help: "jsonl: also write one line per sample.")
+    var samples = false
+
+    /// With otlp-json: also one span per callout.
+    @Flag(help: "otlp-json: also one span per callout of a full-mode trace.")
+    var callouts = false
+
     /// Reads the trace and writes the export.
     func run(in context: CommandContext) throws -> ExitCode {
-        let loaded = try TraceInputs.load([trace], context: context, includeCallouts: format == .chrome).traces[0]
+        if format.takesMany { return try exportMany(in: context) }
+        let all = try TraceInputs.load([trace], context: context, includeCallouts: format == .chrome).traces
+        guard all.count == 1 else {
+            throw UsageError("\(format.rawValue) exports one trace; \(trace) holds \(all.count)")
+        }
+        let loaded = all[0]
         let stalls = ReportBuilder().analyze([loaded])[0]
         let text: String
         switch format {
         case .chrome: text = ChromeTraceExporter.export(loaded, stalls: stalls)
         case .folded: text = FoldedStacksExporter.export(stalls, traces: [loaded])
         case .speedscope: text = SpeedscopeExporter.export(stalls, name: loaded.path, traces: [loaded])
+        case .jsonl, .otlpJSON, .pprof: preconditionFailure("exported by exportMany")
         }
         if let note = ExportNotes.stallsWithoutSamples(stalls, chrome: format == .chrome) {
             context.printError("note: \(note)")

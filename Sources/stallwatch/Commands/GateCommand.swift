@@ -41,7 +41,7 @@ struct GateCommand: ParsableCommand {
             """)
 
     /// The traces, added up.
-    @Argument(help: "The trace files to check (added up).")
+    @Argument(help: "The trace files or directories to check (added up).")
     var traces: [String]
 
     /// `--max-stalls`.
@@ -63,7 +63,7 @@ struct GateCommand: ParsableCommand {
     var categoryLimits: [CategoryLimit] = []
 
     /// The baseline for `--max-regression`.
-    @Option(valueName: "trace", help: "A baseline trace for --max-regression.")
+    @Option(valueName: "trace", help: "A baseline trace or directory for --max-regression.")
     var baseline: String?
 
     /// How far the hitch ratio may exceed the baseline's, in percent.

@@ -1,6 +1,7 @@
 import StallwatchReport
 
-/// `stallwatch report T… [--json] [--html FILE] [--top N]`: the summary of one or more traces.
+/// `stallwatch report T|DIR… [--json] [--html FILE] [--top N] [--list-traces]`: the summary of
+/// one or more traces.
 struct ReportCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "report",
@@ -13,13 +14,16 @@ struct ReportCommand: ParsableCommand {
             Lines fit the terminal (COLUMNS, else its width, else 100 columns). Several traces are read in parallel and added up. A trace that ends inside a record \
             (a killed recorder) is read up to its last whole record, with a warning; a trace with \
             a damaged region is reported as far as it could be read, then the command exits 2. \
+            A directory stands for every *.swtrace file under it. Several traces are summarised \
+            (processes, hosts, builds, unreadable files) and each signature says how many traces \
+            it affects and in which builds and on which hosts. \
             --html writes one self-contained page (timeline, flame graph, every signature and \
             stall) that opens in any browser without a network; '--html -' writes it to stdout \
             instead of the report.
             """)
 
     /// The trace files, added up.
-    @Argument(help: "The trace files to read ('-' for standard input).")
+    @Argument(help: "The trace files or directories to read ('-' for standard input).")
     var traces: [String]
 
     /// Whether to print JSON.
@@ -42,15 +46,20 @@ struct ReportCommand: ParsableCommand {
     @Flag(help: "Show frames by their full demangled symbols.")
     var verbose = false
 
+    /// Whether to print one line per trace even when there are many.
+    @Flag(help: "With several traces, also print one line per trace.")
+    var listTraces = false
+
     /// Reads the traces and prints the report.
     func run(in context: CommandContext) throws -> ExitCode {
         // The page draws the loop's busy time from every callout of a full-mode trace.
         let loaded = try TraceInputs.load(traces, context: context, includeCallouts: html != nil, allowCorrupt: true)
         let builder = ReportBuilder()
         let analyzed = builder.analyze(loaded.traces)
-        let report = builder.report(loaded.traces, analyzed: analyzed, top: top)
+        let report = builder.report(loaded.traces, analyzed: analyzed, top: top, unreadable: loaded.unreadable)
         if let html {
-            let everySignature = builder.report(loaded.traces, analyzed: analyzed, top: .max)
+            let everySignature = builder.report(
+                loaded.traces, analyzed: analyzed, top: .max, unreadable: loaded.unreadable)
             let page = HTMLReport.render(everySignature, traces: loaded.traces, analyzed: analyzed)
             switch html {
             case .standardOutput:
@@ -65,8 +74,9 @@ struct ReportCommand: ParsableCommand {
             if json {
                 context.standardOutput.write(try JSONOutput.encode(report))
             } else {
-                context.standardOutput.write(
-                    ReportText.render(report, options: context.textOptions(wide: wide, verbose: verbose)))
+                var options = context.textOptions(wide: wide, verbose: verbose)
+                options.listTraces = listTraces
+                context.standardOutput.write(ReportText.render(report, options: options))
             }
         }
         if loaded.damaged {

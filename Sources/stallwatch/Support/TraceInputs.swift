@@ -5,13 +5,15 @@ import StallwatchReport
     import Glibc
 #endif
 
-/// Reads a command's input traces and applies the CLI's rules for damaged input:
+/// Reads a command's input traces (a directory stands for the `*.swtrace` files under it) and
+/// applies the CLI's rules for damaged input:
 ///
 /// - unreadable (cannot open or read, not a trace, newer version, no whole record): an error
 ///   line each, exit 2;
 /// - truncated (ends inside a record, as when the recorder was killed, or in a junk tail, as
 ///   a crash or power loss leaves): a `warning:` line, and the whole records before it are
-///   used;
+///   used; `report` goes on without the unreadable ones when others could be read (they are
+///   listed in its fleet summary) and exits 2 after its output;
 /// - corrupt (a damaged region skipped in the middle): an error line each; `report` still
 ///   prints what it read and then exits 2, the other commands exit 2 at once.
 ///
@@ -23,16 +25,21 @@ import StallwatchReport
 enum TraceInputs {
     struct Loaded {
         var traces: [LoadedTrace]
-        /// Whether a corrupt region was skipped (so the command must exit 2 after its output).
+        /// Whether a corrupt region was skipped or a file was unreadable (so the command must
+        /// exit 2 after its output).
         var damaged: Bool
+        /// The inputs that could not be read (only `allowCorrupt` callers get here with some).
+        var unreadable: [StallReport.Unreadable] = []
     }
 
     static func load(
         _ paths: [String], context: CommandContext, includeCallouts: Bool = false, allowCorrupt: Bool = false,
         countOnce: Bool = true
     ) throws(CommandFailure) -> Loaded {
+        let expanded = TraceLoader.expand(paths)
+        if expanded.isEmpty { throw CommandFailure("no *\(TraceLoader.traceExtension) files in the given directories") }
         // `diff A A` compares a trace with itself on purpose; everything else adds traces up.
-        let paths = countOnce ? distinct(paths, context: context) : paths
+        let paths = countOnce ? distinct(expanded, context: context) : expanded
         let files = paths.filter { $0 != standardInputName }
         var progress: ProgressBar?
         if context.errorIsTerminal {
@@ -56,12 +63,14 @@ enum TraceInputs {
             }
         }
         var fatal: [String] = []
+        var unreadable: [StallReport.Unreadable] = []
         var corrupt: [String] = []
         var traces: [LoadedTrace] = []
         for result in results {
             switch result {
             case .failure(let error):
                 fatal.append(error.description)
+                unreadable.append(StallReport.Unreadable(path: error.path, reason: error.description))
             case .success(let trace):
                 traces.append(trace)
                 corrupt += trace.corruptRegions.map(\.description)
@@ -70,12 +79,12 @@ enum TraceInputs {
                 }
             }
         }
-        if !fatal.isEmpty { throw CommandFailure(fatal + corrupt) }
-        if !corrupt.isEmpty {
+        if !fatal.isEmpty && (!allowCorrupt || traces.isEmpty) { throw CommandFailure(fatal + corrupt) }
+        if !corrupt.isEmpty || !fatal.isEmpty {
             guard allowCorrupt else { throw CommandFailure(corrupt) }
-            for line in corrupt { context.printError("Error: \(line)") }
+            for line in fatal + corrupt { context.printError("Error: \(line)") }
         }
-        return Loaded(traces: traces, damaged: !corrupt.isEmpty)
+        return Loaded(traces: traces, damaged: !corrupt.isEmpty || !fatal.isEmpty, unreadable: unreadable)
     }
 
     /// The path that means standard input.

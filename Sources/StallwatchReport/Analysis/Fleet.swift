@@ -1,0 +1,248 @@
+import StallwatchCore
+
+// Fleet facts: where each trace comes from (host, build, app version) and what a signature's
+// stalls look like across many traces (traces affected, percentiles, first and last seen,
+// split by build and host).
+
+/// Where one trace comes from, from its `origin` record (older traces have none and get the
+/// trace's header facts only).
+///
+/// A plain value; use it on any thread.
+public struct TraceFacts: Sendable, Hashable {
+    /// The trace id as 32 lowercase hex digits: the origin's, else one derived from the
+    /// header (process, pid, start time), so old traces get a stable id too.
+    public var traceID: String
+    /// The recording host, nil if the trace does not say.
+    public var host: String?
+    /// The main executable's build id in hex, nil if unknown.
+    public var buildID: String?
+    /// The app version, nil if unknown.
+    public var appVersion: String?
+    /// The wall-clock time (ns since 1970) of the trace's clock base, nil without a header.
+    public var wallClockStart: UInt64?
+    /// The header's clock base (CLOCK_MONOTONIC ns).
+    public var clockBase: UInt64
+
+    /// How builds are named in reports: `1.4.2 (3f9a01c4)`, `3f9a01c4`, `1.4.2`, or `unknown`.
+    public var build: String {
+        let id = buildID.map { String($0.prefix(8)) }
+        switch (appVersion, id) {
+        case (let version?, let id?): return "\(version) (\(id))"
+        case (let version?, nil): return version
+        case (nil, let id?): return id
+        case (nil, nil): return "unknown"
+        }
+    }
+
+    /// The facts of `loaded`.
+    public init(_ loaded: LoadedTrace) {
+        let trace = loaded.trace
+        if let origin = trace.origin {
+            traceID = origin.traceID.count == 16 ? hex(origin.traceID) : derivedID(loaded)
+            host = origin.host.isEmpty ? nil : origin.host
+            buildID = origin.buildID.isEmpty ? nil : hex(origin.buildID)
+            appVersion = origin.appVersion
+        } else {
+            traceID = derivedID(loaded)
+        }
+        wallClockStart = trace.header?.wallClockStart
+        clockBase = trace.header?.clockBase ?? 0
+    }
+
+    /// The wall-clock time of the monotonic instant `time`, in ns since 1970; nil without a
+    /// header.
+    public func wallClock(_ time: UInt64) -> UInt64? {
+        guard let wallClockStart else { return nil }
+        return time >= clockBase ? wallClockStart &+ (time - clockBase) : wallClockStart &- (clockBase - time)
+    }
+}
+
+/// 16 bytes from the header's facts (FNV-1a, twice with different seeds), for traces with no
+/// origin record.
+private func derivedID(_ loaded: LoadedTrace) -> String {
+    let header = loaded.trace.header
+    let text = "\(header?.processName ?? loaded.path)/\(header?.pid ?? 0)/\(header?.wallClockStart ?? 0)"
+    func fnv(_ seed: UInt64) -> UInt64 {
+        var hash: UInt64 = seed
+        for byte in text.utf8 {
+            hash ^= UInt64(byte)
+            hash &*= 0x100_0000_01b3
+        }
+        return hash
+    }
+    let words = [fnv(0xcbf2_9ce4_8422_2325), fnv(0x84222325_cbf29ce4)]
+    return words.map { word in hex((0..<8).map { UInt8(truncatingIfNeeded: word >> (8 * UInt64($0))) }) }.joined()
+}
+
+/// Bytes as lowercase hex.
+func hex(_ bytes: [UInt8]) -> String {
+    let digits = Array("0123456789abcdef".utf8)
+    var result: [UInt8] = []
+    result.reserveCapacity(bytes.count * 2)
+    for byte in bytes {
+        result.append(digits[Int(byte >> 4)])
+        result.append(digits[Int(byte & 15)])
+    }
+    return String(decoding: result, as: UTF8.self)
+}
+
+/// A wall-clock time (ns since 1970) as ISO 8601 UTC to the millisecond:
+/// `2026-12-01T10:00:00.123Z`.
+func isoTime(_ nanoseconds: UInt64) -> String {
+    let milliseconds = nanoseconds / 1_000_000
+    let seconds = Int64(milliseconds / 1000)
+    var days = seconds / 86_400
+    let secondOfDay = seconds % 86_400
+    // Civil from days (Howard Hinnant's algorithm).
+    days += 719_468
+    let era = days / 146_097
+    let dayOfEra = days - era * 146_097
+    let yearOfEra = (dayOfEra - dayOfEra / 1460 + dayOfEra / 36524 - dayOfEra / 146_096) / 365
+    let dayOfYear = dayOfEra - (365 * yearOfEra + yearOfEra / 4 - yearOfEra / 100)
+    let monthIndex = (5 * dayOfYear + 2) / 153
+    let day = dayOfYear - (153 * monthIndex + 2) / 5 + 1
+    let month = monthIndex < 10 ? monthIndex + 3 : monthIndex - 9
+    let year = yearOfEra + era * 400 + (month <= 2 ? 1 : 0)
+    func two(_ value: Int64) -> String { value < 10 ? "0\(value)" : "\(value)" }
+    let millis = milliseconds % 1000
+    let fraction = millis < 10 ? "00\(millis)" : millis < 100 ? "0\(millis)" : "\(millis)"
+    return "\(year)-\(two(month))-\(two(day))T\(two(secondOfDay / 3600)):\(two(secondOfDay / 60 % 60)):"
+        + "\(two(secondOfDay % 60)).\(fraction)Z"
+}
+
+extension StallReport {
+    /// What a set of traces is: how many, from how many processes, hosts and builds, over
+    /// what time, and which files could not be read.
+    public struct FleetSummary: Sendable, Hashable, Codable {
+        /// Traces read.
+        public var traces: Int
+        /// Distinct process names.
+        public var processes: Int
+        /// Distinct hosts (traces that do not say are left out).
+        public var hosts: Int
+        /// Distinct builds (`TraceFacts.build`, `unknown` included).
+        public var builds: Int
+        /// Distinct app versions (traces that do not say are left out).
+        public var appVersions: Int
+        /// Bytes read.
+        public var bytes: Int
+        /// The earliest trace start, ISO 8601 UTC; nil without headers.
+        public var firstStart: String?
+        /// The latest trace end, ISO 8601 UTC; nil without headers.
+        public var lastEnd: String?
+        /// Inputs that could not be read at all, with the reason.
+        public var unreadable: [Unreadable]
+
+        private enum CodingKeys: String, CodingKey {
+            case traces, processes, hosts, builds, appVersions, bytes, firstStart, lastEnd, unreadable
+        }
+
+        /// Encodes every key (`null` for unknown times).
+        public func encode(to encoder: any Encoder) throws {
+            var container = encoder.container(keyedBy: CodingKeys.self)
+            try container.encode(traces, forKey: .traces)
+            try container.encode(processes, forKey: .processes)
+            try container.encode(hosts, forKey: .hosts)
+            try container.encode(builds, forKey: .builds)
+            try container.encode(appVersions, forKey: .appVersions)
+            try container.encode(bytes, forKey: .bytes)
+            try container.encode(firstStart, forKey: .firstStart)
+            try container.encode(lastEnd, forKey: .lastEnd)
+            try container.encode(unreadable, forKey: .unreadable)
+        }
+    }
+
+    /// An input that could not be read, and why (the one-line `TraceLoadError`).
+    public struct Unreadable: Sendable, Hashable, Codable {
+        /// The path as given.
+        public var path: String
+        /// One line naming the file and the byte offset.
+        public var reason: String
+
+        /// Creates an entry.
+        public init(path: String, reason: String) {
+            self.path = path
+            self.reason = reason
+        }
+    }
+
+    /// A signature's stalls in one build or on one host.
+    public struct GroupCount: Sendable, Hashable, Codable {
+        /// The build (`TraceFacts.build`) or host name.
+        public var name: String
+        /// The signature's stalls there.
+        public var stalls: Int
+        /// The traces there that have the signature.
+        public var traces: Int
+    }
+}
+
+/// A signature's fleet numbers, from its stalls and the facts of their traces.
+struct FleetStats {
+    var traces = 0
+    var tracesPercent = 0.0
+    var p50Ms = 0.0
+    var p95Ms = 0.0
+    var firstSeen: String?
+    var lastSeen: String?
+    var builds: [StallReport.GroupCount] = []
+    var hosts: [StallReport.GroupCount] = []
+
+    init(_ members: [AnalyzedStall], facts: [String: TraceFacts], traceCount: Int) {
+        let paths = Set(members.map(\.tracePath))
+        traces = paths.count
+        let total = max(traceCount, traces)
+        tracesPercent = total == 0 ? 0 : round(Double(traces) / Double(total) * 100, 2)
+        let durations = members.map(\.durationNanos).sorted()
+        p50Ms = ms(nearestRank(durations, 0.50))
+        p95Ms = ms(nearestRank(durations, 0.95))
+        let starts = members.compactMap { member in facts[member.tracePath]?.wallClock(member.stall.start) }
+        firstSeen = starts.min().map(isoTime)
+        lastSeen = starts.max().map(isoTime)
+        builds = Self.groups(members) { facts[$0.tracePath]?.build ?? "unknown" }
+        hosts = Self.groups(members) { facts[$0.tracePath]?.host ?? "unknown" }
+    }
+
+    /// Stalls and traces per group name, most stalls first (then name).
+    static func groups(_ members: [AnalyzedStall], by name: (AnalyzedStall) -> String) -> [StallReport.GroupCount] {
+        var stalls: [String: Int] = [:]
+        var traces: [String: Set<String>] = [:]
+        for member in members {
+            let key = name(member)
+            stalls[key, default: 0] += 1
+            traces[key, default: []].insert(member.tracePath)
+        }
+        return stalls.map { StallReport.GroupCount(name: $0.key, stalls: $0.value, traces: traces[$0.key]!.count) }
+            .sorted { ($1.stalls, $0.name) < ($0.stalls, $1.name) }
+    }
+}
+
+/// The nearest-rank percentile of sorted `values` (the smallest value with at least `fraction`
+/// of the values at or below it): what DuckDB's `quantile_disc` and ClickHouse's
+/// `quantileExactLow` also give. 0 for no values.
+func nearestRank(_ sorted: [UInt64], _ fraction: Double) -> UInt64 {
+    guard !sorted.isEmpty else { return 0 }
+    let rank = Int((fraction * Double(sorted.count)).rounded(.up))
+    return sorted[min(sorted.count, max(1, rank)) - 1]
+}
+
+extension ReportBuilder {
+    /// The fleet summary of `traces` (and of the inputs that could not be read).
+    static func fleetSummary(
+        _ traces: [LoadedTrace], facts: [TraceFacts], unreadable: [StallReport.Unreadable]
+    ) -> StallReport.FleetSummary {
+        var first: UInt64?
+        var last: UInt64?
+        for (trace, fact) in zip(traces, facts) {
+            guard let start = fact.wallClockStart else { continue }
+            first = min(first ?? start, start)
+            let end = start &+ runTime(of: trace)
+            last = max(last ?? end, end)
+        }
+        return StallReport.FleetSummary(
+            traces: traces.count, processes: Set(traces.compactMap { $0.trace.header?.processName }).count,
+            hosts: Set(facts.compactMap(\.host)).count, builds: Set(facts.map(\.build)).count,
+            appVersions: Set(facts.compactMap(\.appVersion)).count, bytes: traces.reduce(0) { $0 + $1.byteCount },
+            firstStart: first.map(isoTime), lastEnd: last.map(isoTime), unreadable: unreadable)
+    }
+}

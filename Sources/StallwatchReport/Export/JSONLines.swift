@@ -1,0 +1,153 @@
+import StallwatchCore
+
+/// JSON Lines for distributed engines (Spark, DuckDB, ClickHouse, BigQuery…): one JSON object
+/// per line, one per stall and, optionally, one per sample. Flat, `snake_case` keys of fixed
+/// types so that every engine infers the same columns; unknown values are `null`. Versioned by
+/// `schema` (`stallwatch.jsonl/1`): within a version keys may be added, none removed or
+/// changed. The schema is documented in `docs/fleet.md`; `tools/fleet/` holds the Spark job
+/// and SQL that rebuild `stallwatch report`'s signature table from these lines.
+///
+/// Pure; use it on any thread.
+public enum JSONLinesExporter {
+    /// The value of every line's `schema` key.
+    public static let schema = "stallwatch.jsonl/1"
+
+    /// One trace's stalls (from `ReportBuilder.analyze(_:)`) with the trace they came from.
+    public struct Input: Sendable {
+        /// The trace.
+        public var trace: LoadedTrace
+        /// Its analyzed stalls.
+        public var stalls: [AnalyzedStall]
+
+        /// Pairs a trace with its stalls.
+        public init(trace: LoadedTrace, stalls: [AnalyzedStall]) {
+            self.trace = trace
+            self.stalls = stalls
+        }
+    }
+
+    /// The lines of `inputs`, traces in order, stalls in start order, each stall's samples
+    /// (with `samples`) right after it. Ends in a newline unless empty.
+    public static func export(_ inputs: [Input], samples: Bool = false) -> String {
+        var out = ""
+        for input in inputs {
+            let facts = TraceFacts(input.trace)
+            let common = commonFields(input.trace, facts)
+            for analyzed in input.stalls {
+                out += stallLine(analyzed, facts: facts, common: common)
+                if samples { out += sampleLines(analyzed, facts: facts, common: common) }
+            }
+        }
+        return out
+    }
+
+    /// The trace's keys every line repeats (engines need no join).
+    static func commonFields(_ trace: LoadedTrace, _ facts: TraceFacts) -> String {
+        let header = trace.trace.header
+        var fields = JSONFields()
+        fields.add("schema", schema)
+        fields.add("trace_id", facts.traceID)
+        fields.add("trace_path", trace.path)
+        fields.add("host", facts.host)
+        fields.add("process", header?.processName)
+        fields.add("pid", header.map { UInt64($0.pid) })
+        fields.add("build", facts.build)
+        fields.add("build_id", facts.buildID)
+        fields.add("app_version", facts.appVersion)
+        return fields.text
+    }
+
+    static func stallLine(_ analyzed: AnalyzedStall, facts: TraceFacts, common: String) -> String {
+        let stall = analyzed.stall
+        var fields = JSONFields(common)
+        fields.add("type", "stall")
+        fields.add("stall_id", stall.id)
+        fields.add("start_unix_nano", facts.wallClock(stall.start))
+        fields.add("start", facts.wallClock(stall.start).map(isoTime))
+        fields.add("duration_ns", analyzed.durationNanos)
+        fields.raw("duration_ms", format(Double(analyzed.durationNanos) / 1e6, 3))
+        fields.add("unfinished", stall.end == nil)
+        fields.add("tier", stall.tier.rawValue)
+        fields.add("category", analyzed.category.rawValue)
+        let reason = analyzed.breakdown.topReasons.first { $0.category == analyzed.category }?.reason
+        fields.add("reason", reason)
+        for category in StallCategory.allCases {
+            fields.raw("share_" + snakeCase(category.rawValue), format(analyzed.breakdown.share(of: category), 4))
+        }
+        fields.add("signature", analyzed.key.text)
+        fields.add("signature_frames", analyzed.key.frames)
+        fields.add("stack", analyzed.representativeFrames.map(analyzed.frameName))
+        fields.raw("stack_confidence", format(analyzed.representative?.confidence ?? 0, 4))
+        fields.add("site", analyzed.site)
+        fields.add("site_label", stall.callout.label)
+        fields.add("sample_count", UInt64(stall.samples.count))
+        return fields.line
+    }
+
+    static func sampleLines(_ analyzed: AnalyzedStall, facts: TraceFacts, common: String) -> String {
+        let weights = analyzed.sampleWeights
+        var out = ""
+        for (index, sample) in analyzed.stall.samples.enumerated() {
+            var fields = JSONFields(common)
+            fields.add("type", "sample")
+            fields.add("stall_id", analyzed.stall.id)
+            fields.add("sample_index", UInt64(index))
+            fields.add("time_unix_nano", facts.wallClock(sample.time))
+            fields.add("offset_ns", sample.time >= analyzed.stall.start ? sample.time - analyzed.stall.start : 0)
+            fields.add("weight_ns", weights[index])
+            fields.add("category", analyzed.classifications[index].category.rawValue)
+            fields.add("reason", analyzed.classifications[index].reason)
+            fields.add("state", "\(sample.state)")
+            fields.add("syscall", sample.syscallName)
+            fields.add("stack", sample.frames.map(analyzed.frameName))
+            out += fields.line
+        }
+        return out
+    }
+
+    /// `lockWait` → `lock_wait`.
+    static func snakeCase(_ name: String) -> String {
+        var result = ""
+        for character in name {
+            if character.isUppercase {
+                result += "_" + character.lowercased()
+            } else {
+                result.append(character)
+            }
+        }
+        return result
+    }
+}
+
+/// A JSON object built key by key, in order (hand-written so every line is one `String` append
+/// and numbers keep the format we choose).
+struct JSONFields {
+    private(set) var text: String
+
+    init(_ prefix: String = "") {
+        text = prefix
+    }
+
+    var line: String { "{" + text + "}\n" }
+
+    mutating func raw(_ key: String, _ value: String) {
+        if !text.isEmpty { text += "," }
+        text += JSONOutput.string(key) + ":" + value
+    }
+
+    mutating func add(_ key: String, _ value: String?) {
+        raw(key, value.map(JSONOutput.string) ?? "null")
+    }
+
+    mutating func add(_ key: String, _ value: UInt64?) {
+        raw(key, value.map { String($0) } ?? "null")
+    }
+
+    mutating func add(_ key: String, _ value: Bool) {
+        raw(key, value ? "true" : "false")
+    }
+
+    mutating func add(_ key: String, _ values: [String]) {
+        raw(key, "[" + values.map(JSONOutput.string).joined(separator: ",") + "]")
+    }
+}

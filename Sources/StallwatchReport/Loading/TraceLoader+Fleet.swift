@@ -1,0 +1,129 @@
+import Dispatch
+import StallwatchCore
+
+#if canImport(Glibc)
+    import Glibc
+#endif
+
+// Many traces: directories expand to the traces under them, and files are decoded on every
+// core, a large one split between sync markers (`TraceChunk`).
+
+extension TraceLoader {
+    /// The file name ending that marks a trace inside a directory.
+    public static let traceExtension = ".swtrace"
+
+    /// A trace this large or larger is decoded in chunks on several workers.
+    static let chunkedDecodeThreshold = 4 << 20
+
+    /// The inputs with every directory replaced by the `*.swtrace` files under it (recursively,
+    /// sorted by path; hidden entries skipped). Files are kept as given, in order, whatever
+    /// their name; paths that name nothing are kept too, so loading reports them. A file found
+    /// in a directory is left out when it was already given or found.
+    public static func expand(_ inputs: [String]) -> [String] {
+        var result: [String] = []
+        var seen = Set<String>()
+        for input in inputs {
+            var info = stat()
+            if stat(input, &info) == 0 && (info.st_mode & S_IFMT) == S_IFDIR {
+                var found: [String] = []
+                walk(input, into: &found)
+                for path in found.sorted() where seen.insert(path).inserted { result.append(path) }
+            } else {
+                seen.insert(input)
+                result.append(input)
+            }
+        }
+        return result
+    }
+
+    /// How many cores this process may run on.
+    public static var availableCores: Int {
+        max(1, Int(sysconf(Int32(_SC_NPROCESSORS_ONLN))))
+    }
+
+    /// Decodes a whole trace's bytes with up to `workers` threads: split between sync markers
+    /// when it is large (at least 4 MiB) and more than one worker is allowed, else serially.
+    /// The result is the same `DecodedTrace(decoding:fileName:)` gives; a trace with any
+    /// damage is decoded serially, so its messages are the serial path's.
+    public static func decode(_ bytes: UnsafeRawBufferPointer, fileName: String?, workers: Int) -> DecodedTrace {
+        guard workers > 1, bytes.count >= chunkedDecodeThreshold else {
+            return DecodedTrace(decoding: bytes, fileName: fileName)
+        }
+        return decodeInChunks(bytes, fileName: fileName, chunks: workers)
+            ?? DecodedTrace(decoding: bytes, fileName: fileName)
+    }
+
+    /// The chunked decode of `bytes` in (about) `chunks` pieces at once, nil if a chunk was not
+    /// clean (then the caller decodes serially). Exposed for tests that check it against the
+    /// serial path on small traces.
+    package static func decodeInChunks(_ bytes: UnsafeRawBufferPointer, fileName: String?, chunks: Int)
+        -> DecodedTrace?
+    {
+        // Check the preamble the serial way: a bad one is the serial path's to report.
+        let head = UnsafeRawBufferPointer(rebasing: bytes[..<min(bytes.count, TraceFormat.preambleSize)])
+        guard head.elementsEqual(TraceEncoder.preamble) else { return nil }
+        let starts = TraceChunk.boundaries(of: bytes, count: chunks)
+        let ends = Array(starts.dropFirst()) + [bytes.count]
+        let parts = Locked([TraceChunk?](repeating: nil, count: starts.count))
+        let address = UInt(bitPattern: bytes.baseAddress)
+        let count = bytes.count
+        DispatchQueue.concurrentPerform(iterations: starts.count) { index in
+            // The buffer outlives this call; pass it as an address so the closure stays Sendable.
+            let buffer = UnsafeRawBufferPointer(start: UnsafeRawPointer(bitPattern: address), count: count)
+            let chunk = TraceChunk(decoding: buffer, from: starts[index], to: ends[index])
+            parts.withLock { $0[index] = chunk }
+        }
+        let chunksDecoded = parts.withLock { $0 }
+        guard chunksDecoded.allSatisfy({ $0 != nil }) else { return nil }
+        return DecodedTrace(chunks: chunksDecoded.map { $0! })
+    }
+
+    /// Runs `body(index)` for `0..<count` on up to `workers` threads (a small pool pulling the
+    /// next index), returning when all are done.
+    static func forEachIndex(_ count: Int, workers: Int, _ body: @Sendable (Int) -> Void) {
+        forEachIndex(count, workers: workers) { _, index in body(index) }
+    }
+
+    /// `forEachIndex(_:workers:_:)` that also tells `body` which worker (0..<`workerCount`)
+    /// runs it, so each worker can keep state of its own.
+    static func forEachIndex(_ count: Int, workers: Int, _ body: @Sendable (_ worker: Int, _ index: Int) -> Void) {
+        let width = workerCount(count, workers)
+        if width == 1 {
+            for index in 0..<count { body(0, index) }
+            return
+        }
+        let next = Locked(0)
+        DispatchQueue.concurrentPerform(iterations: width) { worker in
+            while true {
+                let index = next.withLock { value -> Int in
+                    defer { value += 1 }
+                    return value
+                }
+                guard index < count else { return }
+                body(worker, index)
+            }
+        }
+    }
+
+    /// How many workers `forEachIndex` runs for `count` items.
+    static func workerCount(_ count: Int, _ workers: Int) -> Int { max(1, min(workers, count)) }
+
+    private static func walk(_ directory: String, into found: inout [String]) {
+        guard let handle = opendir(directory) else { return }
+        defer { closedir(handle) }
+        while let entry = readdir(handle) {
+            let name = withUnsafeBytes(of: entry.pointee.d_name) { raw in
+                String(decoding: raw.prefix { $0 != 0 }, as: UTF8.self)
+            }
+            if name.hasPrefix(".") { continue }
+            let path = directory.hasSuffix("/") ? directory + name : directory + "/" + name
+            var info = stat()
+            guard stat(path, &info) == 0 else { continue }
+            if (info.st_mode & S_IFMT) == S_IFDIR {
+                walk(path, into: &found)
+            } else if (info.st_mode & S_IFMT) == S_IFREG && name.hasSuffix(traceExtension) {
+                found.append(path)
+            }
+        }
+    }
+}

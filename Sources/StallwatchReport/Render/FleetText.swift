@@ -1,0 +1,69 @@
+import StallwatchCore
+
+/// The fleet parts of `stallwatch report`'s text: the summary that replaces one line per trace
+/// when there are several, and each signature's spread over traces, builds and hosts. Lines
+/// fit 100 columns.
+///
+/// Pure; use it on any thread.
+enum FleetText {
+    static let width = 100
+
+    /// The summary under the title: processes, hosts, builds, time span, unreadable inputs.
+    static func summaryLines(_ report: StallReport, listed: Bool) -> [String] {
+        let fleet = report.fleet
+        var lines: [String] = []
+        var processes: [String: Int] = [:]
+        for trace in report.traces where !trace.process.isEmpty { processes[trace.process, default: 0] += 1 }
+        let named = processes.sorted { ($1.value, $0.key) < ($0.value, $1.key) }.map { "\($0.key) \($0.value)" }
+        let processWord = fleet.processes == 1 ? "process" : "processes"
+        lines.append(fit("  \(fleet.processes) \(processWord):", named, suffix: ""))
+        lines.append(
+            "  \(plural(fleet.hosts, "host")), \(plural(fleet.builds, "build")), "
+                + "\(plural(fleet.appVersions, "app version")), \(megabytes(fleet.bytes)) read")
+        var span = "  \(format(report.runTimeSeconds, 1)) s of run time"
+        if let first = fleet.firstStart, let last = fleet.lastEnd { span += ", \(first) to \(last)" }
+        lines.append(span)
+        if !fleet.unreadable.isEmpty {
+            lines.append("  \(fleet.unreadable.count) unreadable:")
+            // Whole: a reason names its file, however long the path.
+            for entry in fleet.unreadable.prefix(5) { lines.append("    \(entry.reason)") }
+            if fleet.unreadable.count > 5 { lines.append("    … \(fleet.unreadable.count - 5) more") }
+        }
+        if !listed && report.traces.count > 1 { lines.append("  (--list-traces prints one line per trace)") }
+        return lines
+    }
+
+    /// A signature's spread: traces affected, percentiles, first and last seen, builds, hosts.
+    static func signatureLines(_ signature: StallReport.Signature, traceCount: Int) -> [String] {
+        var lines: [String] = []
+        lines.append(
+            "   in \(signature.traces) of \(plural(traceCount, "trace")) (\(format(signature.tracesPercent, 1)) %), "
+                + "p50 \(format(signature.p50Ms, 1)) ms, p95 \(format(signature.p95Ms, 1)) ms, "
+                + "max \(format(signature.maxMs, 1)) ms")
+        if let first = signature.firstSeen, let last = signature.lastSeen {
+            lines.append("   seen \(first) to \(last)")
+        }
+        lines.append(fit("   builds:", signature.builds.map { "\($0.name) \($0.stalls)" }, suffix: ""))
+        lines.append(fit("   hosts:", signature.hosts.map { "\($0.name) \($0.stalls)" }, suffix: ""))
+        return lines
+    }
+
+    /// `head item, item, …` with as many items as fit the width, then `(+N more)`.
+    static func fit(_ head: String, _ items: [String], suffix: String) -> String {
+        var line = head
+        for (index, item) in items.enumerated() {
+            let rest = items.count - index - 1
+            let more = rest > 0 ? " (+\(rest) more)" : ""
+            let candidate = line + (index == 0 ? " " : ", ") + item
+            if candidate.count + more.count > width {
+                return line + " (+\(items.count - index) more)"
+            }
+            line = candidate
+        }
+        return line + suffix
+    }
+
+    static func megabytes(_ bytes: Int) -> String {
+        bytes < 1 << 20 ? "\(format(Double(bytes) / 1024, 1)) KiB" : "\(format(Double(bytes) / 1_048_576, 1)) MiB"
+    }
+}

@@ -1,0 +1,214 @@
+// The fleet exports are what their engines and backends read: JSONL follows its documented
+// schema and DuckDB and ClickHouse rebuild `report`'s signature table from it with the shipped
+// SQL; the OTLP/JSON parses into the official OpenTelemetry messages; go tool pprof reads the
+// pprof profile with its labels, functions and build ids.
+import Foundation
+import StallwatchCore
+import Testing
+
+@testable import StallwatchReport
+
+@Suite struct FleetExportTests {
+    let directory = TemporaryDirectory()
+
+    /// The documented keys of a stall line (docs/fleet.md), in order.
+    static let stallKeys = [
+        "schema", "trace_id", "trace_path", "host", "process", "pid", "build", "build_id", "app_version", "type",
+        "stall_id", "start_unix_nano", "start", "duration_ns", "duration_ms", "unfinished", "tier", "category",
+        "reason", "share_compute", "share_io", "share_lock_wait", "share_database", "share_other", "signature",
+        "signature_frames", "stack", "stack_confidence", "site", "site_label", "sample_count",
+    ]
+
+    static let sampleKeys = [
+        "schema", "trace_id", "trace_path", "host", "process", "pid", "build", "build_id", "app_version", "type",
+        "stall_id", "sample_index", "time_unix_nano", "offset_ns", "weight_ns", "category", "reason", "state",
+        "syscall", "stack",
+    ]
+
+    func export(_ input: String, _ format: String, _ extra: [String] = []) throws -> String {
+        let output = directory.path + "/export-\(extra.joined()).\(format)"
+        let run = CLIRun(["export", input, "--format", format, "-o", output] + extra)
+        #expect(run.exitCode == 0, "\(run.error)")
+        return output
+    }
+
+    /// Keys in file order, from the raw line (JSONSerialization forgets the order).
+    static func keys(_ line: Substring) -> [String] {
+        var keys: [String] = []
+        var depth = 0
+        var index = line.startIndex
+        var inString = false
+        var start = index
+        while index < line.endIndex {
+            let character = line[index]
+            if inString {
+                if character == "\\" {
+                    index = line.index(after: index)
+                } else if character == "\"" {
+                    inString = false
+                    let after = line.index(after: index)
+                    if depth == 1, after < line.endIndex, line[after] == ":" {
+                        keys.append(String(line[line.index(after: start)..<index]))
+                    }
+                }
+            } else if character == "\"" {
+                inString = true
+                start = index
+            } else if character == "{" || character == "[" {
+                depth += 1
+            } else if character == "}" || character == "]" {
+                depth -= 1
+            }
+            index = line.index(after: index)
+        }
+        return keys
+    }
+
+    @Test func jsonLinesFollowTheDocumentedSchema() throws {
+        let root = FleetFixture.write(into: directory)
+        let path = try export(root, "jsonl", ["--samples"])
+        let text = try String(contentsOfFile: path, encoding: .utf8)
+        let lines = text.split(separator: "\n")
+        var stalls = 0
+        var samples = 0
+        for line in lines {
+            let object = try #require(try JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any])
+            #expect(object["schema"] as? String == "stallwatch.jsonl/1")
+            switch object["type"] as? String {
+            case "stall":
+                stalls += 1
+                #expect(Self.keys(line) == Self.stallKeys)
+                #expect((object["trace_id"] as? String)?.count == 32)
+                #expect(object["duration_ns"] is NSNumber)
+                #expect((object["stack"] as? [String])?.isEmpty == false)
+                #expect((object["start"] as? String)?.hasPrefix("2026-12-01T10:") == true)
+                let shares = ["compute", "io", "lock_wait", "database", "other"].compactMap {
+                    (object["share_" + $0] as? NSNumber)?.doubleValue
+                }
+                #expect(shares.count == 5 && abs(shares.reduce(0, +) - 1) < 0.001)
+            case "sample":
+                samples += 1
+                #expect(Self.keys(line) == Self.sampleKeys)
+            default:
+                Issue.record("unexpected line \(line)")
+            }
+        }
+        let report = ReportBuilder().report(
+            try TraceLoader.load(paths: TraceLoader.expand([root])).map { try $0.get() }, top: 10)
+        #expect(stalls == report.stalls.total)
+        let loaded = try TraceLoader.load(paths: TraceLoader.expand([root])).map { try $0.get() }
+        #expect(samples == loaded.flatMap(\.trace.stalls).reduce(0) { $0 + $1.samples.count })
+    }
+
+    /// Runs a tools/fleet engine on the export and compares its table with `report --json`.
+    func engineAgreesWithReport(_ script: String) throws {
+        let python = try #require(ExternalTools.python)
+        let root = FleetFixture.write(into: directory)
+        for index in 0..<12 {  // more signatures and ties than the six-trace fixture has
+            if index == 0 {
+                try FileManager.default.createDirectory(atPath: root + "/more", withIntermediateDirectories: true)
+            }
+            _ = directory.write(
+                "fleet/more/m\(index).swtrace",
+                FleetFixture.trace(
+                    host: "h\(index % 5)", version: "2.\(index % 4)", buildByte: UInt8(index % 4),
+                    offset: 1_000 + UInt64(index) * 30,
+                    stalls: [(.parse, 20 + UInt64(index) * 7), (.save, 60 + UInt64(index % 3) * 40)]))
+        }
+        let jsonl = try export(root, "jsonl")
+        let report = CLIRun(["report", root, "--json", "--top", "10"])
+        #expect(report.exitCode == 0)
+        let reportPath = directory.write("report.json", Array(report.output.utf8))
+        let tools = ExternalTools.root + "/tools/fleet/"
+        let engine = ExternalTools.run(python, [tools + script, jsonl])
+        #expect(engine.status == 0, "\(engine.error)")
+        let enginePath = directory.write("engine.jsonl", Array(engine.output.utf8))
+        let compare = ExternalTools.run(python, [tools + "compare.py", reportPath, enginePath])
+        #expect(compare.status == 0, "\(compare.output)\(compare.error)")
+        #expect(compare.output.hasSuffix("signatures agree\n"))
+    }
+
+    @Test(
+        .disabled(if: ToolSanitizer.active, "checks a format with DuckDB, not memory"),
+        .enabled(if: ExternalTools.hasDuckDB, "needs duckdb in the venv (scripts/install-deps.sh)"))
+    func duckDBRebuildsTheSignatureTable() throws {
+        try engineAgreesWithReport("duckdb_signatures.py")
+    }
+
+    @Test(
+        .disabled(if: ToolSanitizer.active, "checks a format with ClickHouse, not memory"),
+        .enabled(if: ExternalTools.hasChDB, "needs chdb in the venv (scripts/install-deps.sh)"))
+    func clickHouseRebuildsTheSignatureTable() throws {
+        try engineAgreesWithReport("clickhouse_signatures.py")
+    }
+
+    @Test(
+        .disabled(if: ToolSanitizer.active, "checks a format with opentelemetry-proto, not memory"),
+        .enabled(if: ExternalTools.hasOTLPProto, "needs opentelemetry-proto in the venv (scripts/install-deps.sh)"))
+    func otlpParsesIntoTheOfficialMessages() throws {
+        let python = try #require(ExternalTools.python)
+        let root = FleetFixture.write(into: directory)
+        let path = try export(root, "otlp-json")
+        let check = ExternalTools.run(python, [ExternalTools.root + "/tools/fleet/check_otlp.py", path, "12"])
+        #expect(check.status == 0, "\(check.output)\(check.error)")
+        #expect(check.output == "OTLP ok: 6 resources, 12 spans\n")
+
+        // Full mode: a span per callout too.
+        let full = directory.write("full.swtrace", Fixture.standard(mode: .full, withCallouts: true))
+        let fullPath = try export(full, "otlp-json", ["--callouts"])
+        let fullCheck = ExternalTools.run(python, [ExternalTools.root + "/tools/fleet/check_otlp.py", fullPath, "16"])
+        #expect(fullCheck.output == "OTLP ok: 1 resources, 16 spans\n", "\(fullCheck.error)")
+
+        // The ids are hex as OTLP/JSON wants, and the resource says where the trace came from.
+        let json = try #require(
+            try JSONSerialization.jsonObject(with: Data(contentsOf: URL(fileURLWithPath: path))) as? [String: Any])
+        let resource = try #require((json["resourceSpans"] as? [[String: Any]])?.first)
+        let attributes = try #require((resource["resource"] as? [String: Any])?["attributes"] as? [[String: Any]])
+        let keys = Set(attributes.compactMap { $0["key"] as? String })
+        #expect(keys.isSuperset(of: ["service.name", "service.version", "host.name", "stallwatch.build_id"]))
+    }
+
+    @Test(
+        .disabled(if: ToolSanitizer.active, "checks a format with go tool pprof, not memory"),
+        .enabled(if: ExternalTools.go != nil, "needs Debian's golang-go (scripts/install-deps.sh)"))
+    func goToolPprofReadsTheProfile() throws {
+        let go = try #require(ExternalTools.go)
+        let root = FleetFixture.write(into: directory)
+        let path = try export(root, "pprof")
+        let bytes = try [UInt8](Data(contentsOf: URL(fileURLWithPath: path)))
+        #expect(bytes.prefix(2) == [0x1f, 0x8b], "gzip magic")
+        let environment = ["HOME": directory.path, "GOCACHE": directory.path + "/gocache", "GOFLAGS": "-mod=mod"]
+        let raw = ExternalTools.run(go, ["tool", "pprof", "-raw", path], environment: environment)
+        #expect(raw.status == 0, "\(raw.error)")
+        #expect(raw.output.contains("samples/count wall/nanoseconds[dflt]"))
+        #expect(raw.output.contains("category:[io]"))
+        #expect(raw.output.contains("signature:[io: Store.save() ← main()]"))
+        #expect(raw.output.contains("tier:[microHang]"))
+        #expect(raw.output.contains("/srv/FleetApp bbbb [FN][FL][LN]"))  // the mapping, with its build id
+        #expect(raw.output.contains("Store.save() FleetApp/Store.swift:40"))
+        let top = ExternalTools.run(go, ["tool", "pprof", "-top", "-nodecount=3", path], environment: environment)
+        #expect(top.status == 0, "\(top.error)")
+        #expect(top.output.contains("Type: wall"))
+        #expect(top.output.contains("Parser.parse()"))
+        #expect(top.output.contains("fsync"))
+        // The total is every sample's weight: the report's sample-attributed stall time.
+        let loaded = try TraceLoader.load(paths: TraceLoader.expand([root])).map { try $0.get() }
+        let report = ReportBuilder().report(loaded, top: 10)
+        let attributed = report.stalls.categoryMs.values.reduce(0, +)
+        #expect(top.output.contains("Total samples = \(format(attributed, 0))ms"))
+    }
+
+    @Test func singleTraceFormatsRefuseADirectory() {
+        let root = FleetFixture.write(into: directory)
+        let run = CLIRun(["export", root, "--format", "chrome", "-o", "-"])
+        #expect(run.exitCode == 2)
+        #expect(run.error.hasPrefix("Error: chrome exports one trace; \(root) holds 6"))
+    }
+
+    @Test func pprofRefusesStandardOutput() {
+        let trace = directory.write("one.swtrace", Fixture.standard())
+        let run = CLIRun(["export", trace, "--format", "pprof", "-o", "-"])
+        #expect(run.exitCode == 2)
+        #expect(run.error.contains("pprof is binary: give a file with -o"))
+    }
+}

@@ -1,0 +1,28 @@
+"""The fleet signature table with DuckDB: python3 duckdb_signatures.py JSONL_GLOB_OR_FILE.
+
+Makes the `stalls` view over the JSONL files and runs signatures.sql; prints one JSON object
+per signature. Needs `pip install duckdb`.
+"""
+import json
+import pathlib
+import sys
+
+import duckdb
+
+SQL = (pathlib.Path(__file__).parent / "signatures.sql").read_text()
+
+
+def main(source):
+    connection = duckdb.connect()
+    quoted = source.replace("'", "''")
+    connection.execute(
+        f"CREATE VIEW stalls AS SELECT * FROM read_json_auto('{quoted}', format = 'newline_delimited')"
+    )
+    cursor = connection.execute(SQL)
+    names = [column[0] for column in cursor.description]
+    for row in cursor.fetchall():
+        print(json.dumps(dict(zip(names, row)), default=str))
+
+
+if __name__ == "__main__":
+    main(sys.argv[1])
