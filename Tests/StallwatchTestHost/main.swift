@@ -110,9 +110,10 @@ case "annotate-async":
     Task { @MainActor in
         await annotate("refresh feed", category: .database) {
             await Task.yield()
-            spinForHost(milliseconds: 60)
+            spinForHost(milliseconds: 120)
         }
-        loop.schedule(after: .milliseconds(50)) { _ in loop.stop() }
+        // Time for the watchdog to see the stall end and deliver it before the monitor stops.
+        loop.schedule(after: .milliseconds(300)) { _ in loop.stop() }
     }
     loop.run()
     monitor.stop()

@@ -11,6 +11,8 @@ struct SampleRecording: Sendable {
     var output: String
 
     var stalls: Int { trace.stalls.count }
+    /// The stalls' time added up.
+    var stallTime: Duration { trace.stalls.compactMap(\.duration).reduce(.zero, +) }
     var droppedFrames: UInt64 { trace.frameClock.reduce(0) { $0 + $1.dropped } }
     var dominantCategories: [StallCategory] {
         trace.stalls.compactMap { Classifier().breakdown(of: $0).dominant }
@@ -53,7 +55,9 @@ struct SampleRecording: Sendable {
             ? try Self.blockingMain.get() : try SampleRecording.record(sample, Self.arguments(sample, fixed: false))
         let fixed = try SampleRecording.record(sample, Self.arguments(sample, fixed: true))
         #expect(blocking.stalls > 0, "\(blocking.output)")
-        #expect(fixed.stalls < blocking.stalls, "blocking:\n\(blocking.output)\nfixed:\n\(fixed.output)")
+        // By time, not count: on 2 cores the offloaded work can preempt the loop into a few
+        // short hitches (seen once in CI: 5 hitches, 207 ms, against 4 stalls, 789 ms).
+        #expect(fixed.stallTime < blocking.stallTime, "blocking:\n\(blocking.output)\nfixed:\n\(fixed.output)")
         #expect(
             fixed.droppedFrames < blocking.droppedFrames, "blocking:\n\(blocking.output)\nfixed:\n\(fixed.output)")
     }
