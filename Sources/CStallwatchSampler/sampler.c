@@ -2,6 +2,7 @@
 // Everything reachable from sw_handler must be async-signal-safe; see docs/sampler-notes.md.
 #define _GNU_SOURCE
 #include "CStallwatchSampler.h"
+#include "internal.h"
 
 #include <dlfcn.h>
 #include <errno.h>
@@ -27,10 +28,7 @@
 // its plain name).
 #define SW_UNW_ARCH_SYMBOL(name) ("_ULx86_64_" name)
 
-// The interrupted instruction, from the context the kernel saved for the handler.
-static inline uintptr_t sw_interrupted_pc(const ucontext_t *uc) {
-    return (uintptr_t)uc->uc_mcontext.gregs[REG_RIP];
-}
+// The interrupted instruction: sw_interrupted_pc in internal.h.
 
 // ---------------------------------------------------------------------------------------------
 // libunwind, resolved with dlsym. We declare the few entry points ourselves instead of including
@@ -61,9 +59,7 @@ static const char *g_libunwind_path;
 #define REQ_STATE_MASK 3u
 #define REQ_STEP 4u
 
-// Room for the frames of the signal machinery that unw_backtrace reports before the interrupted
-// frame: [return into sw_handler, __restore_rt, RIP, callers...]. Normally 2; 8 leaves slack.
-#define RAW_EXTRA 8
+#define RAW_EXTRA SW_RAW_EXTRA
 
 static struct {
     _Atomic uint64_t state;
@@ -89,12 +85,7 @@ static struct {
     _Atomic uint64_t captures, completed, timeouts, stale, late, foreign;
 } g_stats;
 
-// clock_gettime is async-signal-safe (POSIX list) and goes through the vDSO: ~20 ns.
-static inline int64_t mono_ns(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
-}
+static inline int64_t mono_ns(void) { return sw_mono_ns(); }
 
 static inline void counter_add(_Atomic uint64_t *c) {
     atomic_fetch_add_explicit(c, 1, memory_order_relaxed);
@@ -341,29 +332,45 @@ static int capture_locked(int signo, int tid, uintptr_t *frames, int capacity, i
     r->handler_ns = g_slot.handler_ns;
     r->ready_ns = g_slot.ready_ns;
 
+    int handler_frames = 0, truncated = 0;
+    const int n = sw_trim_handler_frames(g_slot.raw, g_slot.raw_count, g_slot.want, g_slot.rip, frames, capacity,
+                                         &handler_frames, &truncated);
+    r->handler_frames = handler_frames;
+    r->truncated = truncated;
+    r->frame_count = n;
+    counter_add(&g_stats.completed);
+    return n;
+}
+
+int sw_trim_handler_frames(void *const *raw, int raw_count, int raw_capacity, uintptr_t rip, uintptr_t *frames,
+                           int capacity, int *handler_frames, int *truncated) {
     // Drop the handler's frames: everything up to and including the first raw entry equal to the
     // interrupted RIP (libunwind reports the sigreturn frame's RIP unadjusted). If it is not there
     // (unwinding through the trampoline failed), we return RIP alone rather than guess.
-    const int raw_count = g_slot.raw_count;
-    const uintptr_t rip = g_slot.rip;
     int first_caller = raw_count;
-    r->handler_frames = raw_count;
+    *handler_frames = raw_count;
     for (int i = 0; i < raw_count && i < RAW_EXTRA; i++) {
-        if ((uintptr_t)g_slot.raw[i] == rip) {
+        if ((uintptr_t)raw[i] == rip) {
             first_caller = i + 1;
-            r->handler_frames = i;
+            *handler_frames = i;
             break;
         }
     }
     int n = 0;
     frames[n++] = rip;
     int i = first_caller;
-    for (; i < raw_count && n < capacity; i++) frames[n++] = (uintptr_t)g_slot.raw[i];
+    for (; i < raw_count && n < capacity; i++) frames[n++] = (uintptr_t)raw[i];
     // Deeper than asked if we stopped copying early, or libunwind filled the whole buffer.
-    r->truncated = (i < raw_count || raw_count >= g_slot.want) ? 1 : 0;
-    r->frame_count = n;
-    counter_add(&g_stats.completed);
+    *truncated = (i < raw_count || raw_count >= raw_capacity) ? 1 : 0;
     return n;
+}
+
+int sw_unwind_here(void **buffer, int size) {
+    return g_unw_backtrace == NULL ? 0 : g_unw_backtrace(buffer, size);
+}
+
+int sw_unwinder_loaded(void) {
+    return atomic_load_explicit(&g_signo, memory_order_acquire) != 0;
 }
 
 int sw_sampler_capture(int tid, uintptr_t *frames, int capacity, int64_t timeout_ns,

@@ -150,6 +150,7 @@ case "perf-status":
     loop.run()
     monitor.stop()
     print("perfSampling=\(monitor.statistics.perfSampling)")
+    print("selfSampling=\(monitor.statistics.selfSampling)")
 case "read-file":
     // Data(contentsOf:) of the file named by the second argument in one callout (the README's
     // perf example: STALLWATCH_TRACE set by the caller records it).

@@ -124,3 +124,6 @@ const char *sw_sampler_libunwind_path(void);
 #ifdef __cplusplus
 }
 #endif
+
+// The loop thread's self-sampling ticks (after everything above, which it uses).
+#include "CStallwatchSelfSample.h"

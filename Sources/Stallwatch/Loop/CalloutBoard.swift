@@ -1,3 +1,4 @@
+import CStallwatchSampler
 import CStallwatchShims
 import Dispatch
 import Synchronization
@@ -8,18 +9,23 @@ import Synchronization
 /// `enabled` is set, so a loop nobody watches pays one relaxed load and a branch per callout.
 /// Readers use the sequence like a seqlock: odd while a callout runs; read the fields between
 /// two equal odd loads of `sequence` to get a consistent identity.
-final class CalloutBoard: Sendable {
+final class CalloutBoard: @unchecked Sendable {  // `clock` is only touched atomically
     /// Set by a watchdog while it listens; the loop reads it once per callout.
     let enabled = Atomic<Bool>(false)
     /// The loop's running frame clocks, for a trace recorder's per-second summaries.
     let frameClocks = Locked<[FrameCounters]>([])
     /// Whether a monitor is attached (one at a time: the stall handshake has one slot).
     let monitorAttached = Atomic<Bool>(false)
-    /// Odd while a callout runs, even between callouts; each callout adds 2.
-    let sequence = Atomic<UInt64>(0)
-    /// `sw_cycles()` when the current callout began (or resumed after a nested run); the
-    /// watchdog converts it with `Timebase`.
-    let startCycles = Atomic<UInt64>(0)
+    /// The callout's sequence (odd while a callout runs, even between callouts; each callout
+    /// adds 2) and `sw_cycles()` when it began (or resumed after a nested run; the watchdog
+    /// converts it with `Timebase`). In C memory, because the loop thread's self-sampling
+    /// handler reads them too; accessed only through the `sw_clock_*` atomics and the
+    /// accessors below.
+    let clock: UnsafeMutablePointer<sw_callout_clock> = {
+        let clock = UnsafeMutablePointer<sw_callout_clock>.allocate(capacity: 1)
+        clock.initialize(to: sw_callout_clock(sequence: 0, start_cycles: 0))
+        return clock
+    }()
     /// A `CalloutDescriptor`'s raw value.
     let descriptor = Atomic<UInt64>(0)
     /// Packed `StaticString`s (pointer | length << 48), 0 when absent.
@@ -44,6 +50,17 @@ final class CalloutBoard: Sendable {
     let parked = Atomic<Bool>(false)
     /// Also signalled when a stalled callout ends, so the watchdog closes the stall at once.
     let watchdogWake = DispatchSemaphore(value: 0)
+
+    deinit { clock.deallocate() }
+
+    /// The current sequence (acquiring). Any thread.
+    @inline(__always) var sequence: UInt64 { sw_clock_sequence(clock) }
+
+    /// Loop thread: publishes a new sequence (releasing: the fields stored before it are seen).
+    @inline(__always) func publish(sequence: UInt64) { sw_clock_set_sequence(clock, sequence) }
+
+    /// Loop thread: publishes the running callout's start (relaxed; `publish(sequence:)` follows).
+    @inline(__always) func publish(startCycles: UInt64) { sw_clock_set_start(clock, startCycles) }
 
     /// Loop thread, after its idle wait: wakes a parked watchdog.
     @inline(__always)
@@ -99,13 +116,13 @@ extension CalloutBoard {
     /// A consistent snapshot, retrying while the loop moves between callouts. Any thread.
     func snapshot() -> CalloutSnapshot {
         while true {
-            let before = sequence.load(ordering: .acquiring)
-            let start = startCycles.load(ordering: .relaxed)
+            let before = sequence
+            let start = sw_clock_start(clock)
             let packed = CalloutDescriptor(rawValue: descriptor.load(ordering: .relaxed))
             let labelWord = label.load(ordering: .relaxed)
             let fileWord = file.load(ordering: .relaxed)
             atomicMemoryFence(ordering: .acquiring)
-            if sequence.load(ordering: .relaxed) == before {
+            if sw_clock_sequence_relaxed(clock) == before {
                 return CalloutSnapshot(
                     sequence: before,
                     startCycles: start,

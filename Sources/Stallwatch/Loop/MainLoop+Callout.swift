@@ -56,11 +56,11 @@ extension MainLoop {
         let state = calloutState
         state.pointee.sequence &+= 1
         if state.pointee.iterationStart == 0 { state.pointee.iterationStart = start }
-        board.startCycles.store(start, ordering: .relaxed)
+        board.publish(startCycles: start)
         board.descriptor.store(callout.descriptor.rawValue, ordering: .relaxed)
         board.label.store(callout.label, ordering: .relaxed)
         board.file.store(callout.file, ordering: .relaxed)
-        board.sequence.store(state.pointee.sequence, ordering: .releasing)
+        board.publish(sequence: state.pointee.sequence)
     }
 
     @inline(__always)
@@ -71,7 +71,7 @@ extension MainLoop {
         if board.stalledSequence.load(ordering: .acquiring) == finished {
             stalledCalloutEnded(finished)
         } else {
-            board.sequence.store(state.pointee.sequence, ordering: .releasing)
+            board.publish(sequence: state.pointee.sequence)
         }
     }
 
@@ -81,7 +81,7 @@ extension MainLoop {
     func stalledCalloutEnded(_ finished: UInt64) {
         board.stallEndCycles.store(sw_cycles(), ordering: .relaxed)
         board.stallEndSequence.store(finished, ordering: .releasing)
-        board.sequence.store(calloutState.pointee.sequence, ordering: .releasing)
+        board.publish(sequence: calloutState.pointee.sequence)
         board.watchdogWake.signal()
         calloutState.pointee.iterationHadStall = true
     }

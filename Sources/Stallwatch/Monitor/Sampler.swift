@@ -34,9 +34,11 @@ enum Sampler {
         installed.store(signal, ordering: .releasing)
     }
 
-    /// On the thread to be sampled: unblocks the signal and primes libunwind's caches.
+    /// On the thread to be sampled: unblocks the signals (sampling and, if installed,
+    /// self-sampling) and primes libunwind's caches.
     static func prepareCurrentThread() {
         _ = sw_sampler_prepare_thread()
+        _ = sw_self_prepare_thread()
     }
 
     /// A captured stack: frame 0 is the interrupted instruction, the rest return addresses.

@@ -44,8 +44,16 @@ final class StackCapture {
     /// perf sampling starts with the stall's first capture, after its first /proc read.
     private var enablePending = false
 
+    /// The loop callout the current stall is (for the thread's own captures), if any.
+    private(set) var stallSequence: UInt64?
+    /// The time of the stall's last sample from any source (0 before its first): own captures
+    /// older than it are not news.
+    var ownAfter: UInt64 = 0
+
     /// A stall was detected: forget the last one; perf sampling starts with the first capture.
-    func beginStall() {
+    func beginStall(sequence: UInt64?) {
+        stallSequence = sequence
+        ownAfter = 0
         lastStack = []
         lastTimedOut = false
         inKernelPerPerf = false

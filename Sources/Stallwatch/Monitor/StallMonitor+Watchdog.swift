@@ -12,7 +12,8 @@ extension StallMonitor {
         let sampler = ThreadSampler(
             tid: loop.threadID, captureTimeout: configuration.captureTimeout, canCapture: samplerError == nil,
             annotations: loop.annotations, usePerf: configuration.perfSampling,
-            sampleInterval: configuration.sampleInterval.nanoseconds)
+            sampleInterval: configuration.sampleInterval.nanoseconds,
+            own: selfSampler.map { ($0, configuration.selfSamplingPeriod) })
         record { $0.perfSampling = sampler.stacks.perfStatus }
         let facts = SampleFacts(tid: loop.threadID, statements: loop.annotations.statement)
         let budget = configuration.tiers.budget.nanoseconds
@@ -78,9 +79,12 @@ extension StallMonitor {
         var stall = Stall(
             id: id, start: start, end: nil, tier: .hitch, callout: identity(of: callout),
             flags: suspended ? [.suspended] : [])
-        sampler.beginStall()
+        sampler.beginStall(sequence: callout.sequence)
         defer { sampler.endStall() }
         facts.beginStall(callout.sequence)
+        if configuration.watchdogLatenessForTesting > .zero {
+            usleep(UInt32(configuration.watchdogLatenessForTesting.nanoseconds / 1000))
+        }
         stall.samples.append(facts.sample { sample(sampler) })
         let firstSample = stall.samples[0].time
         record { stats in
@@ -93,10 +97,10 @@ extension StallMonitor {
 
         while true {
             let elapsed = sw_monotonic_ns() &- start
-            sampler.stacks.follow(interval: sampleInterval(after: elapsed))
+            sampler.follow(interval: sampleInterval(after: elapsed))
             sleeper.sleep(until: stall.samples.last!.time &+ sampleInterval(after: elapsed))
             if sleeper.takeOverslept() { stall.flags.insert(.suspended) }
-            if board.sequence.load(ordering: .acquiring) != callout.sequence {
+            if board.sequence != callout.sequence {
                 let exact = board.stallEndSequence.load(ordering: .acquiring) == callout.sequence
                 // Exact: both ends are the loop's own cycle stamps, so the duration carries no
                 // conversion error beyond the rate's.

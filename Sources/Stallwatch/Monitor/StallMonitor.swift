@@ -35,6 +35,18 @@ public final class StallMonitor: @unchecked Sendable {
         /// a perf_event sample of the thread's user stack, enabled only during stalls. The
         /// environment variable `STALLWATCH_PERF=0` turns it off too.
         public var perfSampling = true
+        /// Whether the loop thread samples itself on time: a perf task-clock tick every
+        /// `selfSamplingPeriod` of its user-mode CPU time lets its own handler take the stack of a
+        /// callout past its budget, however late the watchdog is scheduled (docs/watchdog.md, "On
+        /// time without privileges"). `STALLWATCH_PERF=0` turns it off too.
+        public var selfSampling = true
+        /// The tick period, counted in the loop thread's user-mode CPU time (so an idle or blocked
+        /// loop takes none). Detection comes at most about one period after the budget.
+        public var selfSamplingPeriod: Duration = .microseconds(500)
+
+        /// Tests: the watchdog sleeps this long between a stall's deadline and its first sample,
+        /// as an unprivileged watchdog on a busy machine may wait for a CPU.
+        var watchdogLatenessForTesting: Duration = .zero
 
         /// The frame budget (1/60 s by default).
         public var budget: Duration {
@@ -72,6 +84,32 @@ public final class StallMonitor: @unchecked Sendable {
         /// Time to unwind a perf sample's stack copy on the watchdog, for the last ones (ns, at
         /// most 4096 kept).
         public var perfUnwindNanos: [UInt64] = []
+        /// Whether the loop thread samples itself (set once `start()` returned).
+        public var selfSampling = SelfSampling.disabled
+        /// Samples whose stack the loop thread took of itself (counted in `stackSources` as
+        /// `signal`: the same handler-side unwind, triggered by the kernel's tick).
+        public var selfSamples = 0
+        /// Handler entry → stack ready for those samples (ns, at most 4096 kept).
+        public var selfCaptureNanos: [UInt64] = []
+    }
+
+    /// Whether the loop thread samples itself. A plain value; any thread.
+    public enum SelfSampling: Sendable, Hashable, CustomStringConvertible {
+        /// Ticks every `period` of the loop thread's user-mode CPU time.
+        case on(period: Duration)
+        /// Turned off (`Configuration.selfSampling`, or `STALLWATCH_PERF=0`).
+        case disabled
+        /// Wanted but not possible here: why (perf denied, the signal taken, no libunwind).
+        case unavailable(reason: String)
+
+        /// "on (500 us ticks)", "disabled" or "unavailable: …".
+        public var description: String {
+            switch self {
+            case .on(let period): "on (\(period.nanoseconds / 1000) us ticks)"
+            case .disabled: "disabled"
+            case .unavailable(let reason): "unavailable: \(reason)"
+            }
+        }
     }
 
     /// The scheduling the watchdog thread got: it asks for the first it is allowed. A plain
@@ -126,6 +164,9 @@ public final class StallMonitor: @unchecked Sendable {
     /// Why stacks cannot be captured, if they cannot (samples then hold only /proc facts). Read
     /// it after `start()`, on the thread that called it.
     public private(set) var samplerError: SamplerError?
+    /// The loop thread's own ticks (set by `start()` before the watchdog starts, cleared by
+    /// `stop()` after it finished).
+    private(set) var selfSampler: SelfSampler?
 
     /// A monitor for `loop` (the main loop by default). Any thread.
     public init(loop: MainLoop = .main, configuration: Configuration = Configuration()) {
@@ -175,8 +216,15 @@ public final class StallMonitor: @unchecked Sendable {
             loop.board.monitorAttached.store(false, ordering: .releasing)
             throw error
         }
-        // The loop thread must unblock the signal itself; it also does so when it first runs.
-        if loop.isCurrent { Sampler.prepareCurrentThread() } else { loop.post { Sampler.prepareCurrentThread() } }
+        openSelfSampler()
+        // The loop thread must unblock the signals itself; it also does so when it first runs.
+        // Its ticks start once it has.
+        let own = selfSampler
+        let prepare: @Sendable () -> Void = {
+            Sampler.prepareCurrentThread()
+            _ = own?.enable()
+        }
+        if loop.isCurrent { prepare() } else { loop.post(prepare) }
         loop.board.budgetCycles.store(
             Timebase.shared.cycles(configuration.tiers.budget.nanoseconds), ordering: .relaxed)
         loop.board.enabled.store(true, ordering: .releasing)
@@ -198,8 +246,22 @@ public final class StallMonitor: @unchecked Sendable {
         loop.board.watchdogWake.signal()
         finished.wait()
         loop.board.budgetCycles.store(UInt64.max, ordering: .relaxed)
+        selfSampler = nil
         loop.board.monitorAttached.store(false, ordering: .releasing)
         delivery.sync {}
+    }
+
+    /// The loop thread's own ticks, when wanted and possible (`statistics.selfSampling` says).
+    private func openSelfSampler() {
+        guard configuration.selfSampling else {
+            record { $0.selfSampling = .disabled }
+            return
+        }
+        let (sampler, status) = SelfSampler.open(
+            tid: loop.threadID, clock: loop.board.clock, period: configuration.selfSamplingPeriod,
+            budget: configuration.tiers.budget, interval: configuration.sampleInterval)
+        selfSampler = sampler
+        record { $0.selfSampling = status }
     }
 
     deinit { stop() }

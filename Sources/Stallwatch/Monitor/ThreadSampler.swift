@@ -18,11 +18,15 @@ struct ThreadSampler {
     /// The thread's annotation scopes, if it has any.
     let annotations: AnnotationScopes?
 
+    /// The thread's own ticks (`StallMonitor` only) and their period.
+    let own: (sampler: SelfSampler, period: Duration)?
+
     /// A sampler of thread `tid`; `usePerf` opens a perf event on it (enabled only during a
-    /// stall, `beginStall` to `endStall`) with a period following `sampleInterval`.
+    /// stall, `beginStall` to `endStall`) with a period following `sampleInterval`. With `own`,
+    /// the thread's own captures come first.
     init(
         tid: Int32, captureTimeout: Duration, canCapture: Bool, annotations: AnnotationScopes?,
-        usePerf: Bool = false, sampleInterval: UInt64 = 5_000_000
+        usePerf: Bool = false, sampleInterval: UInt64 = 5_000_000, own: (SelfSampler, Duration)? = nil
     ) {
         self.tid = tid
         self.reader = ThreadStateReader(tid: tid)
@@ -30,24 +34,58 @@ struct ThreadSampler {
         self.captureTimeout = captureTimeout
         self.canCapture = canCapture
         self.annotations = annotations
+        self.own = own.map { (sampler: $0.0, period: $0.1) }
     }
 
-    /// A stall was detected: forget the last one's stacks; perf starts with the first capture.
-    func beginStall() { stacks.beginStall() }
+    /// A stall of callout `sequence` (the loop's clock; nil for an executor) was detected:
+    /// forget the last one's stacks; perf starts with the first capture.
+    func beginStall(sequence: UInt64? = nil) { stacks.beginStall(sequence: sequence) }
 
     /// The stall ended: perf sampling stops.
     func endStall() { stacks.endStall() }
 
-    /// One sample: /proc first (a signal would disturb the syscall it reports), then the stack.
-    /// `record` receives the capture counters.
+    /// The watchdog samples every `interval` now (it grows for long hangs).
+    func follow(interval: UInt64) {
+        stacks.follow(interval: interval)
+        if let own { own.sampler.follow(interval: .nanoseconds(interval), period: own.period) }
+    }
+
+    /// One sample: the thread's own capture since the previous sample if it took one, else /proc
+    /// first (a signal would disturb the syscall it reports), then the stack. `record` receives
+    /// the capture counters.
     func sample(record: ((inout StallMonitor.Statistics) -> Void) -> Void) -> Sample {
         let time = sw_monotonic_ns()
         var kernel = reader.read()
+        if let captured = ownCapture() {
+            // It ran user code at that instant (ticks count user time only): running, no syscall.
+            stacks.remember(captured.addresses, from: .signal)
+            stacks.lastSampleTime = time
+            record { stats in
+                stats.selfSamples += 1
+                stats.stackSources[.signal, default: 0] += 1
+                stats.selfCaptureNanos.appendBounded(captured.unwindNanos)
+            }
+            return Sample(
+                time: captured.time, frames: captured.addresses.map { Frame(address: $0) }, state: .running,
+                syscall: nil, wchan: nil, cpuTimeNanos: kernel.cpuTimeNanos, annotation: annotations?.innermost(),
+                captureTimedOut: false, source: .signal)
+        }
         let stack = captureStack(kernel: &kernel, time: time, record: record)
         return Sample(
             time: time, frames: stack.addresses.map { Frame(address: $0) }, state: kernel.state,
             syscall: kernel.syscall, wchan: kernel.wchan, cpuTimeNanos: kernel.cpuTimeNanos,
             annotation: annotations?.innermost(), captureTimedOut: stack.timedOut, source: stack.source)
+    }
+
+    /// The stall's first own capture for its first sample, else the newest since the previous
+    /// sample (whose time `stacks.ownAfter` keeps, so samples stay in time order).
+    private func ownCapture() -> SelfSampler.Capture? {
+        guard let own, let sequence = stacks.stallSequence else { return nil }
+        let earliest = stacks.ownAfter == 0
+        guard let captured = own.sampler.take(sequence: sequence, earliest: earliest, after: stacks.ownAfter)
+        else { return nil }
+        stacks.ownAfter = captured.time
+        return captured
     }
 
     /// The stack for a sample taken at `time`, after `kernel` was read: the first source that
@@ -57,7 +95,10 @@ struct ThreadSampler {
         record: ((inout StallMonitor.Statistics) -> Void) -> Void
     ) -> (addresses: [UInt64], source: SampleSource, timedOut: Bool) {
         stacks.enableIfPending()
-        defer { stacks.lastSampleTime = time }
+        defer {
+            stacks.lastSampleTime = time
+            stacks.ownAfter = max(stacks.ownAfter, time)
+        }
         func finish(
             _ addresses: [UInt64], _ source: SampleSource, timedOut: Bool, perf: PerfSampler.Stack? = nil
         ) -> (addresses: [UInt64], source: SampleSource, timedOut: Bool) {

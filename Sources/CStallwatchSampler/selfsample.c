@@ -1,0 +1,349 @@
+// CStallwatchSelfSample: the loop thread samples itself from a perf task-clock tick. See
+// include/CStallwatchSelfSample.h and docs/watchdog.md, "On time without privileges".
+// Everything reachable from self_handler must be async-signal-safe.
+#define _GNU_SOURCE
+#include "CStallwatchSelfSample.h"
+#include "internal.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <linux/perf_event.h>
+#include <pthread.h>
+#include <sched.h>
+#include <signal.h>
+#include <stdatomic.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+static inline uint64_t self_cycles(void) {
+    uint32_t lo, hi;
+    __asm__ __volatile__("rdtsc" : "=a"(lo), "=d"(hi));
+    return ((uint64_t)hi << 32) | lo;
+}
+
+// A slot's owner. The handler (one per handle: its thread's) writes FREE or READY slots, the
+// watchdog reads READY ones; each side claims with a CAS, so neither ever sees a half-written slot.
+enum { SLOT_FREE = 0, SLOT_WRITING = 1, SLOT_READY = 2, SLOT_READING = 3 };
+#define SLOTS 4
+
+typedef struct {
+    _Atomic uint32_t state;
+    uint32_t index;
+    uint64_t sequence;
+    int64_t time_ns;
+    int64_t ready_ns;
+    uintptr_t rip;
+    int raw_count;
+    void *raw[SW_SAMPLER_MAX_FRAMES + SW_RAW_EXTRA];
+} self_slot;
+
+typedef struct {
+    _Atomic int fd;                  // the perf event; -1 when the handle is free
+    int tid;
+    sw_callout_clock *clock;
+    _Atomic uint64_t budget_cycles;
+    _Atomic uint64_t interval_cycles;
+    // The handler's own state (its thread only).
+    uint64_t stall_sequence;
+    uint32_t stall_index;
+    uint64_t next_cycles;
+    _Atomic uint64_t ticks, captures, dropped;
+    self_slot slots[SLOTS];
+} self_handle;
+
+static self_handle g_handles[SW_SELF_MAX_THREADS];
+static pthread_mutex_t g_mutex = PTHREAD_MUTEX_INITIALIZER;  // open/close/install; never in the handler
+static _Atomic int g_self_signo;
+static _Atomic int g_handles_ready;  // g_handles' fds set to -1
+static _Atomic int g_in_handler;     // handlers running now (sw_self_close waits them out)
+
+static void init_handles_locked(void) {
+    if (atomic_load_explicit(&g_handles_ready, memory_order_acquire)) return;
+    for (int i = 0; i < SW_SELF_MAX_THREADS; i++) atomic_store_explicit(&g_handles[i].fd, -1, memory_order_relaxed);
+    atomic_store_explicit(&g_handles_ready, 1, memory_order_release);
+}
+
+static inline void add(_Atomic uint64_t *counter) { atomic_fetch_add_explicit(counter, 1, memory_order_relaxed); }
+
+// A slot the handler may write: a free one, else the oldest ready one but the stall's first
+// (which the watchdog wants for the detection). NULL if the watchdog holds them all.
+static self_slot *claim_slot(self_handle *h) {
+    self_slot *oldest = NULL;
+    for (int i = 0; i < SLOTS; i++) {
+        self_slot *slot = &h->slots[i];
+        uint32_t expected = SLOT_FREE;
+        if (atomic_compare_exchange_strong_explicit(&slot->state, &expected, SLOT_WRITING, memory_order_acquire,
+                                                    memory_order_relaxed))
+            return slot;
+    }
+    for (int pass = 0; pass < 2; pass++) {
+        for (int i = 0; i < SLOTS; i++) {
+            self_slot *slot = &h->slots[i];
+            // Only the handler writes index/sequence/time, so it may read them while READY.
+            if (atomic_load_explicit(&slot->state, memory_order_acquire) != SLOT_READY) continue;
+            if (slot->sequence == h->stall_sequence && slot->index == 0) continue;
+            if (oldest == NULL || slot->time_ns < oldest->time_ns) oldest = slot;
+        }
+        if (oldest == NULL) return NULL;
+        uint32_t expected = SLOT_READY;
+        if (atomic_compare_exchange_strong_explicit(&oldest->state, &expected, SLOT_WRITING, memory_order_acquire,
+                                                    memory_order_relaxed))
+            return oldest;
+        oldest = NULL;  // the watchdog took it meanwhile: look once more
+    }
+    return NULL;
+}
+
+static void self_handler(int signo, siginfo_t *info, void *ucv) {
+    (void)signo;
+    const int saved_errno = errno;
+    atomic_fetch_add_explicit(&g_in_handler, 1, memory_order_seq_cst);  // before the lookup (close)
+    if (info == NULL || info->si_code != POLL_IN) goto out;
+    self_handle *h = NULL;
+    for (int i = 0; i < SW_SELF_MAX_THREADS; i++) {
+        if (atomic_load_explicit(&g_handles[i].fd, memory_order_seq_cst) == info->si_fd) {
+            h = &g_handles[i];
+            break;
+        }
+    }
+    if (h == NULL) goto out;
+    add(&h->ticks);
+    const uint64_t sequence = sw_clock_sequence(h->clock);
+    if ((sequence & 1) == 0) goto out;  // between callouts, or idle
+    const uint64_t start = sw_clock_start(h->clock);
+    const uint64_t now = self_cycles();
+    if (now < start || now - start <= atomic_load_explicit(&h->budget_cycles, memory_order_relaxed)) goto out;
+    if (h->stall_sequence != sequence) {
+        h->stall_sequence = sequence;
+        h->stall_index = 0;
+        h->next_cycles = 0;
+    }
+    if (now < h->next_cycles) goto out;
+    // A tick meant for another thread (a reused descriptor) must not unwind this one: one gettid,
+    // only when about to capture.
+    if ((int)syscall(SYS_gettid) != h->tid) goto out;
+    self_slot *slot = claim_slot(h);
+    if (slot == NULL) {
+        add(&h->dropped);
+        goto out;
+    }
+    slot->time_ns = sw_mono_ns();
+    slot->sequence = sequence;
+    slot->index = h->stall_index;
+    slot->rip = sw_interrupted_pc((const ucontext_t *)ucv);
+    const int n = sw_unwind_here(slot->raw, SW_SAMPLER_MAX_FRAMES + SW_RAW_EXTRA);
+    slot->raw_count = n < 0 ? 0 : n;
+    slot->ready_ns = sw_mono_ns();
+    atomic_store_explicit(&slot->state, SLOT_READY, memory_order_release);
+    add(&h->captures);
+    h->stall_index++;
+    h->next_cycles = now + atomic_load_explicit(&h->interval_cycles, memory_order_relaxed);
+out:
+    atomic_fetch_sub_explicit(&g_in_handler, 1, memory_order_release);
+    errno = saved_errno;
+}
+
+int sw_self_default_signal(void) { return SIGSTKFLT; }
+
+int sw_self_install(int signo) {
+    int rc = SW_SAMPLER_OK;
+    pthread_mutex_lock(&g_mutex);
+    init_handles_locked();
+    const int current = atomic_load_explicit(&g_self_signo, memory_order_relaxed);
+    if (current != 0) {
+        rc = signo == current ? SW_SAMPLER_OK : SW_SAMPLER_EALREADY;
+        goto done;
+    }
+    if (!sw_unwinder_loaded()) {
+        rc = SW_SAMPLER_ENOTINSTALLED;
+        goto done;
+    }
+    if (signo <= 0 || signo >= SIGRTMIN || signo == SIGKILL || signo == SIGSTOP) {
+        rc = SW_SAMPLER_EINVAL;
+        goto done;
+    }
+    struct sigaction old;
+    if (sigaction(signo, NULL, &old) != 0) {
+        rc = SW_SAMPLER_ESYS;
+        goto done;
+    }
+    if (old.sa_handler != SIG_DFL) {
+        rc = SW_SELF_EINUSE;
+        goto done;
+    }
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_sigaction = self_handler;
+    // Ticks arrive only in user mode, so there is no system call to restart; SA_RESTART anyway.
+    sa.sa_flags = SA_SIGINFO | SA_RESTART;
+    sigfillset(&sa.sa_mask);  // nothing nests inside libunwind (as for the sampling signal)
+    if (sigaction(signo, &sa, NULL) != 0) {
+        rc = SW_SAMPLER_ESYS;
+        goto done;
+    }
+    atomic_store_explicit(&g_self_signo, signo, memory_order_release);
+done:
+    pthread_mutex_unlock(&g_mutex);
+    return rc;
+}
+
+int sw_self_prepare_thread(void) {
+    const int signo = atomic_load_explicit(&g_self_signo, memory_order_acquire);
+    if (signo == 0) return SW_SAMPLER_ENOTINSTALLED;
+    sigset_t set;
+    sigemptyset(&set);
+    sigaddset(&set, signo);
+    return pthread_sigmask(SIG_UNBLOCK, &set, NULL) == 0 ? SW_SAMPLER_OK : SW_SAMPLER_ESYS;
+}
+
+int sw_self_open(int tid, sw_callout_clock *clock, int64_t period_ns, uint64_t budget_cycles,
+                 uint64_t interval_cycles, int *sys_errno) {
+    if (sys_errno != NULL) *sys_errno = 0;
+    const int signo = atomic_load_explicit(&g_self_signo, memory_order_acquire);
+    if (signo == 0) return SW_SAMPLER_ENOTINSTALLED;
+    if (tid <= 0 || clock == NULL || period_ns <= 0) return SW_SAMPLER_EINVAL;
+    pthread_mutex_lock(&g_mutex);
+    int rc = SW_SELF_ENOSLOT;
+    int index = -1;
+    for (int i = 0; i < SW_SELF_MAX_THREADS; i++) {
+        if (atomic_load_explicit(&g_handles[i].fd, memory_order_relaxed) == -1) {
+            index = i;
+            break;
+        }
+    }
+    if (index < 0) goto done;
+    struct perf_event_attr attr;
+    memset(&attr, 0, sizeof attr);
+    attr.size = sizeof attr;
+    attr.type = PERF_TYPE_SOFTWARE;
+    attr.config = PERF_COUNT_SW_TASK_CLOCK;
+    attr.sample_period = (uint64_t)period_ns;
+    attr.exclude_kernel = 1;  // user-mode time only: a tick never lands in a system call
+    attr.exclude_hv = 1;
+    attr.disabled = 1;
+    attr.wakeup_events = 1;
+    const int fd = (int)syscall(SYS_perf_event_open, &attr, tid, -1, -1, PERF_FLAG_FD_CLOEXEC);
+    if (fd < 0) {
+        if (sys_errno != NULL) *sys_errno = errno;
+        rc = SW_SELF_EPERF;
+        goto done;
+    }
+    struct f_owner_ex owner = {.type = F_OWNER_TID, .pid = tid};
+    if (fcntl(fd, F_SETOWN_EX, &owner) != 0 || fcntl(fd, F_SETSIG, signo) != 0 ||
+        fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_ASYNC) != 0) {
+        if (sys_errno != NULL) *sys_errno = errno;
+        close(fd);
+        rc = SW_SELF_EFCNTL;
+        goto done;
+    }
+    self_handle *h = &g_handles[index];
+    h->tid = tid;
+    h->clock = clock;
+    atomic_store_explicit(&h->budget_cycles, budget_cycles, memory_order_relaxed);
+    atomic_store_explicit(&h->interval_cycles, interval_cycles, memory_order_relaxed);
+    h->stall_sequence = 0;
+    h->stall_index = 0;
+    h->next_cycles = 0;
+    atomic_store_explicit(&h->ticks, 0, memory_order_relaxed);
+    atomic_store_explicit(&h->captures, 0, memory_order_relaxed);
+    atomic_store_explicit(&h->dropped, 0, memory_order_relaxed);
+    for (int i = 0; i < SLOTS; i++) atomic_store_explicit(&h->slots[i].state, SLOT_FREE, memory_order_relaxed);
+    // Published last: the handler finds the handle by its descriptor.
+    atomic_store_explicit(&h->fd, fd, memory_order_release);
+    rc = index;
+done:
+    pthread_mutex_unlock(&g_mutex);
+    return rc;
+}
+
+static self_handle *handle_at(int handle) {
+    if (handle < 0 || handle >= SW_SELF_MAX_THREADS) return NULL;
+    self_handle *h = &g_handles[handle];
+    return atomic_load_explicit(&h->fd, memory_order_acquire) < 0 ? NULL : h;
+}
+
+int sw_self_enable(int handle) {
+    self_handle *h = handle_at(handle);
+    if (h == NULL) return SW_SAMPLER_EINVAL;
+    const int fd = atomic_load_explicit(&h->fd, memory_order_relaxed);
+    if (ioctl(fd, PERF_EVENT_IOC_RESET, 0) != 0 || ioctl(fd, PERF_EVENT_IOC_ENABLE, 0) != 0) return SW_SELF_EPERF;
+    return SW_SAMPLER_OK;
+}
+
+void sw_self_set_interval(int handle, uint64_t interval_cycles) {
+    self_handle *h = handle_at(handle);
+    if (h != NULL) atomic_store_explicit(&h->interval_cycles, interval_cycles, memory_order_relaxed);
+}
+
+int sw_self_take(int handle, uint64_t sequence, int earliest, int64_t after_ns, sw_self_capture *out) {
+    self_handle *h = handle_at(handle);
+    if (h == NULL || out == NULL) return 0;
+    // Claim every ready slot, keep the one wanted, give back the later ones and free the rest.
+    int held[SLOTS];
+    int best = -1;
+    for (int i = 0; i < SLOTS; i++) {
+        held[i] = 0;
+        self_slot *slot = &h->slots[i];
+        uint32_t expected = SLOT_READY;
+        if (!atomic_compare_exchange_strong_explicit(&slot->state, &expected, SLOT_READING, memory_order_acquire,
+                                                     memory_order_relaxed))
+            continue;
+        held[i] = 1;
+        if (slot->sequence != sequence || slot->time_ns <= after_ns) continue;
+        if (best < 0) {
+            best = i;
+        } else {
+            const int64_t t = slot->time_ns, b = h->slots[best].time_ns;
+            if (earliest ? t < b : t > b) best = i;
+        }
+    }
+    if (best >= 0) {
+        const self_slot *slot = &h->slots[best];
+        out->sequence = slot->sequence;
+        out->index = slot->index;
+        out->time_ns = slot->time_ns;
+        out->ready_ns = slot->ready_ns;
+        out->reserved = 0;
+        int handler_frames = 0, truncated = 0;
+        out->frame_count = sw_trim_handler_frames(slot->raw, slot->raw_count, SW_SAMPLER_MAX_FRAMES + SW_RAW_EXTRA,
+                                                  slot->rip, out->frames, SW_SAMPLER_MAX_FRAMES, &handler_frames,
+                                                  &truncated);
+        out->truncated = truncated;
+    }
+    const int64_t taken = best >= 0 ? h->slots[best].time_ns : INT64_MAX;
+    for (int i = 0; i < SLOTS; i++) {
+        if (!held[i]) continue;
+        self_slot *slot = &h->slots[i];
+        // Later captures of the same callout stay for the next take; everything else is done.
+        const int keep = best >= 0 && slot->sequence == sequence && slot->time_ns > taken;
+        atomic_store_explicit(&slot->state, keep ? SLOT_READY : SLOT_FREE, memory_order_release);
+    }
+    return best >= 0;
+}
+
+void sw_self_get_stats(int handle, sw_self_stats *out) {
+    if (out == NULL) return;
+    memset(out, 0, sizeof *out);
+    self_handle *h = handle_at(handle);
+    if (h == NULL) return;
+    out->ticks = atomic_load_explicit(&h->ticks, memory_order_relaxed);
+    out->captures = atomic_load_explicit(&h->captures, memory_order_relaxed);
+    out->dropped = atomic_load_explicit(&h->dropped, memory_order_relaxed);
+}
+
+void sw_self_close(int handle) {
+    pthread_mutex_lock(&g_mutex);
+    self_handle *h = handle_at(handle);
+    if (h != NULL) {
+        const int fd = atomic_load_explicit(&h->fd, memory_order_relaxed);
+        (void)ioctl(fd, PERF_EVENT_IOC_DISABLE, 0);
+        // Unpublished before the descriptor closes: a tick still pending finds no handle. One
+        // already past the lookup is waited out, so the next open may reset the handle.
+        atomic_store_explicit(&h->fd, -1, memory_order_seq_cst);
+        while (atomic_load_explicit(&g_in_handler, memory_order_seq_cst) != 0) sched_yield();
+        close(fd);
+    }
+    pthread_mutex_unlock(&g_mutex);
+}

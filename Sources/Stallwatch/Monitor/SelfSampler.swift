@@ -1,0 +1,94 @@
+import CStallwatchSampler
+import Glibc
+
+/// The loop thread's own stacks, taken on time by a kernel tick on that thread
+/// (`CStallwatchSelfSample`; docs/watchdog.md, "On time without privileges"): the watchdog only
+/// collects them, so how late it is scheduled no longer delays detection or capture.
+/// Watchdog thread only, but for `enable()` (any thread).
+final class SelfSampler: Sendable {
+    private let handle: Int32
+
+    private init(handle: Int32) { self.handle = handle }
+
+    /// Opens the ticks on thread `tid`, disabled, for the callouts `clock` publishes: a capture
+    /// once a callout has run more than `budget`, then every `interval`. The status says why
+    /// not when it cannot (perf denied, the signal taken, no libunwind).
+    static func open(
+        tid: Int32, clock: UnsafeMutablePointer<sw_callout_clock>, period: Duration, budget: Duration,
+        interval: Duration
+    ) -> (SelfSampler?, StallMonitor.SelfSampling) {
+        if PerfSampler.disabledByEnvironment { return (nil, .disabled) }
+        let signal = sw_self_default_signal()
+        let installed = sw_self_install(signal)
+        guard installed == SW_SAMPLER_OK else {
+            return (nil, .unavailable(reason: describe(installed, signal: signal, errno: 0)))
+        }
+        var error: Int32 = 0
+        let handle = sw_self_open(
+            tid, clock, Int64(period.nanoseconds), Timebase.shared.cycles(budget.nanoseconds),
+            cycles(interval: interval, period: period), &error)
+        guard handle >= 0 else { return (nil, .unavailable(reason: describe(handle, signal: signal, errno: error))) }
+        return (SelfSampler(handle: handle), .on(period: period))
+    }
+
+    deinit { sw_self_close(handle) }
+
+    /// Starts the ticks; the thread must have unblocked the signal (`Sampler.prepareCurrentThread`).
+    func enable() -> Bool { sw_self_enable(handle) == SW_SAMPLER_OK }
+
+    /// The watchdog samples every `interval` now (it grows for long hangs).
+    func follow(interval: Duration, period: Duration) {
+        sw_self_set_interval(handle, Self.cycles(interval: interval, period: period))
+    }
+
+    /// Captures come one tick period early, so that the watchdog, waking one interval after its
+    /// previous sample, finds one taken since (ticks fall `period` apart).
+    private static func cycles(interval: Duration, period: Duration) -> UInt64 {
+        let (interval, period) = (interval.nanoseconds, period.nanoseconds)
+        return Timebase.shared.cycles(interval > period ? max(interval / 2, interval - period) : interval / 2)
+    }
+
+    /// A stack the loop thread took of itself.
+    struct Capture {
+        var addresses: [UInt64]
+        /// CLOCK_MONOTONIC at the handler's entry: the instant the stack shows.
+        var time: UInt64
+        /// The handler's entry → the stack ready.
+        var unwindNanos: UInt64
+    }
+
+    /// The stall's first capture (`earliest`) or its newest, of callout `sequence`, taken after
+    /// `after`; nil when the ticks took none (the thread was in the kernel, asleep, or preempted).
+    func take(sequence: UInt64, earliest: Bool, after: UInt64) -> Capture? {
+        var capture = sw_self_capture()
+        guard sw_self_take(handle, sequence, earliest ? 1 : 0, Int64(clamping: after), &capture) == 1 else {
+            return nil
+        }
+        let addresses = withUnsafeBytes(of: &capture.frames) { raw in
+            raw.bindMemory(to: UInt.self).prefix(Int(capture.frame_count)).map { UInt64($0) }
+        }
+        return Capture(
+            addresses: addresses, time: UInt64(capture.time_ns),
+            unwindNanos: UInt64(max(0, capture.ready_ns - capture.time_ns)))
+    }
+
+    /// Ticks taken, stacks captured, stacks dropped (every slot was being read).
+    var counters: (ticks: UInt64, captures: UInt64, dropped: UInt64) {
+        var stats = sw_self_stats()
+        sw_self_get_stats(handle, &stats)
+        return (stats.ticks, stats.captures, stats.dropped)
+    }
+
+    private static func describe(_ code: Int32, signal: Int32, errno: Int32) -> String {
+        switch code {
+        case SW_SELF_EPERF:
+            let detail = String(cString: strerror(errno))
+            return "perf_event_open refused a task-clock event (\(detail); kernel.perf_event_paranoid above 2?)"
+        case SW_SELF_EFCNTL: return "cannot route perf overflows to the thread (\(String(cString: strerror(errno))))"
+        case SW_SELF_EINUSE: return "signal \(signal) already has a handler"
+        case SW_SELF_ENOSLOT: return "all \(SW_SELF_MAX_THREADS) self-sampling threads are in use"
+        case SW_SAMPLER_ENOTINSTALLED: return "no stack sampler (libunwind) to share"
+        default: return String(cString: sw_sampler_strerror(code))
+        }
+    }
+}

@@ -1,0 +1,111 @@
+// The loop thread samples itself on time (a perf task-clock tick counting its user-mode CPU time):
+// a late watchdog no longer delays detection or the first stack, a sleeping callout is never cut
+// short, and an idle loop takes no ticks.
+import Foundation
+import Testing
+
+@testable import Stallwatch
+
+@Suite(.serialized) struct SelfSamplingTests {
+    static let budget: UInt64 = 16_666_667
+
+    /// How late after its deadline the stall's first sample is.
+    func detectionLateness(_ stall: Stall) -> UInt64 {
+        let deadline = stall.start + Self.budget
+        let first = stall.samples.first?.time ?? deadline
+        return first > deadline ? first - deadline : 0
+    }
+
+    func lateWatchdogRun(selfSampling: Bool) async throws -> (Stall, StallMonitor.Statistics) {
+        let run = try await monitored(
+            configure: {
+                $0.selfSampling = selfSampling
+                $0.watchdogLatenessForTesting = .milliseconds(30)
+            },
+            { loop, measure in measure.post(loop) { spinForStallTest(milliseconds: 90) } })
+        let ours = run.ended.filter { $0.callout.file == "StallwatchTests/SelfSamplingTests.swift" }
+        #expect(ours.count == 1, "stalls: \(run.ended.map(\.callout))")
+        return (try #require(ours.first), run.statistics)
+    }
+
+    /// The watchdog wakes 30 ms after the deadline (as on a busy machine without SCHED_FIFO):
+    /// the first sample is still the loop thread's own, taken at the deadline, with the culprit.
+    /// Without self-sampling the same run's first sample is at least 30 ms late: the peer.
+    @Test func aLateWatchdogStillGetsTheStackTakenAtTheDeadline() async throws {
+        let (own, statistics) = try await lateWatchdogRun(selfSampling: true)
+        guard case .on = statistics.selfSampling else {
+            Issue.record("self-sampling is \(statistics.selfSampling) here (perf_event_open allowed in CI)")
+            return
+        }
+        let (peer, peerStatistics) = try await lateWatchdogRun(selfSampling: false)
+        print(
+            "[self-sampling] first sample \(detectionLateness(own) / 1000) us after the deadline "
+                + "(\(statistics.selfSamples) own samples); without: \(detectionLateness(peer) / 1000) us")
+        #expect(peerStatistics.selfSamples == 0)
+        #expect(detectionLateness(peer) >= 30_000_000)
+        // One tick period (0.5 ms of its CPU time) after the deadline, plus scheduling: far less
+        // than the watchdog's 30 ms.
+        #expect(detectionLateness(own) < 15_000_000, "\(own.samples.map(\.time))")
+        #expect(statistics.selfSamples >= 1)
+        let first = try #require(own.samples.first)
+        #expect(first.source == .signal)
+        #expect(first.state == .running)
+        #expect(first.frames.contains { $0.symbol?.contains("spinForStallTest") == true }, "\(first.frames)")
+        // Samples stay in time order, own and the watchdog's mixed.
+        #expect(own.samples.map(\.time) == own.samples.map(\.time).sorted())
+    }
+
+    /// A callout that computes past its budget (ticks arrive) and then sleeps: the sleep is not cut
+    /// short (a wall-clock timer signal would end nanosleep with EINTR), and the stall is whole.
+    @Test func aSleepInAStalledCalloutIsNeverInterrupted() async throws {
+        let results = Locked<[Int32]>([])
+        let run = try await monitored({ loop, measure in
+            measure.post(loop) {
+                spinForStallTest(milliseconds: 40)
+                var request = timespec(tv_sec: 0, tv_nsec: 60_000_000)
+                var remaining = timespec()
+                let rc = nanosleep(&request, &remaining)
+                results.withLock { $0.append(rc == 0 ? 0 : errno) }
+            }
+        })
+        #expect(results.withLock { $0 } == [0], "nanosleep was interrupted: \(results.withLock { $0 })")
+        let measured = try #require(run.measured.first)
+        #expect(measured >= 100_000_000)
+        let ours = run.ended.filter { $0.callout.file == "StallwatchTests/SelfSamplingTests.swift" }
+        #expect(ours.count == 1)
+    }
+
+    /// No ticks while the loop idles (the event counts its CPU time), some while it computes.
+    @Test func anIdleLoopTakesNoTicks() async throws {
+        let counts = try await onLoopThreadThrowing { loop -> (idle: UInt64, busy: UInt64, status: String) in
+            let monitor = StallMonitor(loop: loop)
+            try monitor.start()
+            defer { monitor.stop() }
+            guard case .on = monitor.statistics.selfSampling, let own = monitor.selfSampler else {
+                return (0, 0, "\(monitor.statistics.selfSampling)")
+            }
+            // Let the posted enable run, then idle for a second.
+            loop.runOnce(timeout: .milliseconds(50))
+            let before = own.counters.ticks
+            let end = MainLoop.monotonicNanos() + 1_000_000_000
+            while MainLoop.monotonicNanos() < end { loop.runOnce(timeout: .milliseconds(200)) }
+            let idle = own.counters.ticks - before
+            loop.post { spinForStallTest(milliseconds: 50) }
+            loop.runOnce(timeout: .milliseconds(200))
+            return (idle, own.counters.ticks - before - idle, "\(monitor.statistics.selfSampling)")
+        }
+        print("[self-sampling] \(counts.status): idle 1 s: \(counts.idle) ticks; 50 ms of compute: \(counts.busy)")
+        #expect(counts.status.hasPrefix("on"), "\(counts.status)")
+        #expect(counts.idle == 0)
+        // 100 ticks at 0.5 ms if the thread had the CPU throughout; a loaded CI machine gives less.
+        #expect(counts.busy >= 10)
+    }
+
+    /// `STALLWATCH_PERF=0` turns self-sampling off with the rest of perf.
+    @Test func theEnvironmentSwitchTurnsItOff() throws {
+        let off = try runProduct("StallwatchTestHost", ["perf-status"], environment: ["STALLWATCH_PERF": "0"])
+        #expect(off.output.contains("selfSampling=disabled"), "\(off.output)\(off.errors)")
+        let on = try runProduct("StallwatchTestHost", ["perf-status"], environment: ["STALLWATCH_PERF": "1"])
+        #expect(on.output.contains("selfSampling=on"), "\(on.output)\(on.errors)")
+    }
+}
