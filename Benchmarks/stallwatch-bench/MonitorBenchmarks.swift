@@ -7,20 +7,32 @@ enum MonitorBenchmarks {
     static func run() throws {
         let loop = MainLoop.main
 
-        // 1. Added cost per callout: the chain with and without a monitor, alternating.
+        // 1. Added cost per callout: the chain with and without a monitor, alternating; and with
+        //    a monitor whose loop thread does not sample itself (its ticks' share of the cost).
         var off: [Double] = []
         var on: [Double] = []
+        var onWithoutTicks: [Double] = []
         for _ in 0..<5 {
             off.append(LoopBenchmarks.chainNanosPerTask(loop, tasks: LoopBenchmarks.chainTasks))
-            let monitor = StallMonitor(loop: loop)
-            try monitor.start()
-            on.append(LoopBenchmarks.chainNanosPerTask(loop, tasks: LoopBenchmarks.chainTasks))
-            monitor.stop()
+            for selfSampling in [true, false] {
+                var configuration = StallMonitor.Configuration()
+                configuration.selfSampling = selfSampling
+                let monitor = StallMonitor(loop: loop, configuration: configuration)
+                try monitor.start()
+                let nanos = LoopBenchmarks.chainNanosPerTask(loop, tasks: LoopBenchmarks.chainTasks)
+                if selfSampling { on.append(nanos) } else { onWithoutTicks.append(nanos) }
+                monitor.stop()
+            }
         }
         let added = median(on) - median(off)
         Result(
             name: "monitor.callout_overhead", value: added, unit: "ns/callout", peer: "chain without monitor",
             peerValue: median(off), ratio: median(on) / median(off), goal: "<= 15 ns"
+        ).printLine()
+        Result(
+            name: "monitor.self_sampling.callout_cost", value: median(on) - median(onWithoutTicks), unit: "ns/callout",
+            peer: "monitor without self-sampling", peerValue: median(onWithoutTicks),
+            ratio: median(on) / median(onWithoutTicks), goal: "unchanged (within noise)"
         ).printLine()
 
         // 2. Detection latency and capture cost over real stalls (25 ms spins, 16.7 ms budget),
@@ -122,16 +134,20 @@ enum MonitorBenchmarks {
         // 3. Watchdog wake-ups while the loop idles (kernel's count for the watchdog thread).
         Result(name: "monitor.idle_wakeups", value: try idleWatchdogWakeups(seconds: 2), unit: "wakeups/s", goal: "0")
             .printLine()
+
+        // 4. On time under load, privileged and not, in this one run.
+        try UnderLoad.runBoth()
     }
 
     /// Runs `count` stalls (`work` every 80 ms on the main loop) under a monitor with or without
     /// the perf path; returns its statistics and the stalls it delivered.
-    static func stalls(perf: Bool, count: Int, work: @escaping () -> Void) throws -> (
+    static func stalls(perf: Bool, selfSampling: Bool = true, count: Int, work: @escaping () -> Void) throws -> (
         StallMonitor.Statistics, [Stall]
     ) {
         let loop = MainLoop.main
         var configuration = StallMonitor.Configuration()
         configuration.perfSampling = perf
+        configuration.selfSampling = selfSampling
         let monitor = StallMonitor(loop: loop, configuration: configuration)
         let ended = Locked<[Stall]>([])
         monitor.onStallEnded = { stall in ended.withLock { $0.append(stall) } }
@@ -203,11 +219,17 @@ struct Collected {
     var captureLatencyNanos: [UInt64] = []
     var detectionLatencyNanos: [UInt64] = []
     var perfUnwindNanos: [UInt64] = []
+    var selfCaptureNanos: [UInt64] = []
+    var selfSamples = 0
+    var samples = 0
 
     mutating func add(_ statistics: StallMonitor.Statistics) {
         stalls += statistics.stalls
         captureLatencyNanos += statistics.captureLatencyNanos
         detectionLatencyNanos += statistics.detectionLatencyNanos
         perfUnwindNanos += statistics.perfUnwindNanos
+        selfCaptureNanos += statistics.selfCaptureNanos
+        selfSamples += statistics.selfSamples
+        samples += statistics.stackSources.values.reduce(0, +)
     }
 }

@@ -7,7 +7,9 @@ let usage = """
 
     SUITES:
       loop      run-loop throughput, cross-thread posts, timer lateness, idle wake-ups
-      monitor   per-callout cost of watching, detection latency, capture cost, idle wake-ups
+      monitor   per-callout cost of watching, detection latency, capture cost, idle wake-ups;
+                then with a CPU hog on every core, as root and as nobody (setpriv), with the
+                loop thread's self-sampling on and off
       heartbeat a heartbeat monitor on an executor it does not own: heartbeats, wake-ups and
                 watchdog CPU busy and idle, detection latency, duration error
       trace     recording cost per event, bytes per event, parse rate, a long fuzz run
@@ -27,6 +29,8 @@ do {
     switch arguments.first {
     case "loop": try LoopBenchmarks.run()
     case "monitor": try MonitorBenchmarks.run()
+    case "monitor-under-load":  // LABEL: part 4 of `monitor` in this process (run as nobody by it)
+        try UnderLoad.run(label: arguments.dropFirst().first ?? "unprivileged")
     case "trace": try TraceBenchmarks.run()
     case "heartbeat": try HeartbeatBenchmarks.run()
     case "soak":

@@ -45,10 +45,13 @@ typedef struct {
     sw_callout_clock *clock;
     _Atomic uint64_t budget_cycles;
     _Atomic uint64_t interval_cycles;
+    uint64_t cycles_per_ms;
+    int64_t floor_ns;              // the shortest tick period
     // The handler's own state (its thread only).
     uint64_t stall_sequence;
     uint32_t stall_index;
     uint64_t next_cycles;
+    int64_t period_ns;             // the period the event has now
     _Atomic uint64_t ticks, captures, dropped;
     self_slot slots[SLOTS];
 } self_handle;
@@ -96,6 +99,9 @@ static self_slot *claim_slot(self_handle *h) {
     return NULL;
 }
 
+static void schedule_next(self_handle *h, int fd, uint64_t remaining);
+static void capture(self_handle *h, uint64_t sequence, uint64_t now, void *ucv);
+
 static void self_handler(int signo, siginfo_t *info, void *ucv) {
     (void)signo;
     const int saved_errno = errno;
@@ -110,24 +116,55 @@ static void self_handler(int signo, siginfo_t *info, void *ucv) {
     }
     if (h == NULL) goto out;
     add(&h->ticks);
+    const uint64_t budget = atomic_load_explicit(&h->budget_cycles, memory_order_relaxed);
     const uint64_t sequence = sw_clock_sequence(h->clock);
-    if ((sequence & 1) == 0) goto out;  // between callouts, or idle
-    const uint64_t start = sw_clock_start(h->clock);
     const uint64_t now = self_cycles();
-    if (now < start || now - start <= atomic_load_explicit(&h->budget_cycles, memory_order_relaxed)) goto out;
+    // When a capture would be due next: the running callout's deadline, or the stall's next
+    // sample; with no callout running, a whole budget away at the soonest.
+    uint64_t target = now + budget;
+    if ((sequence & 1) == 1) {
+        const uint64_t start = sw_clock_start(h->clock);
+        target = start + budget + 1;
+        if (h->stall_sequence == sequence && h->next_cycles > target) target = h->next_cycles;
+        if (now >= start && now >= target) {
+            capture(h, sequence, now, ucv);
+            target = h->next_cycles;
+        }
+    }
+    schedule_next(h, info->si_fd, target > now ? target - now : 0);
+out:
+    atomic_fetch_sub_explicit(&g_in_handler, 1, memory_order_release);
+    errno = saved_errno;
+}
+
+// The next tick: half the way to `remaining` cycles from now, counted in the thread's CPU time
+// (which runs at most as fast as the wall clock, so the tick never lands after the target while
+// the thread gets at least half a CPU), and never sooner than the floor. A loop running short
+// callouts so ticks about twice per budget; one approaching a deadline, a few more.
+static void schedule_next(self_handle *h, int fd, uint64_t remaining) {
+    int64_t period = (int64_t)((remaining / 2) * 1000000 / h->cycles_per_ms);
+    const int64_t step = h->floor_ns / 2;
+    period = period / step * step;  // in steps of half the floor: fewer ioctls
+    if (period < h->floor_ns) period = h->floor_ns;
+    if (period == h->period_ns) return;
+    uint64_t value = (uint64_t)period;
+    if (ioctl(fd, PERF_EVENT_IOC_PERIOD, &value) == 0) h->period_ns = period;
+}
+
+// Unwinds this thread into a slot, once per sample interval of the callout's stall.
+static void capture(self_handle *h, uint64_t sequence, uint64_t now, void *ucv) {
     if (h->stall_sequence != sequence) {
         h->stall_sequence = sequence;
         h->stall_index = 0;
-        h->next_cycles = 0;
     }
-    if (now < h->next_cycles) goto out;
+    h->next_cycles = now + atomic_load_explicit(&h->interval_cycles, memory_order_relaxed);
     // A tick meant for another thread (a reused descriptor) must not unwind this one: one gettid,
     // only when about to capture.
-    if ((int)syscall(SYS_gettid) != h->tid) goto out;
+    if ((int)syscall(SYS_gettid) != h->tid) return;
     self_slot *slot = claim_slot(h);
     if (slot == NULL) {
         add(&h->dropped);
-        goto out;
+        return;
     }
     slot->time_ns = sw_mono_ns();
     slot->sequence = sequence;
@@ -139,10 +176,6 @@ static void self_handler(int signo, siginfo_t *info, void *ucv) {
     atomic_store_explicit(&slot->state, SLOT_READY, memory_order_release);
     add(&h->captures);
     h->stall_index++;
-    h->next_cycles = now + atomic_load_explicit(&h->interval_cycles, memory_order_relaxed);
-out:
-    atomic_fetch_sub_explicit(&g_in_handler, 1, memory_order_release);
-    errno = saved_errno;
 }
 
 int sw_self_default_signal(void) { return SIGSTKFLT; }
@@ -198,12 +231,12 @@ int sw_self_prepare_thread(void) {
     return pthread_sigmask(SIG_UNBLOCK, &set, NULL) == 0 ? SW_SAMPLER_OK : SW_SAMPLER_ESYS;
 }
 
-int sw_self_open(int tid, sw_callout_clock *clock, int64_t period_ns, uint64_t budget_cycles,
-                 uint64_t interval_cycles, int *sys_errno) {
+int sw_self_open(int tid, sw_callout_clock *clock, int64_t floor_ns, uint64_t budget_cycles,
+                 uint64_t interval_cycles, uint64_t cycles_per_ms, int *sys_errno) {
     if (sys_errno != NULL) *sys_errno = 0;
     const int signo = atomic_load_explicit(&g_self_signo, memory_order_acquire);
     if (signo == 0) return SW_SAMPLER_ENOTINSTALLED;
-    if (tid <= 0 || clock == NULL || period_ns <= 0) return SW_SAMPLER_EINVAL;
+    if (tid <= 0 || clock == NULL || floor_ns < 2 || cycles_per_ms == 0) return SW_SAMPLER_EINVAL;
     pthread_mutex_lock(&g_mutex);
     int rc = SW_SELF_ENOSLOT;
     int index = -1;
@@ -219,7 +252,9 @@ int sw_self_open(int tid, sw_callout_clock *clock, int64_t period_ns, uint64_t b
     attr.size = sizeof attr;
     attr.type = PERF_TYPE_SOFTWARE;
     attr.config = PERF_COUNT_SW_TASK_CLOCK;
-    attr.sample_period = (uint64_t)period_ns;
+    // The first tick half a budget in; the handler programs each next one.
+    const int64_t first = (int64_t)(budget_cycles / 2 * 1000000 / cycles_per_ms);
+    attr.sample_period = (uint64_t)(first > floor_ns ? first : floor_ns);
     attr.exclude_kernel = 1;  // user-mode time only: a tick never lands in a system call
     attr.exclude_hv = 1;
     attr.disabled = 1;
@@ -243,6 +278,9 @@ int sw_self_open(int tid, sw_callout_clock *clock, int64_t period_ns, uint64_t b
     h->clock = clock;
     atomic_store_explicit(&h->budget_cycles, budget_cycles, memory_order_relaxed);
     atomic_store_explicit(&h->interval_cycles, interval_cycles, memory_order_relaxed);
+    h->cycles_per_ms = cycles_per_ms;
+    h->floor_ns = floor_ns;
+    h->period_ns = (int64_t)attr.sample_period;
     h->stall_sequence = 0;
     h->stall_index = 0;
     h->next_cycles = 0;

@@ -70,18 +70,20 @@ case "late-monitor":
     loop.run()
     print("own=\(stalls.values.map { $0.callout.label ?? "?" }.joined(separator: ","))")
 case "busy":
-    // Back-to-back 4 ms callouts for 1.5 s with a monitor attached; prints every stall it saw.
-    // The test stops the whole process (SIGSTOP) for a while in the middle.
+    // Back-to-back 10 ms callouts for 3 s with a monitor attached; prints every stall it saw.
+    // The test stops the whole process (SIGSTOP) for a while, three times.
     let loop = MainLoop.main
     let monitor = StallMonitor(loop: loop)
     let stalls = Collected<Stall>()
     monitor.onStallEnded = { stall in stalls.append(stall) }
     try! monitor.start()
-    let end = MainLoop.monotonicNanos() + 1_500_000_000
+    let end = MainLoop.monotonicNanos() + 3_000_000_000
     @Sendable func work() {
-        // 4 ms of CPU, not of wall time: a callout the stop lands in still has work left when
-        // the process resumes, so the watchdog sees it running past its deadline.
-        spinForHost(cpuMilliseconds: 4)
+        // 10 ms of CPU, not of wall time: a callout the stop lands in still has work left when
+        // the process resumes, so the watchdog sees it running past its deadline (unless the
+        // stop came in its last moments and the loop thread finishes before the watchdog looks:
+        // the test stops three times).
+        spinForHost(cpuMilliseconds: 10)
         if MainLoop.monotonicNanos() < end { loop.post(label: "work", work) } else { loop.stop() }
     }
     loop.post(label: "work", work)

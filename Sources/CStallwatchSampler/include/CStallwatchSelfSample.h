@@ -5,12 +5,15 @@
 // every stack it then asks for. Here the kernel interrupts the loop thread itself instead.
 //
 // How: a perf_event task-clock event on the loop thread, counting only its user-mode CPU time
-// (exclude_kernel=1, allowed unprivileged at perf_event_paranoid <= 2), overflows every
-// `period_ns` of that time and, through fcntl O_ASYNC / F_SETOWN_EX / F_SETSIG, sends the
-// self-sampling signal to the loop thread. The handler, on the loop thread, reads the callout
-// clock the loop publishes (sw_callout_clock): if one callout has run past the budget, it unwinds
-// its own stack (libunwind, as the sampling handler does) into a slot, at most once per sample
-// interval. The watchdog only collects the slots (sw_self_take), whenever it runs.
+// (exclude_kernel=1, allowed unprivileged at perf_event_paranoid <= 2), overflows and, through
+// fcntl O_ASYNC / F_SETOWN_EX / F_SETSIG, sends the self-sampling signal to the loop thread. The
+// handler, on the loop thread, reads the callout clock the loop publishes (sw_callout_clock): if
+// one callout has run past the budget, it unwinds its own stack (libunwind, as the sampling
+// handler does) into a slot, at most once per sample interval. Then it sets the next tick
+// (PERF_EVENT_IOC_PERIOD) half-way to the next moment a capture could be due, never sooner than
+// a floor: a loop of short callouts ticks about twice per budget, and the tick after a deadline
+// comes within one floor of it. (A tick costs ~40 us in this VM, 2 us on bare metal: a fixed
+// fine period would cost several per cent.) The watchdog only collects the slots (sw_self_take).
 //
 // Never in a system call: the event counts user-mode time only, so it overflows only while the
 // thread runs user code, and the signal is delivered on the return from that very interrupt. A
@@ -103,13 +106,15 @@ int sw_self_default_signal(void);
 /// SW_SAMPLER_ENOTINSTALLED / SW_SAMPLER_ESYS.
 int sw_self_prepare_thread(void);
 
-/// Opens a disabled task-clock event on thread `tid` (in this process) overflowing every
-/// `period_ns` of its user-mode CPU time and routed to it as the installed signal. The handler
-/// captures when the callout `clock` shows has run more than `budget_cycles` (sw_cycles units),
-/// then whenever `interval_cycles` have passed since its last capture. Returns a handle (>= 0)
-/// or a negative error, with errno in *sys_errno. `clock` must outlive the handle.
-int sw_self_open(int tid, sw_callout_clock *clock, int64_t period_ns, uint64_t budget_cycles,
-                 uint64_t interval_cycles, int *sys_errno);
+/// Opens a disabled task-clock event on thread `tid` (in this process), counting its user-mode
+/// CPU time and routed to it as the installed signal. The handler captures when the callout
+/// `clock` shows has run more than `budget_cycles` (sw_cycles units; `cycles_per_ms` of them in
+/// a millisecond), then whenever `interval_cycles` have passed since its last capture; it
+/// programs each next tick itself: half the time to the next capture due, at least `floor_ns`.
+/// Returns a handle (>= 0) or a negative error, with errno in *sys_errno. `clock` must outlive
+/// the handle.
+int sw_self_open(int tid, sw_callout_clock *clock, int64_t floor_ns, uint64_t budget_cycles,
+                 uint64_t interval_cycles, uint64_t cycles_per_ms, int *sys_errno);
 
 /// Starts the ticks. Call once the thread has unblocked the signal (sw_sampler_prepare_thread
 /// unblocks it too). Returns 0 or SW_SELF_EPERF.

@@ -11,7 +11,8 @@ final class SelfSampler: Sendable {
     private init(handle: Int32) { self.handle = handle }
 
     /// Opens the ticks on thread `tid`, disabled, for the callouts `clock` publishes: a capture
-    /// once a callout has run more than `budget`, then every `interval`. The status says why
+    /// once a callout has run more than `budget`, then every `interval`; `period` is the shortest
+    /// time between ticks (the handler sets each next one). The status says why
     /// not when it cannot (perf denied, the signal taken, no libunwind).
     static func open(
         tid: Int32, clock: UnsafeMutablePointer<sw_callout_clock>, period: Duration, budget: Duration,
@@ -26,7 +27,7 @@ final class SelfSampler: Sendable {
         var error: Int32 = 0
         let handle = sw_self_open(
             tid, clock, Int64(period.nanoseconds), Timebase.shared.cycles(budget.nanoseconds),
-            cycles(interval: interval, period: period), &error)
+            cycles(interval: interval, period: period), max(1, Timebase.shared.cycles(1_000_000)), &error)
         guard handle >= 0 else { return (nil, .unavailable(reason: describe(handle, signal: signal, errno: error))) }
         return (SelfSampler(handle: handle), .on(period: period))
     }

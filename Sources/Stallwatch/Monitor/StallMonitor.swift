@@ -35,13 +35,14 @@ public final class StallMonitor: @unchecked Sendable {
         /// a perf_event sample of the thread's user stack, enabled only during stalls. The
         /// environment variable `STALLWATCH_PERF=0` turns it off too.
         public var perfSampling = true
-        /// Whether the loop thread samples itself on time: a perf task-clock tick every
-        /// `selfSamplingPeriod` of its user-mode CPU time lets its own handler take the stack of a
-        /// callout past its budget, however late the watchdog is scheduled (docs/watchdog.md, "On
-        /// time without privileges"). `STALLWATCH_PERF=0` turns it off too.
+        /// Whether the loop thread samples itself on time: a perf task-clock tick on its user-mode
+        /// CPU time lets its own handler take the stack of a callout past its budget, however late
+        /// the watchdog is scheduled (docs/watchdog.md, "On time without privileges").
+        /// `STALLWATCH_PERF=0` turns it off too.
         public var selfSampling = true
-        /// The tick period, counted in the loop thread's user-mode CPU time (so an idle or blocked
-        /// loop takes none). Detection comes at most about one period after the budget.
+        /// The finest tick, in the loop thread's user-mode CPU time: the tick after a deadline
+        /// comes within about this much of it. Away from deadlines the handler spaces its ticks
+        /// out (about two per budget for a loop of short callouts); an idle loop takes none.
         public var selfSamplingPeriod: Duration = .microseconds(500)
 
         /// Tests: the watchdog sleeps this long between a stall's deadline and its first sample,
@@ -95,17 +96,17 @@ public final class StallMonitor: @unchecked Sendable {
 
     /// Whether the loop thread samples itself. A plain value; any thread.
     public enum SelfSampling: Sendable, Hashable, CustomStringConvertible {
-        /// Ticks every `period` of the loop thread's user-mode CPU time.
+        /// Ticks on the loop thread's user-mode CPU time, down to `period` apart.
         case on(period: Duration)
         /// Turned off (`Configuration.selfSampling`, or `STALLWATCH_PERF=0`).
         case disabled
         /// Wanted but not possible here: why (perf denied, the signal taken, no libunwind).
         case unavailable(reason: String)
 
-        /// "on (500 us ticks)", "disabled" or "unavailable: …".
+        /// "on (ticks down to 500 us)", "disabled" or "unavailable: …".
         public var description: String {
             switch self {
-            case .on(let period): "on (\(period.nanoseconds / 1000) us ticks)"
+            case .on(let period): "on (ticks down to \(period.nanoseconds / 1000) us)"
             case .disabled: "disabled"
             case .unavailable(let reason): "unavailable: \(reason)"
             }

@@ -1,0 +1,120 @@
+import Dispatch
+import Foundation
+import Stallwatch
+import Synchronization
+
+/// `stallwatch-bench monitor`, part 4: detection and capture with a CPU hog on every core, as
+/// root (this process: the watchdog gets SCHED_FIFO) and as an ordinary user (this binary again,
+/// run by `setpriv` as nobody: no SCHED_FIFO, no nice −10), each with the loop thread's
+/// self-sampling on and, as the peer, off. One run prints both.
+enum UnderLoad {
+    /// The privileged figures here, the unprivileged ones from a child; when not root, only
+    /// the unprivileged ones (here), and a line saying the privileged ones were skipped.
+    static func runBoth() throws {
+        guard geteuid() == 0 else {
+            Result(name: "monitor.under_load.privileged", value: 0, unit: "skipped: not root").printLine()
+            try run(label: "unprivileged")
+            return
+        }
+        try run(label: "privileged")
+        let setpriv = ["/usr/bin/setpriv", "/bin/setpriv"].first { FileManager.default.isExecutableFile(atPath: $0) }
+        guard let setpriv else {
+            Result(name: "monitor.under_load.unprivileged", value: 0, unit: "skipped: no setpriv").printLine()
+            return
+        }
+        let child = Process()
+        child.executableURL = URL(fileURLWithPath: setpriv)
+        child.arguments = [
+            "--reuid=65534", "--regid=65534", "--clear-groups", CommandLine.arguments[0], "monitor-under-load",
+            "unprivileged",
+        ]
+        try child.run()  // its lines go straight to our stdout
+        child.waitUntilExit()
+        if child.terminationStatus != 0 {
+            throw BenchError("the unprivileged run (setpriv … monitor-under-load) exited \(child.terminationStatus)")
+        }
+    }
+
+    /// Hogs on every core, then 25 ms spins every 80 ms, self-sampling on and off alternating.
+    static func run(label: String) throws {
+        let hogs = Hogs(count: ProcessInfo.processInfo.activeProcessorCount)
+        defer { hogs.stop() }
+        var on = Collected()
+        var off = Collected()
+        var scheduling = ""
+        var status = ""
+        for _ in 0..<3 {
+            for selfSampling in [true, false] {
+                let (statistics, _) = try MonitorBenchmarks.stalls(perf: true, selfSampling: selfSampling, count: 30) {
+                    MonitorBenchmarks.spin(milliseconds: 25)
+                }
+                if selfSampling {
+                    on.add(statistics)
+                    status = statistics.selfSampling.description
+                } else {
+                    off.add(statistics)
+                }
+                scheduling = statistics.watchdogScheduling.description
+            }
+        }
+        let prefix = "monitor.under_load.\(label)"
+        Result(name: "\(prefix).setup", value: Double(hogs.count), unit: "hogs; watchdog \(scheduling); self-sampling \(status)")
+            .printLine()
+        func micros(_ values: [UInt64]) -> [Double] { values.map { Double($0) / 1000 } }
+        let detection = micros(on.detectionLatencyNanos)
+        let detectionOff = micros(off.detectionLatencyNanos)
+        for (name, q, goal) in [("p50", 0.5, "<= 200 us"), ("p99", 0.99, "<= 1000 us")] {
+            Result(
+                name: "\(prefix).detection_latency.\(name)", value: percentile(detection, q), unit: "us",
+                peer: "self-sampling off", peerValue: percentile(detectionOff, q),
+                ratio: percentile(detectionOff, q) / percentile(detection, q), goal: goal
+            ).printLine()
+        }
+        // A stack's capture: the handler's entry to the stack ready for the loop thread's own
+        // samples, signal sent to stack ready for the watchdog's (both, with self-sampling on).
+        let capture = micros(on.selfCaptureNanos + on.captureLatencyNanos)
+        let captureOff = micros(off.captureLatencyNanos)
+        for (name, q, goal) in [("p50", 0.5, "<= 30 us"), ("p99", 0.99, "<= 300 us")] {
+            Result(
+                name: "\(prefix).capture.\(name)", value: percentile(capture, q), unit: "us",
+                peer: "self-sampling off", peerValue: percentile(captureOff, q),
+                ratio: percentile(captureOff, q) / percentile(capture, q), goal: goal
+            ).printLine()
+        }
+        Result(
+            name: "\(prefix).own_samples", value: on.samples == 0 ? 0 : Double(on.selfSamples) / Double(on.samples),
+            unit: "share of samples", goal: "most"
+        ).printLine()
+        Result(
+            name: "\(prefix).stalls_detected", value: Double(on.stalls), unit: "stalls", peer: "self-sampling off",
+            peerValue: Double(off.stalls), goal: "90"
+        ).printLine()
+    }
+}
+
+/// Threads that spin until stopped, one per core: a machine with every CPU busy.
+final class Hogs: Sendable {
+    let count: Int
+    private let running = Atomic<Bool>(true)
+    private let done = DispatchGroup()
+
+    init(count: Int) {
+        self.count = count
+        for _ in 0..<count {
+            done.enter()
+            Thread { [self] in
+                var x: UInt64 = 1
+                while running.load(ordering: .relaxed) {
+                    for _ in 0..<100_000 { x = x &* 6_364_136_223_846_793_005 &+ 1 }
+                }
+                if x == 0 { print("") }
+                done.leave()
+            }.start()
+        }
+    }
+
+    func stop() {
+        running.store(false, ordering: .relaxed)
+        done.wait()
+    }
+}
