@@ -35,7 +35,8 @@ enum UnderLoad {
         }
     }
 
-    /// Hogs on every core, then 25 ms spins every 80 ms, self-sampling on and off alternating.
+    /// Hogs on every core, then 25 ms spins every 80 ms (180 with self-sampling on, 180 off,
+    /// alternating in rounds of 60).
     static func run(label: String) throws {
         let hogs = Hogs(count: ProcessInfo.processInfo.activeProcessorCount)
         defer { hogs.stop() }
@@ -45,7 +46,7 @@ enum UnderLoad {
         var status = ""
         for _ in 0..<3 {
             for selfSampling in [true, false] {
-                let (statistics, _) = try MonitorBenchmarks.stalls(perf: true, selfSampling: selfSampling, count: 30) {
+                let (statistics, _) = try MonitorBenchmarks.stalls(perf: true, selfSampling: selfSampling, count: 60) {
                     MonitorBenchmarks.spin(milliseconds: 25)
                 }
                 if selfSampling {
@@ -58,8 +59,11 @@ enum UnderLoad {
             }
         }
         let prefix = "monitor.under_load.\(label)"
-        Result(name: "\(prefix).setup", value: Double(hogs.count), unit: "hogs; watchdog \(scheduling); self-sampling \(status)")
-            .printLine()
+        Result(
+            name: "\(prefix).setup", value: Double(hogs.count),
+            unit: "hogs; watchdog \(scheduling); self-sampling \(status)"
+        )
+        .printLine()
         func micros(_ values: [UInt64]) -> [Double] { values.map { Double($0) / 1000 } }
         let detection = micros(on.detectionLatencyNanos)
         let detectionOff = micros(off.detectionLatencyNanos)
@@ -70,15 +74,23 @@ enum UnderLoad {
                 ratio: percentile(detectionOff, q) / percentile(detection, q), goal: goal
             ).printLine()
         }
-        // A stack's capture: the handler's entry to the stack ready for the loop thread's own
-        // samples, signal sent to stack ready for the watchdog's (both, with self-sampling on).
-        let capture = micros(on.selfCaptureNanos + on.captureLatencyNanos)
-        let captureOff = micros(off.captureLatencyNanos)
+        // A stack's capture. The loop thread's own: the handler's entry to the stack ready (no
+        // request: the kernel's tick is on time while the thread runs). The watchdog's: signal
+        // sent to stack ready, which includes any wait of the stalled thread for a CPU.
+        let own = micros(on.selfCaptureNanos)
+        let signalOn = micros(on.captureLatencyNanos)
+        let signalOff = micros(off.captureLatencyNanos)
         for (name, q, goal) in [("p50", 0.5, "<= 30 us"), ("p99", 0.99, "<= 300 us")] {
             Result(
-                name: "\(prefix).capture.\(name)", value: percentile(capture, q), unit: "us",
-                peer: "self-sampling off", peerValue: percentile(captureOff, q),
-                ratio: percentile(captureOff, q) / percentile(capture, q), goal: goal
+                name: "\(prefix).own_capture.\(name)", value: percentile(own, q), unit: "us",
+                peer: "signal capture, self-sampling off", peerValue: percentile(signalOff, q),
+                ratio: percentile(signalOff, q) / percentile(own, q), goal: goal
+            ).printLine()
+        }
+        for (name, q) in [("p50", 0.5), ("p99", 0.99)] {
+            Result(
+                name: "\(prefix).signal_capture.\(name)", value: percentile(signalOn, q), unit: "us",
+                peer: "self-sampling off", peerValue: percentile(signalOff, q)
             ).printLine()
         }
         Result(
@@ -87,7 +99,7 @@ enum UnderLoad {
         ).printLine()
         Result(
             name: "\(prefix).stalls_detected", value: Double(on.stalls), unit: "stalls", peer: "self-sampling off",
-            peerValue: Double(off.stalls), goal: "90"
+            peerValue: Double(off.stalls), goal: "180"
         ).printLine()
     }
 }

@@ -29,8 +29,8 @@ do {
     switch arguments.first {
     case "loop": try LoopBenchmarks.run()
     case "monitor": try MonitorBenchmarks.run()
-    case "monitor-under-load":  // LABEL: part 4 of `monitor` in this process (run as nobody by it)
-        try UnderLoad.run(label: arguments.dropFirst().first ?? "unprivileged")
+    case "monitor-under-load":  // [LABEL]: part 4 of `monitor` alone (with LABEL: in this process)
+        if let label = arguments.dropFirst().first { try UnderLoad.run(label: label) } else { try UnderLoad.runBoth() }
     case "trace": try TraceBenchmarks.run()
     case "heartbeat": try HeartbeatBenchmarks.run()
     case "soak":

@@ -58,7 +58,28 @@ long sw_read_memory(uint64_t address, void *buffer, unsigned long length) {
 }
 
 #include <sched.h>
+#include <string.h>
+#include <sys/syscall.h>
 
 int sw_get_thread_affinity(cpu_set_t *set) { return sched_getaffinity(0, sizeof(cpu_set_t), set); }
 
 int sw_set_thread_affinity(const cpu_set_t *set) { return sched_setaffinity(0, sizeof(cpu_set_t), set); }
+
+// struct sched_attr as the kernel defines it (glibc 2.36 declares no wrapper).
+struct sw_sched_attr {
+    uint32_t size, sched_policy;
+    uint64_t sched_flags;
+    int32_t sched_nice;
+    uint32_t sched_priority;
+    uint64_t sched_runtime, sched_deadline, sched_period;
+    uint32_t sched_util_min, sched_util_max;
+};
+
+int sw_set_thread_slice(uint64_t slice_ns) {
+    struct sw_sched_attr attr;
+    memset(&attr, 0, sizeof attr);
+    attr.size = sizeof attr;
+    attr.sched_policy = SCHED_OTHER;
+    attr.sched_runtime = slice_ns;
+    return (int)syscall(SYS_sched_setattr, 0, &attr, 0);
+}

@@ -171,8 +171,8 @@ import Testing
     @Test func statisticsEnumsReadAsTheirOldStrings() {
         #expect(StallMonitor.Statistics().watchdogScheduling == .normal)
         #expect(
-            [StallMonitor.WatchdogScheduling.realTime, .raisedNice, .normal].map(\.description) == [
-                "SCHED_FIFO 1", "nice -10", "normal",
+            [StallMonitor.WatchdogScheduling.realTime, .raisedNice, .shortSlice, .normal].map(\.description) == [
+                "SCHED_FIFO 1", "nice -10", "slice 100 us", "normal",
             ])
         #expect(
             StallMonitor.SamplerError.unwinderUnavailable(signal: 38).description

@@ -57,6 +57,11 @@ static inline uint64_t sw_cycles(void) {
 /// Returns the number of bytes copied, or -1. Any thread.
 long sw_read_memory(uint64_t address, void *buffer, unsigned long length);
 
+/// Asks the scheduler for a short slice (`slice_ns`, EEVDF's `sched_runtime` for SCHED_OTHER,
+/// Linux 6.12+): a task with a shorter slice gets an earlier virtual deadline, so on wake-up it
+/// preempts a CPU hog of the normal policy sooner. No privilege needed. Returns 0 or -1 (errno).
+int sw_set_thread_slice(uint64_t slice_ns);
+
 /// The calling thread's CPU affinity mask (sched_getaffinity(0, …)). glibc declares it only
 /// under _GNU_SOURCE, which Swift's Glibc module does not define. Returns 0, or -1 with errno
 /// (EINVAL if the kernel's mask is wider than cpu_set_t's 1024 CPUs). Any thread.

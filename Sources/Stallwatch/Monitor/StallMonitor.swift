@@ -75,8 +75,8 @@ public final class StallMonitor: @unchecked Sendable {
         public var captureLatencyNanos: [UInt64] = []
         /// Budget expiry → first sample taken, for the last stalls (ns, at most 4096 kept).
         public var detectionLatencyNanos: [UInt64] = []
-        /// How the watchdog thread is scheduled (`description`: "SCHED_FIFO 1", "nice -10" or
-        /// "normal").
+        /// How the watchdog thread is scheduled (`description`: "SCHED_FIFO 1", "nice -10",
+        /// "slice 100 us" or "normal").
         public var watchdogScheduling = WatchdogScheduling.normal
         /// How the perf path runs (set once the watchdog thread has started).
         public var perfSampling = PerfSampling.disabled
@@ -120,14 +120,18 @@ public final class StallMonitor: @unchecked Sendable {
         case realTime
         /// The normal policy with nice −10 (`CAP_SYS_NICE` or a permissive `RLIMIT_NICE`).
         case raisedNice
+        /// The normal policy with a 100 µs slice (EEVDF's `sched_runtime`, Linux 6.12+, any
+        /// user): on wake-up it preempts a CPU-bound task sooner.
+        case shortSlice
         /// As the thread was created.
         case normal
 
-        /// "SCHED_FIFO 1", "nice -10" or "normal".
+        /// "SCHED_FIFO 1", "nice -10", "slice 100 us" or "normal".
         public var description: String {
             switch self {
             case .realTime: "SCHED_FIFO 1"
             case .raisedNice: "nice -10"
+            case .shortSlice: "slice 100 us"
             case .normal: "normal"
             }
         }
