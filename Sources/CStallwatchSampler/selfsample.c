@@ -32,6 +32,7 @@ typedef struct {
     _Atomic uint32_t state;
     uint32_t index;
     uint64_t sequence;
+    uint64_t start_cycles, descriptor, label, file;
     int64_t time_ns;
     int64_t ready_ns;
     uintptr_t rip;
@@ -123,7 +124,7 @@ static void self_handler(int signo, siginfo_t *info, void *ucv) {
     // sample; with no callout running, a whole budget away at the soonest.
     uint64_t target = now + budget;
     if ((sequence & 1) == 1) {
-        const uint64_t start = sw_clock_start(h->clock);
+        const uint64_t start = sw_clock_start_cycles_relaxed(h->clock);
         target = start + budget + 1;
         if (h->stall_sequence == sequence && h->next_cycles > target) target = h->next_cycles;
         if (now >= start && now >= target) {
@@ -156,6 +157,9 @@ static void capture(self_handle *h, uint64_t sequence, uint64_t now, void *ucv) 
     if (h->stall_sequence != sequence) {
         h->stall_sequence = sequence;
         h->stall_index = 0;
+        // Declared a stall here: the loop then stamps its exact end and wakes the watchdog, which
+        // records it even if it never got a CPU while it lasted.
+        sw_clock_set_stalled_sequence(h->clock, sequence);
     }
     h->next_cycles = now + atomic_load_explicit(&h->interval_cycles, memory_order_relaxed);
     // A tick meant for another thread (a reused descriptor) must not unwind this one: one gettid,
@@ -168,6 +172,10 @@ static void capture(self_handle *h, uint64_t sequence, uint64_t now, void *ucv) 
     }
     slot->time_ns = sw_mono_ns();
     slot->sequence = sequence;
+    slot->start_cycles = sw_clock_start_cycles_relaxed(h->clock);
+    slot->descriptor = sw_clock_descriptor_relaxed(h->clock);
+    slot->label = sw_clock_label_relaxed(h->clock);
+    slot->file = sw_clock_file_relaxed(h->clock);
     slot->index = h->stall_index;
     slot->rip = sw_interrupted_pc((const ucontext_t *)ucv);
     const int n = sw_unwind_here(slot->raw, SW_SAMPLER_MAX_FRAMES + SW_RAW_EXTRA);
@@ -340,6 +348,10 @@ int sw_self_take(int handle, uint64_t sequence, int earliest, int64_t after_ns, 
     if (best >= 0) {
         const self_slot *slot = &h->slots[best];
         out->sequence = slot->sequence;
+        out->start_cycles = slot->start_cycles;
+        out->descriptor = slot->descriptor;
+        out->label = slot->label;
+        out->file = slot->file;
         out->index = slot->index;
         out->time_ns = slot->time_ns;
         out->ready_ns = slot->ready_ns;

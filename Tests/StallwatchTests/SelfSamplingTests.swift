@@ -55,6 +55,35 @@ import Testing
         #expect(own.samples.map(\.time) == own.samples.map(\.time).sorted())
     }
 
+    /// The watchdog oversleeps by 80 ms, longer than the whole 45 ms stall: it never sees the
+    /// callout running. The loop thread's own handler declared it, the loop stamped its end, and
+    /// the watchdog records it afterwards, once, with the thread's own stacks and exact duration.
+    @Test func aStallTheWatchdogNeverSawIsStillRecorded() async throws {
+        let run = try await monitored(
+            settle: .milliseconds(300),
+            configure: { $0.watchdogLatenessForTesting = .milliseconds(80) },
+            { loop, measure in measure.post(loop) { spinForStallTest(milliseconds: 45) } })
+        guard case .on = run.statistics.selfSampling else {
+            Issue.record("self-sampling is \(run.statistics.selfSampling) here (perf_event_open allowed in CI)")
+            return
+        }
+        let ours = run.ended.filter { $0.callout.file == "StallwatchTests/SelfSamplingTests.swift" }
+        #expect(ours.count == 1, "stalls: \(run.ended.map(\.callout))")
+        #expect(run.began.filter { $0.callout.file == "StallwatchTests/SelfSamplingTests.swift" }.count == 1)
+        #expect(run.statistics.missedByWatchdog >= 1)
+        let stall = try #require(ours.first)
+        let measured = try #require(run.measured.first)
+        let duration = try #require(stall.end) - stall.start
+        // The loop's own stamps at both ends, like any stall: within a millisecond of what the
+        // callout measured around itself.
+        #expect(duration >= measured && duration - measured < 1_000_000, "\(duration) vs \(measured)")
+        #expect(!stall.flags.contains(.unfinished))
+        #expect(stall.samples.count >= 1)
+        #expect(stall.samples.allSatisfy { $0.source == .signal })
+        #expect(stall.samples[0].frames.contains { $0.symbol?.contains("spinForStallTest") == true })
+        #expect(detectionLateness(stall) < 15_000_000)
+    }
+
     /// A callout that computes past its budget (ticks arrive) and then sleeps: the sleep is not cut
     /// short (a wall-clock timer signal would end nanosleep with EINTR), and the stall is whole.
     @Test func aSleepInAStalledCalloutIsNeverInterrupted() async throws {

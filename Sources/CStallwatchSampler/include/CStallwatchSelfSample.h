@@ -41,28 +41,37 @@ extern "C" {
 #endif
 
 /// What a loop publishes about the callout it runs, in C memory so the self-sampling handler (on
-/// the loop thread) can read it. The loop writes it, every other thread only reads it, always
-/// through the functions below (atomic accesses).
+/// the loop thread) can read it. The loop writes it; the watchdog and the handler read it and
+/// write `stalled_sequence`; always through the functions below (atomic accesses).
 typedef struct sw_callout_clock {
-    uint64_t sequence;      ///< odd while a callout runs; each callout adds 2
-    uint64_t start_cycles;  ///< sw_cycles() when the running callout began
+    uint64_t sequence;          ///< odd while a callout runs; each callout adds 2
+    uint64_t start_cycles;      ///< sw_cycles() when the running callout began
+    uint64_t descriptor;        ///< the callout's identity: a CalloutDescriptor's raw value
+    uint64_t label;             ///< and its label and file, packed static strings
+    uint64_t file;
+    uint64_t stalled_sequence;  ///< a callout declared a stall (by the watchdog or the handler)
 } sw_callout_clock;
 
-static inline uint64_t sw_clock_sequence(const sw_callout_clock *c) {
-    return __atomic_load_n(&c->sequence, __ATOMIC_ACQUIRE);
-}
-static inline uint64_t sw_clock_sequence_relaxed(const sw_callout_clock *c) {
-    return __atomic_load_n(&c->sequence, __ATOMIC_RELAXED);
-}
-static inline void sw_clock_set_sequence(sw_callout_clock *c, uint64_t value) {
-    __atomic_store_n(&c->sequence, value, __ATOMIC_RELEASE);
-}
-static inline uint64_t sw_clock_start(const sw_callout_clock *c) {
-    return __atomic_load_n(&c->start_cycles, __ATOMIC_RELAXED);
-}
-static inline void sw_clock_set_start(sw_callout_clock *c, uint64_t value) {
-    __atomic_store_n(&c->start_cycles, value, __ATOMIC_RELAXED);
-}
+#define SW_CLOCK_FIELD(name)                                                                              \
+    static inline uint64_t sw_clock_##name(const sw_callout_clock *c) {                                  \
+        return __atomic_load_n(&c->name, __ATOMIC_ACQUIRE);                                               \
+    }                                                                                                     \
+    static inline uint64_t sw_clock_##name##_relaxed(const sw_callout_clock *c) {                        \
+        return __atomic_load_n(&c->name, __ATOMIC_RELAXED);                                               \
+    }                                                                                                     \
+    static inline void sw_clock_set_##name(sw_callout_clock *c, uint64_t value) {                        \
+        __atomic_store_n(&c->name, value, __ATOMIC_RELEASE);                                              \
+    }                                                                                                     \
+    static inline void sw_clock_set_##name##_relaxed(sw_callout_clock *c, uint64_t value) {              \
+        __atomic_store_n(&c->name, value, __ATOMIC_RELAXED);                                              \
+    }
+SW_CLOCK_FIELD(sequence)
+SW_CLOCK_FIELD(start_cycles)
+SW_CLOCK_FIELD(descriptor)
+SW_CLOCK_FIELD(label)
+SW_CLOCK_FIELD(file)
+SW_CLOCK_FIELD(stalled_sequence)
+#undef SW_CLOCK_FIELD
 
 /// Error codes (negative), besides the sampler's.
 #define SW_SELF_ENOSLOT (-20)   ///< every one of the SW_SELF_MAX_THREADS handles is in use
@@ -77,6 +86,10 @@ static inline void sw_clock_set_start(sw_callout_clock *c, uint64_t value) {
 /// addresses, innermost first (the handler's own frames removed).
 typedef struct sw_self_capture {
     uint64_t sequence;      ///< the callout (clock sequence) it belongs to
+    uint64_t start_cycles;  ///< and that callout's start and identity, as the clock showed them
+    uint64_t descriptor;
+    uint64_t label;
+    uint64_t file;
     uint32_t index;         ///< 0 for the first capture of that callout's stall, then 1, 2, …
     int32_t frame_count;
     int32_t truncated;      ///< 1 if the stack was deeper than SW_SAMPLER_MAX_FRAMES

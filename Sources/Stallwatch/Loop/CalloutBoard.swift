@@ -23,17 +23,14 @@ final class CalloutBoard: @unchecked Sendable {  // `clock` is only touched atom
     /// accessors below.
     let clock: UnsafeMutablePointer<sw_callout_clock> = {
         let clock = UnsafeMutablePointer<sw_callout_clock>.allocate(capacity: 1)
-        clock.initialize(to: sw_callout_clock(sequence: 0, start_cycles: 0))
+        clock.initialize(
+            to: sw_callout_clock(sequence: 0, start_cycles: 0, descriptor: 0, label: 0, file: 0, stalled_sequence: 0))
         return clock
     }()
-    /// A `CalloutDescriptor`'s raw value.
-    let descriptor = Atomic<UInt64>(0)
-    /// Packed `StaticString`s (pointer | length << 48), 0 when absent.
-    let label = Atomic<UInt64>(0)
-    let file = Atomic<UInt64>(0)
-    /// Written by a watchdog that declared the callout with this sequence a stall; the loop
-    /// then stores the callout's exact end time (the only clock read at a callout's end).
-    let stalledSequence = Atomic<UInt64>(0)
+    // Also in `clock`: the callout's identity (a `CalloutDescriptor`'s raw value, its label and
+    // file as packed `StaticString`s: pointer | length << 48, 0 when absent), and the sequence a
+    // watchdog (or the loop thread's self-sampling handler) declared a stall; the loop then stores
+    // that callout's exact end time (the only clock read at a callout's end).
     let stallEndCycles = Atomic<UInt64>(0)
     /// The sequence whose end `stallEndCycles` is (set after it, before `sequence` moves on).
     let stallEndSequence = Atomic<UInt64>(0)
@@ -59,8 +56,27 @@ final class CalloutBoard: @unchecked Sendable {  // `clock` is only touched atom
     /// Loop thread: publishes a new sequence (releasing: the fields stored before it are seen).
     @inline(__always) func publish(sequence: UInt64) { sw_clock_set_sequence(clock, sequence) }
 
-    /// Loop thread: publishes the running callout's start (relaxed; `publish(sequence:)` follows).
-    @inline(__always) func publish(startCycles: UInt64) { sw_clock_set_start(clock, startCycles) }
+    /// Loop thread: publishes the running callout's start and identity (relaxed;
+    /// `publish(sequence:)` follows).
+    @inline(__always) func publish(startCycles: UInt64, _ callout: PublishedCallout) {
+        sw_clock_set_start_cycles_relaxed(clock, startCycles)
+        sw_clock_set_descriptor_relaxed(clock, callout.descriptor.rawValue)
+        sw_clock_set_label_relaxed(clock, callout.label)
+        sw_clock_set_file_relaxed(clock, callout.file)
+    }
+
+    /// The identity of the callout running now, as published (relaxed). The loop thread.
+    var publishedCallout: PublishedCallout {
+        PublishedCallout(
+            descriptor: CalloutDescriptor(rawValue: sw_clock_descriptor_relaxed(clock)),
+            label: sw_clock_label_relaxed(clock), file: sw_clock_file_relaxed(clock))
+    }
+
+    /// The sequence last declared a stall (acquiring). Any thread.
+    @inline(__always) var stalledSequence: UInt64 { sw_clock_stalled_sequence(clock) }
+
+    /// A watchdog declares callout `sequence` a stall.
+    func declareStall(_ sequence: UInt64) { sw_clock_set_stalled_sequence(clock, sequence) }
 
     /// Loop thread, after its idle wait: wakes a parked watchdog.
     @inline(__always)
@@ -117,10 +133,10 @@ extension CalloutBoard {
     func snapshot() -> CalloutSnapshot {
         while true {
             let before = sequence
-            let start = sw_clock_start(clock)
-            let packed = CalloutDescriptor(rawValue: descriptor.load(ordering: .relaxed))
-            let labelWord = label.load(ordering: .relaxed)
-            let fileWord = file.load(ordering: .relaxed)
+            let start = sw_clock_start_cycles_relaxed(clock)
+            let packed = CalloutDescriptor(rawValue: sw_clock_descriptor_relaxed(clock))
+            let labelWord = sw_clock_label_relaxed(clock)
+            let fileWord = sw_clock_file_relaxed(clock)
             atomicMemoryFence(ordering: .acquiring)
             if sw_clock_sequence_relaxed(clock) == before {
                 return CalloutSnapshot(

@@ -56,10 +56,7 @@ extension MainLoop {
         let state = calloutState
         state.pointee.sequence &+= 1
         if state.pointee.iterationStart == 0 { state.pointee.iterationStart = start }
-        board.publish(startCycles: start)
-        board.descriptor.store(callout.descriptor.rawValue, ordering: .relaxed)
-        board.label.store(callout.label, ordering: .relaxed)
-        board.file.store(callout.file, ordering: .relaxed)
+        board.publish(startCycles: start, callout)
         board.publish(sequence: state.pointee.sequence)
     }
 
@@ -68,7 +65,7 @@ extension MainLoop {
         let state = calloutState
         let finished = state.pointee.sequence
         state.pointee.sequence &+= 1
-        if board.stalledSequence.load(ordering: .acquiring) == finished {
+        if board.stalledSequence == finished {
             stalledCalloutEnded(finished)
         } else {
             board.publish(sequence: state.pointee.sequence)
@@ -90,10 +87,7 @@ extension MainLoop {
     /// loop is what can stall now). Returns it, to resume when the nested run returns.
     func suspendOuterCallout() -> PublishedCallout? {
         guard calloutState.pointee.sequence & 1 == 1 else { return nil }
-        let outer = PublishedCallout(
-            descriptor: CalloutDescriptor(rawValue: board.descriptor.load(ordering: .relaxed)),
-            label: board.label.load(ordering: .relaxed),
-            file: board.file.load(ordering: .relaxed))
+        let outer = board.publishedCallout
         publishEnd()
         return outer
     }

@@ -42,11 +42,12 @@ final class SelfSampler: Sendable {
         sw_self_set_interval(handle, Self.cycles(interval: interval, period: period))
     }
 
-    /// Captures come one tick period early, so that the watchdog, waking one interval after its
-    /// previous sample, finds one taken since (ticks fall `period` apart).
+    /// Captures come two tick periods early, so that the watchdog, waking one interval after its
+    /// previous sample, finds one taken since (the tick after a capture falls due comes within
+    /// one period of it).
     private static func cycles(interval: Duration, period: Duration) -> UInt64 {
-        let (interval, period) = (interval.nanoseconds, period.nanoseconds)
-        return Timebase.shared.cycles(interval > period ? max(interval / 2, interval - period) : interval / 2)
+        let (interval, lead) = (interval.nanoseconds, 2 * period.nanoseconds)
+        return Timebase.shared.cycles(interval > lead ? max(interval / 2, interval - lead) : interval / 2)
     }
 
     /// A stack the loop thread took of itself.
@@ -56,6 +57,8 @@ final class SelfSampler: Sendable {
         var time: UInt64
         /// The handler's entry → the stack ready.
         var unwindNanos: UInt64
+        /// The callout it is of, as the loop's clock showed it then.
+        var callout: CalloutSnapshot
     }
 
     /// The stall's first capture (`earliest`) or its newest, of callout `sequence`, taken after
@@ -68,9 +71,23 @@ final class SelfSampler: Sendable {
         let addresses = withUnsafeBytes(of: &capture.frames) { raw in
             raw.bindMemory(to: UInt.self).prefix(Int(capture.frame_count)).map { UInt64($0) }
         }
+        let descriptor = CalloutDescriptor(rawValue: capture.descriptor)
+        let callout = CalloutSnapshot(
+            sequence: capture.sequence, startCycles: capture.start_cycles, kind: descriptor.kind,
+            phase: descriptor.phase, mode: descriptor.mode, line: descriptor.line, label: capture.label,
+            file: capture.file)
         return Capture(
             addresses: addresses, time: UInt64(capture.time_ns),
-            unwindNanos: UInt64(max(0, capture.ready_ns - capture.time_ns)))
+            unwindNanos: UInt64(max(0, capture.ready_ns - capture.time_ns)), callout: callout)
+    }
+
+    /// Every capture of callout `sequence`, oldest first (releasing them).
+    func takeAll(sequence: UInt64) -> [Capture] {
+        var captures: [Capture] = []
+        while let next = take(sequence: sequence, earliest: true, after: captures.last?.time ?? 0) {
+            captures.append(next)
+        }
+        return captures
     }
 
     /// Ticks taken, stacks captured, stacks dropped (every slot was being read).

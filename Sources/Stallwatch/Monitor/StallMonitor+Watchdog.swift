@@ -19,7 +19,11 @@ extension StallMonitor {
         let budget = configuration.tiers.budget.nanoseconds
         var nextID: UInt64 = 1
         var sleeper = Sleeper(board: board, threshold: configuration.suspendThreshold.nanoseconds)
+        // The last callout a stall was made of (timed here, or recovered from the thread's own
+        // captures): sequences only grow.
+        var handled: UInt64 = 0
         while isRunning {
+            if let own = selfSampler, recoverMissedStall(own, handled: &handled, id: nextID) { nextID += 1 }
             let current = board.snapshot()
             guard current.isBusy else {
                 if board.waiting.load(ordering: .sequentiallyConsistent) {
@@ -37,9 +41,13 @@ extension StallMonitor {
             if sw_monotonic_ns() < deadline {
                 facts.sawCallout(current.sequence)
                 sleeper.sleep(until: deadline)
+                if configuration.watchdogLatenessForTesting > .zero {
+                    usleep(UInt32(configuration.watchdogLatenessForTesting.nanoseconds / 1000))
+                }
                 continue
             }
             // Still the same callout at its deadline: a stall.
+            handled = current.sequence
             let suspended = sleeper.takeOverslept()
             timeStall(
                 current, id: nextID, start: start, deadline: deadline, suspended: suspended, sampler: sampler,
@@ -47,6 +55,48 @@ extension StallMonitor {
                 sleeper: &sleeper)
             nextID += 1
         }
+    }
+
+    /// A stall the loop thread's own handler declared and that ended before the watchdog looked
+    /// (it did not get a CPU while the stall lasted): made from the thread's own captures, with
+    /// the exact end the loop stamped. Returns whether there was one.
+    private func recoverMissedStall(_ own: SelfSampler, handled: inout UInt64, id: UInt64) -> Bool {
+        let board = loop.board
+        let ended = board.stallEndSequence.load(ordering: .acquiring)
+        guard ended > handled else { return false }
+        handled = ended
+        let captures = own.takeAll(sequence: ended)
+        guard let first = captures.first else { return false }
+        let endCycles = board.stallEndCycles.load(ordering: .relaxed)
+        // Another stall's end stamped meanwhile (they are a budget apart at least): no exact end.
+        let exact = board.stallEndSequence.load(ordering: .acquiring) == ended
+        let timebase = Timebase.shared
+        timebase.refresh()
+        let start = timebase.nanos(first.callout.startCycles)
+        var stall = Stall(id: id, start: start, end: nil, tier: .hitch, callout: identity(of: first.callout), flags: [])
+        stall.samples = captures.map { captured in
+            Sample(
+                time: captured.time, frames: captured.addresses.map { Frame(address: $0) }, state: .running,
+                syscall: nil, wchan: nil, cpuTimeNanos: 0, annotation: nil, captureTimedOut: false, source: .signal)
+        }
+        let deadline = start &+ configuration.tiers.budget.nanoseconds
+        record { stats in
+            stats.stalls += 1
+            stats.missedByWatchdog += 1
+            stats.detectionLatencyNanos.appendBounded(first.time > deadline ? first.time - deadline : 0)
+            stats.selfSamples += captures.count
+            stats.stackSources[.signal, default: 0] += captures.count
+            for captured in captures { stats.selfCaptureNanos.appendBounded(captured.unwindNanos) }
+        }
+        var began = stall
+        began.samples = [stall.samples[0]]
+        began.flags.insert(.unfinished)
+        deliver(began, began: true)
+        stall.end =
+            exact ? start &+ timebase.duration(from: first.callout.startCycles, to: endCycles) : captures.last!.time
+        if let duration = stall.duration { stall.tier = configuration.tiers.tier(for: duration) ?? .hitch }
+        deliver(stall, began: false)
+        return true
     }
 
     /// A watchdog that does not get a CPU until the stall is over misses it, and on a busy
@@ -75,16 +125,13 @@ extension StallMonitor {
         sleeper: inout Sleeper
     ) {
         let board = loop.board
-        board.stalledSequence.store(callout.sequence, ordering: .sequentiallyConsistent)
+        board.declareStall(callout.sequence)
         var stall = Stall(
             id: id, start: start, end: nil, tier: .hitch, callout: identity(of: callout),
             flags: suspended ? [.suspended] : [])
         sampler.beginStall(sequence: callout.sequence)
         defer { sampler.endStall() }
         facts.beginStall(callout.sequence)
-        if configuration.watchdogLatenessForTesting > .zero {
-            usleep(UInt32(configuration.watchdogLatenessForTesting.nanoseconds / 1000))
-        }
         stall.samples.append(facts.sample { sample(sampler) })
         let firstSample = stall.samples[0].time
         record { stats in

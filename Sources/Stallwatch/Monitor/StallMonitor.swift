@@ -45,8 +45,8 @@ public final class StallMonitor: @unchecked Sendable {
         /// out (about two per budget for a loop of short callouts); an idle loop takes none.
         public var selfSamplingPeriod: Duration = .microseconds(500)
 
-        /// Tests: the watchdog sleeps this long between a stall's deadline and its first sample,
-        /// as an unprivileged watchdog on a busy machine may wait for a CPU.
+        /// Tests: the watchdog oversleeps every callout's deadline by this much, as an
+        /// unprivileged watchdog on a busy machine may wait for a CPU.
         var watchdogLatenessForTesting: Duration = .zero
 
         /// The frame budget (1/60 s by default).
@@ -92,6 +92,9 @@ public final class StallMonitor: @unchecked Sendable {
         public var selfSamples = 0
         /// Handler entry → stack ready for those samples (ns, at most 4096 kept).
         public var selfCaptureNanos: [UInt64] = []
+        /// Stalls that ended before the watchdog looked (it got no CPU meanwhile), recorded from
+        /// the loop thread's own captures (counted in `stalls` too).
+        public var missedByWatchdog = 0
     }
 
     /// Whether the loop thread samples itself. A plain value; any thread.
