@@ -74,9 +74,13 @@ final class HeartbeatHarness: @unchecked Sendable {
     let warnings = Locked<[String]>([])
     var handles: [HeartbeatMonitor.Executor] = []
 
-    init(_ executors: [(String, HeartbeatMonitor.Schedule)], warnAfter: Duration = .seconds(3)) throws {
+    init(
+        _ executors: [(String, HeartbeatMonitor.Schedule)], warnAfter: Duration = .seconds(3),
+        configure: (inout HeartbeatMonitor.Configuration) -> Void = { _ in }
+    ) throws {
         var configuration = HeartbeatMonitor.Configuration()
         configuration.unservicedWarning = warnAfter
+        configure(&configuration)
         monitor = HeartbeatMonitor(configuration: configuration)
         for (label, schedule) in executors { handles.append(monitor.watch(label: label, schedule: schedule)) }
         monitor.onStallBegan = { [began] stall in began.withLock { $0.append(stall) } }

@@ -137,4 +137,57 @@ import Testing
         let on = try runProduct("StallwatchTestHost", ["perf-status"], environment: ["STALLWATCH_PERF": "1"])
         #expect(on.output.contains("selfSampling=on"), "\(on.output)\(on.errors)")
     }
+
+    /// An executor's heartbeat stall, the watchdog `lateness` behind its deadline: the executor
+    /// thread's own ticks give its first stack. The one stall on `custom-queue`, and statistics.
+    func heartbeatRun(spin milliseconds: UInt64, lateness: Duration) throws -> (
+        [Stall], HeartbeatMonitor.Statistics
+    ) {
+        let executor = TestExecutor(name: "custom-queue")
+        defer { executor.stop() }
+        let harness = try HeartbeatHarness([("custom-queue", { executor.execute($0) })]) {
+            $0.watchdogLatenessForTesting = lateness
+        }
+        harness.waitUntilSettled()
+        executor.execute { spinForStallTest(milliseconds: milliseconds) }
+        #expect(eventually { !harness.ended.withLock({ $0 }).isEmpty })
+        usleep(150_000)
+        harness.monitor.stop()
+        return (harness.ended.withLock { $0 }, harness.monitor.statistics)
+    }
+
+    /// The heartbeat monitor's watchdog wakes 30 ms after a heartbeat's deadline: the executor's
+    /// thread took its own stack at the deadline, and the stall's first sample is that one.
+    @Test(.disabled(if: Sanitizer.thread, "TSan delivers signals late, away from the running culprit"))
+    func aLateHeartbeatWatchdogStillGetsTheStackTakenAtTheDeadline() throws {
+        let (stalls, statistics) = try heartbeatRun(spin: 120, lateness: .milliseconds(30))
+        guard case .on = statistics.selfSampling else {
+            Issue.record("self-sampling is \(statistics.selfSampling) here (perf_event_open allowed in CI)")
+            return
+        }
+        #expect(stalls.count == 1, "\(stalls.map(\.durationNanos))")
+        let stall = try #require(stalls.first)
+        let first = try #require(stall.samples.first)
+        #expect(first.time < stall.start + Self.budget + 15_000_000, "\(stall.samples.map(\.time))")
+        #expect(first.frames.contains { $0.symbol?.contains("spinForStallTest") == true }, "\(first.frames)")
+        #expect(statistics.selfSamples >= 1)
+    }
+
+    /// The watchdog oversleeps by 80 ms, longer than the whole stall: the heartbeat ran late
+    /// before it looked. The executor's own captures show it ran user code past the budget, so the
+    /// stall is recorded, timed from the heartbeat.
+    @Test(.disabled(if: Sanitizer.thread, "TSan delivers signals late, away from the running culprit"))
+    func aHeartbeatStallTheWatchdogNeverSawIsStillRecorded() throws {
+        let (stalls, statistics) = try heartbeatRun(spin: 45, lateness: .milliseconds(80))
+        guard case .on = statistics.selfSampling else {
+            Issue.record("self-sampling is \(statistics.selfSampling) here (perf_event_open allowed in CI)")
+            return
+        }
+        #expect(stalls.count == 1, "\(stalls.map(\.durationNanos))")
+        #expect(statistics.missedByWatchdog == 1)
+        let stall = try #require(stalls.first)
+        #expect(stall.callout.label == "custom-queue")
+        #expect(stall.durationNanos > 16_000_000 && stall.durationNanos < 45_000_000, "\(stall.durationNanos)")
+        #expect(stall.samples.first?.frames.contains { $0.symbol?.contains("spinForStallTest") == true } == true)
+    }
 }

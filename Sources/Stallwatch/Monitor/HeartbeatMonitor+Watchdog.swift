@@ -10,12 +10,16 @@ extension HeartbeatMonitor {
         var tid: Int32 = 0
         var probe: IdleProbe?
         var sampler: ThreadSampler?
+        /// The thread's own ticks (`configuration.selfSampling`), for the current tid.
+        var own: SelfSampler?
         var stall: Stall?
         var nextSample: UInt64 = 0
         var warned = false
         /// The due time of the heartbeat in flight (0: none), and the unknown wait it was sent
         /// into, if it was.
         var sentDue: UInt64 = 0
+        /// Its sequence on the executor's clock.
+        var sentSequence: UInt64 = 0
         var probing: IdleProbe.Signature?
         /// The last heartbeat ran within the budget: the next wait seen is the idle wait the
         /// executor went back to.
@@ -47,6 +51,7 @@ extension HeartbeatMonitor {
             for executor in all.dropFirst(watches.count) { watches.append(Watch(executor: executor)) }
             guard isRunning else { break }
             var wakeAt = now &+ check
+            var forDeadline = false
             for index in watches.indices {
                 step(
                     &watches[index], now: now, budget: budget, warnAfter: warnAfter, suspended: suspended,
@@ -56,12 +61,19 @@ extension HeartbeatMonitor {
                 } else if watches[index].sampler != nil {
                     // A heartbeat in flight becomes a stall at due + budget: look exactly then.
                     let pending = watches[index].executor.pending.load(ordering: .relaxed)
-                    if pending != 0 { wakeAt = min(wakeAt, max(pending &+ budget &+ 1, now)) }
+                    if pending != 0, pending &+ budget &+ 1 < wakeAt {
+                        wakeAt = max(pending &+ budget &+ 1, now)
+                        forDeadline = true
+                    }
                 }
             }
             expected = max(wakeAt, sw_monotonic_ns())
             let delay = expected > sw_monotonic_ns() ? expected - sw_monotonic_ns() : 0
             _ = wake.wait(timeout: .now() + .nanoseconds(Int(delay)))
+            if forDeadline, configuration.watchdogLatenessForTesting > .zero {
+                usleep(UInt32(configuration.watchdogLatenessForTesting.nanoseconds / 1000))
+                expected = sw_monotonic_ns()  // not a stop of the process
+            }
         }
         for index in watches.indices where watches[index].stall != nil {
             var stall = watches[index].stall!
@@ -80,9 +92,12 @@ extension HeartbeatMonitor {
             // A new thread runs the executor (libdispatch moves the main queue between workers).
             watch.tid = tid
             watch.probe = IdleProbe(tid: tid)
+            watch.own = nil  // closes the last thread's ticks first
+            watch.own = openSelfSampler(tid: tid, executor: executor)
             watch.sampler = ThreadSampler(
                 tid: tid, captureTimeout: configuration.captureTimeout, canCapture: samplerError == nil,
-                annotations: executor.scopes.withLock { $0 })
+                annotations: executor.scopes.withLock { $0 },
+                own: watch.own.map { ($0, configuration.selfSamplingPeriod) })
         }
         if var stall = watch.stall {
             if suspended { stall.flags.insert(.suspended) }
@@ -107,14 +122,22 @@ extension HeartbeatMonitor {
         if watch.sentDue != 0, pending != watch.sentDue {
             // The heartbeat ran within the budget (it was no stall): the thread was free to run
             // it, so a wait it was sent into is an idle wait, and so is the next wait it parks in.
-            let prompt = executor.ranAt.load(ordering: .relaxed) &- watch.sentDue <= budget
+            let ranAt = executor.ranAt.load(ordering: .relaxed)
+            let prompt = ranAt &- watch.sentDue <= budget
             if prompt, let probing = watch.probing { watch.probe?.learn(probing) }
+            if !prompt {
+                // Late by more than the budget, and over before the watchdog looked: a stall it
+                // did not see while it lasted (it got no CPU). Timed from the heartbeat, with the
+                // thread's own captures.
+                recordMissedStall(watch, ranAt: ranAt, suspended: suspended, nextID: &nextID)
+            }
             watch.ranPromptly = prompt
             watch.sentDue = 0
             watch.probing = nil
         }
         if pending != 0 {
             guard now &- pending > budget else { return }
+            let sequence = watch.sentSequence
             watch.sentDue = 0
             watch.probing = nil
             guard let sampler = watch.sampler else {
@@ -129,7 +152,7 @@ extension HeartbeatMonitor {
                 id: nextID, start: pending, end: nil, tier: .hitch, callout: identity(of: executor),
                 flags: suspended ? [.suspended] : [])
             nextID += 1
-            sampler.beginStall()
+            sampler.beginStall(sequence: sequence)
             stall.samples.append(sample(sampler))
             let first = stall.samples[0].time
             let deadline = pending &+ budget
@@ -167,9 +190,58 @@ extension HeartbeatMonitor {
             return
         }
         watch.sentDue = now
+        watch.sentSequence = executor.sent()
         executor.pending.store(now, ordering: .releasing)
         record { $0.heartbeatsSent += 1 }
         executor.schedule { [executor] in executor.beat() }
+    }
+
+    /// The ticks of an executor's thread `tid` (prepared by the heartbeat that named it), or nil
+    /// where they are off or impossible (`statistics.selfSampling` says which).
+    private func openSelfSampler(tid: Int32, executor: HeartbeatMonitor.Executor) -> SelfSampler? {
+        guard configuration.selfSampling, samplerError == nil else {
+            record { $0.selfSampling = .disabled }
+            return nil
+        }
+        let (own, status) = SelfSampler.open(
+            tid: tid, clock: executor.clock, period: configuration.selfSamplingPeriod,
+            budget: configuration.tiers.budget, interval: configuration.sampleInterval)
+        guard let own, own.enable() else {
+            record { $0.selfSampling = status }
+            return nil
+        }
+        record { $0.selfSampling = status }
+        return own
+    }
+
+    private func recordMissedStall(_ watch: Watch, ranAt: UInt64, suspended: Bool, nextID: inout UInt64) {
+        // Only with the thread's own captures: they show it ran user code past the budget (a
+        // thread that merely waited for a CPU, as the watchdog did, takes no tick).
+        let captures = watch.own?.takeAll(sequence: watch.sentSequence) ?? []
+        guard !captures.isEmpty else { return }
+        var stall = Stall(
+            id: nextID, start: watch.sentDue, end: nil, tier: .hitch, callout: identity(of: watch.executor),
+            flags: suspended ? [.suspended] : [])
+        nextID += 1
+        stall.samples = captures.map { captured in
+            Sample(
+                time: captured.time, frames: captured.addresses.map { Frame(address: $0) }, state: .running,
+                syscall: nil, wchan: nil, cpuTimeNanos: 0, annotation: nil, captureTimedOut: false, source: .signal)
+        }
+        let deadline = watch.sentDue &+ configuration.tiers.budget.nanoseconds
+        record { stats in
+            stats.stalls += 1
+            stats.missedByWatchdog += 1
+            stats.selfSamples += captures.count
+            let first = captures[0].time
+            stats.detectionLatencyNanos.appendBounded(first > deadline ? first - deadline : 0)
+        }
+        var began = stall
+        began.samples = [stall.samples[0]]
+        began.flags.insert(.unfinished)
+        deliver(began, began: true)
+        stall.end = ranAt
+        finish(&stall)
     }
 
     private func finish(_ stall: inout Stall) {
@@ -186,6 +258,7 @@ extension HeartbeatMonitor {
             update(&counters)
             record { stats in
                 stats.captures += counters.captures
+                stats.selfSamples += counters.selfSamples
                 stats.captureTimeouts += counters.captureTimeouts
                 for latency in counters.captureLatencyNanos { stats.captureLatencyNanos.appendBounded(latency) }
             }

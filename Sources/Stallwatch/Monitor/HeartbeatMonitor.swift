@@ -1,3 +1,4 @@
+import CStallwatchSampler
 import CStallwatchShims
 import Dispatch
 import Foundation
@@ -42,6 +43,15 @@ public final class HeartbeatMonitor: @unchecked Sendable {
         /// An executor whose first heartbeat has not run after this long gets one warning
         /// (it is not serviced: e.g. a program that never drains `DispatchQueue.main`).
         public var unservicedWarning: Duration = .seconds(3)
+        /// Whether an executor's thread samples itself while a heartbeat is overdue, on time
+        /// however late the watchdog is scheduled (as `StallMonitor.Configuration.selfSampling`;
+        /// `STALLWATCH_PERF=0` turns it off too).
+        public var selfSampling = true
+        /// The finest tick, in the executor thread's user-mode CPU time.
+        public var selfSamplingPeriod: Duration = .microseconds(500)
+        /// Tests: the watchdog oversleeps a heartbeat's deadline by this much, as an unprivileged
+        /// watchdog on a busy machine may wait for a CPU.
+        var watchdogLatenessForTesting: Duration = .zero
 
         /// The frame budget (1/60 s by default).
         public var budget: Duration {
@@ -79,10 +89,19 @@ public final class HeartbeatMonitor: @unchecked Sendable {
         public var warnings: [String] = []
         /// How the watchdog thread is scheduled (as `StallMonitor`'s: SCHED_FIFO where allowed).
         public var watchdogScheduling = StallMonitor.WatchdogScheduling.normal
+        /// Whether executor threads sample themselves (as `StallMonitor`'s loop thread does:
+        /// on a tick of their own CPU time while a heartbeat is overdue), for the last thread
+        /// a heartbeat ran on.
+        public var selfSampling = StallMonitor.SelfSampling.disabled
+        /// Samples whose stack an executor's thread took of itself.
+        public var selfSamples = 0
+        /// Stalls that ended before the watchdog looked (it got no CPU meanwhile): timed from
+        /// the heartbeat, with the thread's own captures (counted in `stalls` too).
+        public var missedByWatchdog = 0
     }
 
     /// One watched executor. Its counters may be read from any thread.
-    public final class Executor: Sendable {
+    public final class Executor: @unchecked Sendable {  // `clock` is only touched atomically
         /// The label given to `watch`; stalls carry it as their callout's label.
         public let label: String
         let schedule: Schedule
@@ -101,10 +120,31 @@ public final class HeartbeatMonitor: @unchecked Sendable {
         /// The annotation scopes of the executor's current thread (bound by a heartbeat).
         let scopes = Locked<AnnotationScopes?>(nil)
         let added = sw_monotonic_ns()
+        /// The heartbeat as a callout, for the thread's self-sampling handler: odd while one is
+        /// in flight (the watchdog sets it when it sends one, the heartbeat when it runs), with
+        /// its due time in `sw_cycles()`.
+        let clock: UnsafeMutablePointer<sw_callout_clock> = {
+            let clock = UnsafeMutablePointer<sw_callout_clock>.allocate(capacity: 1)
+            clock.initialize(
+                to: sw_callout_clock(
+                    sequence: 0, start_cycles: 0, descriptor: 0, label: 0, file: 0, stalled_sequence: 0))
+            return clock
+        }()
 
         init(label: String, schedule: @escaping Schedule) {
             self.label = label
             self.schedule = schedule
+        }
+
+        deinit { clock.deallocate() }
+
+        /// The watchdog: a heartbeat due now is sent. Returns its clock sequence (odd).
+        func sent() -> UInt64 {
+            let current = sw_clock_sequence(clock)
+            let sequence = current & 1 == 0 ? current &+ 1 : current &+ 2
+            sw_clock_set_start_cycles_relaxed(clock, sw_cycles())
+            sw_clock_set_sequence(clock, sequence)
+            return sequence
         }
 
         /// Heartbeats of this executor that have run (each one a wake-up or one closure more).
@@ -125,6 +165,8 @@ public final class HeartbeatMonitor: @unchecked Sendable {
                 tid.store(thread, ordering: .releasing)
             }
             ranAt.store(now, ordering: .relaxed)
+            let sequence = sw_clock_sequence(clock)
+            if sequence & 1 == 1 { sw_clock_set_sequence(clock, sequence &+ 1) }
             let first = runs.add(1, ordering: .relaxed).newValue == 1
             pending.store(0, ordering: .releasing)
             if first, let hook = firstBeat.withLock({ $0 }) { hook() }
