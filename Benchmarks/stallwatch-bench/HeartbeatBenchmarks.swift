@@ -126,6 +126,11 @@ enum HeartbeatBenchmarks {
         Result(name: "heartbeat.capture.p99", value: percentile(capture, 0.99), unit: "us").printLine()
         Result(name: "heartbeat.stalls_detected", value: Double(found.count), unit: "stalls", goal: "\(count)")
             .printLine()
+        Result(
+            name: "heartbeat.own_samples", value: Double(statistics.selfSamples),
+            unit: "samples the executor took of itself; self-sampling \(statistics.selfSampling); watchdog "
+                + "\(statistics.watchdogScheduling)"
+        ).printLine()
     }
 
     struct Cost {
