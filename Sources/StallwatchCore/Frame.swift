@@ -46,7 +46,7 @@ public struct Frame: Sendable, Hashable, Codable {
 
     static func isSystemModule(_ path: String) -> Bool {
         for prefix in systemDirectories where path.hasPrefix(prefix) { return true }
-        if path.contains("/lib/swift/") { return true }
+        if path.utf8Offset(of: "/lib/swift/") != nil { return true }
         let name = basename(path)
         if name.hasPrefix("linux-vdso") || name == "[vdso]" { return true }
         for prefix in toolchainLibraryPrefixes where name.hasPrefix(prefix) { return true }

@@ -106,12 +106,24 @@ extension StallBreakdown {
 
         var perCategory: [StallCategory: UInt64] = [:]
         var perReason: [ReasonKey: (units: UInt64, order: Int)] = [:]
-        for (index, verdict) in classifications.enumerated() {
-            perCategory[verdict.category, default: 0] += units[index]
-            let key = ReasonKey(category: verdict.category, reason: verdict.reason)
-            let order = perReason[key]?.order ?? perReason.count
-            perReason[key] = ((perReason[key]?.units ?? 0) + units[index], order)
+        // Samples in a row mostly share their verdict: add each run of equal ones at once
+        // (hashing the reason per sample was a fleet report's cost).
+        var run: (key: ReasonKey, units: UInt64)?
+        func flush() {
+            guard let run else { return }
+            perCategory[run.key.category, default: 0] += run.units
+            let order = perReason[run.key]?.order ?? perReason.count
+            perReason[run.key] = ((perReason[run.key]?.units ?? 0) + run.units, order)
         }
+        for (index, verdict) in classifications.enumerated() {
+            if let current = run, current.key.category == verdict.category, current.key.reason == verdict.reason {
+                run = (current.key, current.units + units[index])
+            } else {
+                flush()
+                run = (ReasonKey(category: verdict.category, reason: verdict.reason), units[index])
+            }
+        }
+        flush()
 
         var dominant: StallCategory?
         var dominantUnits: UInt64 = 0

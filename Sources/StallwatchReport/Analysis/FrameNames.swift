@@ -70,8 +70,8 @@ public struct FrameNamer: Sendable, Hashable {
     /// The directory holding `.build/` of the first module built by SwiftPM, with a slash.
     static func buildRoot(of paths: [String]) -> String? {
         for path in paths {
-            guard let range = path.range(of: "/.build/") else { continue }
-            return String(path[..<range.lowerBound]) + "/"
+            guard let offset = path.utf8Offset(of: "/.build/") else { continue }
+            return String(decoding: path.utf8.prefix(offset), as: UTF8.self) + "/"
         }
         return nil
     }

@@ -40,8 +40,10 @@ public struct ReportBuilder: Sendable {
             let trace = traces[index]
             let budget = trace.trace.header?.thresholds.budget ?? TierThresholds.default.budget
             let names = FrameNamer(modules: trace.trace.modules)
+            let memo = AppFrameMemo()
             let analyzed = trace.trace.stalls.map {
-                AnalyzedStall($0, tracePath: trace.path, budget: budget, classifier: classifier, names: names)
+                AnalyzedStall(
+                    $0, tracePath: trace.path, budget: budget, classifier: classifier, names: names, memo: memo)
             }
             results.withLock { $0[index] = analyzed }
         }

@@ -29,15 +29,32 @@ public struct RepresentativeStack: Sendable, Hashable {
         let total = weights.reduce(0, +)
         let units = total == 0 ? weights.map { _ in UInt64(1) } : weights
         let unitTotal = units.reduce(0, +)
-        var groups: [[String]: (units: UInt64, count: Int, first: Int)] = [:]
+        // Samples mostly repeat the same addresses: each distinct address list is named once.
+        var groupOf: [[UInt64]: Int] = [:]
+        var groupByKey: [[String]: Int] = [:]
+        var groups: [(units: UInt64, count: Int, first: Int)] = []
         for (index, sample) in samples.enumerated()
         where classifications[index].category == category && !sample.frames.isEmpty {
-            let key = groupKey(sample.frames)
-            let known = groups[key]
-            groups[key] = ((known?.units ?? 0) + units[index], (known?.count ?? 0) + 1, known?.first ?? index)
+            let addresses = sample.frames.map(\.address)
+            let group: Int
+            if let known = groupOf[addresses] {
+                group = known
+            } else {
+                let key = groupKey(sample.frames)
+                if let known = groupByKey[key] {
+                    group = known
+                } else {
+                    group = groups.count
+                    groups.append((0, 0, index))
+                    groupByKey[key] = group
+                }
+                groupOf[addresses] = group
+            }
+            groups[group].units += units[index]
+            groups[group].count += 1
         }
         guard
-            let best = groups.values.max(by: {
+            let best = groups.max(by: {
                 ($0.units, $0.count, -$0.first) < ($1.units, $1.count, -$1.first)
             })
         else { return nil }

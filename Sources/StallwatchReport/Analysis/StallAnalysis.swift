@@ -91,6 +91,16 @@ public struct AnalyzedStall: Sendable {
         _ stall: Stall, tracePath: String, budget: Duration, classifier: Classifier,
         names: FrameNamer = FrameNamer(modules: [])
     ) {
+        self.init(
+            stall, tracePath: tracePath, budget: budget, classifier: classifier, names: names, memo: AppFrameMemo())
+    }
+
+    /// As above, judging and naming each address once per `memo`: one per trace (within a
+    /// trace an address is always the same frame), used by one thread at a time.
+    init(
+        _ stall: Stall, tracePath: String, budget: Duration, classifier: Classifier, names: FrameNamer,
+        memo: AppFrameMemo
+    ) {
         self.tracePath = tracePath
         self.stall = stall
         self.names = names
@@ -98,11 +108,11 @@ public struct AnalyzedStall: Sendable {
         // A stall's samples are mostly the same stack in the same state: classify each distinct
         // sample once. The verdict depends on the sample but not on when it was taken or the
         // CPU time so far, so those are left out of the key (anything else a sample gains stays in).
-        var verdicts: [Sample: Classification] = [:]
+        var verdicts: [VerdictKey: Classification] = [:]
         let classifications = stall.samples.map { sample in
-            var key = sample
-            key.time = 0
-            key.cpuTimeNanos = 0
+            var key = VerdictKey(sample: sample)
+            key.sample.time = 0
+            key.sample.cpuTimeNanos = 0
             if let known = verdicts[key] { return known }
             let verdict = classifier.classify(sample)
             verdicts[key] = verdict
@@ -124,16 +134,15 @@ public struct AnalyzedStall: Sendable {
         // most frequent app-frame prefix among samples of the dominant category.
         // Samples of one stall repeat the same addresses: each address is judged and named once
         // (the module tests are string searches; naming per sample was most of a fleet report).
-        var appFrameNames: [UInt64: String?] = [:]  // nil: not an app frame
         func appFrames(_ sample: Sample) -> [String] {
             var result: [String] = []
             for frame in sample.frames {
                 let name: String?
-                if let known = appFrameNames[frame.address] {
+                if let known = memo.names[frame.address] {
                     name = known
                 } else {
                     name = !frame.isSystem && !isCompilerGenerated(frame) ? names.name(frame) : nil
-                    appFrameNames[frame.address] = .some(name)
+                    memo.names[frame.address] = .some(name)
                 }
                 guard let name else { continue }
                 result.append(name)
@@ -174,4 +183,26 @@ public struct AnalyzedStall: Sendable {
 
     /// How `frame` (one of this stall's) is named in text and exports.
     public func frameName(_ frame: Frame) -> String { names.name(frame) }
+}
+
+/// Each address's app-frame name (nil: not an app frame) as `AnalyzedStall` worked it out, for
+/// the stalls of one trace. One thread at a time.
+final class AppFrameMemo {
+    var names: [UInt64: String?] = [:]
+}
+
+/// A sample as the key of its verdict: equal when the samples are, hashed by the cheap parts
+/// only (addresses, state, syscall). Hashing whole samples (every frame's strings) was a tenth
+/// of a fleet report.
+struct VerdictKey: Hashable {
+    var sample: Sample
+
+    static func == (a: VerdictKey, b: VerdictKey) -> Bool { a.sample == b.sample }
+
+    func hash(into hasher: inout Hasher) {
+        hasher.combine(sample.frames.count)
+        for frame in sample.frames { hasher.combine(frame.address) }
+        hasher.combine(sample.state)
+        hasher.combine(sample.syscall)
+    }
 }
