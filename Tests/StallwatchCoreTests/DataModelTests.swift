@@ -47,6 +47,18 @@ import Testing
         #expect(Frame(address: 0x1000, symbol: "f", module: module).isSystem == isSystem)
     }
 
+    /// The byte search behind the module tests: first match, at either end, none, and a needle
+    /// longer than the text; multi-byte characters count in UTF-8 bytes.
+    @Test func byteSearchFindsTheFirstOccurrence() {
+        #expect("/opt/lib/swift/x/lib/swift/".utf8Offset(of: "/lib/swift/") == 4)
+        #expect("/lib/swift/".utf8Offset(of: "/lib/swift/") == 0)
+        #expect("a/.build/".utf8Offset(of: "/.build/") == 1)
+        #expect("/srv/app/.buil".utf8Offset(of: "/.build/") == nil)
+        #expect("/b".utf8Offset(of: "/.build/") == nil)
+        #expect("é/lib/swift/".utf8Offset(of: "/lib/swift/") == 2)
+        #expect("anything".utf8Offset(of: "") == 0)
+    }
+
     @Test func unknownModuleIsSystem() {
         #expect(Frame(address: 0x1000).isSystem)
     }
