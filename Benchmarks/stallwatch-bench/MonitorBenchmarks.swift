@@ -56,20 +56,11 @@ enum MonitorBenchmarks {
         let detectionOff = microseconds(withoutPerf.detectionLatencyNanos)
         let capture = microseconds(withPerf.captureLatencyNanos)
         let captureOff = microseconds(withoutPerf.captureLatencyNanos)
-        for (name, q, goal) in [("p50", 0.5, "<= 200 us"), ("p99", 0.99, "<= 1000 us")] {
-            Result(
-                name: "monitor.detection_latency.\(name)", value: percentile(detection, q), unit: "us",
-                peer: "perf path off", peerValue: percentile(detectionOff, q),
-                ratio: percentile(detectionOff, q) / percentile(detection, q), goal: goal
-            ).printLine()
-        }
-        for (name, q, goal) in [("p50", 0.5, "<= 30 us"), ("p99", 0.99, "<= 150 us")] {
-            Result(
-                name: "monitor.capture.\(name)", value: percentile(capture, q), unit: "us", peer: "perf path off",
-                peerValue: percentile(captureOff, q), ratio: percentile(captureOff, q) / percentile(capture, q),
-                goal: goal
-            ).printLine()
-        }
+        Result.percentiles(
+            "monitor.detection_latency", detection, peer: "perf path off", detectionOff,
+            goals: ("<= 200 us", "<= 1000 us"))
+        Result.percentiles(
+            "monitor.capture", capture, peer: "perf path off", captureOff, goals: ("<= 30 us", "<= 150 us"))
         Result(
             name: "monitor.stalls_detected", value: Double(withPerf.stalls), unit: "stalls", peer: "perf path off",
             peerValue: Double(withoutPerf.stalls), goal: "160"

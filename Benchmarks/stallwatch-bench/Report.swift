@@ -49,6 +49,23 @@ func percentile(_ values: [Double], _ p: Double) -> Double {
 
 func median(_ values: [Double]) -> Double { percentile(values, 0.5) }
 
+extension Result {
+    /// `name.p50` and `name.p99` of `values` against the peer's `peerValues` (lower is better),
+    /// with their goals: one line each.
+    static func percentiles(
+        _ name: String, _ values: [Double], unit: String = "us", peer: String, _ peerValues: [Double],
+        goals: (p50: String?, p99: String?) = (nil, nil)
+    ) {
+        for (label, q, goal) in [("p50", 0.5, goals.p50), ("p99", 0.99, goals.p99)] {
+            let (ours, theirs) = (percentile(values, q), percentile(peerValues, q))
+            Result(
+                name: "\(name).\(label)", value: ours, unit: unit, peer: peer, peerValue: theirs, ratio: theirs / ours,
+                goal: goal
+            ).printLine()
+        }
+    }
+}
+
 /// Runs this executable again with `arguments` and returns the first number it prints: for
 /// peers that must own the main thread (`dispatchMain()` never returns).
 func runPeer(_ arguments: [String]) throws -> Double {

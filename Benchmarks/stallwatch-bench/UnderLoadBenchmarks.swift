@@ -67,32 +67,19 @@ enum UnderLoad {
         func micros(_ values: [UInt64]) -> [Double] { values.map { Double($0) / 1000 } }
         let detection = micros(on.detectionLatencyNanos)
         let detectionOff = micros(off.detectionLatencyNanos)
-        for (name, q, goal) in [("p50", 0.5, "<= 200 us"), ("p99", 0.99, "<= 1000 us")] {
-            Result(
-                name: "\(prefix).detection_latency.\(name)", value: percentile(detection, q), unit: "us",
-                peer: "self-sampling off", peerValue: percentile(detectionOff, q),
-                ratio: percentile(detectionOff, q) / percentile(detection, q), goal: goal
-            ).printLine()
-        }
+        Result.percentiles(
+            "\(prefix).detection_latency", detection, peer: "self-sampling off", detectionOff,
+            goals: ("<= 200 us", "<= 1000 us"))
         // A stack's capture. The loop thread's own: the handler's entry to the stack ready (no
         // request: the kernel's tick is on time while the thread runs). The watchdog's: signal
         // sent to stack ready, which includes any wait of the stalled thread for a CPU.
         let own = micros(on.selfCaptureNanos)
         let signalOn = micros(on.captureLatencyNanos)
         let signalOff = micros(off.captureLatencyNanos)
-        for (name, q, goal) in [("p50", 0.5, "<= 30 us"), ("p99", 0.99, "<= 300 us")] {
-            Result(
-                name: "\(prefix).own_capture.\(name)", value: percentile(own, q), unit: "us",
-                peer: "signal capture, self-sampling off", peerValue: percentile(signalOff, q),
-                ratio: percentile(signalOff, q) / percentile(own, q), goal: goal
-            ).printLine()
-        }
-        for (name, q) in [("p50", 0.5), ("p99", 0.99)] {
-            Result(
-                name: "\(prefix).signal_capture.\(name)", value: percentile(signalOn, q), unit: "us",
-                peer: "self-sampling off", peerValue: percentile(signalOff, q)
-            ).printLine()
-        }
+        Result.percentiles(
+            "\(prefix).own_capture", own, peer: "signal capture, self-sampling off", signalOff,
+            goals: ("<= 30 us", "<= 300 us"))
+        Result.percentiles("\(prefix).signal_capture", signalOn, peer: "self-sampling off", signalOff)
         Result(
             name: "\(prefix).own_samples", value: on.samples == 0 ? 0 : Double(on.selfSamples) / Double(on.samples),
             unit: "share of samples", goal: "most"

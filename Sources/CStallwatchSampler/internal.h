@@ -1,6 +1,7 @@
 // What sampler.c shares with selfsample.c (not part of the module's API).
 #pragma once
 
+#include <signal.h>
 #include <stdint.h>
 #include <time.h>
 #include <ucontext.h>
@@ -35,3 +36,18 @@ __attribute__((visibility("hidden"))) int sw_unwinder_loaded(void);
 __attribute__((visibility("hidden"))) int sw_trim_handler_frames(
     void *const *raw, int raw_count, int raw_capacity, uintptr_t rip, uintptr_t *frames, int capacity,
     int *handler_frames, int *truncated);
+
+// Unblocks `signo` for the calling thread. Returns SW_SAMPLER_OK or SW_SAMPLER_ESYS.
+__attribute__((visibility("hidden"))) int sw_unblock_signal(int signo);
+
+// Whether `signo` has no handler (nor SIG_IGN): SW_SAMPLER_OK, else `in_use`, or SW_SAMPLER_ESYS.
+// (Query and install are two calls; a third party installing in between is not detectable.)
+__attribute__((visibility("hidden"))) int sw_signal_free(int signo, int in_use);
+
+// Installs `handler` on `signo` as every unwinding handler here wants it: SA_SIGINFO |
+// SA_RESTART (read()/futex waits restart instead of failing with EINTR; nanosleep and epoll_wait
+// return EINTR whatever we do), no SA_ONSTACK (the handler unwinds through the normal stack), and
+// every other signal blocked while it runs, so no other handler nests inside libunwind.
+// Returns SW_SAMPLER_OK or SW_SAMPLER_ESYS.
+__attribute__((visibility("hidden"))) int sw_install_unwinding_handler(
+    int signo, void (*handler)(int, siginfo_t *, void *));

@@ -220,32 +220,12 @@ int sw_sampler_install(int signo) {
     }
     // Refuse a signal someone else already handles or ignores: taking it over would break them,
     // and their senders would trigger our handler (harmlessly, but counted as foreign).
-    // (Query and install are two calls; a third party installing in between is not detectable.)
-    struct sigaction old;
-    if (sigaction(signo, NULL, &old) != 0) {
-        rc = SW_SAMPLER_ESYS;
-        goto done;
-    }
-    if (old.sa_handler != SIG_DFL) {   // sa_handler/sa_sigaction share storage; SIG_DFL is 0
-        rc = SW_SAMPLER_EINUSE;
-        goto done;
-    }
+    rc = sw_signal_free(signo, SW_SAMPLER_EINUSE);
+    if (rc != SW_SAMPLER_OK) goto done;
     rc = load_libunwind();
     if (rc != SW_SAMPLER_OK) goto done;
-
-    struct sigaction sa;
-    memset(&sa, 0, sizeof sa);
-    sa.sa_sigaction = sw_handler;
-    // SA_RESTART: read()/futex waits in the sampled thread restart instead of failing with EINTR
-    // (nanosleep and epoll_wait still return EINTR whatever we do: the loop retries).
-    // No SA_ONSTACK: the handler needs a few KB of stack and unwinds through the normal stack.
-    sa.sa_flags = SA_SIGINFO | SA_RESTART;
-    // Block every other signal while we unwind, so no other handler nests inside libunwind.
-    sigfillset(&sa.sa_mask);
-    if (sigaction(signo, &sa, NULL) != 0) {
-        rc = SW_SAMPLER_ESYS;
-        goto done;
-    }
+    rc = sw_install_unwinding_handler(signo, sw_handler);
+    if (rc != SW_SAMPLER_OK) goto done;
     warm_up_unwind();
     atomic_store_explicit(&g_signo, signo, memory_order_release);
 done:
@@ -393,13 +373,33 @@ int sw_sampler_capture(int tid, uintptr_t *frames, int capacity, int64_t timeout
     return rc;
 }
 
-int sw_sampler_prepare_thread(void) {
-    const int signo = atomic_load_explicit(&g_signo, memory_order_acquire);
-    if (signo == 0) return SW_SAMPLER_ENOTINSTALLED;
+int sw_signal_free(int signo, int in_use) {
+    struct sigaction old;
+    if (sigaction(signo, NULL, &old) != 0) return SW_SAMPLER_ESYS;
+    // sa_handler/sa_sigaction share storage; SIG_DFL is 0.
+    return old.sa_handler == SIG_DFL ? SW_SAMPLER_OK : in_use;
+}
+
+int sw_install_unwinding_handler(int signo, void (*handler)(int, siginfo_t *, void *)) {
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_sigaction = handler;
+    sa.sa_flags = SA_SIGINFO | SA_RESTART;
+    sigfillset(&sa.sa_mask);
+    return sigaction(signo, &sa, NULL) == 0 ? SW_SAMPLER_OK : SW_SAMPLER_ESYS;
+}
+
+int sw_unblock_signal(int signo) {
     sigset_t set;
     sigemptyset(&set);
     sigaddset(&set, signo);
-    if (pthread_sigmask(SIG_UNBLOCK, &set, NULL) != 0) return SW_SAMPLER_ESYS;
+    return pthread_sigmask(SIG_UNBLOCK, &set, NULL) == 0 ? SW_SAMPLER_OK : SW_SAMPLER_ESYS;
+}
+
+int sw_sampler_prepare_thread(void) {
+    const int signo = atomic_load_explicit(&g_signo, memory_order_acquire);
+    if (signo == 0) return SW_SAMPLER_ENOTINSTALLED;
+    if (sw_unblock_signal(signo) != SW_SAMPLER_OK) return SW_SAMPLER_ESYS;
     const int tid = (int)gettid();
     // Capture ourselves once through the real path. The signal is delivered to this thread before
     // the rt_tgsigqueueinfo syscall returns, so the handler runs synchronously here, outside any

@@ -205,25 +205,11 @@ int sw_self_install(int signo) {
         rc = SW_SAMPLER_EINVAL;
         goto done;
     }
-    struct sigaction old;
-    if (sigaction(signo, NULL, &old) != 0) {
-        rc = SW_SAMPLER_ESYS;
-        goto done;
-    }
-    if (old.sa_handler != SIG_DFL) {
-        rc = SW_SELF_EINUSE;
-        goto done;
-    }
-    struct sigaction sa;
-    memset(&sa, 0, sizeof sa);
-    sa.sa_sigaction = self_handler;
-    // Ticks arrive only in user mode, so there is no system call to restart; SA_RESTART anyway.
-    sa.sa_flags = SA_SIGINFO | SA_RESTART;
-    sigfillset(&sa.sa_mask);  // nothing nests inside libunwind (as for the sampling signal)
-    if (sigaction(signo, &sa, NULL) != 0) {
-        rc = SW_SAMPLER_ESYS;
-        goto done;
-    }
+    rc = sw_signal_free(signo, SW_SELF_EINUSE);
+    if (rc != SW_SAMPLER_OK) goto done;
+    // Ticks arrive only in user mode, so there is no system call to restart.
+    rc = sw_install_unwinding_handler(signo, self_handler);
+    if (rc != SW_SAMPLER_OK) goto done;
     atomic_store_explicit(&g_self_signo, signo, memory_order_release);
 done:
     pthread_mutex_unlock(&g_mutex);
@@ -233,10 +219,7 @@ done:
 int sw_self_prepare_thread(void) {
     const int signo = atomic_load_explicit(&g_self_signo, memory_order_acquire);
     if (signo == 0) return SW_SAMPLER_ENOTINSTALLED;
-    sigset_t set;
-    sigemptyset(&set);
-    sigaddset(&set, signo);
-    return pthread_sigmask(SIG_UNBLOCK, &set, NULL) == 0 ? SW_SAMPLER_OK : SW_SAMPLER_ESYS;
+    return sw_unblock_signal(signo);
 }
 
 int sw_self_open(int tid, sw_callout_clock *clock, int64_t floor_ns, uint64_t budget_cycles,

@@ -9,6 +9,16 @@ import Testing
 @Suite(.serialized) struct SelfSamplingTests {
     static let budget: UInt64 = 16_666_667
 
+    /// Records an issue unless self-sampling runs (perf_event_open is allowed here and in CI).
+    func expectOn(_ status: StallMonitor.SelfSampling, sourceLocation: SourceLocation = #_sourceLocation) -> Bool {
+        guard case .on = status else {
+            Issue.record(
+                "self-sampling is \(status) here (perf_event_open allowed in CI)", sourceLocation: sourceLocation)
+            return false
+        }
+        return true
+    }
+
     /// How late after its deadline the stall's first sample is.
     func detectionLateness(_ stall: Stall) -> UInt64 {
         let deadline = stall.start + Self.budget
@@ -34,10 +44,7 @@ import Testing
     @Test(.disabled(if: Sanitizer.thread, "TSan delivers signals late, away from the running culprit"))
     func aLateWatchdogStillGetsTheStackTakenAtTheDeadline() async throws {
         let (own, statistics) = try await lateWatchdogRun(selfSampling: true)
-        guard case .on = statistics.selfSampling else {
-            Issue.record("self-sampling is \(statistics.selfSampling) here (perf_event_open allowed in CI)")
-            return
-        }
+        guard expectOn(statistics.selfSampling) else { return }
         let (peer, peerStatistics) = try await lateWatchdogRun(selfSampling: false)
         print(
             "[self-sampling] first sample \(detectionLateness(own) / 1000) us after the deadline "
@@ -65,10 +72,7 @@ import Testing
             settle: .milliseconds(300),
             configure: { $0.watchdogLatenessForTesting = .milliseconds(80) },
             { loop, measure in measure.post(loop) { spinForStallTest(milliseconds: 45) } })
-        guard case .on = run.statistics.selfSampling else {
-            Issue.record("self-sampling is \(run.statistics.selfSampling) here (perf_event_open allowed in CI)")
-            return
-        }
+        guard expectOn(run.statistics.selfSampling) else { return }
         let ours = run.ended.filter { $0.callout.file == "StallwatchTests/SelfSamplingTests.swift" }
         #expect(ours.count == 1, "stalls: \(run.ended.map(\.callout))")
         #expect(run.began.filter { $0.callout.file == "StallwatchTests/SelfSamplingTests.swift" }.count == 1)
@@ -163,10 +167,7 @@ import Testing
     @Test(.disabled(if: Sanitizer.thread, "TSan delivers signals late, away from the running culprit"))
     func aLateHeartbeatWatchdogStillGetsTheStackTakenAtTheDeadline() throws {
         let (stalls, statistics) = try heartbeatRun(spin: 120, lateness: .milliseconds(30))
-        guard case .on = statistics.selfSampling else {
-            Issue.record("self-sampling is \(statistics.selfSampling) here (perf_event_open allowed in CI)")
-            return
-        }
+        guard expectOn(statistics.selfSampling) else { return }
         #expect(stalls.count == 1, "\(stalls.map(\.durationNanos))")
         let stall = try #require(stalls.first)
         let first = try #require(stall.samples.first)
@@ -181,10 +182,7 @@ import Testing
     @Test(.disabled(if: Sanitizer.thread, "TSan delivers signals late, away from the running culprit"))
     func aHeartbeatStallTheWatchdogNeverSawIsStillRecorded() throws {
         let (stalls, statistics) = try heartbeatRun(spin: 45, lateness: .milliseconds(80))
-        guard case .on = statistics.selfSampling else {
-            Issue.record("self-sampling is \(statistics.selfSampling) here (perf_event_open allowed in CI)")
-            return
-        }
+        guard expectOn(statistics.selfSampling) else { return }
         #expect(stalls.count == 1, "\(stalls.map(\.durationNanos))")
         #expect(statistics.missedByWatchdog == 1)
         let stall = try #require(stalls.first)

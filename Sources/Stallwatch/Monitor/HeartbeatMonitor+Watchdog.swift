@@ -223,11 +223,7 @@ extension HeartbeatMonitor {
             id: nextID, start: watch.sentDue, end: nil, tier: .hitch, callout: identity(of: watch.executor),
             flags: suspended ? [.suspended] : [])
         nextID += 1
-        stall.samples = captures.map { captured in
-            Sample(
-                time: captured.time, frames: captured.addresses.map { Frame(address: $0) }, state: .running,
-                syscall: nil, wchan: nil, cpuTimeNanos: 0, annotation: nil, captureTimedOut: false, source: .signal)
-        }
+        stall.samples = captures.map { $0.sample() }
         let deadline = watch.sentDue &+ configuration.tiers.budget.nanoseconds
         record { stats in
             stats.stalls += 1

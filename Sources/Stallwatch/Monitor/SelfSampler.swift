@@ -59,6 +59,15 @@ final class SelfSampler: Sendable {
         var unwindNanos: UInt64
         /// The callout it is of, as the loop's clock showed it then.
         var callout: CalloutSnapshot
+
+        /// The sample it is. The thread ran user code to take it (ticks count user time
+        /// only): running, in no syscall. `/proc` facts are the watchdog's to add.
+        func sample(cpuTimeNanos: UInt64 = 0, annotation: Annotation? = nil) -> Sample {
+            Sample(
+                time: time, frames: addresses.map { Frame(address: $0) }, state: .running, syscall: nil,
+                wchan: nil, cpuTimeNanos: cpuTimeNanos, annotation: annotation, captureTimedOut: false,
+                source: .signal)
+        }
     }
 
     /// The stall's first capture (`earliest`) or its newest, of callout `sequence`, taken after

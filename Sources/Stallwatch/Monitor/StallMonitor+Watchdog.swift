@@ -23,7 +23,9 @@ extension StallMonitor {
         // captures): sequences only grow.
         var handled: UInt64 = 0
         while isRunning {
-            if let own = selfSampler, recoverMissedStall(own, handled: &handled, id: nextID) { nextID += 1 }
+            if let own = selfSampler, recoverMissedStall(own, handled: &handled, id: nextID, sleeper: &sleeper) {
+                nextID += 1
+            }
             let current = board.snapshot()
             guard current.isBusy else {
                 if board.waiting.load(ordering: .sequentiallyConsistent) {
@@ -60,7 +62,9 @@ extension StallMonitor {
     /// A stall the loop thread's own handler declared and that ended before the watchdog looked
     /// (it did not get a CPU while the stall lasted): made from the thread's own captures, with
     /// the exact end the loop stamped. Returns whether there was one.
-    private func recoverMissedStall(_ own: SelfSampler, handled: inout UInt64, id: UInt64) -> Bool {
+    private func recoverMissedStall(
+        _ own: SelfSampler, handled: inout UInt64, id: UInt64, sleeper: inout Sleeper
+    ) -> Bool {
         let board = loop.board
         let ended = board.stallEndSequence.load(ordering: .acquiring)
         guard ended > handled else { return false }
@@ -73,16 +77,18 @@ extension StallMonitor {
         let timebase = Timebase.shared
         timebase.refresh()
         let start = timebase.nanos(first.callout.startCycles)
-        var stall = Stall(id: id, start: start, end: nil, tier: .hitch, callout: identity(of: first.callout), flags: [])
-        stall.samples = captures.map { captured in
-            Sample(
-                time: captured.time, frames: captured.addresses.map { Frame(address: $0) }, state: .running,
-                syscall: nil, wchan: nil, cpuTimeNanos: 0, annotation: nil, captureTimedOut: false, source: .signal)
-        }
+        // A watchdog that overslept this much was stopped with the process (SIGSTOP): so was the
+        // stall it missed.
+        let suspended = sleeper.takeOverslept()
+        var stall = Stall(
+            id: id, start: start, end: nil, tier: .hitch, callout: identity(of: first.callout),
+            flags: suspended ? [.suspended] : [])
+        stall.samples = captures.map { $0.sample() }
         let deadline = start &+ configuration.tiers.budget.nanoseconds
         record { stats in
             stats.stalls += 1
             stats.missedByWatchdog += 1
+            if suspended { stats.suspendedStalls += 1 }
             stats.detectionLatencyNanos.appendBounded(first.time > deadline ? first.time - deadline : 0)
             stats.selfSamples += captures.count
             stats.stackSources[.signal, default: 0] += captures.count

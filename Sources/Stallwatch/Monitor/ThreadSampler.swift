@@ -57,7 +57,6 @@ struct ThreadSampler {
         let time = sw_monotonic_ns()
         var kernel = reader.read()
         if let captured = ownCapture() {
-            // It ran user code at that instant (ticks count user time only): running, no syscall.
             stacks.remember(captured.addresses, from: .signal)
             stacks.lastSampleTime = time
             record { stats in
@@ -65,10 +64,7 @@ struct ThreadSampler {
                 stats.stackSources[.signal, default: 0] += 1
                 stats.selfCaptureNanos.appendBounded(captured.unwindNanos)
             }
-            return Sample(
-                time: captured.time, frames: captured.addresses.map { Frame(address: $0) }, state: .running,
-                syscall: nil, wchan: nil, cpuTimeNanos: kernel.cpuTimeNanos, annotation: annotations?.innermost(),
-                captureTimedOut: false, source: .signal)
+            return captured.sample(cpuTimeNanos: kernel.cpuTimeNanos, annotation: annotations?.innermost())
         }
         let stack = captureStack(kernel: &kernel, time: time, record: record)
         return Sample(
