@@ -94,6 +94,23 @@ import Testing
         ReportBuilder().report(try! load([root]), top: 10)
     }
 
+    /// The builds and hosts lists fit the report's width: as many as fit, then how many more;
+    /// at least one even when that one is too long; all of them with no width (`--wide`).
+    @Test func fleetListsFitTheWidth() {
+        let hosts = (1...30).map { "host-\($0) \(100 + $0)" }
+        let narrow = FleetText.fit("   hosts:", hosts, width: 80)
+        #expect(narrow.count <= 80, "\(narrow)")
+        #expect(narrow.hasPrefix("   hosts: host-1 101, host-2 102"))
+        let shown = narrow.split(separator: ",").count
+        #expect(narrow.hasSuffix(" (+\(30 - shown) more)"), "\(narrow)")
+        let wide = FleetText.fit("   hosts:", hosts, width: 100)
+        #expect(wide.count <= 100 && wide.count > narrow.count)
+        #expect(FleetText.fit("   hosts:", hosts, width: nil) == "   hosts: " + hosts.joined(separator: ", "))
+        let long = String(repeating: "x", count: 120)
+        #expect(FleetText.fit("   builds:", [long, "b 1"], width: 80) == "   builds: \(long) (+1 more)")
+        #expect(FleetText.fit("   builds:", [], width: 80) == "   builds:")
+    }
+
     @Test func unreadableFilesAreListedAndTheReportStillPrinted() throws {
         let root = FleetFixture.write(into: directory)
         let garbage = directory.write("fleet/new/garbage.swtrace", Array("not a trace\n".utf8))

@@ -92,7 +92,8 @@ enum Scenarios {
             nonisolated(unsafe) let mutex = UnsafeMutablePointer<pthread_mutex_t>.allocate(capacity: 1)
             pthread_mutex_init(mutex, nil)
             holdElsewhere(
-                milliseconds: 80, lock: { pthread_mutex_lock(mutex) }, unlock: { pthread_mutex_unlock(mutex) })
+                milliseconds: Scenarios.heldBeforeTheLoop, lock: { pthread_mutex_lock(mutex) },
+                unlock: { pthread_mutex_unlock(mutex) })
             return {
                 lockMutexForStallTest(mutex)
                 // The holder has unlocked it for good (that is what ended the wait).
@@ -102,7 +103,7 @@ enum Scenarios {
         },
         Scenario(name: "lockWait: NSLock", expected: .lockWait) {
             let lock = NSLock()
-            holdElsewhere(milliseconds: 80, lock: { lock.lock() }, unlock: { lock.unlock() })
+            holdElsewhere(milliseconds: Scenarios.heldBeforeTheLoop, lock: { lock.lock() }, unlock: { lock.unlock() })
             return { lockNSLockForStallTest(lock) }
         },
         Scenario(name: "lockWait: Synchronization.Mutex", expected: .lockWait) {
@@ -111,7 +112,7 @@ enum Scenarios {
             Thread {
                 mutex.value.withLock { _ in
                     held.signal()
-                    usleep(80_000)
+                    usleep(Scenarios.heldBeforeTheLoop * 1000)
                 }
             }.start()
             held.wait()
@@ -256,6 +257,13 @@ func writeFile(_ path: String, megabytes: Int, sync: Bool) {
     var buffer = [UInt8](repeating: 0, count: 1 << 20)
     while buffer.withUnsafeMutableBytes({ read(fd, $0.baseAddress, $0.count) }) > 0 {}
     close(fd)
+}
+
+extension Scenarios {
+    /// How long a lock taken in a scenario's `prepare` stays held: the hold starts before the
+    /// monitored loop does, whose start-up (a thread, a loop, a monitor) took ~40 ms under ASan
+    /// in CI, so 80 ms left one late-sampled 39 ms stall. 150 ms leaves a long one.
+    static let heldBeforeTheLoop: UInt32 = 150
 }
 
 func holdElsewhere(milliseconds: UInt32, lock: @escaping @Sendable () -> Void, unlock: @escaping @Sendable () -> Void) {

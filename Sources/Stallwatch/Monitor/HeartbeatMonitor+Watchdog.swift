@@ -71,7 +71,7 @@ extension HeartbeatMonitor {
             let delay = expected > sw_monotonic_ns() ? expected - sw_monotonic_ns() : 0
             _ = wake.wait(timeout: .now() + .nanoseconds(Int(delay)))
             if forDeadline, configuration.watchdogLatenessForTesting > .zero {
-                usleep(UInt32(configuration.watchdogLatenessForTesting.nanoseconds / 1000))
+                sleepForTesting(configuration.watchdogLatenessForTesting)
                 expected = sw_monotonic_ns()  // not a stop of the process
             }
         }

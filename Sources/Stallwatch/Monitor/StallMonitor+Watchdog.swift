@@ -22,11 +22,18 @@ extension StallMonitor {
         // The last callout a stall was made of (timed here, or recovered from the thread's own
         // captures): sequences only grow.
         var handled: UInt64 = 0
+        var lateFor: UInt64 = 0
         while isRunning {
             if let own = selfSampler, recoverMissedStall(own, handled: &handled, id: nextID, sleeper: &sleeper) {
                 nextID += 1
             }
             let current = board.snapshot()
+            if configuration.watchdogLatenessForTesting > .zero, current.isBusy, current.sequence != lateFor {
+                // Tests: the watchdog gets no CPU for a while after it sees a callout begin.
+                lateFor = current.sequence
+                sleepForTesting(configuration.watchdogLatenessForTesting)
+                continue
+            }
             guard current.isBusy else {
                 if board.waiting.load(ordering: .sequentiallyConsistent) {
                     park(board)
@@ -43,9 +50,6 @@ extension StallMonitor {
             if sw_monotonic_ns() < deadline {
                 facts.sawCallout(current.sequence)
                 sleeper.sleep(until: deadline)
-                if configuration.watchdogLatenessForTesting > .zero {
-                    usleep(UInt32(configuration.watchdogLatenessForTesting.nanoseconds / 1000))
-                }
                 continue
             }
             // Still the same callout at its deadline: a stall.
@@ -236,4 +240,10 @@ extension Array where Element == UInt64 {
         if count >= 4096 { removeFirst(count - 4095) }
         append(value)
     }
+}
+
+/// Sleeps `duration` whole, whatever signals arrive meanwhile (tests' lateness hooks).
+func sleepForTesting(_ duration: Duration) {
+    let until = sw_monotonic_ns() &+ duration.nanoseconds
+    while sw_monotonic_ns() < until { usleep(UInt32(max(1, (until &- sw_monotonic_ns()) / 1000))) }
 }

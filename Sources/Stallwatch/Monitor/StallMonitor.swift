@@ -45,8 +45,8 @@ public final class StallMonitor: @unchecked Sendable {
         /// out (about two per budget for a loop of short callouts); an idle loop takes none.
         public var selfSamplingPeriod: Duration = .microseconds(500)
 
-        /// Tests: the watchdog oversleeps every callout's deadline by this much, as an
-        /// unprivileged watchdog on a busy machine may wait for a CPU.
+        /// Tests: the watchdog gets no CPU for this long after it first sees each callout, as an
+        /// unprivileged watchdog on a busy machine may wait for one.
         var watchdogLatenessForTesting: Duration = .zero
 
         /// The frame budget (1/60 s by default).

@@ -1,22 +1,20 @@
 import StallwatchCore
 
 /// The fleet parts of `stallwatch report`'s text: the summary that replaces one line per trace
-/// when there are several, and each signature's spread over traces, builds and hosts. Lines
-/// fit 100 columns.
+/// when there are several, and each signature's spread over traces, builds and hosts. Lists fit
+/// the report's width (as many items as fit, then how many more); `nil` width lists them all.
 ///
 /// Pure; use it on any thread.
 enum FleetText {
-    static let width = 100
-
     /// The summary under the title: processes, hosts, builds, time span, unreadable inputs.
-    static func summaryLines(_ report: StallReport, listed: Bool) -> [String] {
+    static func summaryLines(_ report: StallReport, listed: Bool, width: Int? = 100) -> [String] {
         let fleet = report.fleet
         var lines: [String] = []
         var processes: [String: Int] = [:]
         for trace in report.traces where !trace.process.isEmpty { processes[trace.process, default: 0] += 1 }
         let named = processes.sorted { ($1.value, $0.key) < ($0.value, $1.key) }.map { "\($0.key) \($0.value)" }
         let processWord = fleet.processes == 1 ? "process" : "processes"
-        lines.append(fit("  \(fleet.processes) \(processWord):", named, suffix: ""))
+        lines.append(fit("  \(fleet.processes) \(processWord):", named, width: width))
         lines.append(
             "  \(plural(fleet.hosts, "host")), \(plural(fleet.builds, "build")), "
                 + "\(plural(fleet.appVersions, "app version")), \(megabytes(fleet.bytes)) read")
@@ -34,7 +32,7 @@ enum FleetText {
     }
 
     /// A signature's spread: traces affected, percentiles, first and last seen, builds, hosts.
-    static func signatureLines(_ signature: StallReport.Signature, traceCount: Int) -> [String] {
+    static func signatureLines(_ signature: StallReport.Signature, traceCount: Int, width: Int? = 100) -> [String] {
         var lines: [String] = []
         lines.append(
             "   in \(signature.traces) of \(plural(traceCount, "trace")) (\(format(signature.tracesPercent, 1)) %), "
@@ -43,24 +41,25 @@ enum FleetText {
         if let first = signature.firstSeen, let last = signature.lastSeen {
             lines.append("   seen \(first) to \(last)")
         }
-        lines.append(fit("   builds:", signature.builds.map { "\($0.name) \($0.stalls)" }, suffix: ""))
-        lines.append(fit("   hosts:", signature.hosts.map { "\($0.name) \($0.stalls)" }, suffix: ""))
+        lines.append(fit("   builds:", signature.builds.map { "\($0.name) \($0.stalls)" }, width: width))
+        lines.append(fit("   hosts:", signature.hosts.map { "\($0.name) \($0.stalls)" }, width: width))
         return lines
     }
 
-    /// `head item, item, …` with as many items as fit the width, then `(+N more)`.
-    static func fit(_ head: String, _ items: [String], suffix: String) -> String {
+    /// `head item, item, …` with as many items as fit `width`, then `(+N more)`; at least one
+    /// item, and all of them without a width.
+    static func fit(_ head: String, _ items: [String], width: Int?) -> String {
         var line = head
         for (index, item) in items.enumerated() {
             let rest = items.count - index - 1
             let more = rest > 0 ? " (+\(rest) more)" : ""
             let candidate = line + (index == 0 ? " " : ", ") + item
-            if candidate.count + more.count > width {
+            if index > 0, let width, candidate.count + more.count > width {
                 return line + " (+\(items.count - index) more)"
             }
             line = candidate
         }
-        return line + suffix
+        return line
     }
 
     static func megabytes(_ bytes: Int) -> String {

@@ -25,7 +25,7 @@ public enum ReportText {
         }
         lines.append(style.bold("Stallwatch report") + " — " + plural(report.traces.count, "trace"))
         let fleet = report.traces.count > 1 || !report.fleet.unreadable.isEmpty
-        if fleet { lines += FleetText.summaryLines(report, listed: options.listTraces) }
+        if fleet { lines += FleetText.summaryLines(report, listed: options.listTraces, width: width) }
         for trace in report.traces where !fleet || options.listTraces {
             let process = trace.process.isEmpty ? "" : " \(trace.process) (pid \(trace.pid))"
             add(
@@ -87,7 +87,7 @@ public enum ReportText {
         for (index, signature) in report.signatures.enumerated() {
             lines.append("")
             lines += signatureLines(signature, rank: index + 1, style: style, width: width, verbose: options.verbose)
-            if fleet { lines += FleetText.signatureLines(signature, traceCount: report.traces.count) }
+            if fleet { lines += FleetText.signatureLines(signature, traceCount: report.traces.count, width: width) }
         }
         return lines.joined(separator: "\n") + "\n"
     }
