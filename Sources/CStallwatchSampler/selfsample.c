@@ -306,6 +306,17 @@ void sw_self_set_interval(int handle, uint64_t interval_cycles) {
     if (h != NULL) atomic_store_explicit(&h->interval_cycles, interval_cycles, memory_order_relaxed);
 }
 
+// Whether the unwind went through the interrupted frame (its RIP among the first raw entries).
+// It does not when the handler ran somewhere else than where the tick landed: ThreadSanitizer
+// defers asynchronous signals to its next interceptor, where the stack is its own. Such a capture
+// is no stack of the stall; the watchdog samples by itself instead.
+static int unwound_from_rip(const self_slot *slot) {
+    for (int i = 0; i < slot->raw_count && i < SW_RAW_EXTRA; i++) {
+        if ((uintptr_t)slot->raw[i] == slot->rip) return 1;
+    }
+    return 0;
+}
+
 int sw_self_take(int handle, uint64_t sequence, int earliest, int64_t after_ns, sw_self_capture *out) {
     self_handle *h = handle_at(handle);
     if (h == NULL || out == NULL) return 0;
@@ -320,7 +331,7 @@ int sw_self_take(int handle, uint64_t sequence, int earliest, int64_t after_ns, 
                                                      memory_order_relaxed))
             continue;
         held[i] = 1;
-        if (slot->sequence != sequence || slot->time_ns <= after_ns) continue;
+        if (slot->sequence != sequence || slot->time_ns <= after_ns || !unwound_from_rip(slot)) continue;
         if (best < 0) {
             best = i;
         } else {
@@ -350,7 +361,7 @@ int sw_self_take(int handle, uint64_t sequence, int earliest, int64_t after_ns, 
         if (!held[i]) continue;
         self_slot *slot = &h->slots[i];
         // Later captures of the same callout stay for the next take; everything else is done.
-        const int keep = best >= 0 && slot->sequence == sequence && slot->time_ns > taken;
+        const int keep = best >= 0 && slot->sequence == sequence && slot->time_ns > taken && unwound_from_rip(slot);
         atomic_store_explicit(&slot->state, keep ? SLOT_READY : SLOT_FREE, memory_order_release);
     }
     return best >= 0;

@@ -19,6 +19,11 @@ final class SelfSampler: Sendable {
         interval: Duration
     ) -> (SelfSampler?, StallMonitor.SelfSampling) {
         if PerfSampler.disabledByEnvironment { return (nil, .disabled) }
+        // ThreadSanitizer defers asynchronous signals to its next interceptor: a tick's handler
+        // would run away from where it landed, and its stack would be TSan's own.
+        if dlsym(UnsafeMutableRawPointer(bitPattern: 0), "__tsan_init") != nil {
+            return (nil, .unavailable(reason: "ThreadSanitizer defers signal handlers away from where they land"))
+        }
         let signal = sw_self_default_signal()
         let installed = sw_self_install(signal)
         guard installed == SW_SAMPLER_OK else {

@@ -81,9 +81,10 @@ extension StallMonitor {
         let timebase = Timebase.shared
         timebase.refresh()
         let start = timebase.nanos(first.callout.startCycles)
-        // A watchdog that overslept this much was stopped with the process (SIGSTOP): so was the
+        // The watchdog was stopped with the process (SIGSTOP) while this stall ran: so was the
         // stall it missed.
-        let suspended = sleeper.takeOverslept()
+        let stallEnd = start &+ timebase.duration(from: first.callout.startCycles, to: endCycles)
+        let suspended = sleeper.overslept(during: start...max(start, exact ? stallEnd : captures.last!.time))
         var stall = Stall(
             id: id, start: start, end: nil, tier: .hitch, callout: identity(of: first.callout),
             flags: suspended ? [.suspended] : [])
@@ -102,8 +103,7 @@ extension StallMonitor {
         began.samples = [stall.samples[0]]
         began.flags.insert(.unfinished)
         deliver(began, began: true)
-        stall.end =
-            exact ? start &+ timebase.duration(from: first.callout.startCycles, to: endCycles) : captures.last!.time
+        stall.end = exact ? stallEnd : captures.last!.time
         if let duration = stall.duration { stall.tier = configuration.tiers.tier(for: duration) ?? .hitch }
         deliver(stall, began: false)
         return true
@@ -209,6 +209,8 @@ struct Sleeper {
     let board: CalloutBoard
     let threshold: UInt64
     private var overslept = false
+    /// The last oversleep: from the deadline to the wake-up (the process was stopped then).
+    private var lastOversleep: ClosedRange<UInt64>?
 
     init(board: CalloutBoard, threshold: UInt64) {
         self.board = board
@@ -225,6 +227,13 @@ struct Sleeper {
         // Only the latest sleep counts: an old oversleep must not mark a later, real stall.
         let woke = sw_monotonic_ns()
         overslept = woke > deadline && woke - deadline > threshold
+        if overslept { lastOversleep = deadline...woke }
+    }
+
+    /// Whether the last oversleep overlapped `interval` (a stall recorded after the fact was
+    /// stopped with the process, whatever the watchdog slept through since).
+    func overslept(during interval: ClosedRange<UInt64>) -> Bool {
+        lastOversleep?.overlaps(interval) ?? false
     }
 
     /// Whether a sleep overslept since the last call (and forgets it).
