@@ -16,10 +16,14 @@ import Testing
         #expect(run.ended.count == 1, "stalls: \(run.ended.map(\.callout))", sourceLocation: sourceLocation)
         #expect(run.began.count == 1, sourceLocation: sourceLocation)
         guard let stall = run.ended.first, let measured = run.measured.first else { return }
+        // The loop's stamps wrap the work's own clock reads: the stall is never shorter (but for
+        // the clocks' conversion), and longer by the call overhead unless the loop thread was
+        // preempted between its start stamp and the work's first read (12.8 ms once, under ASan
+        // in CI, with the scenario's helper thread starting on the other core).
         let difference = Int64(stall.durationNanos) - Int64(measured)
         #expect(
-            abs(difference) < 3_000_000, "stall \(stall.durationNanos) ns vs measured \(measured) ns",
-            sourceLocation: sourceLocation)
+            difference > -3_000_000 && difference < 20_000_000,
+            "stall \(stall.durationNanos) ns vs measured \(measured) ns", sourceLocation: sourceLocation)
         #expect(!stall.samples.isEmpty, sourceLocation: sourceLocation)
         #expect(stall.callout.file == "StallwatchTests/StallMonitorTests.swift", sourceLocation: sourceLocation)
         #expect(stall.callout.line == UInt32(run.postedAt?.line ?? 0), sourceLocation: sourceLocation)
