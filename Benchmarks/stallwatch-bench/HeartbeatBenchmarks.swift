@@ -39,7 +39,9 @@ enum HeartbeatBenchmarks {
 
     static func run() throws {
         let executor = Executor()
-        let monitor = HeartbeatMonitor()
+        var configuration = HeartbeatMonitor.Configuration()
+        configuration.selfSampling = true
+        let monitor = HeartbeatMonitor(configuration: configuration)
         let watched = monitor.watch(label: "bench") { executor.execute($0) }
         let spinStarts = Locked<[UInt64]>([])
         let stalls = Locked<[Stall]>([])

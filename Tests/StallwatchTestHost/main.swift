@@ -143,9 +143,12 @@ case "exports":
     loop.run()
     report("returned", true)
 case "perf-status":
-    // One 80 ms stall with a monitor attached; prints how the perf path ran (STALLWATCH_PERF).
+    // One 80 ms stall with a monitor attached (self-sampling asked for); prints how the perf
+    // paths ran (STALLWATCH_PERF).
     let loop = MainLoop.main
-    let monitor = StallMonitor(loop: loop)
+    var configuration = StallMonitor.Configuration()
+    configuration.selfSampling = true
+    let monitor = StallMonitor(loop: loop, configuration: configuration)
     try! monitor.start()
     loop.post(label: "spin") { spinForHost(milliseconds: 80) }
     loop.schedule(after: .milliseconds(200)) { _ in loop.stop() }

@@ -71,7 +71,10 @@ import Testing
     func aStallTheWatchdogNeverSawIsStillRecorded() async throws {
         let run = try await monitored(
             settle: .milliseconds(300),
-            configure: { $0.watchdogLatenessForTesting = .milliseconds(80) },
+            configure: {
+                $0.selfSampling = true
+                $0.watchdogLatenessForTesting = .milliseconds(80)
+            },
             { loop, measure in measure.post(loop) { spinForStallTest(milliseconds: 45) } })
         guard expectOn(run.statistics.selfSampling) else { return }
         let ours = run.ended.filter { $0.callout.file == "StallwatchTests/SelfSamplingTests.swift" }
@@ -95,7 +98,7 @@ import Testing
     /// short (a wall-clock timer signal would end nanosleep with EINTR), and the stall is whole.
     @Test func aSleepInAStalledCalloutIsNeverInterrupted() async throws {
         let results = Locked<[Int32]>([])
-        let run = try await monitored({ loop, measure in
+        let run = try await monitored(configure: { $0.selfSampling = true }) { loop, measure in
             measure.post(loop) {
                 spinForStallTest(milliseconds: 40)
                 var request = timespec(tv_sec: 0, tv_nsec: 60_000_000)
@@ -103,7 +106,7 @@ import Testing
                 let rc = nanosleep(&request, &remaining)
                 results.withLock { $0.append(rc == 0 ? 0 : errno) }
             }
-        })
+        }
         #expect(results.withLock { $0 } == [0], "nanosleep was interrupted: \(results.withLock { $0 })")
         let measured = try #require(run.measured.first)
         #expect(measured >= 100_000_000)
@@ -115,7 +118,9 @@ import Testing
     @Test(.disabled(if: Sanitizer.thread, "self-sampling stands aside under TSan, which defers signal handlers"))
     func anIdleLoopTakesNoTicks() async throws {
         let counts = try await onLoopThreadThrowing { loop -> (idle: UInt64, busy: UInt64, status: String) in
-            let monitor = StallMonitor(loop: loop)
+            var configuration = StallMonitor.Configuration()
+            configuration.selfSampling = true
+            let monitor = StallMonitor(loop: loop, configuration: configuration)
             try monitor.start()
             defer { monitor.stop() }
             guard case .on = monitor.statistics.selfSampling, let own = monitor.selfSampler else {
@@ -155,6 +160,7 @@ import Testing
         let executor = TestExecutor(name: "custom-queue")
         defer { executor.stop() }
         let harness = try HeartbeatHarness([("custom-queue", { executor.execute($0) })]) {
+            $0.selfSampling = true
             $0.watchdogLatenessForTesting = lateness
         }
         harness.waitUntilSettled()

@@ -46,7 +46,7 @@ public final class HeartbeatMonitor: @unchecked Sendable {
         /// Whether an executor's thread samples itself while a heartbeat is overdue, on time
         /// however late the watchdog is scheduled (as `StallMonitor.Configuration.selfSampling`;
         /// `STALLWATCH_PERF=0` turns it off too).
-        public var selfSampling = true
+        public var selfSampling = false  // off by default, as StallMonitor's
         /// The finest tick, in the executor thread's user-mode CPU time.
         public var selfSamplingPeriod: Duration = .microseconds(500)
         /// Tests: the watchdog oversleeps a heartbeat's deadline by this much, as an unprivileged

@@ -38,8 +38,9 @@ public final class StallMonitor: @unchecked Sendable {
         /// Whether the loop thread samples itself on time: a perf task-clock tick on its user-mode
         /// CPU time lets its own handler take the stack of a callout past its budget, however late
         /// the watchdog is scheduled (docs/watchdog.md, "On time without privileges").
-        /// `STALLWATCH_PERF=0` turns it off too.
-        public var selfSampling = true
+        /// `STALLWATCH_PERF=0` turns it off too. Off by default until it has run longer in CI
+        /// (a recorder test once lost a stall with it on, not yet explained).
+        public var selfSampling = false
         /// The finest tick, in the loop thread's user-mode CPU time: the tick after a deadline
         /// comes within about this much of it. Away from deadlines the handler spaces its ticks
         /// out (about two per budget for a loop of short callouts); an idle loop takes none.
