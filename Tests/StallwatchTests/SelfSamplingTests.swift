@@ -98,15 +98,17 @@ import Testing
     /// short (a wall-clock timer signal would end nanosleep with EINTR), and the stall is whole.
     @Test func aSleepInAStalledCalloutIsNeverInterrupted() async throws {
         let results = Locked<[Int32]>([])
-        let run = try await monitored(configure: { $0.selfSampling = true }) { loop, measure in
-            measure.post(loop) {
-                spinForStallTest(milliseconds: 40)
-                var request = timespec(tv_sec: 0, tv_nsec: 60_000_000)
-                var remaining = timespec()
-                let rc = nanosleep(&request, &remaining)
-                results.withLock { $0.append(rc == 0 ? 0 : errno) }
-            }
-        }
+        let run = try await monitored(
+            configure: { $0.selfSampling = true },
+            { loop, measure in
+                measure.post(loop) {
+                    spinForStallTest(milliseconds: 40)
+                    var request = timespec(tv_sec: 0, tv_nsec: 60_000_000)
+                    var remaining = timespec()
+                    let rc = nanosleep(&request, &remaining)
+                    results.withLock { $0.append(rc == 0 ? 0 : errno) }
+                }
+            })
         #expect(results.withLock { $0 } == [0], "nanosleep was interrupted: \(results.withLock { $0 })")
         let measured = try #require(run.measured.first)
         #expect(measured >= 100_000_000)
