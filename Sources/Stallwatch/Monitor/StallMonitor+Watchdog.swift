@@ -23,7 +23,6 @@ extension StallMonitor {
         // captures): sequences only grow.
         var handled: UInt64 = 0
         var lateFor: UInt64 = 0
-        watching.signal()
         while isRunning {
             if let own = selfSampler, recoverMissedStall(own, handled: &handled, id: nextID, sleeper: &sleeper) {
                 nextID += 1

@@ -168,8 +168,6 @@ public final class StallMonitor: @unchecked Sendable {
     private let stats = Locked(Statistics())
     private let running = Atomic<Bool>(false)
     private let finished = DispatchSemaphore(value: 0)
-    /// Signalled by the watchdog once it watches (its sampler and facts are set up).
-    let watching = DispatchSemaphore(value: 0)
     private let delivery = DispatchQueue(label: "stallwatch.monitor.delivery")
     let symbolicator: Symbolicator
     /// Why stacks cannot be captured, if they cannot (samples then hold only /proc facts). Read
@@ -247,9 +245,6 @@ public final class StallMonitor: @unchecked Sendable {
             finished.signal()
         }
         thread.start()
-        // Return once the watchdog watches, so that a stall right after `start()` is seen (its
-        // set-up opens perf events and /proc files: tens of milliseconds under ASan).
-        _ = watching.wait(timeout: .now() + .seconds(2))
     }
 
     /// Stops watching and waits for the watchdog to finish (a stall in progress is delivered
