@@ -138,6 +138,16 @@ struct StallAssembler {
             frames[address] = frame
             return frame
         }
+        // Within a trace a stall's samples mostly repeat a few stacks: each distinct address
+        // list becomes one `[Frame]` that its samples share, instead of a copy per sample (a
+        // fleet report held every sample at once, and copying frames was most of its memory).
+        var stacks: [[UInt64]: [Frame]] = [:]
+        func stack(_ addresses: [UInt64]) -> [Frame] {
+            if let known = stacks[addresses] { return known }
+            let made = addresses.map(frame)
+            stacks[addresses] = made
+            return made
+        }
 
         var result: [Stall] = []
         var used = Set<UInt64>()
@@ -145,7 +155,7 @@ struct StallAssembler {
             let samples = (self.samples[record.id] ?? []).sorted { $0.time < $1.time }.map {
                 let key = SampleKey(stall: record.id, time: $0.time)
                 return Sample(
-                    time: $0.time, frames: $0.frames.map(frame), state: $0.state, syscall: $0.syscall,
+                    time: $0.time, frames: stack($0.frames), state: $0.state, syscall: $0.syscall,
                     wchan: $0.wchan, cpuTimeNanos: $0.cpuTime,
                     annotation: $0.annotation == 0 ? nil : annotations[$0.annotation],
                     captureTimedOut: $0.captureTimedOut, source: sources[key], counters: counters[key]?.counters,

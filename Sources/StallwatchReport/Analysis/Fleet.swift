@@ -177,46 +177,6 @@ extension StallReport {
     }
 }
 
-/// A signature's fleet numbers, from its stalls and the facts of their traces.
-struct FleetStats {
-    var traces = 0
-    var tracesPercent = 0.0
-    var p50Ms = 0.0
-    var p95Ms = 0.0
-    var firstSeen: String?
-    var lastSeen: String?
-    var builds: [StallReport.GroupCount] = []
-    var hosts: [StallReport.GroupCount] = []
-
-    init(_ members: [AnalyzedStall], facts: [String: TraceFacts], traceCount: Int) {
-        let paths = Set(members.map(\.tracePath))
-        traces = paths.count
-        let total = max(traceCount, traces)
-        tracesPercent = total == 0 ? 0 : round(Double(traces) / Double(total) * 100, 2)
-        let durations = members.map(\.durationNanos).sorted()
-        p50Ms = ms(nearestRank(durations, 0.50))
-        p95Ms = ms(nearestRank(durations, 0.95))
-        let starts = members.compactMap { member in facts[member.tracePath]?.wallClock(member.stall.start) }
-        firstSeen = starts.min().map(isoTime)
-        lastSeen = starts.max().map(isoTime)
-        builds = Self.groups(members) { facts[$0.tracePath]?.build ?? "unknown" }
-        hosts = Self.groups(members) { facts[$0.tracePath]?.host ?? "unknown" }
-    }
-
-    /// Stalls and traces per group name, most stalls first (then name).
-    static func groups(_ members: [AnalyzedStall], by name: (AnalyzedStall) -> String) -> [StallReport.GroupCount] {
-        var stalls: [String: Int] = [:]
-        var traces: [String: Set<String>] = [:]
-        for member in members {
-            let key = name(member)
-            stalls[key, default: 0] += 1
-            traces[key, default: []].insert(member.tracePath)
-        }
-        return stalls.map { StallReport.GroupCount(name: $0.key, stalls: $0.value, traces: traces[$0.key]!.count) }
-            .sorted { ($1.stalls, $0.name) < ($0.stalls, $1.name) }
-    }
-}
-
 /// The nearest-rank percentile of sorted `values` (the smallest value with at least `fraction`
 /// of the values at or below it): what DuckDB's `quantile_disc` and ClickHouse's
 /// `quantileExactLow` also give. 0 for no values.

@@ -35,12 +35,13 @@ public struct ReportBuilder: Sendable {
         // gave (0.5x). The same rules give the same verdicts.
         let width = TraceLoader.workerCount(traces.count, workers)
         let classifiers = [classifier] + (1..<max(1, width)).map { _ in Classifier(rules: classifier.rules) }
+        let symbols = (0..<max(1, width)).map { _ in SymbolNameMemo() }
         TraceLoader.forEachIndex(traces.count, workers: workers) { worker, index in
             let classifier = classifiers[worker]
             let trace = traces[index]
             let budget = trace.trace.header?.thresholds.budget ?? TierThresholds.default.budget
             let names = FrameNamer(modules: trace.trace.modules)
-            let memo = AppFrameMemo()
+            let memo = AppFrameMemo(symbols: symbols[worker])
             let analyzed = trace.trace.stalls.map {
                 AnalyzedStall(
                     $0, tracePath: trace.path, budget: budget, classifier: classifier, names: names, memo: memo)
@@ -65,7 +66,6 @@ public struct ReportBuilder: Sendable {
     public func report(
         _ traces: [LoadedTrace], analyzed: [[AnalyzedStall]], top: Int, unreadable: [StallReport.Unreadable] = []
     ) -> StallReport {
-        let stalls = analyzed.flatMap { $0 }
         let facts = traces.map(TraceFacts.init)
         var infos: [StallReport.TraceInfo] = []
         var runNanos: UInt64 = 0
@@ -100,8 +100,12 @@ public struct ReportBuilder: Sendable {
         var overrun: UInt64 = 0
         var total: UInt64 = 0
         var unsampled: UInt64 = 0
-        for stall in stalls {
+        var unfinished = 0
+        var hangs = 0
+        for stall in analyzed.joined() {
             unsampled += stall.unsampledNanos
+            if stall.stall.end == nil { unfinished += 1 }
+            if stall.stall.tier >= .hang { hangs += 1 }
             byTier[stall.stall.tier, default: 0] += 1
             byCategory[stall.category, default: 0] += 1
             for category in StallCategory.allCases {
@@ -111,15 +115,14 @@ public struct ReportBuilder: Sendable {
             total += stall.durationNanos
         }
         let stallStats = StallReport.StallStats(
-            total: stalls.count, unfinished: stalls.filter { $0.stall.end == nil }.count, totalMs: ms(total),
+            total: analyzed.reduce(0) { $0 + $1.count }, unfinished: unfinished, totalMs: ms(total),
             byTier: byTier, byCategory: byCategory,
             categoryMs: Dictionary(
                 uniqueKeysWithValues: StallCategory.allCases.map { ($0, ms(categoryNanos[$0] ?? 0)) }),
-            unsampledMs: ms(unsampled), hangs: stalls.filter { $0.stall.tier >= .hang }.count)
+            unsampledMs: ms(unsampled), hangs: hangs)
 
-        var factsByPath: [String: TraceFacts] = [:]
-        for (trace, fact) in zip(traces, facts) { factsByPath[trace.path] = fact }
-        let signatures = Self.signatures(stalls, facts: factsByPath, traceCount: traces.count)
+        let signatures = Self.signatures(
+            analyzed, origins: TraceOrigins(facts.map(Optional.some)), traceCount: traces.count)
         return StallReport(
             traces: infos, fleet: Self.fleetSummary(traces, facts: facts, unreadable: unreadable),
             runTimeSeconds: round(Double(runNanos) / 1e9, 6),
@@ -138,54 +141,41 @@ public struct ReportBuilder: Sendable {
     public static func signatures(
         _ stalls: [AnalyzedStall], facts: [String: TraceFacts] = [:], traceCount: Int = 0
     ) -> [StallReport.Signature] {
-        var groups: [SignatureKey: [AnalyzedStall]] = [:]
-        for stall in stalls { groups[stall.key, default: []].append(stall) }
-        var result: [(key: SignatureKey, total: UInt64, signature: StallReport.Signature)] = []
-        for (key, members) in groups {
-            let total = members.reduce(0) { $0 + $1.durationNanos }
-            let longest = members.max { ($0.durationNanos, $1.stall.start) < ($1.durationNanos, $0.stall.start) }!
-            var tiers: [Tier: Int] = [:]
-            var categoryNanos: [StallCategory: Double] = [:]
-            var reasons: [String: Double] = [:]
-            var sites: [String: Int] = [:]
-            for member in members {
-                tiers[member.stall.tier, default: 0] += 1
-                sites[member.site, default: 0] += 1
-                for category in StallCategory.allCases {
-                    categoryNanos[category, default: 0] +=
-                        member.breakdown.share(of: category) * Double(max(1, member.durationNanos))
-                }
-                for reason in member.breakdown.topReasons where reason.category == key.category {
-                    reasons[reason.reason, default: 0] += reason.share * Double(max(1, member.durationNanos))
-                }
+        // Each trace's stalls together, traces in the order they first appear.
+        var index: [String: Int] = [:]
+        var traces: [[AnalyzedStall]] = []
+        var traceFacts: [TraceFacts?] = []
+        for stall in stalls {
+            if let known = index[stall.tracePath] {
+                traces[known].append(stall)
+            } else {
+                index[stall.tracePath] = traces.count
+                traces.append([stall])
+                traceFacts.append(facts[stall.tracePath])
             }
-            let categoryTotal = categoryNanos.values.reduce(0, +)
-            let siteList = sites.map { StallReport.SiteCount(site: $0.key, count: $0.value) }
-                .sorted { ($1.count, $0.site) < ($0.count, $1.site) }
-            let reason = reasons.max { ($0.value, $1.key) < ($1.value, $0.key) }?.key ?? ""
-            let stack = longest.representativeFrames.map { stackFrame($0, names: longest.names) }
-            var signature = StallReport.Signature(
-                category: key.category, frames: key.frames, count: members.count, totalMs: ms(total),
-                maxMs: ms(longest.durationNanos), tiers: tiers,
-                categoryShares: Dictionary(
-                    uniqueKeysWithValues: StallCategory.allCases.map {
-                        ($0, categoryTotal == 0 ? 0 : round((categoryNanos[$0] ?? 0) / categoryTotal, 4))
-                    }),
-                reason: reason, site: siteList.first?.site ?? "", sites: siteList, stack: stack,
-                stackConfidence: longest.representative?.confidence ?? 0,
-                example: StallReport.StallReference(trace: longest.tracePath, stall: longest.stall.id))
-            let waits = WaitSummary.top(members.map(\.stall))
-            signature.waits = waits.isEmpty ? nil : waits
-            let fleet = FleetStats(members, facts: facts, traceCount: traceCount)
-            signature.traces = fleet.traces
-            signature.tracesPercent = fleet.tracesPercent
-            signature.p50Ms = fleet.p50Ms
-            signature.p95Ms = fleet.p95Ms
-            signature.firstSeen = fleet.firstSeen
-            signature.lastSeen = fleet.lastSeen
-            signature.builds = fleet.builds
-            signature.hosts = fleet.hosts
-            result.append((key, total, signature))
+        }
+        return signatures(traces, origins: TraceOrigins(traceFacts), traceCount: traceCount)
+    }
+
+    /// As above for `stalls[i]`, the stalls of the trace with `origins.facts[i]`: one pass over
+    /// the stalls, copying none of them.
+    static func signatures(
+        _ stalls: [[AnalyzedStall]], origins: TraceOrigins, traceCount: Int
+    ) -> [StallReport.Signature] {
+        var tallies: [SignatureKey: SignatureTally] = [:]
+        for (trace, analyzed) in stalls.enumerated() {
+            for index in analyzed.indices {
+                let key = analyzed[index].key
+                tallies[key, default: SignatureTally()].add(
+                    analyzed[index], member: .init(trace: trace, stall: index), key: key, origins: origins)
+            }
+        }
+        var result = tallies.map {
+            (
+                key: $0.key, total: $0.value.totalNanos,
+                signature: $0.value.signature(
+                    $0.key, stalls: stalls, origins: origins, traceCount: traceCount)
+            )
         }
         result.sort {
             ($0.total, $0.signature.count) != ($1.total, $1.signature.count)

@@ -8,17 +8,28 @@ public enum WaitSummary {
     /// The most frequent facts over `stalls`' samples, most frequent first, at most `limit`;
     /// each share is of all the samples (with or without a fact).
     public static func top(_ stalls: [Stall], limit: Int = 3) -> [StallReport.WaitCount] {
+        var tally = Tally()
+        for stall in stalls { tally.add(stall) }
+        return tally.top(limit: limit)
+    }
+
+    /// The counts `top(_:limit:)` ranks, added up one stall at a time.
+    struct Tally {
         var counts: [String: Int] = [:]
         var samples = 0
-        for stall in stalls {
+
+        mutating func add(_ stall: Stall) {
             samples += stall.samples.count
             for sample in stall.samples {
                 if let wait = sample.wait { counts[wait.summary, default: 0] += 1 }
             }
         }
-        guard samples > 0 else { return [] }
-        return counts.sorted { ($1.value, $0.key) < ($0.value, $1.key) }.prefix(limit).map {
-            StallReport.WaitCount(text: $0.key, share: Double($0.value) / Double(samples))
+
+        func top(limit: Int) -> [StallReport.WaitCount] {
+            guard samples > 0 else { return [] }
+            return counts.sorted { ($1.value, $0.key) < ($0.value, $1.key) }.prefix(limit).map {
+                StallReport.WaitCount(text: $0.key, share: Double($0.value) / Double(samples))
+            }
         }
     }
 }
