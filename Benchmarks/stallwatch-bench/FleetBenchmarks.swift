@@ -19,8 +19,11 @@ enum FleetBenchmarks {
 
         func pipeline(workers: Int) -> (seconds: Double, records: Int) {
             let start = nowNanos()
-            let loaded = TraceLoader.load(paths: paths, workers: workers).compactMap { try? $0.get() }
-            let report = ReportBuilder(workers: workers).report(loaded, top: 10)
+            // As `stallwatch report` does: each trace analyzed by the thread that read it.
+            let builder = ReportBuilder(workers: workers)
+            let read = builder.loadAndAnalyze(paths: paths).compactMap { try? $0.get() }
+            let loaded = read.map(\.trace)
+            let report = builder.report(loaded, analyzed: read.map(\.stalls), top: 10)
             let text = ReportText.render(report, colour: false)
             precondition(!text.isEmpty)
             let seconds = Double(nowNanos() - start) / 1e9

@@ -111,3 +111,26 @@ public enum CPUShare: String, CaseIterable, Sendable, Hashable, Codable {
     /// System time grew at least as much as user time.
     case system
 }
+
+extension KernelCounter {
+    // Compared and hashed by case: the raw-value defaults compare and hash the name, a String.
+    public static func == (lhs: KernelCounter, rhs: KernelCounter) -> Bool { lhs.ordinal == rhs.ordinal }
+
+    public func hash(into hasher: inout Hasher) { hasher.combine(ordinal) }
+
+    /// The case's position in `allCases`.
+    var ordinal: Int {
+        switch self {
+        case .userTime: 0
+        case .systemTime: 1
+        case .minorFaults: 2
+        case .majorFaults: 3
+        case .readChars: 4
+        case .writeChars: 5
+        case .readBytes: 6
+        case .writeBytes: 7
+        case .readSyscalls: 8
+        case .writeSyscalls: 9
+        }
+    }
+}

@@ -25,12 +25,51 @@ public struct Sample: Sendable, Hashable, Codable {
     /// Where `frames` came from (signal, perf, scan, stale, none).
     public var source: SampleSource
     /// The thread's kernel counters at this sample, if they were read.
-    public var counters: KernelCounters?
+    public var counters: KernelCounters? {
+        get { kernel?.facts.counters }
+        set { updateKernel { $0.counters = newValue } }
+    }
     /// `counters` minus the previous reading of this stall (for the first sample, the reading
     /// the watchdog took when it first saw the callout running); `nil` without a previous one.
-    public var countersDelta: KernelCounters?
+    public var countersDelta: KernelCounters? {
+        get { kernel?.facts.countersDelta }
+        set { updateKernel { $0.countersDelta = newValue } }
+    }
     /// What the thread waited on, when that is knowable (see `WaitFact`).
-    public var wait: WaitFact?
+    public var wait: WaitFact? {
+        get { kernel?.facts.wait }
+        set { updateKernel { $0.wait = newValue } }
+    }
+
+    /// `counters`, `countersDelta` and `wait`, boxed, `nil` when all three are: together they
+    /// are three quarters of a sample's size, so a sample without them (every sample of an
+    /// older trace, and many of a fleet) stays small to copy and to hold by the million.
+    private var kernel: KernelBox?
+
+    private mutating func updateKernel(_ change: (inout KernelBox.Facts) -> Void) {
+        var facts = kernel?.facts ?? KernelBox.Facts()
+        change(&facts)
+        kernel = facts.isEmpty ? nil : KernelBox(facts)
+    }
+
+    /// An immutable box compared and hashed by its contents, so `Sample` stays a plain value.
+    private final class KernelBox: Sendable, Hashable {
+        struct Facts: Sendable, Hashable {
+            var counters: KernelCounters?
+            var countersDelta: KernelCounters?
+            var wait: WaitFact?
+
+            var isEmpty: Bool { counters == nil && countersDelta == nil && wait == nil }
+        }
+
+        let facts: Facts
+
+        init(_ facts: Facts) { self.facts = facts }
+
+        static func == (lhs: KernelBox, rhs: KernelBox) -> Bool { lhs === rhs || lhs.facts == rhs.facts }
+
+        func hash(into hasher: inout Hasher) { hasher.combine(facts) }
+    }
 
     /// Creates a sample.
     public init(
@@ -56,9 +95,48 @@ public struct Sample: Sendable, Hashable, Codable {
         self.annotation = annotation
         self.captureTimedOut = captureTimedOut
         self.source = source ?? .assumed(hasFrames: !frames.isEmpty)
-        self.counters = counters
-        self.countersDelta = countersDelta
-        self.wait = wait
+        let facts = KernelBox.Facts(counters: counters, countersDelta: countersDelta, wait: wait)
+        kernel = facts.isEmpty ? nil : KernelBox(facts)
+    }
+
+    private enum CodingKeys: String, CodingKey {
+        case time, frames, state, syscall, wchan, cpuTimeNanos, annotation, captureTimedOut, source, counters
+        case countersDelta, wait
+    }
+
+    /// Decodes the keys the synthesized conformance used (before the kernel facts were boxed).
+    public init(from decoder: any Decoder) throws {
+        let container = try decoder.container(keyedBy: CodingKeys.self)
+        self.init(
+            time: try container.decode(UInt64.self, forKey: .time),
+            frames: try container.decode([Frame].self, forKey: .frames),
+            state: try container.decode(ThreadState.self, forKey: .state),
+            syscall: try container.decodeIfPresent(Int32.self, forKey: .syscall),
+            wchan: try container.decodeIfPresent(String.self, forKey: .wchan),
+            cpuTimeNanos: try container.decode(UInt64.self, forKey: .cpuTimeNanos),
+            annotation: try container.decodeIfPresent(Annotation.self, forKey: .annotation),
+            captureTimedOut: try container.decode(Bool.self, forKey: .captureTimedOut),
+            source: try container.decode(SampleSource.self, forKey: .source),
+            counters: try container.decodeIfPresent(KernelCounters.self, forKey: .counters),
+            countersDelta: try container.decodeIfPresent(KernelCounters.self, forKey: .countersDelta),
+            wait: try container.decodeIfPresent(WaitFact.self, forKey: .wait))
+    }
+
+    /// Encodes the same keys, leaving out the absent ones.
+    public func encode(to encoder: any Encoder) throws {
+        var container = encoder.container(keyedBy: CodingKeys.self)
+        try container.encode(time, forKey: .time)
+        try container.encode(frames, forKey: .frames)
+        try container.encode(state, forKey: .state)
+        try container.encodeIfPresent(syscall, forKey: .syscall)
+        try container.encodeIfPresent(wchan, forKey: .wchan)
+        try container.encode(cpuTimeNanos, forKey: .cpuTimeNanos)
+        try container.encodeIfPresent(annotation, forKey: .annotation)
+        try container.encode(captureTimedOut, forKey: .captureTimedOut)
+        try container.encode(source, forKey: .source)
+        try container.encodeIfPresent(counters, forKey: .counters)
+        try container.encodeIfPresent(countersDelta, forKey: .countersDelta)
+        try container.encodeIfPresent(wait, forKey: .wait)
     }
 
     /// The name of `syscall` from the x86_64 table (`74` → `"fsync"`), or `nil`.

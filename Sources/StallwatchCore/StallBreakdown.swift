@@ -104,14 +104,14 @@ extension StallBreakdown {
         let units = total == 0 ? weights.map { _ in UInt64(1) } : weights
         let unitTotal = units.reduce(0, +)
 
-        var perCategory: [StallCategory: UInt64] = [:]
+        var perCategory = [UInt64](repeating: 0, count: StallCategory.allCases.count)
         var perReason: [ReasonKey: (units: UInt64, order: Int)] = [:]
         // Samples in a row mostly share their verdict: add each run of equal ones at once
         // (hashing the reason per sample was a fleet report's cost).
         var run: (key: ReasonKey, units: UInt64)?
         func flush() {
             guard let run else { return }
-            perCategory[run.key.category, default: 0] += run.units
+            perCategory[run.key.category.ordinal] += run.units
             let order = perReason[run.key]?.order ?? perReason.count
             perReason[run.key] = ((perReason[run.key]?.units ?? 0) + run.units, order)
         }
@@ -128,7 +128,7 @@ extension StallBreakdown {
         var dominant: StallCategory?
         var dominantUnits: UInt64 = 0
         for category in StallCategory.allCases {
-            let value = perCategory[category] ?? 0
+            let value = perCategory[category.ordinal]
             if value > dominantUnits {
                 dominant = category
                 dominantUnits = value
@@ -147,10 +147,10 @@ extension StallBreakdown {
                 category: $0.key.category, reason: $0.key.reason, nanos: $0.value.units * scale,
                 share: Double($0.value.units) / Double(unitTotal))
         }
-        var nanos: [StallCategory: UInt64] = [:]
-        var shares: [StallCategory: Double] = [:]
+        var nanos = [StallCategory: UInt64](minimumCapacity: perCategory.count)
+        var shares = [StallCategory: Double](minimumCapacity: perCategory.count)
         for category in StallCategory.allCases {
-            let value = perCategory[category] ?? 0
+            let value = perCategory[category.ordinal]
             nanos[category] = value * scale
             shares[category] = unitTotal == 0 ? 0 : Double(value) / Double(unitTotal)
         }

@@ -16,3 +16,22 @@ public enum StallCategory: String, CaseIterable, Sendable, Hashable, Codable,
     /// Anything else: sleeping, idle in a nested run loop, unknown.
     case other
 }
+
+extension StallCategory {
+    // Compared and hashed by case: the raw-value defaults compare and hash the name, a String,
+    // which was most of the cost of the category-keyed dictionaries a fleet report fills per stall.
+    public static func == (lhs: StallCategory, rhs: StallCategory) -> Bool { lhs.ordinal == rhs.ordinal }
+
+    public func hash(into hasher: inout Hasher) { hasher.combine(ordinal) }
+
+    /// The case's position in `allCases`.
+    var ordinal: Int {
+        switch self {
+        case .compute: 0
+        case .io: 1
+        case .lockWait: 2
+        case .database: 3
+        case .other: 4
+        }
+    }
+}

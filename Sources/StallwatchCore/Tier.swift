@@ -17,7 +17,7 @@ public enum Tier: String, CaseIterable, Comparable, Sendable, Hashable, Codable,
         lhs.severity < rhs.severity
     }
 
-    private var severity: Int {
+    fileprivate var severity: Int {
         switch self {
         case .hitch: 0
         case .microHang: 1
@@ -67,4 +67,12 @@ public struct TierThresholds: Sendable, Hashable, Codable {
         if duration >= microHang { return .microHang }
         return .hitch
     }
+}
+
+extension Tier {
+    // Compared and hashed by case: the raw-value defaults compare and hash the name, a String,
+    // which was most of the cost of the category-keyed dictionaries a fleet report fills per stall.
+    public static func == (lhs: Tier, rhs: Tier) -> Bool { lhs.severity == rhs.severity }
+
+    public func hash(into hasher: inout Hasher) { hasher.combine(severity) }
 }

@@ -30,25 +30,54 @@ public struct ReportBuilder: Sendable {
     /// in start order. What the exporters take.
     public func analyze(_ traces: [LoadedTrace]) -> [[AnalyzedStall]] {
         let results = Locked([[AnalyzedStall]](repeating: [], count: traces.count))
-        // A classifier per worker: copies would share the frame cache's lock and the compiled
-        // rules' reference counts, and on two cores that sharing cost more than the second core
-        // gave (0.5x). The same rules give the same verdicts.
-        let width = TraceLoader.workerCount(traces.count, workers)
-        let classifiers = [classifier] + (1..<max(1, width)).map { _ in Classifier(rules: classifier.rules) }
-        let symbols = (0..<max(1, width)).map { _ in SymbolNameMemo() }
-        TraceLoader.forEachIndex(traces.count, workers: workers) { worker, index in
-            let classifier = classifiers[worker]
-            let trace = traces[index]
-            let budget = trace.trace.header?.thresholds.budget ?? TierThresholds.default.budget
-            let names = FrameNamer(modules: trace.trace.modules)
-            let memo = AppFrameMemo(symbols: symbols[worker])
-            let analyzed = trace.trace.stalls.map {
-                AnalyzedStall(
-                    $0, tracePath: trace.path, budget: budget, classifier: classifier, names: names, memo: memo)
-            }
+        let workers = Workers(self, count: TraceLoader.workerCount(traces.count, workers))
+        TraceLoader.forEachIndex(traces.count, workers: self.workers) { worker, index in
+            let analyzed = workers.analyze(traces[index], on: worker)
             results.withLock { $0[index] = analyzed }
         }
         return results.withLock { $0 }
+    }
+
+    /// Reads every file of `paths` as `TraceLoader.load(paths:includeCallouts:workers:progress:)`
+    /// does and analyzes each trace as soon as it is read, on the thread that read it (while
+    /// its records are still in that core's cache): what `report` runs over a fleet.
+    /// `result[i].stalls` is what `analyze(_:)` gives for trace `i`.
+    public func loadAndAnalyze(
+        paths: [String], includeCallouts: Bool = false, progress: (@Sendable (_ bytesRead: Int) -> Void)? = nil
+    ) -> [Result<(trace: LoadedTrace, stalls: [AnalyzedStall]), TraceLoadError>] {
+        let workers = Workers(self, count: TraceLoader.workerCount(paths.count, self.workers))
+        return TraceLoader.load(
+            paths: paths, includeCallouts: includeCallouts, workers: self.workers, progress: progress
+        ) { worker, trace in
+            (trace, workers.analyze(trace, on: worker))
+        }
+    }
+
+    /// What each analyzing thread keeps for itself: a classifier (copies would share the
+    /// frame cache's lock and the compiled rules' reference counts, and on two cores that
+    /// sharing cost more than the second core gave, 0.5x; the same rules give the same
+    /// verdicts) and the names of the symbols it has seen.
+    struct Workers: Sendable {
+        var classifiers: [Classifier]
+        var symbols: [SymbolNameMemo]
+
+        init(_ builder: ReportBuilder, count: Int) {
+            let count = max(1, count)
+            classifiers = [builder.classifier] + (1..<count).map { _ in Classifier(rules: builder.classifier.rules) }
+            symbols = (0..<count).map { _ in SymbolNameMemo() }
+        }
+
+        /// The stalls of `trace` analyzed by worker `worker`.
+        func analyze(_ trace: LoadedTrace, on worker: Int) -> [AnalyzedStall] {
+            let classifier = classifiers[worker]
+            let budget = trace.trace.header?.thresholds.budget ?? TierThresholds.default.budget
+            let names = FrameNamer(modules: trace.trace.modules)
+            let memo = AppFrameMemo(symbols: symbols[worker])
+            return trace.trace.stalls.map {
+                AnalyzedStall(
+                    $0, tracePath: trace.path, budget: budget, classifier: classifier, names: names, memo: memo)
+            }
+        }
     }
 
     /// The report of `traces` added up, listing the `top` largest signatures (all of them are

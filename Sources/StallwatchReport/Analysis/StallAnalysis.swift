@@ -95,8 +95,9 @@ public struct AnalyzedStall: Sendable {
             stall, tracePath: tracePath, budget: budget, classifier: classifier, names: names, memo: AppFrameMemo())
     }
 
-    /// As above, judging and naming each address once per `memo`: one per trace (within a
-    /// trace an address is always the same frame), used by one thread at a time.
+    /// As above, judging and naming each address and classifying each distinct sample once per
+    /// `memo`: one per trace (within a trace an address is always the same frame, and the
+    /// classifier the same), used by one thread at a time.
     init(
         _ stall: Stall, tracePath: String, budget: Duration, classifier: Classifier, names: FrameNamer,
         memo: AppFrameMemo
@@ -105,17 +106,17 @@ public struct AnalyzedStall: Sendable {
         self.stall = stall
         self.names = names
         budgetNanos = budget.nanoseconds
-        // A stall's samples are mostly the same stack in the same state: classify each distinct
-        // sample once. The verdict depends on the sample but not on when it was taken or the
-        // CPU time so far, so those are left out of the key (anything else a sample gains stays in).
-        var verdicts: [VerdictKey: Classification] = [:]
+        // A trace's samples are mostly a few stacks in the same states: classify each distinct
+        // sample once per trace. The verdict depends on the sample but not on when it was taken
+        // or the CPU time so far, so those are left out of the key (anything else a sample gains
+        // stays in).
         let classifications = stall.samples.map { sample in
             var key = VerdictKey(sample: sample)
             key.sample.time = 0
             key.sample.cpuTimeNanos = 0
-            if let known = verdicts[key] { return known }
+            if let known = memo.verdicts[key] { return known }
             let verdict = classifier.classify(sample)
-            verdicts[key] = verdict
+            memo.verdicts[key] = verdict
             return verdict
         }
         let weights = StallAccounting.sampleWeights(stall)
@@ -141,7 +142,7 @@ public struct AnalyzedStall: Sendable {
                 if let known = memo.names[frame.address] {
                     name = known
                 } else {
-                    name = !frame.isSystem && !isCompilerGenerated(frame) ? names.name(frame) : nil
+                    name = !frame.isSystem && !isCompilerGenerated(frame) ? memo.symbols.name(frame, names) : nil
                     memo.names[frame.address] = .some(name)
                 }
                 guard let name else { continue }
@@ -185,10 +186,34 @@ public struct AnalyzedStall: Sendable {
     public func frameName(_ frame: Frame) -> String { names.name(frame) }
 }
 
-/// Each address's app-frame name (nil: not an app frame) as `AnalyzedStall` worked it out, for
-/// the stalls of one trace. One thread at a time.
+/// What `AnalyzedStall` worked out for the stalls of one trace: each address's app-frame name
+/// (nil: not an app frame) and each distinct sample's verdict. One thread at a time.
 final class AppFrameMemo {
     var names: [UInt64: String?] = [:]
+    var verdicts: [VerdictKey: Classification] = [:]
+    /// Symbols' names, kept across the traces one worker analyzes (each trace has its own
+    /// addresses, but a fleet's traces share their functions).
+    let symbols: SymbolNameMemo
+
+    init(symbols: SymbolNameMemo = SymbolNameMemo()) {
+        self.symbols = symbols
+    }
+}
+
+/// `FrameNamer.name(_:)` of symbolicated frames by symbol: that name depends on the symbol
+/// alone (`SwiftNames.simplify`), and simplifying the same symbol in every trace of a fleet
+/// was a tenth of analyzing it. Unchecked `Sendable`: `ReportBuilder.analyze` hands each one to
+/// a single worker, which uses it from one thread at a time.
+final class SymbolNameMemo: @unchecked Sendable {
+    private var names: [String: String] = [:]
+
+    func name(_ frame: Frame, _ namer: FrameNamer) -> String {
+        guard let symbol = frame.symbol else { return namer.name(frame) }
+        if let known = names[symbol] { return known }
+        let name = namer.name(frame)
+        names[symbol] = name
+        return name
+    }
 }
 
 /// A sample as the key of its verdict: equal when the samples are, hashed by the cheap parts

@@ -99,11 +99,21 @@ public enum TraceLoader {
         paths: [String], includeCallouts: Bool = false, workers: Int = availableCores,
         progress: (@Sendable (_ bytesRead: Int) -> Void)? = nil
     ) -> [Result<LoadedTrace, TraceLoadError>] {
-        let results = Locked([Result<LoadedTrace, TraceLoadError>?](repeating: nil, count: paths.count))
-        forEachIndex(paths.count, workers: workers) { index in
+        load(paths: paths, includeCallouts: includeCallouts, workers: workers, progress: progress) { $1 }
+    }
+
+    /// As above, passing each trace read through `transform` on the thread that read it
+    /// (`worker` is which of the `workerCount` threads that is, so it can keep state of its own).
+    static func load<Value: Sendable>(
+        paths: [String], includeCallouts: Bool, workers: Int, progress: (@Sendable (_ bytesRead: Int) -> Void)?,
+        transform: @Sendable (_ worker: Int, LoadedTrace) -> Value
+    ) -> [Result<Value, TraceLoadError>] {
+        let results = Locked([Result<Value, TraceLoadError>?](repeating: nil, count: paths.count))
+        forEachIndex(paths.count, workers: workers) { worker, index in
             let result = load(path: paths[index], includeCallouts: includeCallouts, workers: workers)
             if case .success(let trace) = result { progress?(trace.byteCount) }
-            results.withLock { $0[index] = result }
+            let value = result.map { transform(worker, $0) }
+            results.withLock { $0[index] = value }
         }
         return results.withLock { $0.map { $0! } }
     }

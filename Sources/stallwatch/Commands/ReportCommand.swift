@@ -53,9 +53,11 @@ struct ReportCommand: ParsableCommand {
     /// Reads the traces and prints the report.
     func run(in context: CommandContext) throws -> ExitCode {
         // The page draws the loop's busy time from every callout of a full-mode trace.
-        let loaded = try TraceInputs.load(traces, context: context, includeCallouts: html != nil, allowCorrupt: true)
         let builder = ReportBuilder()
-        let analyzed = builder.analyze(loaded.traces)
+        let loaded = try TraceInputs.load(
+            traces, context: context, includeCallouts: html != nil, allowCorrupt: true, analyzingWith: builder)
+        let analyzed = loaded.analyzed
+        defer { context.keepUntilExit(loaded) }
         let report = builder.report(loaded.traces, analyzed: analyzed, top: top, unreadable: loaded.unreadable)
         if let html {
             let everySignature = builder.report(

@@ -30,11 +30,14 @@ enum TraceInputs {
         var damaged: Bool
         /// The inputs that could not be read (only `allowCorrupt` callers get here with some).
         var unreadable: [StallReport.Unreadable] = []
+        /// `traces[i]`'s stalls analyzed, when `load` was given a builder to analyze with; else
+        /// empty.
+        var analyzed: [[AnalyzedStall]] = []
     }
 
     static func load(
         _ paths: [String], context: CommandContext, includeCallouts: Bool = false, allowCorrupt: Bool = false,
-        countOnce: Bool = true
+        countOnce: Bool = true, analyzingWith builder: ReportBuilder? = nil
     ) throws(CommandFailure) -> Loaded {
         let expanded = TraceLoader.expand(paths)
         if expanded.isEmpty { throw CommandFailure("no *\(TraceLoader.traceExtension) files in the given directories") }
@@ -48,16 +51,26 @@ enum TraceInputs {
         }
         var advance: (@Sendable (Int) -> Void)?
         if let progress { advance = { progress.advance(by: $0) } }
-        var fileResults = TraceLoader.load(paths: files, includeCallouts: includeCallouts, progress: advance)
-            .makeIterator()
+        // With a builder, each trace is analyzed by the thread that read it.
+        var fileResults: IndexingIterator<[Result<(trace: LoadedTrace, stalls: [AnalyzedStall]), TraceLoadError>]>
+        if let builder {
+            fileResults = builder.loadAndAnalyze(paths: files, includeCallouts: includeCallouts, progress: advance)
+                .makeIterator()
+        } else {
+            fileResults = TraceLoader.load(paths: files, includeCallouts: includeCallouts, progress: advance)
+                .map { $0.map { (trace: $0, stalls: []) } }.makeIterator()
+        }
         progress?.finish()
-        var results: [Result<LoadedTrace, TraceLoadError>] = []
+        var results: [Result<(trace: LoadedTrace, stalls: [AnalyzedStall]), TraceLoadError>] = []
         var standardInput: [UInt8]?
         for path in paths {
             if path == standardInputName {
                 if standardInput == nil { standardInput = try readStandardInput(context: context) }
                 let bytes = standardInput ?? []
-                results.append(TraceLoader.load(bytes: bytes, path: path, includeCallouts: includeCallouts))
+                results.append(
+                    TraceLoader.load(bytes: bytes, path: path, includeCallouts: includeCallouts).map {
+                        (trace: $0, stalls: builder?.analyze([$0])[0] ?? [])
+                    })
             } else {
                 results.append(fileResults.next()!)
             }
@@ -66,13 +79,15 @@ enum TraceInputs {
         var unreadable: [StallReport.Unreadable] = []
         var corrupt: [String] = []
         var traces: [LoadedTrace] = []
+        var analyzed: [[AnalyzedStall]] = []
         for result in results {
             switch result {
             case .failure(let error):
                 fatal.append(error.description)
                 unreadable.append(StallReport.Unreadable(path: error.path, reason: error.description))
-            case .success(let trace):
+            case .success(let (trace, stalls)):
                 traces.append(trace)
+                if builder != nil { analyzed.append(stalls) }
                 corrupt += trace.corruptRegions.map(\.description)
                 if let truncation = trace.truncation {
                     context.printError("warning: \(truncation.description); using the whole records before it")
@@ -84,7 +99,8 @@ enum TraceInputs {
             guard allowCorrupt else { throw CommandFailure(corrupt) }
             for line in fatal + corrupt { context.printError("Error: \(line)") }
         }
-        return Loaded(traces: traces, damaged: !corrupt.isEmpty || !fatal.isEmpty, unreadable: unreadable)
+        return Loaded(
+            traces: traces, damaged: !corrupt.isEmpty || !fatal.isEmpty, unreadable: unreadable, analyzed: analyzed)
     }
 
     /// The path that means standard input.
