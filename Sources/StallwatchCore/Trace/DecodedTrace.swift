@@ -54,8 +54,26 @@ public struct DecodedTrace: Sendable {
     /// Decodes `bytes` and assembles the result; `fileName` is only used in error messages.
     public init(decoding bytes: UnsafeRawBufferPointer, fileName: String? = nil) {
         var assembler = StallAssembler()
-        outcome = TraceDecoder.decode(bytes, fileName: fileName) { record, _ in add(record, to: &assembler) }
+        var parser = TraceParser(fileName: fileName)
+        // Callouts, nearly every record of a full-mode trace, are only added up: straight here,
+        // not through a closure and `add`'s switch (that made a serial decode ten times slower
+        // than the split one, which counts them the same way).
+        while let record = parser.next(in: bytes) {
+            if case .callout(let callout) = record {
+                add(callout)
+            } else {
+                add(record, to: &assembler)
+            }
+        }
+        outcome = parser.outcome
         assemble(assembler)
+    }
+
+    /// Takes in one callout: the loop's busy time.
+    mutating func add(_ callout: TraceRecord.Callout) {
+        calloutCount += 1
+        calloutNanos &+= callout.duration
+        lastCalloutEnd = max(lastCalloutEnd, callout.start &+ callout.duration)
     }
 
     /// Takes in one record, in file order (the one place that says what each kind adds).
@@ -65,10 +83,7 @@ public struct DecodedTrace: Sendable {
         case .platform(let platform): architecture = platform.architecture
         case .origin(let origin): self.origin = origin
         case .module(let module): modules.append(module)
-        case .callout(let callout):
-            calloutCount += 1
-            calloutNanos &+= callout.duration
-            lastCalloutEnd = max(lastCalloutEnd, callout.start &+ callout.duration)
+        case .callout(let callout): add(callout)
         case .congestion(let record): congestion.append(record)
         case .congestedIteration(let record): congestedIterations.append(record)
         case .frameClock(let record): frameClock.append(record)
