@@ -19,22 +19,41 @@ final class FrameCache: Sendable {
         }
     }
 
+    /// The same frame by what its analysis depends on (`FrameMatcher.analyze`), hashed in full:
+    /// found when the address is new but the function is not, as in every trace of a fleet
+    /// (each at its own load address), where analyzing each trace's frames again was most of
+    /// classifying.
+    private struct Name: Hashable {
+        var symbol: String?
+        var module: String?
+    }
+
+    private struct Entries {
+        var byAddress: [Key: FrameMatcher.AnalyzedFrame] = [:]
+        var byName: [Name: FrameMatcher.AnalyzedFrame] = [:]
+    }
+
     /// Past this many entries the cache starts over, so a long-running process stays bounded.
     static let capacity = 65_536
 
-    private let entries = Locked<[Key: FrameMatcher.AnalyzedFrame]>([:])
+    private let entries = Locked(Entries())
 
     /// `frames` analyzed with `matcher`, from the cache where possible.
     func analyze(_ frames: [Frame], with matcher: FrameMatcher) -> [FrameMatcher.AnalyzedFrame] {
         entries.withLock { entries in
-            if entries.count + frames.count > FrameCache.capacity {
-                entries.removeAll(keepingCapacity: true)
+            if entries.byAddress.count + frames.count > FrameCache.capacity {
+                entries.byAddress.removeAll(keepingCapacity: true)
+            }
+            if entries.byName.count + frames.count > FrameCache.capacity {
+                entries.byName.removeAll(keepingCapacity: true)
             }
             return frames.map { frame in
                 let key = Key(address: frame.address, symbol: frame.symbol, module: frame.module)
-                if let known = entries[key] { return known }
-                let analyzed = matcher.analyze(frame)
-                entries[key] = analyzed
+                if let known = entries.byAddress[key] { return known }
+                let name = Name(symbol: frame.symbol, module: frame.module)
+                let analyzed = entries.byName[name] ?? matcher.analyze(frame)
+                entries.byName[name] = analyzed
+                entries.byAddress[key] = analyzed
                 return analyzed
             }
         }

@@ -185,6 +185,26 @@ import Testing
         #expect(try JSONOutput.encode(serial) == JSONOutput.encode(parallel))
     }
 
+    /// Signatures added up a trace at a time and merged are the ones added up in one run.
+    @Test func signaturesMergedFromRunsAreTheSignaturesOfOneRun() throws {
+        let root = FleetFixture.write(into: directory)
+        for index in 0..<12 {
+            _ = directory.write(
+                "fleet/runs/r\(index).swtrace",
+                FleetFixture.trace(
+                    host: "h\(index % 3)", version: "2.\(index % 2)", buildByte: UInt8(index % 2),
+                    offset: UInt64(index), stalls: [(.parse, 40 + UInt64(index % 4)), (.save, 90), (.parse, 43)]))
+        }
+        let traces = try load([root], workers: 1)
+        let analyzed = ReportBuilder(workers: 1).analyze(traces)
+        let origins = TraceOrigins(traces.map { Optional(TraceFacts($0)) })
+        let whole = ReportBuilder.signatures(analyzed, origins: origins, traceCount: traces.count, run: traces.count)
+        let merged = ReportBuilder.signatures(
+            analyzed, origins: origins, traceCount: traces.count, workers: 2, run: 1)
+        #expect(whole.count > 1)
+        #expect(whole == merged)
+    }
+
     /// A trace split between its sync markers decodes to the serial result.
     @Test func aLargeTraceDecodedInChunksIsTheSerialTrace() throws {
         var builder = TraceBuilder()

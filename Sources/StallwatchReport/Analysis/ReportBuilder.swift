@@ -151,7 +151,7 @@ public struct ReportBuilder: Sendable {
             unsampledMs: ms(unsampled), hangs: hangs)
 
         let signatures = Self.signatures(
-            analyzed, origins: TraceOrigins(facts.map(Optional.some)), traceCount: traces.count)
+            analyzed, origins: TraceOrigins(facts.map(Optional.some)), traceCount: traces.count, workers: workers)
         return StallReport(
             traces: infos, fleet: Self.fleetSummary(traces, facts: facts, unreadable: unreadable),
             runTimeSeconds: round(Double(runNanos) / 1e9, 6),
@@ -187,17 +187,30 @@ public struct ReportBuilder: Sendable {
     }
 
     /// As above for `stalls[i]`, the stalls of the trace with `origins.facts[i]`: one pass over
-    /// the stalls, copying none of them.
+    /// the stalls, copying none of them, on up to `workers` threads. Traces are added up in
+    /// runs of `run` (`tallyRun`), merged in order, so the sums (some in floating point) are the
+    /// same whatever `workers` is.
     static func signatures(
-        _ stalls: [[AnalyzedStall]], origins: TraceOrigins, traceCount: Int
+        _ stalls: [[AnalyzedStall]], origins: TraceOrigins, traceCount: Int, workers: Int = 1,
+        run tallyRun: Int = tallyRun
     ) -> [StallReport.Signature] {
-        var tallies: [SignatureKey: SignatureTally] = [:]
-        for (trace, analyzed) in stalls.enumerated() {
-            for index in analyzed.indices {
-                let key = analyzed[index].key
-                tallies[key, default: SignatureTally()].add(
-                    analyzed[index], member: .init(trace: trace, stall: index), key: key, origins: origins)
+        let runs = (stalls.count + tallyRun - 1) / tallyRun
+        let partials = Locked([[SignatureKey: SignatureTally]](repeating: [:], count: runs))
+        TraceLoader.forEachIndex(runs, workers: workers) { run in
+            var tallies: [SignatureKey: SignatureTally] = [:]
+            for trace in run * tallyRun..<min(stalls.count, (run + 1) * tallyRun) {
+                let analyzed = stalls[trace]
+                for index in analyzed.indices {
+                    let key = analyzed[index].key
+                    tallies[key, default: SignatureTally()].add(
+                        analyzed[index], member: .init(trace: trace, stall: index), key: key, origins: origins)
+                }
             }
+            partials.withLock { $0[run] = tallies }
+        }
+        var tallies: [SignatureKey: SignatureTally] = [:]
+        for partial in partials.withLock({ $0 }) {
+            for (key, tally) in partial { tallies[key, default: SignatureTally()].merge(tally) }
         }
         var result = tallies.map {
             (
@@ -212,6 +225,9 @@ public struct ReportBuilder: Sendable {
         }
         return result.map(\.signature)
     }
+
+    /// How many traces' stalls `signatures` adds up on one thread before merging.
+    static let tallyRun = 256
 
     /// `frame` ready to print, named by `names`.
     static func stackFrame(_ frame: Frame, names: FrameNamer) -> StallReport.StackFrame {

@@ -33,14 +33,19 @@ public struct RepresentativeStack: Sendable, Hashable {
         var groupOf: [[UInt64]: Int] = [:]
         var groupByKey: [[String]: Int] = [:]
         var groups: [(units: UInt64, count: Int, first: Int)] = []
-        for (index, sample) in samples.enumerated()
-        where classifications[index].category == category && !sample.frames.isEmpty {
-            let addresses = sample.frames.map(\.address)
+        // Samples in a row mostly share one `[Frame]` (the decoder shares equal stacks), which
+        // compares equal at once: the same group as the sample before.
+        var previous: (frames: [Frame], group: Int)?
+        for index in samples.indices where classifications[index].category == category {
+            let frames = samples[index].frames
+            if frames.isEmpty { continue }
             let group: Int
-            if let known = groupOf[addresses] {
+            if let previous, previous.frames == frames {
+                group = previous.group
+            } else if let known = groupOf[frames.map(\.address)] {
                 group = known
             } else {
-                let key = groupKey(sample.frames)
+                let key = groupKey(frames)
                 if let known = groupByKey[key] {
                     group = known
                 } else {
@@ -48,8 +53,9 @@ public struct RepresentativeStack: Sendable, Hashable {
                     groups.append((0, 0, index))
                     groupByKey[key] = group
                 }
-                groupOf[addresses] = group
+                groupOf[frames.map(\.address)] = group
             }
+            previous = (frames, group)
             groups[group].units += units[index]
             groups[group].count += 1
         }

@@ -49,13 +49,7 @@ struct SignatureTally {
         let start = stall.stall.start
         count += 1
         totalNanos += nanos
-        if let best = longest {
-            if nanos > best.nanos || (nanos == best.nanos && start < best.start) {
-                longest = (member, nanos, start)
-            }
-        } else {
-            longest = (member, nanos, start)
-        }
+        consider((member, nanos, start))
         tiers[stall.stall.tier, default: 0] += 1
         sites[Site(file: stall.stall.callout.file, line: stall.stall.callout.line), default: 0] += 1
         let weight = Double(max(1, nanos))
@@ -76,6 +70,39 @@ struct SignatureTally {
         builds[origins.build[member.trace], default: Group()].traces.insert(member.trace)
         hosts[origins.host[member.trace], default: Group()].stalls += 1
         hosts[origins.host[member.trace], default: Group()].traces.insert(member.trace)
+    }
+
+    /// Makes `candidate` the longest if it is longer than the longest so far, or as long and
+    /// earlier (of the very same length and start, the one seen first stays).
+    private mutating func consider(_ candidate: (member: Member, nanos: UInt64, start: UInt64)) {
+        if let best = longest,
+            candidate.nanos < best.nanos || (candidate.nanos == best.nanos && candidate.start >= best.start)
+        {
+            return
+        }
+        longest = candidate
+    }
+
+    /// Adds the stalls `other` added up, which came after these (so of equally long stalls,
+    /// this one's stays the longest, as adding them one by one would keep it).
+    mutating func merge(_ other: SignatureTally) {
+        count += other.count
+        totalNanos += other.totalNanos
+        if let theirs = other.longest { consider(theirs) }
+        tiers.merge(other.tiers, uniquingKeysWith: +)
+        for index in categoryNanos.indices { categoryNanos[index] += other.categoryNanos[index] }
+        reasons.merge(other.reasons, uniquingKeysWith: +)
+        sites.merge(other.sites, uniquingKeysWith: +)
+        waits.merge(other.waits)
+        durations += other.durations
+        traces.formUnion(other.traces)
+        firstSeen = [firstSeen, other.firstSeen].compactMap { $0 }.min()
+        lastSeen = [lastSeen, other.lastSeen].compactMap { $0 }.max()
+        func union(_ a: Group, _ b: Group) -> Group {
+            Group(stalls: a.stalls + b.stalls, traces: a.traces.union(b.traces))
+        }
+        builds.merge(other.builds, uniquingKeysWith: union)
+        hosts.merge(other.hosts, uniquingKeysWith: union)
     }
 
     /// The signature `key` these stalls make; `stalls[trace][stall]` are the analyzed stalls,

@@ -110,13 +110,21 @@ public struct AnalyzedStall: Sendable {
         // sample once per trace. The verdict depends on the sample but not on when it was taken
         // or the CPU time so far, so those are left out of the key (anything else a sample gains
         // stays in).
+        // Samples in a row are mostly equal, which compares at once (shared frames): no hashing.
+        var previous: (key: VerdictKey, verdict: Classification)?
         let classifications = stall.samples.map { sample in
             var key = VerdictKey(sample: sample)
             key.sample.time = 0
             key.sample.cpuTimeNanos = 0
-            if let known = memo.verdicts[key] { return known }
-            let verdict = classifier.classify(sample)
-            memo.verdicts[key] = verdict
+            if let previous, previous.key == key { return previous.verdict }
+            let verdict: Classification
+            if let known = memo.verdicts[key] {
+                verdict = known
+            } else {
+                verdict = classifier.classify(sample)
+                memo.verdicts[key] = verdict
+            }
+            previous = (key, verdict)
             return verdict
         }
         let weights = StallAccounting.sampleWeights(stall)

@@ -20,9 +20,15 @@ public enum WaitSummary {
 
         mutating func add(_ stall: Stall) {
             samples += stall.samples.count
-            for sample in stall.samples {
-                if let wait = sample.wait { counts[wait.summary, default: 0] += 1 }
+            for index in stall.samples.indices {
+                if let wait = stall.samples[index].wait { counts[wait.summary, default: 0] += 1 }
             }
+        }
+
+        /// Adds what `other` counted.
+        mutating func merge(_ other: Tally) {
+            counts.merge(other.counts, uniquingKeysWith: +)
+            samples += other.samples
         }
 
         func top(limit: Int) -> [StallReport.WaitCount] {
