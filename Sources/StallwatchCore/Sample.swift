@@ -95,8 +95,9 @@ public struct Sample: Sendable, Hashable, Codable {
         self.annotation = annotation
         self.captureTimedOut = captureTimedOut
         self.source = source ?? .assumed(hasFrames: !frames.isEmpty)
-        let facts = KernelBox.Facts(counters: counters, countersDelta: countersDelta, wait: wait)
-        kernel = facts.isEmpty ? nil : KernelBox(facts)
+        if counters != nil || countersDelta != nil || wait != nil {
+            kernel = KernelBox(KernelBox.Facts(counters: counters, countersDelta: countersDelta, wait: wait))
+        }
     }
 
     private enum CodingKeys: String, CodingKey {

@@ -157,11 +157,20 @@ struct StallAssembler {
         // list becomes one `[Frame]` that its samples share, instead of a copy per sample (a
         // fleet report held every sample at once, and copying frames was most of its memory).
         var stacks: [[UInt64]: [Frame]] = [:]
+        // Samples in a row mostly repeat their stack: comparing with the last one is cheaper
+        // than hashing (a fleet report hashed every sample's addresses here).
+        var last: (addresses: [UInt64], frames: [Frame]) = ([], [])
         func stack(_ addresses: [UInt64]) -> [Frame] {
-            if let known = stacks[addresses] { return known }
-            let made = addresses.map(frame)
-            stacks[addresses] = made
-            return made
+            if addresses == last.addresses { return last.frames }
+            let frames: [Frame]
+            if let known = stacks[addresses] {
+                frames = known
+            } else {
+                frames = addresses.map(frame)
+                stacks[addresses] = frames
+            }
+            last = (addresses, frames)
+            return frames
         }
 
         var result: [Stall] = []
