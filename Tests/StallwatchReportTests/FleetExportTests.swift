@@ -16,13 +16,13 @@ import Testing
         "schema", "trace_id", "trace_path", "host", "process", "pid", "build", "build_id", "app_version", "type",
         "stall_id", "start_unix_nano", "start", "duration_ns", "duration_ms", "unfinished", "tier", "category",
         "reason", "share_compute", "share_io", "share_lock_wait", "share_database", "share_other", "signature",
-        "signature_frames", "stack", "stack_confidence", "site", "site_label", "sample_count",
+        "signature_frames", "stack", "stack_confidence", "site", "site_label", "sample_count", "wait", "wait_share",
     ]
 
     static let sampleKeys = [
         "schema", "trace_id", "trace_path", "host", "process", "pid", "build", "build_id", "app_version", "type",
         "stall_id", "sample_index", "time_unix_nano", "offset_ns", "weight_ns", "category", "reason", "state",
-        "syscall", "stack",
+        "syscall", "stack", "wait",
     ]
 
     func export(_ input: String, _ format: String, _ extra: [String] = []) throws -> String {
@@ -86,9 +86,20 @@ import Testing
                     (object["share_" + $0] as? NSNumber)?.doubleValue
                 }
                 #expect(shares.count == 5 && abs(shares.reduce(0, +) - 1) < 0.001)
+                // What the samples waited on: the saves' fsync names its file; the parses wait on nothing.
+                if object["category"] as? String == "io" {
+                    #expect(object["wait"] as? String == "fsync of /data/feed.db")
+                    #expect((object["wait_share"] as? NSNumber)?.doubleValue == 1)
+                } else {
+                    #expect(object["wait"] is NSNull)
+                    #expect((object["wait_share"] as? NSNumber)?.doubleValue == 0)
+                }
             case "sample":
                 samples += 1
                 #expect(Self.keys(line) == Self.sampleKeys)
+                #expect(
+                    object["wait"] as? String
+                        == (object["category"] as? String == "io" ? "fsync of /data/feed.db" : nil))
             default:
                 Issue.record("unexpected line \(line)")
             }
@@ -166,6 +177,20 @@ import Testing
         let attributes = try #require((resource["resource"] as? [String: Any])?["attributes"] as? [[String: Any]])
         let keys = Set(attributes.compactMap { $0["key"] as? String })
         #expect(keys.isSuperset(of: ["service.name", "service.version", "host.name", "stallwatch.build_id"]))
+
+        // A save's span says what it waited on.
+        let spans = (json["resourceSpans"] as? [[String: Any]] ?? []).flatMap { resource in
+            (resource["scopeSpans"] as? [[String: Any]] ?? []).flatMap { $0["spans"] as? [[String: Any]] ?? [] }
+        }
+        let save = try #require(spans.first { ($0["name"] as? String) == "stall io" })
+        let waits = (save["attributes"] as? [[String: Any]] ?? []).filter {
+            ($0["key"] as? String)?.hasPrefix("stallwatch.wait") == true
+        }
+        #expect(
+            waits.compactMap { ($0["value"] as? [String: Any])?["stringValue"] as? String } == [
+                "fsync of /data/feed.db"
+            ])
+        #expect(waits.count == 2)
     }
 
     @Test(

@@ -64,6 +64,11 @@ enum FleetFixture {
                             .init(
                                 stall: id, time: sample, state: .diskSleep, syscall: Fixture.fsync,
                                 frames: [0x7000_2000, 0x1300, 0x1000])))
+                    builder.add(
+                        .sampleWait(
+                            .init(
+                                stall: id, time: sample, kind: .file, operation: "fsync", fd: 7, target: "/data/feed.db"
+                            )))
                 }
                 sample += 5 * millisecond
             }

@@ -235,7 +235,9 @@ enum Scenarios {
             }
         }
         #expect(compute > 0.05 && io > 0.05, "both parts show")
-        #expect(abs(compute - expectedCompute) < 0.2, "compute share \(compute) vs \(expectedCompute)")
+        // Sanitized builds sample less evenly (CI under ASan once gave 0.21 off).
+        let tolerance = Sanitizer.address || Sanitizer.thread ? 0.3 : 0.2
+        #expect(abs(compute - expectedCompute) < tolerance, "compute share \(compute) vs \(expectedCompute)")
         #expect(compute + io > 0.9)
     }
 }

@@ -21,8 +21,13 @@ import Testing
         try await onLoopThreadThrowing { loop in
             let recorder = try TraceRecorder(path: path, loop: loop, mode: mode)
             try recorder.start()
-            loop.post(label: "spin") { spinForStallTest(milliseconds: 60) }
-            loop.post(label: "sleep") { sleepForStallTest(milliseconds: 40) }
+            // Let the watchdog finish setting up first: under ASan in CI its set-up outlasted the
+            // first stall (a stall without its culprit, the next one missed).
+            let ready = Box(false)
+            loop.schedule(after: .milliseconds(50)) { _ in ready.value = true }
+            while !ready.value { loop.runOnce(timeout: .milliseconds(100)) }
+            loop.post(label: "spin") { spinForStallTest(milliseconds: 70) }
+            loop.post(label: "sleep") { sleepForStallTest(milliseconds: 60) }
             for _ in 0..<100 { loop.post {} }
             let done = Box(false)
             loop.schedule(after: .milliseconds(200)) { _ in done.value = true }
@@ -43,7 +48,7 @@ import Testing
         #expect(trace.stalls.count == 2, "\(trace.stalls.map { ($0.callout.label, $0.duration) })")
         let spin = try #require(trace.stalls.first { $0.callout.label == "spin" })
         #expect(spin.callout.file == "StallwatchTests/TraceRecorderTests.swift")
-        #expect((spin.duration ?? .zero) >= .milliseconds(55))
+        #expect((spin.duration ?? .zero) >= .milliseconds(65))
         #expect(!spin.samples.isEmpty)
         #expect(spin.samples.contains { $0.frames.contains { $0.symbol?.contains("spinForStallTest") == true } })
         #expect(!spin.flags.contains(.unfinished))

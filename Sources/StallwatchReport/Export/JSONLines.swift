@@ -81,6 +81,9 @@ public enum JSONLinesExporter {
         fields.add("site", analyzed.site)
         fields.add("site_label", stall.callout.label)
         fields.add("sample_count", UInt64(stall.samples.count))
+        let wait = WaitSummary.top([stall], limit: 1).first
+        fields.add("wait", wait?.text)
+        fields.raw("wait_share", format(wait?.share ?? 0, 4))
         return fields.line
     }
 
@@ -100,6 +103,7 @@ public enum JSONLinesExporter {
             fields.add("state", "\(sample.state)")
             fields.add("syscall", sample.syscallName)
             fields.add("stack", sample.frames.map(analyzed.frameName))
+            fields.add("wait", sample.wait?.summary)
             out += fields.line
         }
         return out

@@ -78,6 +78,10 @@ public enum OTLPJSONExporter {
         attributes.append(attribute("stallwatch.stack", strings: analyzed.representativeFrames.map(analyzed.frameName)))
         attributes.append(
             attribute("stallwatch.stack_confidence", double: analyzed.representative?.confidence ?? 0))
+        if let wait = WaitSummary.top([stall], limit: 1).first {
+            attributes.append(attribute("stallwatch.wait", string: wait.text))
+            attributes.append(attribute("stallwatch.wait_share", double: wait.share))
+        }
         return span(
             traceID: facts.traceID, spanID: spanID(facts.traceID, 1, stall.id),
             name: "stall \(analyzed.category.rawValue)", start: start, end: end, attributes: attributes,
