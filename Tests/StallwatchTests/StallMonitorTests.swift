@@ -136,11 +136,15 @@ import Testing
         }
         // On a quiet machine none is a stall. On a loaded one a sleep can wake late and that one
         // callout really overruns: it may be reported, but a stall is never the iteration's
-        // callouts added together.
+        // callouts added together (128 of them: 640 ms). A loaded VM can also stop the thread
+        // outside the part of the callout the test times (CI once saw a 30 ms stall with no
+        // callout over budget): at most one such stall, and shorter than ten callouts together.
         let overran = run.measured.filter { $0 > 16_666_667 }.count
-        #expect(run.ended.count <= overran, "\(run.ended.map(\.durationNanos)), \(overran) callouts overran")
         let longest = run.measured.max() ?? 0
-        #expect(run.ended.allSatisfy { $0.durationNanos <= longest + 3_000_000 }, "\(run.ended.map(\.durationNanos))")
+        let unexplained = run.ended.filter { $0.durationNanos > longest + 3_000_000 }
+        #expect(run.ended.count <= overran + 1, "\(run.ended.map(\.durationNanos)), \(overran) callouts overran")
+        #expect(unexplained.count <= 1, "\(run.ended.map(\.durationNanos))")
+        #expect(unexplained.allSatisfy { $0.durationNanos < 50_000_000 }, "\(run.ended.map(\.durationNanos))")
         // 128 posts of 5 ms run per iteration: those iterations overran the budget together.
         #expect(run.statistics.congestedIterations > 0)
     }
