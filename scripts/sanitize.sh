@@ -34,11 +34,12 @@ start=$(date +%s)
 # ASan runtime's ~1,400 assembly stubs at every link.
 swift build --build-tests --sanitize="$kind" --scratch-path "$scratch" -Xswiftc -use-ld=lld
 built=$(date +%s)
-set +e
-swift test --skip-build --no-parallel --sanitize="$kind" --scratch-path "$scratch" -Xswiftc -use-ld=lld \
-    "$@"
-status=$?
-set -e
+# A test that fails on an expectation (timing, under a sanitizer's slowdown) is run once more on
+# its own; any sanitizer report or crash fails at once (scripts/lib/rerun-failed.sh).
+. scripts/lib/rerun-failed.sh
+status=0
+swift_test_with_one_rerun swift test --skip-build --no-parallel --sanitize="$kind" --scratch-path "$scratch" \
+    -Xswiftc -use-ld=lld "$@" || status=$?
 done=$(date +%s)
 echo "sanitize $kind: build $((built - start)) s, tests $((done - built)) s, exit $status" >&2
 exit $status
