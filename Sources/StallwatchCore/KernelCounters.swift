@@ -113,9 +113,12 @@ public enum CPUShare: String, CaseIterable, Sendable, Hashable, Codable {
 }
 
 extension KernelCounter {
-    // Compared and hashed by case: the raw-value defaults compare and hash the name, a String.
+    // The raw-value defaults compare and hash the name, a String (as `StallCategory`'s did).
+
+    /// Whether two counters are the same case. Pure; any thread.
     public static func == (lhs: KernelCounter, rhs: KernelCounter) -> Bool { lhs.ordinal == rhs.ordinal }
 
+    /// Hashes the case, not its name. Pure; any thread.
     public func hash(into hasher: inout Hasher) { hasher.combine(ordinal) }
 
     /// The case's position in `allCases`.

@@ -18,10 +18,13 @@ public enum StallCategory: String, CaseIterable, Sendable, Hashable, Codable,
 }
 
 extension StallCategory {
-    // Compared and hashed by case: the raw-value defaults compare and hash the name, a String,
-    // which was most of the cost of the category-keyed dictionaries a fleet report fills per stall.
+    // The raw-value defaults compare and hash the name, a String: that was most of the cost of
+    // the category-keyed dictionaries a fleet report fills per stall.
+
+    /// Whether two categories are the same case. Pure; any thread.
     public static func == (lhs: StallCategory, rhs: StallCategory) -> Bool { lhs.ordinal == rhs.ordinal }
 
+    /// Hashes the case, not its name. Pure; any thread.
     public func hash(into hasher: inout Hasher) { hasher.combine(ordinal) }
 
     /// The case's position in `allCases`.

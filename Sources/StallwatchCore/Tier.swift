@@ -70,9 +70,12 @@ public struct TierThresholds: Sendable, Hashable, Codable {
 }
 
 extension Tier {
-    // Compared and hashed by case: the raw-value defaults compare and hash the name, a String,
-    // which was most of the cost of the category-keyed dictionaries a fleet report fills per stall.
+    // The raw-value defaults compare and hash the name, a String (as `StallCategory`'s did):
+    // a fleet report counts stalls by tier in dictionaries.
+
+    /// Whether two tiers are the same case. Pure; any thread.
     public static func == (lhs: Tier, rhs: Tier) -> Bool { lhs.severity == rhs.severity }
 
+    /// Hashes the case, not its name. Pure; any thread.
     public func hash(into hasher: inout Hasher) { hasher.combine(severity) }
 }

@@ -24,6 +24,17 @@ struct SignatureTally {
     struct Group {
         var stalls = 0
         var traces = Set<Int>()
+
+        /// Counts a stall of trace `trace`.
+        mutating func add(_ trace: Int) {
+            stalls += 1
+            traces.insert(trace)
+        }
+
+        /// The two groups' stalls and traces together.
+        func union(_ other: Group) -> Group {
+            Group(stalls: stalls + other.stalls, traces: traces.union(other.traces))
+        }
     }
 
     var count = 0
@@ -66,10 +77,8 @@ struct SignatureTally {
             firstSeen = min(firstSeen ?? wall, wall)
             lastSeen = max(lastSeen ?? wall, wall)
         }
-        builds[origins.build[member.trace], default: Group()].stalls += 1
-        builds[origins.build[member.trace], default: Group()].traces.insert(member.trace)
-        hosts[origins.host[member.trace], default: Group()].stalls += 1
-        hosts[origins.host[member.trace], default: Group()].traces.insert(member.trace)
+        builds[origins.build[member.trace], default: Group()].add(member.trace)
+        hosts[origins.host[member.trace], default: Group()].add(member.trace)
     }
 
     /// Makes `candidate` the longest if it is longer than the longest so far, or as long and
@@ -98,11 +107,8 @@ struct SignatureTally {
         traces.formUnion(other.traces)
         firstSeen = [firstSeen, other.firstSeen].compactMap { $0 }.min()
         lastSeen = [lastSeen, other.lastSeen].compactMap { $0 }.max()
-        func union(_ a: Group, _ b: Group) -> Group {
-            Group(stalls: a.stalls + b.stalls, traces: a.traces.union(b.traces))
-        }
-        builds.merge(other.builds, uniquingKeysWith: union)
-        hosts.merge(other.hosts, uniquingKeysWith: union)
+        builds.merge(other.builds) { $0.union($1) }
+        hosts.merge(other.hosts) { $0.union($1) }
     }
 
     /// The signature `key` these stalls make; `stalls[trace][stall]` are the analyzed stalls,
@@ -157,7 +163,7 @@ struct TraceOrigins {
     var facts: [TraceFacts?]
     var build: [Int]
     var host: [Int]
-    var names: [String] = []
+    var names: [String]
 
     init(_ facts: [TraceFacts?]) {
         self.facts = facts
