@@ -140,6 +140,14 @@ public struct Sample: Sendable, Hashable, Codable {
         try container.encodeIfPresent(wait, forKey: .wait)
     }
 
+    /// Whether `other` equals this sample but for `time` and `cpuTimeNanos` (what a verdict
+    /// does not depend on), compared in place: no copy of either.
+    package func equalsIgnoringTimes(_ other: Sample) -> Bool {
+        frames == other.frames && state == other.state && syscall == other.syscall && wchan == other.wchan
+            && annotation == other.annotation && captureTimedOut == other.captureTimedOut && source == other.source
+            && kernel == other.kernel
+    }
+
     /// The name of `syscall` from the x86_64 table (`74` → `"fsync"`), or `nil`.
     public var syscallName: String? {
         syscall.flatMap(SyscallTable.name(for:))

@@ -58,7 +58,10 @@ public struct DecodedTrace: Sendable {
         // Callouts, nearly every record of a full-mode trace, are only added up: straight here,
         // not through a closure and `add`'s switch (that made a serial decode ten times slower
         // than the split one, which counts them the same way).
-        while let record = parser.next(in: bytes) {
+        // Samples, most records of a fleet's traces, go straight into the assembler.
+        while true {
+            while parser.takeSample(in: bytes, into: &assembler) {}
+            guard let record = parser.next(in: bytes) else { break }
             if case .callout(let callout) = record {
                 add(callout)
             } else {
@@ -110,7 +113,10 @@ struct StallAssembler {
     var symbols: [UInt64: TraceRecord.Symbol] = [:]
     var began: [TraceRecord.StallBegan] = []
     var ended: [UInt64: TraceRecord.StallEnded] = [:]
-    var samples: [UInt64: [TraceRecord.Sample]] = [:]
+    /// The samples in file order, their stacks and wait channels by number.
+    var samples: [PendingSample] = []
+    var stacks = StackTable()
+    var wchans = StringTable()
     var sources: [SampleKey: SampleSource] = [:]
     /// Kinds 18 and 19, by stall and sample time.
     var counters: [SampleKey: TraceRecord.SampleCounters] = [:]
@@ -129,12 +135,43 @@ struct StallAssembler {
         case .symbol(let symbol): symbols[symbol.address] = symbol
         case .stallBegan(let record): began.append(record)
         case .stallEnded(let record): ended[record.id] = record
-        case .sample(let sample): samples[sample.stall, default: []].append(sample)
+        case .sample(let sample):
+            samples.append(
+                PendingSample(
+                    stall: sample.stall, time: sample.time, cpuTime: sample.cpuTime, annotation: sample.annotation,
+                    syscall: sample.syscall, stack: stacks.number(of: sample.frames),
+                    wchan: sample.wchan.map { wchans.number(of: $0) } ?? -1, state: sample.state,
+                    captureTimedOut: sample.captureTimedOut))
         case .sampleProvenance(let record): sources[SampleKey(stall: record.stall, time: record.time)] = record.source
         case .sampleCounters(let record): counters[SampleKey(stall: record.stall, time: record.time)] = record
         case .sampleWait(let record): waits[SampleKey(stall: record.stall, time: record.time)] = record
         default: break
         }
+    }
+
+    /// Takes in the sample record whose payload `reader` holds, all of it or (on a throw) nothing.
+    /// A sample whose encoded frames are the same bytes as the last one's gets its stack without
+    /// decoding them: samples in a row mostly repeat their stack.
+    mutating func takeSample(_ reader: inout TraceByteReader) throws(TraceFieldError) {
+        let fields = try TraceParser.parseSampleFields(&reader)
+        let count = try TraceParser.frameCount(&reader)
+        let bytes = UnsafeRawBufferPointer(start: reader.base + reader.position, count: reader.end - reader.position)
+        let stack: Int
+        if let last = stacks.lastEncoding, last.count == count, last.bytes.elementsEqual(bytes) {
+            stack = last.stack
+            reader.position = reader.end
+        } else {
+            stacks.scratch.removeAll(keepingCapacity: true)
+            try TraceParser.readFrames(&reader, count: count, into: &stacks.scratch)
+            try reader.finish()
+            stack = stacks.number(of: stacks.scratch)
+            stacks.lastEncoding = (bytes, count, stack)
+        }
+        samples.append(
+            PendingSample(
+                stall: fields.stall, time: fields.time, cpuTime: fields.cpuTime, annotation: fields.annotation,
+                syscall: fields.syscall, stack: stack, wchan: fields.wchan.map { wchans.number(of: $0) } ?? -1,
+                state: fields.state, captureTimedOut: fields.captureTimedOut))
     }
 
     func stalls(modules: [TraceRecord.Module], thresholds: TierThresholds) -> ([Stall], Int) {
@@ -153,37 +190,52 @@ struct StallAssembler {
             frames[address] = frame
             return frame
         }
-        // Within a trace a stall's samples mostly repeat a few stacks: each distinct address
-        // list becomes one `[Frame]` that its samples share, instead of a copy per sample (a
-        // fleet report held every sample at once, and copying frames was most of its memory).
-        var stacks: [[UInt64]: [Frame]] = [:]
-        // Samples in a row mostly repeat their stack: comparing with the last one is cheaper
-        // than hashing (a fleet report hashed every sample's addresses here).
-        var last: (addresses: [UInt64], frames: [Frame]) = ([], [])
-        func stack(_ addresses: [UInt64]) -> [Frame] {
-            if addresses == last.addresses { return last.frames }
-            let frames: [Frame]
-            if let known = stacks[addresses] {
-                frames = known
+        // Each distinct address list becomes one `[Frame]` that its samples share, instead of a
+        // copy per sample (a fleet report held every sample at once, and copying frames was most
+        // of its memory).
+        let stackFrames = stacks.stacks.map { $0.map(frame) }
+
+        // Each stall's samples, by the first `stallBegan` of its id (a later one is ignored).
+        var slots: [UInt64: Int] = [:]
+        var stallRecords: [TraceRecord.StallBegan] = []
+        for record in began where slots[record.id] == nil {
+            slots[record.id] = stallRecords.count
+            stallRecords.append(record)
+        }
+        var members = [[Int]](repeating: [], count: stallRecords.count)
+        var orphans = 0
+        var last: (stall: UInt64, slot: Int?)?
+        for (index, sample) in samples.enumerated() {
+            let slot: Int?
+            if let last, last.stall == sample.stall {
+                slot = last.slot
             } else {
-                frames = addresses.map(frame)
-                stacks[addresses] = frames
+                slot = slots[sample.stall]
+                last = (sample.stall, slot)
             }
-            last = (addresses, frames)
-            return frames
+            if let slot { members[slot].append(index) } else { orphans += 1 }
         }
 
         var result: [Stall] = []
-        var used = Set<UInt64>()
-        for record in began where used.insert(record.id).inserted {
-            let samples = (self.samples[record.id] ?? []).sorted { $0.time < $1.time }.map {
-                let key = SampleKey(stall: record.id, time: $0.time)
+        result.reserveCapacity(stallRecords.count)
+        for (slot, record) in stallRecords.enumerated() {
+            var order = members[slot]
+            let taken = self.samples
+            if !order.indices.dropFirst().allSatisfy({ taken[order[$0 - 1]].time <= taken[order[$0]].time }) {
+                order.sort { taken[$0].time < taken[$1].time }
+            }
+            let samples = order.map { index in
+                let sample = taken[index]
+                let key = SampleKey(stall: record.id, time: sample.time)
+                let counted = counters.isEmpty ? nil : counters[key]
                 return Sample(
-                    time: $0.time, frames: stack($0.frames), state: $0.state, syscall: $0.syscall,
-                    wchan: $0.wchan, cpuTimeNanos: $0.cpuTime,
-                    annotation: $0.annotation == 0 ? nil : annotations[$0.annotation],
-                    captureTimedOut: $0.captureTimedOut, source: sources[key], counters: counters[key]?.counters,
-                    countersDelta: counters[key]?.delta, wait: waits[key]?.fact(frame: frame))
+                    time: sample.time, frames: stackFrames[Int(sample.stack)], state: sample.state,
+                    syscall: sample.syscall, wchan: sample.wchan < 0 ? nil : wchans.strings[Int(sample.wchan)],
+                    cpuTimeNanos: sample.cpuTime,
+                    annotation: sample.annotation == 0 ? nil : annotations[sample.annotation],
+                    captureTimedOut: sample.captureTimedOut, source: sources.isEmpty ? nil : sources[key],
+                    counters: counted?.counters, countersDelta: counted?.delta,
+                    wait: waits.isEmpty ? nil : waits[key]?.fact(frame: frame))
             }
             var flags: StallFlags = [.unfinished]
             var end: UInt64?
@@ -202,7 +254,6 @@ struct StallAssembler {
                     callout: identity(record), samples: samples, flags: flags))
         }
         result.sort { ($0.start, $0.id) < ($1.start, $1.id) }
-        let orphans = samples.reduce(0) { $0 + (used.contains($1.key) ? 0 : $1.value.count) }
         return (result, orphans)
     }
 
@@ -216,5 +267,81 @@ struct StallAssembler {
         return CalloutIdentity(
             kind: site.kind, label: site.label, file: site.file, line: site.line, mode: mode,
             phase: record.phase)
+    }
+}
+
+/// A sample as read, before the stalls are joined: plain data, its stack and wait channel
+/// by their numbers in the assembler's tables (`wchan` -1 for none).
+struct PendingSample {
+    var stall: UInt64
+    var time: UInt64
+    var cpuTime: UInt64
+    var annotation: UInt64
+    var syscall: Int32?
+    var stack: Int32
+    var wchan: Int32
+    var state: ThreadState
+    var captureTimedOut: Bool
+
+    init(
+        stall: UInt64, time: UInt64, cpuTime: UInt64, annotation: UInt64, syscall: Int32?, stack: Int, wchan: Int,
+        state: ThreadState, captureTimedOut: Bool
+    ) {
+        self.stall = stall
+        self.time = time
+        self.cpuTime = cpuTime
+        self.annotation = annotation
+        self.syscall = syscall
+        self.stack = Int32(truncatingIfNeeded: stack)
+        self.wchan = Int32(truncatingIfNeeded: wchan)
+        self.state = state
+        self.captureTimedOut = captureTimedOut
+    }
+}
+
+/// A trace's distinct wait channel names, numbered in the order first seen.
+struct StringTable {
+    private(set) var strings: [String] = []
+    private var numbers: [String: Int] = [:]
+    private var last: (bytes: [UInt8], number: Int)?
+
+    /// The number of the UTF-8 string `bytes`; the same bytes as last time are not decoded again.
+    mutating func number(of bytes: UnsafeRawBufferPointer) -> Int {
+        if let last, last.bytes.elementsEqual(bytes) { return last.number }
+        let number = self.number(of: String(decoding: bytes, as: UTF8.self))
+        last = (Array(bytes), number)
+        return number
+    }
+
+    mutating func number(of string: String) -> Int {
+        if let known = numbers[string] { return known }
+        numbers[string] = strings.count
+        strings.append(string)
+        return strings.count - 1
+    }
+}
+
+/// A trace's distinct sample stacks (address lists), numbered in the order first seen.
+struct StackTable {
+    private(set) var stacks: [[UInt64]] = []
+    private var numbers: [[UInt64]: Int] = [:]
+    private var last = -1
+    /// Room to decode one sample's addresses into.
+    var scratch: [UInt64] = []
+    /// The last stack decoded from bytes: its encoding (in the buffer being decoded, compared
+    /// only while that decode runs), frame count and number.
+    var lastEncoding: (bytes: UnsafeRawBufferPointer, count: Int, stack: Int)?
+
+    /// The number of `addresses`, adding it if it is new.
+    mutating func number(of addresses: [UInt64]) -> Int {
+        if last >= 0, stacks[last] == addresses { return last }
+        if let known = numbers[addresses] {
+            last = known
+            return known
+        }
+        last = stacks.count
+        numbers[addresses] = last
+        stacks.append(addresses)
+        return last
     }
 }

@@ -170,6 +170,31 @@ extension TraceParser {
     private static func parseSample(_ reader: inout TraceByteReader) throws(TraceFieldError)
         -> TraceRecord.Sample
     {
+        let fields = try parseSampleFields(&reader)
+        let count = try frameCount(&reader)
+        var frames: [UInt64] = []
+        frames.reserveCapacity(count)
+        try readFrames(&reader, count: count, into: &frames)
+        return .init(
+            stall: fields.stall, time: fields.time, state: fields.state, syscall: fields.syscall,
+            wchan: fields.wchan.map { String(decoding: $0, as: UTF8.self) }, cpuTime: fields.cpuTime,
+            annotation: fields.annotation, captureTimedOut: fields.captureTimedOut, frames: frames)
+    }
+
+    /// A sample record's fields before its frames, the wait channel left as its bytes (in the
+    /// buffer being decoded).
+    struct SampleFields {
+        var stall: UInt64
+        var time: UInt64
+        var cpuTime: UInt64
+        var annotation: UInt64
+        var wchan: UnsafeRawBufferPointer?
+        var syscall: Int32?
+        var state: ThreadState
+        var captureTimedOut: Bool
+    }
+
+    static func parseSampleFields(_ reader: inout TraceByteReader) throws(TraceFieldError) -> SampleFields {
         let stall = try reader.varint("stall")
         let time = try reader.varint("time")
         let stateCode = try reader.byte("state")
@@ -188,15 +213,28 @@ extension TraceParser {
         }
         let cpuTime = try reader.varint("cpuTime")
         let annotation = try reader.varint("annotation")
-        let wchan = try reader.optionalString("wchan")
+        let wchanCount = try reader.varint("wchan")
+        let wchan = wchanCount == 0 ? nil : try reader.bytes("wchan", count: wchanCount - 1)
+        return SampleFields(
+            stall: stall, time: time, cpuTime: cpuTime, annotation: annotation, wchan: wchan, syscall: syscall,
+            state: state, captureTimedOut: flags == 1)
+    }
+
+    /// A sample's frame count, checked against the limit and the bytes left.
+    static func frameCount(_ reader: inout TraceByteReader) throws(TraceFieldError) -> Int {
         let count = try reader.varint("frameCount")
         guard count <= UInt64(min(TraceFormat.maxFrames, reader.end - reader.position)) else {
             throw .outOfRange("frameCount", count)
         }
-        var frames: [UInt64] = []
-        frames.reserveCapacity(Int(count))
+        return Int(count)
+    }
+
+    /// Appends `count` frame addresses (the first whole, the rest as deltas) to `frames`.
+    static func readFrames(_ reader: inout TraceByteReader, count: Int, into frames: inout [UInt64])
+        throws(TraceFieldError)
+    {
         var previous: UInt64 = 0
-        for index in 0..<Int(count) {
+        for index in 0..<count {
             let address =
                 index == 0
                 ? try reader.varint("frames")
@@ -204,9 +242,6 @@ extension TraceParser {
             frames.append(address)
             previous = address
         }
-        return .init(
-            stall: stall, time: time, state: state, syscall: syscall, wchan: wchan, cpuTime: cpuTime,
-            annotation: annotation, captureTimedOut: flags == 1, frames: frames)
     }
 
     private static func duration(_ reader: inout TraceByteReader, _ field: StaticString)

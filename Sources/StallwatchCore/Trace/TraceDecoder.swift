@@ -92,6 +92,27 @@ struct TraceParser {
         return nextRecord(in: buffer)
     }
 
+    /// Takes the next record straight into `assembler` when it is a well-formed sample (most
+    /// records of a fleet's traces) without making a `TraceRecord` of it; false, with nothing
+    /// consumed, for anything else (which `next(in:)` then reads, and reports if it is bad).
+    @inline(__always)
+    mutating func takeSample(in buffer: UnsafeRawBufferPointer, into assembler: inout StallAssembler) -> Bool {
+        guard phase == .records, let base = buffer.baseAddress, buffer.count - offset >= 2,
+            base.load(fromByteOffset: offset, as: UInt8.self) == TraceRecordKind.sample.rawValue
+        else { return false }
+        let start = offset
+        var header = TraceByteReader(base: base, position: start + 1, end: buffer.count)
+        guard let length = try? header.varint("length"), length <= UInt64(TraceFormat.maxPayloadLength),
+            Int(length) <= buffer.count - header.position
+        else { return false }
+        var reader = TraceByteReader(base: base, position: header.position, end: header.position + Int(length))
+        guard (try? assembler.takeSample(&reader)) != nil else { return false }
+        offset = reader.end
+        recordOffset = start
+        outcome.recordCount += 1
+        return true
+    }
+
     @inline(__always)
     private func parseCallout(_ reader: inout TraceByteReader) throws(TraceFieldError)
         -> TraceRecord.Callout

@@ -26,38 +26,43 @@ public struct RepresentativeStack: Sendable, Hashable {
     static func choose(
         samples: [Sample], classifications: [Classification], weights: [UInt64], category: StallCategory
     ) -> RepresentativeStack? {
+        choose(
+            samples: samples, classifications: classifications, weights: weights, category: category, memo: StackMemo())
+    }
+
+    /// As above, grouping by the stacks `memo` knows (one per trace: within a trace the same
+    /// stack is always the same group).
+    static func choose(
+        samples: [Sample], classifications: [Classification], weights: [UInt64], category: StallCategory,
+        memo: StackMemo
+    ) -> RepresentativeStack? {
         let total = weights.reduce(0, +)
-        let units = total == 0 ? weights.map { _ in UInt64(1) } : weights
-        let unitTotal = units.reduce(0, +)
-        // Samples mostly repeat the same addresses: each distinct address list is named once.
-        var groupOf: [[UInt64]: Int] = [:]
-        var groupByKey: [[String]: Int] = [:]
-        var groups: [(units: UInt64, count: Int, first: Int)] = []
+        let unitTotal = total == 0 ? UInt64(weights.count) : total
+        var groups: [(group: Int, units: UInt64, count: Int, first: Int)] = []
         // Samples in a row mostly share one `[Frame]` (the decoder shares equal stacks), which
         // compares equal at once: the same group as the sample before.
-        var previous: (frames: [Frame], group: Int)?
-        for index in samples.indices where classifications[index].category == category {
-            let frames = samples[index].frames
-            if frames.isEmpty { continue }
-            let group: Int
-            if let previous, previous.frames == frames {
-                group = previous.group
-            } else if let known = groupOf[frames.map(\.address)] {
-                group = known
-            } else {
-                let key = groupKey(frames)
-                if let known = groupByKey[key] {
-                    group = known
+        var previous: (frames: [Frame], slot: Int)?
+        memo.withSlots { slots in
+            for index in samples.indices where classifications[index].category == category {
+                let frames = samples[index].frames
+                if frames.isEmpty { continue }
+                let slot: Int
+                if let previous, previous.frames == frames {
+                    slot = previous.slot
                 } else {
-                    group = groups.count
-                    groups.append((0, 0, index))
-                    groupByKey[key] = group
+                    let group = memo.group(ofStack: memo.stack(frames))
+                    if group >= slots.count { slots += repeatElement(-1, count: group - slots.count + 1) }
+                    if slots[group] < 0 {
+                        slots[group] = groups.count
+                        groups.append((group, 0, 0, index))
+                    }
+                    slot = slots[group]
                 }
-                groupOf[frames.map(\.address)] = group
+                previous = (frames, slot)
+                groups[slot].units += total == 0 ? 1 : weights[index]
+                groups[slot].count += 1
             }
-            previous = (frames, group)
-            groups[group].units += units[index]
-            groups[group].count += 1
+            for group in groups { slots[group.group] = -1 }
         }
         guard
             let best = groups.max(by: {

@@ -108,24 +108,25 @@ public struct AnalyzedStall: Sendable {
         budgetNanos = budget.nanoseconds
         // A trace's samples are mostly a few stacks in the same states: classify each distinct
         // sample once per trace. The verdict depends on the sample but not on when it was taken
-        // or the CPU time so far, so those are left out of the key (anything else a sample gains
-        // stays in).
-        // Samples in a row are mostly equal, which compares at once (shared frames): no hashing.
-        var previous: (key: VerdictKey, verdict: Classification)?
-        let classifications = stall.samples.map { sample in
-            var key = VerdictKey(sample: sample)
-            key.sample.time = 0
-            key.sample.cpuTimeNanos = 0
-            if let previous, previous.key == key { return previous.verdict }
-            let verdict: Classification
-            if let known = memo.verdicts[key] {
-                verdict = known
-            } else {
-                verdict = classifier.classify(sample)
-                memo.verdicts[key] = verdict
+        // or the CPU time so far (`VerdictKey` leaves those out).
+        // Samples in a row are mostly equal, which compares at once (shared frames) and in
+        // place: no hashing, no copy.
+        let samples = stall.samples
+        var classifications: [Classification] = []
+        classifications.reserveCapacity(samples.count)
+        for index in samples.indices {
+            if index > 0, samples[index].equalsIgnoringTimes(samples[index - 1]) {
+                classifications.append(classifications[index - 1])
+                continue
             }
-            previous = (key, verdict)
-            return verdict
+            let key = VerdictKey(sample: samples[index])
+            if let known = memo.verdicts[key] {
+                classifications.append(known)
+            } else {
+                let verdict = classifier.classify(samples[index])
+                memo.verdicts[key] = verdict
+                classifications.append(verdict)
+            }
         }
         let weights = StallAccounting.sampleWeights(stall)
         let breakdown = StallBreakdown(samples: stall.samples, classifications: classifications, weights: weights)
@@ -136,16 +137,17 @@ public struct AnalyzedStall: Sendable {
         self.category = category
         durationNanos = StallAccounting.duration(stall)
         let representative = RepresentativeStack.choose(
-            samples: stall.samples, classifications: classifications, weights: weights, category: category)
+            samples: stall.samples, classifications: classifications, weights: weights, category: category,
+            memo: memo.stacks)
         self.representative = representative
 
         // The signature: the representative stack's innermost app frames; failing that, the
         // most frequent app-frame prefix among samples of the dominant category.
         // Samples of one stall repeat the same addresses: each address is judged and named once
         // (the module tests are string searches; naming per sample was most of a fleet report).
-        func appFrames(_ sample: Sample) -> [String] {
+        func appFrames(_ frames: [Frame]) -> [String] {
             var result: [String] = []
-            for frame in sample.frames {
+            for frame in frames {
                 let name: String?
                 if let known = memo.names[frame.address] {
                     name = known
@@ -158,6 +160,10 @@ public struct AnalyzedStall: Sendable {
                 if result.count == SignatureKey.frameCount { break }
             }
             return result
+        }
+        // Each distinct stack's app frames once per trace.
+        func appFrames(_ sample: Sample) -> [String] {
+            sample.frames.isEmpty ? [] : memo.stacks.appFrames(ofStack: memo.stacks.stack(sample.frames), appFrames)
         }
         var frames = representative.map { appFrames(stall.samples[$0.sample]) } ?? []
         if frames.isEmpty {
@@ -199,6 +205,7 @@ public struct AnalyzedStall: Sendable {
 final class AppFrameMemo {
     var names: [UInt64: String?] = [:]
     var verdicts: [VerdictKey: Classification] = [:]
+    let stacks = StackMemo()
     /// Symbols' names, kept across the traces one worker analyzes (each trace has its own
     /// addresses, but a fleet's traces share their functions).
     let symbols: SymbolNameMemo
@@ -224,13 +231,13 @@ final class SymbolNameMemo: @unchecked Sendable {
     }
 }
 
-/// A sample as the key of its verdict: equal when the samples are, hashed by the cheap parts
-/// only (addresses, state, syscall). Hashing whole samples (every frame's strings) was a tenth
-/// of a fleet report.
+/// A sample as the key of its verdict: equal when the samples are but for their times, hashed
+/// by the cheap parts only (addresses, state, syscall). Hashing whole samples (every frame's
+/// strings) was a tenth of a fleet report.
 struct VerdictKey: Hashable {
     var sample: Sample
 
-    static func == (a: VerdictKey, b: VerdictKey) -> Bool { a.sample == b.sample }
+    static func == (a: VerdictKey, b: VerdictKey) -> Bool { a.sample.equalsIgnoringTimes(b.sample) }
 
     func hash(into hasher: inout Hasher) {
         hasher.combine(sample.frames.count)
