@@ -41,15 +41,20 @@ public struct Frame: Sendable, Hashable, Codable {
 
     /// Stallwatch's own run loop and monitor, compiled into the app: not the app's code.
     static func isInfrastructure(_ symbol: String) -> Bool {
-        StallwatchSymbols.infrastructurePrefixes.contains { symbol.hasPrefix($0) }
+        StallwatchSymbols.infrastructurePrefixes.contains { symbol.utf8HasPrefix($0) }
     }
 
     static func isSystemModule(_ path: String) -> Bool {
-        for prefix in systemDirectories where path.hasPrefix(prefix) { return true }
+        for prefix in systemDirectories where path.utf8HasPrefix(prefix) { return true }
         if path.utf8Offset(of: "/lib/swift/") != nil { return true }
-        let name = basename(path)
-        if name.hasPrefix("linux-vdso") || name == "[vdso]" { return true }
-        for prefix in toolchainLibraryPrefixes where name.hasPrefix(prefix) { return true }
+        // The last component, compared as bytes from its start.
+        let name =
+            path.utf8.lastIndex(of: UInt8(ascii: "/")).map {
+                path.utf8.distance(from: path.utf8.startIndex, to: $0) + 1
+            } ?? 0
+        if path.utf8HasPrefix("linux-vdso", from: name) { return true }
+        if path.utf8.count - name == 6 && path.utf8HasPrefix("[vdso]", from: name) { return true }
+        for prefix in toolchainLibraryPrefixes where path.utf8HasPrefix(prefix, from: name) { return true }
         return false
     }
 

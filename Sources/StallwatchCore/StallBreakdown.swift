@@ -29,9 +29,15 @@ public struct ReasonTime: Sendable, Hashable, Codable {
 /// `nanos` are 0. A plain value; use it on any thread.
 public struct StallBreakdown: Sendable, Hashable, Codable {
     /// Attributed nanoseconds per category; every category is present (0 if none).
-    public var nanos: [StallCategory: UInt64]
+    public var nanos: [StallCategory: UInt64] {
+        get { Self.dictionary(categoryNanos) }
+        set { categoryNanos = Self.array(newValue) }
+    }
     /// The fraction (0…1) of the stall per category; every category is present.
-    public var shares: [StallCategory: Double]
+    public var shares: [StallCategory: Double] {
+        get { Self.dictionary(categoryShares) }
+        set { categoryShares = Self.array(newValue) }
+    }
     /// The total attributed time, in nanoseconds.
     public var totalNanos: UInt64
     /// The category with the largest share, `nil` when the stall has no samples. Ties go to
@@ -44,14 +50,28 @@ public struct StallBreakdown: Sendable, Hashable, Codable {
     /// The number of samples weighed.
     public var sampleCount: Int
 
+    /// `nanos` and `shares` by `StallCategory.ordinal`: one breakdown is made per stall, and
+    /// filling two dictionaries for each was a twentieth of a fleet report.
+    private var categoryNanos: [UInt64]
+    private var categoryShares: [Double]
+
     /// Creates a breakdown.
     public init(
         nanos: [StallCategory: UInt64], shares: [StallCategory: Double], totalNanos: UInt64,
         dominant: StallCategory?, dominantShare: Double, topReasons: [ReasonTime],
         sampleCount: Int
     ) {
-        self.nanos = nanos
-        self.shares = shares
+        self.init(
+            nanos: Self.array(nanos), shares: Self.array(shares), totalNanos: totalNanos, dominant: dominant,
+            dominantShare: dominantShare, topReasons: topReasons, sampleCount: sampleCount)
+    }
+
+    private init(
+        nanos: [UInt64], shares: [Double], totalNanos: UInt64, dominant: StallCategory?, dominantShare: Double,
+        topReasons: [ReasonTime], sampleCount: Int
+    ) {
+        categoryNanos = nanos
+        categoryShares = shares
         self.totalNanos = totalNanos
         self.dominant = dominant
         self.dominantShare = dominantShare
@@ -61,12 +81,49 @@ public struct StallBreakdown: Sendable, Hashable, Codable {
 
     /// The attributed nanoseconds of `category`.
     public func nanos(for category: StallCategory) -> UInt64 {
-        nanos[category] ?? 0
+        categoryNanos[category.ordinal]
     }
 
     /// The fraction (0…1) of the attributed time spent in `category`.
     public func share(of category: StallCategory) -> Double {
-        shares[category] ?? 0
+        categoryShares[category.ordinal]
+    }
+
+    private static func dictionary<Value>(_ values: [Value]) -> [StallCategory: Value] {
+        Dictionary(uniqueKeysWithValues: StallCategory.allCases.map { ($0, values[$0.ordinal]) })
+    }
+
+    private static func array<Value: AdditiveArithmetic>(_ values: [StallCategory: Value]) -> [Value] {
+        StallCategory.allCases.map { values[$0] ?? .zero }
+    }
+
+    private enum CodingKeys: String, CodingKey {
+        case nanos, shares, totalNanos, dominant, dominantShare, topReasons, sampleCount
+    }
+
+    /// Decodes the keys the synthesized conformance used (before the maps became arrays).
+    public init(from decoder: any Decoder) throws {
+        let container = try decoder.container(keyedBy: CodingKeys.self)
+        self.init(
+            nanos: try container.decode([StallCategory: UInt64].self, forKey: .nanos),
+            shares: try container.decode([StallCategory: Double].self, forKey: .shares),
+            totalNanos: try container.decode(UInt64.self, forKey: .totalNanos),
+            dominant: try container.decodeIfPresent(StallCategory.self, forKey: .dominant),
+            dominantShare: try container.decode(Double.self, forKey: .dominantShare),
+            topReasons: try container.decode([ReasonTime].self, forKey: .topReasons),
+            sampleCount: try container.decode(Int.self, forKey: .sampleCount))
+    }
+
+    /// Encodes the same keys.
+    public func encode(to encoder: any Encoder) throws {
+        var container = encoder.container(keyedBy: CodingKeys.self)
+        try container.encode(nanos, forKey: .nanos)
+        try container.encode(shares, forKey: .shares)
+        try container.encode(totalNanos, forKey: .totalNanos)
+        try container.encodeIfPresent(dominant, forKey: .dominant)
+        try container.encode(dominantShare, forKey: .dominantShare)
+        try container.encode(topReasons, forKey: .topReasons)
+        try container.encode(sampleCount, forKey: .sampleCount)
     }
 }
 
@@ -147,13 +204,8 @@ extension StallBreakdown {
                 category: $0.key.category, reason: $0.key.reason, nanos: $0.value.units * scale,
                 share: Double($0.value.units) / Double(unitTotal))
         }
-        var nanos = [StallCategory: UInt64](minimumCapacity: perCategory.count)
-        var shares = [StallCategory: Double](minimumCapacity: perCategory.count)
-        for category in StallCategory.allCases {
-            let value = perCategory[category.ordinal]
-            nanos[category] = value * scale
-            shares[category] = unitTotal == 0 ? 0 : Double(value) / Double(unitTotal)
-        }
+        let nanos = perCategory.map { $0 * scale }
+        let shares = perCategory.map { unitTotal == 0 ? 0 : Double($0) / Double(unitTotal) }
         self.init(
             nanos: nanos, shares: shares, totalNanos: total, dominant: dominant,
             dominantShare: unitTotal == 0 ? 0 : Double(dominantUnits) / Double(unitTotal),

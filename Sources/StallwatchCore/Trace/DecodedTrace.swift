@@ -157,7 +157,7 @@ struct StallAssembler {
         let count = try TraceParser.frameCount(&reader)
         let bytes = UnsafeRawBufferPointer(start: reader.base + reader.position, count: reader.end - reader.position)
         let stack: Int
-        if let last = stacks.lastEncoding, last.count == count, last.bytes.elementsEqual(bytes) {
+        if let last = stacks.lastEncoding, last.count == count, sameBytes(last.bytes, bytes) {
             stack = last.stack
             reader.position = reader.end
         } else {
@@ -307,7 +307,7 @@ struct StringTable {
 
     /// The number of the UTF-8 string `bytes`; the same bytes as last time are not decoded again.
     mutating func number(of bytes: UnsafeRawBufferPointer) -> Int {
-        if let last, last.bytes.elementsEqual(bytes) { return last.number }
+        if let last, last.bytes.withUnsafeBytes({ sameBytes($0, bytes) }) { return last.number }
         let number = self.number(of: String(decoding: bytes, as: UTF8.self))
         last = (Array(bytes), number)
         return number

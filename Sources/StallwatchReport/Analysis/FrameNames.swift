@@ -81,14 +81,13 @@ public struct FrameNamer: Sendable, Hashable {
 /// or outlined functions): it tells nothing about the app, so signatures and representative
 /// stacks skip it.
 func isCompilerGenerated(_ frame: Frame) -> Bool {
-    if frame.file?.hasSuffix("<compiler-generated>") == true { return true }
+    if frame.file?.utf8HasSuffix("<compiler-generated>") == true { return true }
     guard let symbol = frame.symbol else { return false }
-    for prefix in ["reabstraction thunk", "partial apply", "merged ", "thunk for ", "outlined "]
-    where symbol.hasPrefix(prefix) {
-        return true
-    }
+    for prefix in compilerGeneratedPrefixes where symbol.utf8HasPrefix(prefix) { return true }
     return false
 }
+
+private let compilerGeneratedPrefixes = ["reabstraction thunk", "partial apply", "merged ", "thunk for ", "outlined "]
 
 /// How a frame is named without its trace's module map (no load addresses, no build root):
 /// prefer `AnalyzedStall.frameName(_:)`, which has both.

@@ -205,13 +205,14 @@ public struct AnalyzedStall: Sendable {
 final class AppFrameMemo {
     var names: [UInt64: String?] = [:]
     var verdicts: [VerdictKey: Classification] = [:]
-    let stacks = StackMemo()
+    let stacks: StackMemo
     /// Symbols' names, kept across the traces one worker analyzes (each trace has its own
     /// addresses, but a fleet's traces share their functions).
     let symbols: SymbolNameMemo
 
     init(symbols: SymbolNameMemo = SymbolNameMemo()) {
         self.symbols = symbols
+        stacks = StackMemo()
     }
 }
 
