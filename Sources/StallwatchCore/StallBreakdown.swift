@@ -162,15 +162,32 @@ extension StallBreakdown {
         let unitTotal = units.reduce(0, +)
 
         var perCategory = [UInt64](repeating: 0, count: StallCategory.allCases.count)
-        var perReason: [ReasonKey: (units: UInt64, order: Int)] = [:]
+        // The reasons in the order first seen; found by a linear search while they are few (a
+        // stall has a handful, whose strings are mostly shared, so compare at once), by a
+        // dictionary beyond that.
+        var reasons: [(key: ReasonKey, units: UInt64)] = []
+        var reasonIndex: [ReasonKey: Int] = [:]
         // Samples in a row mostly share their verdict: add each run of equal ones at once
         // (hashing the reason per sample was a fleet report's cost).
         var run: (key: ReasonKey, units: UInt64)?
         func flush() {
             guard let run else { return }
             perCategory[run.key.category.ordinal] += run.units
-            let order = perReason[run.key]?.order ?? perReason.count
-            perReason[run.key] = ((perReason[run.key]?.units ?? 0) + run.units, order)
+            let slot: Int?
+            if reasons.count <= StallBreakdown.linearReasons {
+                slot = reasons.firstIndex { $0.key == run.key }
+            } else {
+                if reasonIndex.isEmpty {
+                    for (index, reason) in reasons.enumerated() { reasonIndex[reason.key] = index }
+                }
+                slot = reasonIndex[run.key]
+            }
+            if let slot {
+                reasons[slot].units += run.units
+            } else {
+                if !reasonIndex.isEmpty { reasonIndex[run.key] = reasons.count }
+                reasons.append((run.key, run.units))
+            }
         }
         for (index, verdict) in classifications.enumerated() {
             if let current = run, current.key.category == verdict.category, current.key.reason == verdict.reason {
@@ -192,24 +209,22 @@ extension StallBreakdown {
             }
         }
         let scale = total == 0 ? UInt64(0) : 1
-        let reasons = perReason.sorted {
-            $0.value.units != $1.value.units
-                ? $0.value.units > $1.value.units
-                : $0.value.order < $1.value.order
+        let top = reasons.indices.sorted {
+            reasons[$0].units != reasons[$1].units ? reasons[$0].units > reasons[$1].units : $0 < $1
         }
-        .filter { $0.value.units > 0 }
+        .filter { reasons[$0].units > 0 }
         .prefix(max(0, maxReasons))
         .map {
             ReasonTime(
-                category: $0.key.category, reason: $0.key.reason, nanos: $0.value.units * scale,
-                share: Double($0.value.units) / Double(unitTotal))
+                category: reasons[$0].key.category, reason: reasons[$0].key.reason,
+                nanos: reasons[$0].units * scale, share: Double(reasons[$0].units) / Double(unitTotal))
         }
         let nanos = perCategory.map { $0 * scale }
         let shares = perCategory.map { unitTotal == 0 ? 0 : Double($0) / Double(unitTotal) }
         self.init(
             nanos: nanos, shares: shares, totalNanos: total, dominant: dominant,
             dominantShare: unitTotal == 0 ? 0 : Double(dominantUnits) / Double(unitTotal),
-            topReasons: Array(reasons), sampleCount: samples.count)
+            topReasons: Array(top), sampleCount: samples.count)
     }
 }
 
@@ -224,6 +239,11 @@ extension StallBreakdown {
             return until > time ? until - time : 0
         }
     }
+}
+
+extension StallBreakdown {
+    /// Up to how many reasons a breakdown looks for one by one.
+    fileprivate static let linearReasons = 16
 }
 
 private struct ReasonKey: Hashable {

@@ -28,7 +28,7 @@ extension StallCategory {
     public func hash(into hasher: inout Hasher) { hasher.combine(ordinal) }
 
     /// The case's position in `allCases`.
-    var ordinal: Int {
+    package var ordinal: Int {
         switch self {
         case .compute: 0
         case .io: 1

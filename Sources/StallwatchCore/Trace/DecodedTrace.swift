@@ -202,7 +202,10 @@ struct StallAssembler {
             slots[record.id] = stallRecords.count
             stallRecords.append(record)
         }
-        var members = [[Int]](repeating: [], count: stallRecords.count)
+        // Samples by stall: each stall's run of `order`, `start[slot]..<start[slot + 1]`, in file
+        // order (one array for all, counted first).
+        var slotOf = [Int](repeating: -1, count: samples.count)
+        var start = [Int](repeating: 0, count: stallRecords.count + 1)
         var orphans = 0
         var last: (stall: UInt64, slot: Int?)?
         for (index, sample) in samples.enumerated() {
@@ -213,29 +216,44 @@ struct StallAssembler {
                 slot = slots[sample.stall]
                 last = (sample.stall, slot)
             }
-            if let slot { members[slot].append(index) } else { orphans += 1 }
+            if let slot {
+                slotOf[index] = slot
+                start[slot + 1] += 1
+            } else {
+                orphans += 1
+            }
+        }
+        for slot in stallRecords.indices { start[slot + 1] += start[slot] }
+        var order = [Int](repeating: 0, count: start[stallRecords.count])
+        var next = start
+        for (index, slot) in slotOf.enumerated() where slot >= 0 {
+            order[next[slot]] = index
+            next[slot] += 1
         }
 
         var result: [Stall] = []
         result.reserveCapacity(stallRecords.count)
+        let taken = self.samples
         for (slot, record) in stallRecords.enumerated() {
-            var order = members[slot]
-            let taken = self.samples
-            if !order.indices.dropFirst().allSatisfy({ taken[order[$0 - 1]].time <= taken[order[$0]].time }) {
-                order.sort { taken[$0].time < taken[$1].time }
+            var members = order[start[slot]..<start[slot + 1]]
+            if !zip(members, members.dropFirst()).allSatisfy({ taken[$0].time <= taken[$1].time }) {
+                members.sort { taken[$0].time < taken[$1].time }
             }
-            let samples = order.map { index in
+            var samples: [Sample] = []
+            samples.reserveCapacity(members.count)
+            for index in members {
                 let sample = taken[index]
                 let key = SampleKey(stall: record.id, time: sample.time)
                 let counted = counters.isEmpty ? nil : counters[key]
-                return Sample(
-                    time: sample.time, frames: stackFrames[Int(sample.stack)], state: sample.state,
-                    syscall: sample.syscall, wchan: sample.wchan < 0 ? nil : wchans.strings[Int(sample.wchan)],
-                    cpuTimeNanos: sample.cpuTime,
-                    annotation: sample.annotation == 0 ? nil : annotations[sample.annotation],
-                    captureTimedOut: sample.captureTimedOut, source: sources.isEmpty ? nil : sources[key],
-                    counters: counted?.counters, countersDelta: counted?.delta,
-                    wait: waits.isEmpty ? nil : waits[key]?.fact(frame: frame))
+                samples.append(
+                    Sample(
+                        time: sample.time, frames: stackFrames[Int(sample.stack)], state: sample.state,
+                        syscall: sample.syscall, wchan: sample.wchan < 0 ? nil : wchans.strings[Int(sample.wchan)],
+                        cpuTimeNanos: sample.cpuTime,
+                        annotation: sample.annotation == 0 ? nil : annotations[sample.annotation],
+                        captureTimedOut: sample.captureTimedOut, source: sources.isEmpty ? nil : sources[key],
+                        counters: counted?.counters, countersDelta: counted?.delta,
+                        wait: waits.isEmpty ? nil : waits[key]?.fact(frame: frame)))
             }
             var flags: StallFlags = [.unfinished]
             var end: UInt64?

@@ -82,12 +82,16 @@ public struct FrameNamer: Sendable, Hashable {
 /// stacks skip it.
 func isCompilerGenerated(_ frame: Frame) -> Bool {
     if frame.file?.utf8HasSuffix("<compiler-generated>") == true { return true }
-    guard let symbol = frame.symbol else { return false }
+    // Every prefix starts with one of r, p, m, t, o; most symbols start with a module's name.
+    guard let symbol = frame.symbol, let first = symbol.utf8.first, compilerGeneratedInitials.contains(first) else {
+        return false
+    }
     for prefix in compilerGeneratedPrefixes where symbol.utf8HasPrefix(prefix) { return true }
     return false
 }
 
 private let compilerGeneratedPrefixes = ["reabstraction thunk", "partial apply", "merged ", "thunk for ", "outlined "]
+private let compilerGeneratedInitials = Set(compilerGeneratedPrefixes.compactMap(\.utf8.first))
 
 /// How a frame is named without its trace's module map (no load addresses, no build root):
 /// prefer `AnalyzedStall.frameName(_:)`, which has both.

@@ -124,30 +124,34 @@ public struct ReportBuilder: Sendable {
         var byTier: [Tier: Int] = [:]
         for tier in Tier.allCases { byTier[tier] = 0 }
         var byCategory: [StallCategory: Int] = [:]
-        var categoryNanos: [StallCategory: UInt64] = [:]
         for category in StallCategory.allCases { byCategory[category] = 0 }
+        var categoryNanos = [UInt64](repeating: 0, count: StallCategory.allCases.count)
         var overrun: UInt64 = 0
         var total: UInt64 = 0
         var unsampled: UInt64 = 0
         var unfinished = 0
         var hangs = 0
-        for stall in analyzed.joined() {
-            unsampled += stall.unsampledNanos
-            if stall.stall.end == nil { unfinished += 1 }
-            if stall.stall.tier >= .hang { hangs += 1 }
-            byTier[stall.stall.tier, default: 0] += 1
-            byCategory[stall.category, default: 0] += 1
-            for category in StallCategory.allCases {
-                categoryNanos[category, default: 0] += stall.breakdown.nanos(for: category)
+        // By index, not `for stall in analyzed.joined()`: that copied every stall.
+        for stalls in analyzed {
+            for index in stalls.indices {
+                unsampled += stalls[index].unsampledNanos
+                if stalls[index].stall.end == nil { unfinished += 1 }
+                let tier = stalls[index].stall.tier
+                if tier >= .hang { hangs += 1 }
+                byTier[tier, default: 0] += 1
+                byCategory[stalls[index].category, default: 0] += 1
+                for category in StallCategory.allCases {
+                    categoryNanos[category.ordinal] += stalls[index].breakdown.nanos(for: category)
+                }
+                overrun += stalls[index].overrunNanos
+                total += stalls[index].durationNanos
             }
-            overrun += stall.overrunNanos
-            total += stall.durationNanos
         }
         let stallStats = StallReport.StallStats(
             total: analyzed.reduce(0) { $0 + $1.count }, unfinished: unfinished, totalMs: ms(total),
             byTier: byTier, byCategory: byCategory,
             categoryMs: Dictionary(
-                uniqueKeysWithValues: StallCategory.allCases.map { ($0, ms(categoryNanos[$0] ?? 0)) }),
+                uniqueKeysWithValues: StallCategory.allCases.map { ($0, ms(categoryNanos[$0.ordinal])) }),
             unsampledMs: ms(unsampled), hangs: hangs)
 
         let signatures = Self.signatures(

@@ -123,7 +123,7 @@ public struct AnalyzedStall: Sendable {
             if let known = memo.verdicts[key] {
                 classifications.append(known)
             } else {
-                let verdict = classifier.classify(samples[index])
+                let verdict = memo.symbols.verdict(samples[index], classifier)
                 memo.verdicts[key] = verdict
                 classifications.append(verdict)
             }
@@ -216,12 +216,19 @@ final class AppFrameMemo {
     }
 }
 
-/// `FrameNamer.name(_:)` of symbolicated frames by symbol: that name depends on the symbol
-/// alone (`SwiftNames.simplify`), and simplifying the same symbol in every trace of a fleet
-/// was a tenth of analyzing it. Unchecked `Sendable`: `ReportBuilder.analyze` hands each one to
-/// a single worker, which uses it from one thread at a time.
+/// What one worker learns from the traces it analyzes that holds in every trace (each trace
+/// has its own addresses, but a fleet's traces share their functions):
+/// - `FrameNamer.name(_:)` of symbolicated frames by symbol: that name depends on the symbol
+///   alone (`SwiftNames.simplify`), and simplifying the same symbol in every trace of a fleet
+///   was a tenth of analyzing it;
+/// - the classifier's verdict by what it reads of a sample (`PortableSample`): classifying
+///   each trace's few distinct samples again was a sixteenth.
+///
+/// Unchecked `Sendable`: `ReportBuilder.analyze` hands each one to a single worker, which
+/// uses it from one thread at a time (and always with the same classifier).
 final class SymbolNameMemo: @unchecked Sendable {
     private var names: [String: String] = [:]
+    private var verdicts: [PortableSample: Classification] = [:]
 
     func name(_ frame: Frame, _ namer: FrameNamer) -> String {
         guard let symbol = frame.symbol else { return namer.name(frame) }
@@ -229,6 +236,44 @@ final class SymbolNameMemo: @unchecked Sendable {
         let name = namer.name(frame)
         names[symbol] = name
         return name
+    }
+
+    /// `classifier`'s verdict on `sample`, once per portable sample.
+    func verdict(_ sample: Sample, _ classifier: Classifier) -> Classification {
+        let key = PortableSample(sample)
+        if let known = verdicts[key] { return known }
+        let verdict = classifier.classify(sample)
+        verdicts[key] = verdict
+        return verdict
+    }
+}
+
+/// The parts of a sample `Classifier.classify(_:)` reads, without addresses: each frame's
+/// symbol and module (the frame cache judges a frame by those), the kernel state and facts,
+/// the annotation. Two samples of different traces with equal portable samples get the same
+/// verdict.
+struct PortableSample: Hashable {
+    struct Function: Hashable {
+        var symbol: String?
+        var module: String?
+    }
+
+    var functions: [Function]
+    var state: ThreadState
+    var syscall: Int32?
+    var wchan: String?
+    var annotation: Annotation?
+    var wait: WaitFact?
+    var countersDelta: KernelCounters?
+
+    init(_ sample: Sample) {
+        functions = sample.frames.map { Function(symbol: $0.symbol, module: $0.module) }
+        state = sample.state
+        syscall = sample.syscall
+        wchan = sample.wchan
+        annotation = sample.annotation
+        wait = sample.wait
+        countersDelta = sample.countersDelta
     }
 }
 
