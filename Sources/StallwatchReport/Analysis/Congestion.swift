@@ -54,8 +54,11 @@ enum CongestionAnalysis {
             var label: String
         }
         var sites: [SiteKey: (iterations: Int, callouts: UInt64, nanos: UInt64)] = [:]
-        for loaded in traces {
-            let trace = loaded.trace
+        for index in traces.indices
+        where !traces[index].trace.congestion.isEmpty
+            || !traces[index].trace.congestedIterations.isEmpty
+        {
+            let trace = traces[index].trace
             let budget = (trace.header?.thresholds.budget ?? TierThresholds.default.budget).nanoseconds
             counted += trace.congestion.reduce(0) { $0 + $1.count }
             for iteration in trace.congestedIterations {

@@ -36,8 +36,7 @@ public struct TraceFacts: Sendable, Hashable {
 
     /// The facts of `loaded`.
     public init(_ loaded: LoadedTrace) {
-        let trace = loaded.trace
-        if let origin = trace.origin {
+        if let origin = loaded.trace.origin {
             traceID = origin.traceID.count == 16 ? hex(origin.traceID) : derivedID(loaded)
             host = origin.host.isEmpty ? nil : origin.host
             buildID = origin.buildID.isEmpty ? nil : hex(origin.buildID)
@@ -45,8 +44,8 @@ public struct TraceFacts: Sendable, Hashable {
         } else {
             traceID = derivedID(loaded)
         }
-        wallClockStart = trace.header?.wallClockStart
-        clockBase = trace.header?.clockBase ?? 0
+        wallClockStart = loaded.trace.header?.wallClockStart
+        clockBase = loaded.trace.header?.clockBase ?? 0
     }
 
     /// The wall-clock time of the monotonic instant `time`, in ns since 1970; nil without a
@@ -193,16 +192,18 @@ extension ReportBuilder {
     ) -> StallReport.FleetSummary {
         var first: UInt64?
         var last: UInt64?
-        for (trace, fact) in zip(traces, facts) {
-            guard let start = fact.wallClockStart else { continue }
+        for index in traces.indices {
+            guard index < facts.count, let start = facts[index].wallClockStart else { continue }
             first = min(first ?? start, start)
-            let end = start &+ runTime(of: trace)
+            let end = start &+ runTime(of: traces[index])
             last = max(last ?? end, end)
         }
         return StallReport.FleetSummary(
-            traces: traces.count, processes: Set(traces.compactMap { $0.trace.header?.processName }).count,
+            traces: traces.count,
+            processes: Set(traces.indices.compactMap { traces[$0].trace.header?.processName }).count,
             hosts: Set(facts.compactMap(\.host)).count, builds: Set(facts.map(\.build)).count,
-            appVersions: Set(facts.compactMap(\.appVersion)).count, bytes: traces.reduce(0) { $0 + $1.byteCount },
+            appVersions: Set(facts.compactMap(\.appVersion)).count,
+            bytes: traces.indices.reduce(0) { $0 + traces[$1].byteCount },
             firstStart: first.map(isoTime), lastEnd: last.map(isoTime), unreadable: unreadable)
     }
 }

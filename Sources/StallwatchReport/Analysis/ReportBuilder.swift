@@ -95,25 +95,26 @@ public struct ReportBuilder: Sendable {
     public func report(
         _ traces: [LoadedTrace], analyzed: [[AnalyzedStall]], top: Int, unreadable: [StallReport.Unreadable] = []
     ) -> StallReport {
-        let facts = traces.map(TraceFacts.init)
+        // By index throughout: iterating `traces` copies each trace (a dozen references).
+        let facts = traces.indices.map { TraceFacts(traces[$0]) }
         var infos: [StallReport.TraceInfo] = []
         var runNanos: UInt64 = 0
         var fullRunNanos: UInt64 = 0
         var calloutNanos: UInt64 = 0
         var sawFull = false
-        for (index, trace) in traces.enumerated() {
-            let run = Self.runTime(of: trace)
+        for index in traces.indices {
+            let run = Self.runTime(of: traces[index])
             runNanos += run
-            if trace.trace.header?.mode == .full || trace.trace.calloutCount > 0 {
+            if traces[index].trace.header?.mode == .full || traces[index].trace.calloutCount > 0 {
                 sawFull = true
                 fullRunNanos += run
-                calloutNanos += trace.trace.calloutNanos
+                calloutNanos += traces[index].trace.calloutNanos
             }
-            let header = trace.trace.header
+            let header = traces[index].trace.header
             var info = StallReport.TraceInfo(
-                path: trace.path, process: header?.processName ?? "", pid: header?.pid ?? 0,
-                mode: header?.mode, bytes: trace.byteCount, runTimeSeconds: round(Double(run) / 1e9, 6),
-                stalls: analyzed[index].count, problems: trace.trace.outcome.problems.map(\.description))
+                path: traces[index].path, process: header?.processName ?? "", pid: header?.pid ?? 0,
+                mode: header?.mode, bytes: traces[index].byteCount, runTimeSeconds: round(Double(run) / 1e9, 6),
+                stalls: analyzed[index].count, problems: traces[index].trace.outcome.problems.map(\.description))
             info.traceID = facts[index].traceID
             info.host = facts[index].host
             info.build = facts[index].build
@@ -242,28 +243,31 @@ public struct ReportBuilder: Sendable {
 
     /// From the header's start (else the first timestamp) to the last timestamp, in nanoseconds.
     static func runTime(of loaded: LoadedTrace) -> UInt64 {
-        let trace = loaded.trace
         var first = UInt64.max
         var last: UInt64 = 0
         func see(_ time: UInt64) {
             first = min(first, time)
             last = max(last, time)
         }
-        for stall in trace.stalls {
-            see(stall.start)
-            if let end = stall.end { see(end) }
-            if let sample = stall.samples.last { see(sample.time) }
+        // By index: `for stall in stalls` copied every stall and `samples.last` its last sample,
+        // and a fleet report asks this of every trace twice.
+        let stalls = loaded.trace.stalls
+        for index in stalls.indices {
+            see(stalls[index].start)
+            if let end = stalls[index].end { see(end) }
+            let count = stalls[index].samples.count
+            if count > 0 { see(stalls[index].samples[count - 1].time) }
         }
-        for record in trace.frameClock { see(record.intervalStart &+ record.intervalLength) }
-        for record in trace.latencyHistograms { see(record.intervalStart &+ record.intervalLength) }
-        for record in trace.congestion { see(record.intervalStart &+ record.intervalLength) }
-        if trace.lastCalloutEnd > 0 { see(trace.lastCalloutEnd) }
-        let start = trace.header?.clockBase ?? first
+        for record in loaded.trace.frameClock { see(record.intervalStart &+ record.intervalLength) }
+        for record in loaded.trace.latencyHistograms { see(record.intervalStart &+ record.intervalLength) }
+        for record in loaded.trace.congestion { see(record.intervalStart &+ record.intervalLength) }
+        if loaded.trace.lastCalloutEnd > 0 { see(loaded.trace.lastCalloutEnd) }
+        let start = loaded.trace.header?.clockBase ?? first
         return last > start ? last - start : 0
     }
 
     static func frameStats(_ traces: [LoadedTrace]) -> StallReport.FrameStats? {
-        let records = traces.flatMap(\.trace.frameClock)
+        let records = traces.indices.flatMap { traces[$0].trace.frameClock }
         guard !records.isEmpty else { return nil }
         let expected = records.reduce(0) { $0 + $1.expected }
         let delivered = records.reduce(0) { $0 + $1.delivered }
@@ -276,7 +280,7 @@ public struct ReportBuilder: Sendable {
 
     static func latency(_ traces: [LoadedTrace]) -> StallReport.LatencyStats? {
         var counts: [Int: UInt64] = [:]
-        for record in traces.flatMap(\.trace.latencyHistograms) {
+        for record in traces.indices.flatMap({ traces[$0].trace.latencyHistograms }) {
             for bucket in record.buckets where Int(bucket.index) < LatencyBuckets.count {
                 counts[Int(bucket.index), default: 0] += bucket.count
             }
