@@ -65,6 +65,45 @@ import Testing
         #expect(analyzed.representative?.confidence == 1)
     }
 
+    @Test func memosKeptAcrossStallsAndTracesChangeNoAnalysis() {
+        // Two traces of the same functions at other addresses, each stall analysed with the
+        // trace's memos (stacks by storage, verdicts by portable sample, names by symbol) and
+        // alone: the same verdicts, representative stacks and signatures.
+        let symbols = SymbolNameMemo()
+        let classifier = Classifier()
+        for base: UInt64 in [0x1000, 0x9000] {
+            let memo = AppFrameMemo(symbols: symbols)
+            let parse = [frame("App.parse()", base), frame("App.load()", base + 0x100)]
+            let write = [
+                Frame(address: base + 0x200, symbol: "fsync", module: "/usr/lib/x86_64-linux-gnu/libc.so.6"),
+                frame("App.save()", base + 0x300),
+            ]
+            let copy = parse.map { $0 }  // equal frames in their own storage
+            let shapes: [[(UInt64, [Frame], ThreadState)]] = [
+                [(17, parse, .running), (27, parse, .running), (37, write, .diskSleep)],
+                [(17, write, .diskSleep), (27, copy, .running), (37, write, .diskSleep), (47, parse, .running)],
+                [(17, copy, .running)],
+            ]
+            for (id, shape) in shapes.enumerated() {
+                let stall = Stall(
+                    id: UInt64(id), start: 0, end: 60 * ms, tier: .hitch,
+                    callout: CalloutIdentity(
+                        kind: .post, file: "App/main.swift", line: 1, mode: "default", phase: .beforeSources),
+                    samples: shape.map {
+                        Sample(time: $0.0 * ms, frames: $0.1, state: $0.2, syscall: $0.2 == .diskSleep ? 74 : nil)
+                    })
+                let shared = AnalyzedStall(
+                    stall, tracePath: "t", budget: .milliseconds(16), classifier: classifier,
+                    names: FrameNamer(modules: []), memo: memo)
+                let alone = AnalyzedStall(stall, tracePath: "t", budget: .milliseconds(16), classifier: Classifier())
+                #expect(shared.classifications == alone.classifications)
+                #expect(shared.representative == alone.representative)
+                #expect(shared.key == alone.key)
+                #expect(shared.breakdown == alone.breakdown)
+            }
+        }
+    }
+
     @Test func noStackNoRepresentative() {
         let analyzed = stall(end: 40, samples: [(17, []), (30, [])])
         #expect(analyzed.representative == nil)
