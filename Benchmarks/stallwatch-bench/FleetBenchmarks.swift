@@ -17,17 +17,22 @@ enum FleetBenchmarks {
         _ = try catSeconds(directory)
         let cat = median((0..<3).map { _ in (try? catSeconds(directory)) ?? .nan })
 
-        func pipeline(workers: Int) -> (seconds: Double, records: Int) {
+        /// One whole report; `phases` are the seconds of loading (read, decode, classify), adding
+        /// up and rendering.
+        func pipeline(workers: Int) -> (seconds: Double, records: Int, phases: [Double]) {
             let start = nowNanos()
             // As `stallwatch report` does: each trace analyzed by the thread that read it.
             let builder = ReportBuilder(workers: workers)
             let read = builder.loadAndAnalyze(paths: paths).compactMap { try? $0.get() }
+            let loadedAt = nowNanos()
             let loaded = read.map(\.trace)
             let report = builder.report(loaded, analyzed: read.map(\.stalls), top: 10)
+            let addedAt = nowNanos()
             let text = ReportText.render(report, colour: false)
             precondition(!text.isEmpty)
-            let seconds = Double(nowNanos() - start) / 1e9
-            return (seconds, loaded.reduce(0) { $0 + $1.trace.outcome.recordCount })
+            let end = nowNanos()
+            let phases = [loadedAt - start, addedAt - loadedAt, end - addedAt].map { Double($0) / 1e9 }
+            return (Double(end - start) / 1e9, loaded.reduce(0) { $0 + $1.trace.outcome.recordCount }, phases)
         }
         let one = (0..<3).map { _ in pipeline(workers: 1) }
         let all = (0..<3).map { _ in pipeline(workers: cores) }
@@ -48,6 +53,16 @@ enum FleetBenchmarks {
             peer: "cat DIR/* > /dev/null, seconds", peerValue: cat, goal: "<= 3x"
         ).printLine()
         Result(name: "fleet.report_seconds", value: report, unit: "s").printLine()
+        // Where the time goes, on one core and on all: what does not shrink with more cores is
+        // what keeps the speed-up from the core count.
+        for (label, runs) in [("1_core", one), ("all_cores", all)] {
+            for (index, phase) in ["load", "aggregate", "render"].enumerated() {
+                Result(
+                    name: "fleet.report_phase.\(phase).\(label)", value: median(runs.map { $0.phases[index] }),
+                    unit: "s"
+                ).printLine()
+            }
+        }
 
         // One large trace: serial decode against decoding between sync markers on every core.
         let large = TraceBenchmarks.generate(megabytes: 64)

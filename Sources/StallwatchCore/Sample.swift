@@ -143,9 +143,30 @@ public struct Sample: Sendable, Hashable, Codable {
     /// Whether `other` equals this sample but for `time` and `cpuTimeNanos` (what a verdict
     /// does not depend on), compared in place: no copy of either.
     package func equalsIgnoringTimes(_ other: Sample) -> Bool {
-        frames == other.frames && state == other.state && syscall == other.syscall && wchan == other.wchan
-            && annotation == other.annotation && captureTimedOut == other.captureTimedOut && source == other.source
-            && kernel == other.kernel
+        withUnsafePointer(to: self) { this in withUnsafePointer(to: other) { Sample.equalIgnoringTimes(this, $0) } }
+    }
+
+    /// `equalsIgnoringTimes` on the samples in place (field by field through the pointers:
+    /// a method call on an array element copied the whole sample first).
+    @inline(__always)
+    private static func equalIgnoringTimes(_ a: UnsafePointer<Sample>, _ b: UnsafePointer<Sample>) -> Bool {
+        a.pointee.frames == b.pointee.frames && a.pointee.state == b.pointee.state
+            && a.pointee.syscall == b.pointee.syscall && a.pointee.wchan == b.pointee.wchan
+            && a.pointee.annotation == b.pointee.annotation && a.pointee.captureTimedOut == b.pointee.captureTimedOut
+            && a.pointee.source == b.pointee.source && a.pointee.kernel == b.pointee.kernel
+    }
+
+    /// For each of `samples`, whether it equals the one before it but for its times (false for
+    /// the first): compared in place, where the other module's caller copied both samples.
+    package static func repeatsOfPrevious(_ samples: [Sample]) -> [Bool] {
+        var result = [Bool](repeating: false, count: samples.count)
+        samples.withUnsafeBufferPointer { buffer in
+            guard let base = buffer.baseAddress else { return }
+            for index in buffer.indices.dropFirst() {
+                result[index] = Sample.equalIgnoringTimes(base + index, base + index - 1)
+            }
+        }
+        return result
     }
 
     /// The name of `syscall` from the x86_64 table (`74` → `"fsync"`), or `nil`.

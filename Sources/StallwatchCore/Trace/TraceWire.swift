@@ -138,6 +138,24 @@ struct TraceByteReader {
     }
 
     mutating func longVarint(_ field: StaticString) throws(TraceFieldError) -> UInt64 {
+        // With eight bytes to read, a varint of up to eight bytes (56 bits: every time and
+        // address delta a trace holds) is found and put together without a loop.
+        if end - position >= 8 {
+            let word = UInt64(littleEndian: base.loadUnaligned(fromByteOffset: position, as: UInt64.self))
+            let stops = ~word & 0x8080_8080_8080_8080
+            if stops != 0 {
+                let length = stops.trailingZeroBitCount / 8 + 1
+                let kept = length == 8 ? word : word & ((1 &<< UInt64(length * 8)) &- 1)
+                // A final zero byte means a longer encoding than needed: never written, so corrupt.
+                if kept >> UInt64(length * 8 - 8) == 0 { throw .badVarint(field) }
+                var value = kept & 0x7F7F_7F7F_7F7F_7F7F
+                value = (value & 0x007F_007F_007F_007F) | ((value & 0x7F00_7F00_7F00_7F00) >> 1)
+                value = (value & 0x0000_3FFF_0000_3FFF) | ((value & 0x3FFF_0000_3FFF_0000) >> 2)
+                value = (value & 0x0000_0000_0FFF_FFFF) | ((value & 0x0FFF_FFFF_0000_0000) >> 4)
+                position += length
+                return value
+            }
+        }
         // Bytes 1...9 carry 7 bits each; a 10th may only hold the top bit.
         var result: UInt64 = 0
         var shift: UInt64 = 0

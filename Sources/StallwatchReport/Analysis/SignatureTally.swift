@@ -31,9 +31,11 @@ struct SignatureTally {
             traces.insert(trace)
         }
 
-        /// The two groups' stalls and traces together.
-        func union(_ other: Group) -> Group {
-            Group(stalls: stalls + other.stalls, traces: traces.union(other.traces))
+        /// Takes in `other`'s stalls and traces, in place (`union` made a new set per merge,
+        /// copying every trace seen so far: quadratic in the runs merged).
+        mutating func formUnion(_ other: Group) {
+            stalls += other.stalls
+            traces.formUnion(other.traces)
         }
     }
 
@@ -107,8 +109,8 @@ struct SignatureTally {
         traces.formUnion(other.traces)
         firstSeen = [firstSeen, other.firstSeen].compactMap { $0 }.min()
         lastSeen = [lastSeen, other.lastSeen].compactMap { $0 }.max()
-        builds.merge(other.builds) { $0.union($1) }
-        hosts.merge(other.hosts) { $0.union($1) }
+        for (build, group) in other.builds { builds[build, default: Group()].formUnion(group) }
+        for (host, group) in other.hosts { hosts[host, default: Group()].formUnion(group) }
     }
 
     /// The signature `key` these stalls make; `stalls[trace][stall]` are the analyzed stalls,

@@ -114,8 +114,9 @@ public struct AnalyzedStall: Sendable {
         let samples = stall.samples
         var classifications: [Classification] = []
         classifications.reserveCapacity(samples.count)
+        let repeats = Sample.repeatsOfPrevious(samples)
         for index in samples.indices {
-            if index > 0, samples[index].equalsIgnoringTimes(samples[index - 1]) {
+            if repeats[index] {
                 classifications.append(classifications[index - 1])
                 continue
             }
