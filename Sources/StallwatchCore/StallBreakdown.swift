@@ -52,7 +52,7 @@ public struct StallBreakdown: Sendable, Hashable, Codable {
 
     /// `nanos` and `shares` by `StallCategory.ordinal`: one breakdown is made per stall, and
     /// filling two dictionaries for each was a twentieth of a fleet report.
-    private var categoryNanos: [UInt64]
+    @usableFromInline var categoryNanos: [UInt64]
     private var categoryShares: [Double]
 
     /// Creates a breakdown.
@@ -82,6 +82,14 @@ public struct StallBreakdown: Sendable, Hashable, Codable {
     /// The attributed nanoseconds of `category`.
     public func nanos(for category: StallCategory) -> UInt64 {
         categoryNanos[category.ordinal]
+    }
+
+    /// Adds each category's attributed nanoseconds to `totals` (by `StallCategory.ordinal`).
+    /// Inlinable, so a caller in another module reads the breakdown in place instead of
+    /// copying it first.
+    @inlinable
+    package func addCategoryNanos(to totals: inout [UInt64]) {
+        for index in categoryNanos.indices { totals[index] += categoryNanos[index] }
     }
 
     /// The fraction (0…1) of the attributed time spent in `category`.

@@ -187,15 +187,16 @@ func nearestRank(_ sorted: [UInt64], _ fraction: Double) -> UInt64 {
 
 extension ReportBuilder {
     /// The fleet summary of `traces` (and of the inputs that could not be read).
+    /// `runTimes[i]` is `runTime(of: traces[i])`.
     static func fleetSummary(
-        _ traces: [LoadedTrace], facts: [TraceFacts], unreadable: [StallReport.Unreadable]
+        _ traces: [LoadedTrace], facts: [TraceFacts], runTimes: [UInt64], unreadable: [StallReport.Unreadable]
     ) -> StallReport.FleetSummary {
         var first: UInt64?
         var last: UInt64?
         for index in traces.indices {
             guard index < facts.count, let start = facts[index].wallClockStart else { continue }
             first = min(first ?? start, start)
-            let end = start &+ runTime(of: traces[index])
+            let end = start &+ runTimes[index]
             last = max(last ?? end, end)
         }
         return StallReport.FleetSummary(

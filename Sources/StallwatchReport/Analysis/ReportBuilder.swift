@@ -102,8 +102,9 @@ public struct ReportBuilder: Sendable {
         var fullRunNanos: UInt64 = 0
         var calloutNanos: UInt64 = 0
         var sawFull = false
+        let runTimes = traces.indices.map { Self.runTime(of: traces[$0]) }
         for index in traces.indices {
-            let run = Self.runTime(of: traces[index])
+            let run = runTimes[index]
             runNanos += run
             if traces[index].trace.header?.mode == .full || traces[index].trace.calloutCount > 0 {
                 sawFull = true
@@ -122,10 +123,9 @@ public struct ReportBuilder: Sendable {
             infos.append(info)
         }
 
-        var byTier: [Tier: Int] = [:]
-        for tier in Tier.allCases { byTier[tier] = 0 }
-        var byCategory: [StallCategory: Int] = [:]
-        for category in StallCategory.allCases { byCategory[category] = 0 }
+        // Counted in arrays (by tier, by category ordinal), made dictionaries once at the end.
+        var tierCounts = [Int](repeating: 0, count: Tier.allCases.count)
+        var categoryCounts = [Int](repeating: 0, count: StallCategory.allCases.count)
         var categoryNanos = [UInt64](repeating: 0, count: StallCategory.allCases.count)
         var overrun: UInt64 = 0
         var total: UInt64 = 0
@@ -139,15 +139,15 @@ public struct ReportBuilder: Sendable {
                 if stalls[index].stall.end == nil { unfinished += 1 }
                 let tier = stalls[index].stall.tier
                 if tier >= .hang { hangs += 1 }
-                byTier[tier, default: 0] += 1
-                byCategory[stalls[index].category, default: 0] += 1
-                for category in StallCategory.allCases {
-                    categoryNanos[category.ordinal] += stalls[index].breakdown.nanos(for: category)
-                }
+                tierCounts[Tier.allCases.firstIndex(of: tier) ?? 0] += 1
+                categoryCounts[stalls[index].category.ordinal] += 1
+                stalls[index].breakdown.addCategoryNanos(to: &categoryNanos)
                 overrun += stalls[index].overrunNanos
                 total += stalls[index].durationNanos
             }
         }
+        let byTier = Dictionary(uniqueKeysWithValues: zip(Tier.allCases, tierCounts))
+        let byCategory = Dictionary(uniqueKeysWithValues: zip(StallCategory.allCases, categoryCounts))
         let stallStats = StallReport.StallStats(
             total: analyzed.reduce(0) { $0 + $1.count }, unfinished: unfinished, totalMs: ms(total),
             byTier: byTier, byCategory: byCategory,
@@ -158,7 +158,7 @@ public struct ReportBuilder: Sendable {
         let signatures = Self.signatures(
             analyzed, origins: TraceOrigins(facts.map(Optional.some)), traceCount: traces.count, workers: workers)
         return StallReport(
-            traces: infos, fleet: Self.fleetSummary(traces, facts: facts, unreadable: unreadable),
+            traces: infos, fleet: Self.fleetSummary(traces, facts: facts, runTimes: runTimes, unreadable: unreadable),
             runTimeSeconds: round(Double(runNanos) / 1e9, 6),
             loopUtilisation: sawFull && fullRunNanos > 0 ? round(Double(calloutNanos) / Double(fullRunNanos), 4) : nil,
             frames: Self.frameStats(traces),
@@ -232,7 +232,7 @@ public struct ReportBuilder: Sendable {
     }
 
     /// How many traces' stalls `signatures` adds up on one thread before merging.
-    static let tallyRun = 256
+    static let tallyRun = 1024
 
     /// `frame` ready to print, named by `names`.
     static func stackFrame(_ frame: Frame, names: FrameNamer) -> StallReport.StackFrame {
@@ -279,15 +279,17 @@ public struct ReportBuilder: Sendable {
     }
 
     static func latency(_ traces: [LoadedTrace]) -> StallReport.LatencyStats? {
-        var counts: [Int: UInt64] = [:]
-        for record in traces.indices.flatMap({ traces[$0].trace.latencyHistograms }) {
-            for bucket in record.buckets where Int(bucket.index) < LatencyBuckets.count {
-                counts[Int(bucket.index), default: 0] += bucket.count
+        var perBucket = [UInt64](repeating: 0, count: LatencyBuckets.count)
+        for index in traces.indices {
+            for record in traces[index].trace.latencyHistograms {
+                for bucket in record.buckets where Int(bucket.index) < LatencyBuckets.count {
+                    perBucket[Int(bucket.index)] += bucket.count
+                }
             }
         }
-        let total = counts.values.reduce(0, +)
+        let total = perBucket.reduce(0, +)
         guard total > 0 else { return nil }
-        let sorted = counts.sorted { $0.key < $1.key }
+        let sorted = perBucket.indices.filter { perBucket[$0] > 0 }.map { (key: $0, value: perBucket[$0]) }
         func percentile(_ fraction: Double) -> Double {
             let rank = max(1, UInt64((fraction * Double(total)).rounded(.up)))
             var seen: UInt64 = 0

@@ -122,11 +122,19 @@ extension TraceLoader {
             }
             if name.hasPrefix(".") { continue }
             let path = directory.hasSuffix("/") ? directory + name : directory + "/" + name
-            var info = stat()
-            guard stat(path, &info) == 0 else { continue }
-            if (info.st_mode & S_IFMT) == S_IFDIR {
+            // The entry's type as the directory gives it; `stat` only when it does not say, or
+            // for a link (whose target decides). A fleet directory is 10,000 entries.
+            var type = Int32(entry.pointee.d_type)
+            if type != Int32(DT_DIR) && type != Int32(DT_REG) {
+                var info = stat()
+                guard stat(path, &info) == 0 else { continue }
+                type =
+                    (info.st_mode & S_IFMT) == S_IFDIR
+                    ? Int32(DT_DIR) : (info.st_mode & S_IFMT) == S_IFREG ? Int32(DT_REG) : 0
+            }
+            if type == Int32(DT_DIR) {
                 walk(path, into: &found)
-            } else if (info.st_mode & S_IFMT) == S_IFREG && name.hasSuffix(traceExtension) {
+            } else if type == Int32(DT_REG) && name.hasSuffix(traceExtension) {
                 found.append(path)
             }
         }

@@ -115,7 +115,9 @@ public enum TraceLoader {
             let value = result.map { transform(worker, $0) }
             results.withLock { $0[index] = value }
         }
-        return results.withLock { $0.map { $0! } }
+        // Moved out, not copied: a copy of each of 10,000 traces was a tenth of a fleet report's
+        // serial part.
+        return results.withLock { storage in storage.indices.map { storage[$0].take()! } }
     }
 
     /// The size of the file at `path`, 0 if unknown (for a progress bar's total).

@@ -52,46 +52,49 @@ enum TraceInputs {
         var advance: (@Sendable (Int) -> Void)?
         if let progress { advance = { progress.advance(by: $0) } }
         // With a builder, each trace is analyzed by the thread that read it.
-        var fileResults: IndexingIterator<[Result<(trace: LoadedTrace, stalls: [AnalyzedStall]), TraceLoadError>]>
+        let fileResults: [Result<(trace: LoadedTrace, stalls: [AnalyzedStall]), TraceLoadError>]
         if let builder {
             fileResults = builder.loadAndAnalyze(paths: files, includeCallouts: includeCallouts, progress: advance)
-                .makeIterator()
         } else {
             fileResults = TraceLoader.load(paths: files, includeCallouts: includeCallouts, progress: advance)
-                .map { $0.map { (trace: $0, stalls: []) } }.makeIterator()
+                .map { $0.map { (trace: $0, stalls: []) } }
         }
         progress?.finish()
-        var results: [Result<(trace: LoadedTrace, stalls: [AnalyzedStall]), TraceLoadError>] = []
-        var standardInput: [UInt8]?
-        for path in paths {
-            if path == standardInputName {
-                if standardInput == nil { standardInput = try readStandardInput(context: context) }
-                let bytes = standardInput ?? []
-                results.append(
-                    TraceLoader.load(bytes: bytes, path: path, includeCallouts: includeCallouts).map {
-                        (trace: $0, stalls: builder?.analyze([$0])[0] ?? [])
-                    })
-            } else {
-                results.append(fileResults.next()!)
-            }
-        }
         var fatal: [String] = []
         var unreadable: [StallReport.Unreadable] = []
         var corrupt: [String] = []
         var traces: [LoadedTrace] = []
         var analyzed: [[AnalyzedStall]] = []
-        for result in results {
+        traces.reserveCapacity(paths.count)
+        analyzed.reserveCapacity(builder == nil ? 0 : paths.count)
+        // Each result taken where it lies (iterating the results copied every trace twice).
+        func take(_ result: borrowing Result<(trace: LoadedTrace, stalls: [AnalyzedStall]), TraceLoadError>) {
             switch result {
             case .failure(let error):
                 fatal.append(error.description)
                 unreadable.append(StallReport.Unreadable(path: error.path, reason: error.description))
-            case .success(let (trace, stalls)):
-                traces.append(trace)
-                if builder != nil { analyzed.append(stalls) }
-                corrupt += trace.corruptRegions.map(\.description)
-                if let truncation = trace.truncation {
+            case .success(let loaded):
+                traces.append(loaded.trace)
+                if builder != nil { analyzed.append(loaded.stalls) }
+                corrupt += loaded.trace.corruptRegions.map(\.description)
+                if let truncation = loaded.trace.truncation {
                     context.printError("warning: \(truncation.description); using the whole records before it")
                 }
+            }
+        }
+        var standardInput: [UInt8]?
+        var next = 0
+        for path in paths {
+            if path == standardInputName {
+                if standardInput == nil { standardInput = try readStandardInput(context: context) }
+                let bytes = standardInput ?? []
+                take(
+                    TraceLoader.load(bytes: bytes, path: path, includeCallouts: includeCallouts).map {
+                        (trace: $0, stalls: builder?.analyze([$0])[0] ?? [])
+                    })
+            } else {
+                take(fileResults[next])
+                next += 1
             }
         }
         if !fatal.isEmpty && (!allowCorrupt || traces.isEmpty) { throw CommandFailure(fatal + corrupt) }
