@@ -26,11 +26,16 @@ import Testing
 
     func decoded(_ bytes: [UInt8], spare: Int) throws(TraceFieldError) -> (UInt64, Int) {
         let padded = bytes + [UInt8](repeating: 0xFF, count: spare)
-        return try padded.withUnsafeBytes { buffer throws(TraceFieldError) in
+        let result = padded.withUnsafeBytes { buffer -> Result<(UInt64, Int), TraceFieldError> in
             var reader = TraceByteReader(base: buffer.baseAddress!, position: 0, end: padded.count)
-            let value = try reader.varint("value")
-            return (value, reader.position)
+            do throws(TraceFieldError) {
+                let value = try reader.varint("value")
+                return .success((value, reader.position))
+            } catch {
+                return .failure(error)
+            }
         }
+        return try result.get()
     }
 
     @Test(arguments: [0, 3, 8])
