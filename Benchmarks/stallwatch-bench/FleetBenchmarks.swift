@@ -23,10 +23,17 @@ enum FleetBenchmarks {
             let start = nowNanos()
             // As `stallwatch report` does: each trace analyzed by the thread that read it.
             let builder = ReportBuilder(workers: workers)
-            let read = builder.loadAndAnalyze(paths: paths).compactMap { try? $0.get() }
+            let read = builder.loadAndAnalyze(paths: paths)
             let loadedAt = nowNanos()
-            let loaded = read.map(\.trace)
-            let report = builder.report(loaded, analyzed: read.map(\.stalls), top: 10)
+            // Each trace taken once, where it lies, as the CLI takes them.
+            var loaded: [LoadedTrace] = []
+            var analyzed: [[AnalyzedStall]] = []
+            for index in read.indices {
+                guard case .success(let result) = read[index] else { continue }
+                loaded.append(result.trace)
+                analyzed.append(result.stalls)
+            }
+            let report = builder.report(loaded, analyzed: analyzed, top: 10)
             let addedAt = nowNanos()
             let text = ReportText.render(report, colour: false)
             precondition(!text.isEmpty)

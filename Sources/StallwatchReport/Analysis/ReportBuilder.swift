@@ -95,57 +95,47 @@ public struct ReportBuilder: Sendable {
     public func report(
         _ traces: [LoadedTrace], analyzed: [[AnalyzedStall]], top: Int, unreadable: [StallReport.Unreadable] = []
     ) -> StallReport {
-        // By index throughout: iterating `traces` copies each trace (a dozen references).
-        let facts = traces.indices.map { TraceFacts(traces[$0]) }
+        // Each trace's facts, run time, line and stall totals are made on every core, runs of
+        // traces apart (the totals are integers, so their sum does not depend on the split);
+        // in one serial pass over every stall, that walk through memory was most of what did
+        // not shrink with more cores.
+        let parts = Self.map(traces.count, workers: workers) { index in
+            TraceTotals(traces[index], stalls: analyzed[index])
+        }
+        var facts: [TraceFacts] = []
+        var runTimes: [UInt64] = []
         var infos: [StallReport.TraceInfo] = []
+        facts.reserveCapacity(traces.count)
+        runTimes.reserveCapacity(traces.count)
+        infos.reserveCapacity(traces.count)
         var runNanos: UInt64 = 0
         var fullRunNanos: UInt64 = 0
         var calloutNanos: UInt64 = 0
         var sawFull = false
-        let runTimes = traces.indices.map { Self.runTime(of: traces[$0]) }
-        for index in traces.indices {
-            let run = runTimes[index]
-            runNanos += run
-            if traces[index].trace.header?.mode == .full || traces[index].trace.calloutCount > 0 {
-                sawFull = true
-                fullRunNanos += run
-                calloutNanos += traces[index].trace.calloutNanos
-            }
-            let header = traces[index].trace.header
-            var info = StallReport.TraceInfo(
-                path: traces[index].path, process: header?.processName ?? "", pid: header?.pid ?? 0,
-                mode: header?.mode, bytes: traces[index].byteCount, runTimeSeconds: round(Double(run) / 1e9, 6),
-                stalls: analyzed[index].count, problems: traces[index].trace.outcome.problems.map(\.description))
-            info.traceID = facts[index].traceID
-            info.host = facts[index].host
-            info.build = facts[index].build
-            info.appVersion = facts[index].appVersion
-            infos.append(info)
-        }
-
-        // Counted in arrays (by tier, by category ordinal), made dictionaries once at the end.
-        var tierCounts = [Int](repeating: 0, count: Tier.allCases.count)
-        var categoryCounts = [Int](repeating: 0, count: StallCategory.allCases.count)
-        var categoryNanos = [UInt64](repeating: 0, count: StallCategory.allCases.count)
-        var overrun: UInt64 = 0
-        var total: UInt64 = 0
-        var unsampled: UInt64 = 0
-        var unfinished = 0
-        var hangs = 0
-        // By index, not `for stall in analyzed.joined()`: that copied every stall.
-        for stalls in analyzed {
-            for index in stalls.indices {
-                unsampled += stalls[index].unsampledNanos
-                if stalls[index].stall.end == nil { unfinished += 1 }
-                let tier = stalls[index].stall.tier
-                if tier >= .hang { hangs += 1 }
-                tierCounts[Tier.allCases.firstIndex(of: tier) ?? 0] += 1
-                categoryCounts[stalls[index].category.ordinal] += 1
-                stalls[index].breakdown.addCategoryNanos(to: &categoryNanos)
-                overrun += stalls[index].overrunNanos
-                total += stalls[index].durationNanos
+        var totals = StallTotals()
+        for part in parts {
+            for index in part.indices {
+                let run = part[index].run
+                runNanos += run
+                if part[index].full {
+                    sawFull = true
+                    fullRunNanos += run
+                    calloutNanos += part[index].calloutNanos
+                }
+                facts.append(part[index].facts)
+                runTimes.append(run)
+                infos.append(part[index].info)
+                totals.add(part[index].stalls)
             }
         }
+        let tierCounts = totals.tiers
+        let categoryCounts = totals.categories
+        let categoryNanos = totals.categoryNanos
+        let overrun = totals.overrun
+        let total = totals.total
+        let unsampled = totals.unsampled
+        let unfinished = totals.unfinished
+        let hangs = totals.hangs
         let byTier = Dictionary(uniqueKeysWithValues: zip(Tier.allCases, tierCounts))
         let byCategory = Dictionary(uniqueKeysWithValues: zip(StallCategory.allCases, categoryCounts))
         let stallStats = StallReport.StallStats(
@@ -314,4 +304,92 @@ func round(_ value: Double, _ places: Int) -> Double {
     var scale = 1.0
     for _ in 0..<places { scale *= 10 }
     return (value * scale).rounded() / scale
+}
+
+extension ReportBuilder {
+    /// `body(i)` for every `i` in `0..<count` on up to `workers` threads, in runs of 256, the
+    /// runs in order (read them in turn: flattening would copy every value).
+    static func map<Value: Sendable>(
+        _ count: Int, workers: Int, _ body: @Sendable (Int) -> Value
+    ) -> [[Value]] {
+        let run = 256
+        let runs = (count + run - 1) / run
+        let parts = Locked([[Value]](repeating: [], count: runs))
+        TraceLoader.forEachIndex(runs, workers: workers) { index in
+            let part = (index * run..<min(count, (index + 1) * run)).map(body)
+            parts.withLock { $0[index] = part }
+        }
+        return parts.withLock { $0 }
+    }
+}
+
+/// What `ReportBuilder.report` takes from one trace: its facts, run time and line in the
+/// trace list, and its stalls added up.
+struct TraceTotals: Sendable {
+    var facts: TraceFacts
+    var run: UInt64
+    /// Whether the trace recorded callouts (`full` mode), and their time.
+    var full: Bool
+    var calloutNanos: UInt64
+    var info: StallReport.TraceInfo
+    var stalls = StallTotals()
+
+    init(_ loaded: LoadedTrace, stalls analyzed: [AnalyzedStall]) {
+        facts = TraceFacts(loaded)
+        run = ReportBuilder.runTime(of: loaded)
+        full = loaded.trace.header?.mode == .full || loaded.trace.calloutCount > 0
+        calloutNanos = loaded.trace.calloutNanos
+        let header = loaded.trace.header
+        info = StallReport.TraceInfo(
+            path: loaded.path, process: header?.processName ?? "", pid: header?.pid ?? 0,
+            mode: header?.mode, bytes: loaded.byteCount, runTimeSeconds: round(Double(run) / 1e9, 6),
+            stalls: analyzed.count, problems: loaded.trace.outcome.problems.map(\.description))
+        info.traceID = facts.traceID
+        info.host = facts.host
+        info.build = facts.build
+        info.appVersion = facts.appVersion
+        stalls.add(analyzed)
+    }
+}
+
+/// Stalls counted by tier and category, and their times: integers, so they add up the same in
+/// any order.
+struct StallTotals: Sendable {
+    /// By position in `Tier.allCases`.
+    var tiers = [Int](repeating: 0, count: Tier.allCases.count)
+    /// By `StallCategory.ordinal`.
+    var categories = [Int](repeating: 0, count: StallCategory.allCases.count)
+    var categoryNanos = [UInt64](repeating: 0, count: StallCategory.allCases.count)
+    var overrun: UInt64 = 0
+    var total: UInt64 = 0
+    var unsampled: UInt64 = 0
+    var unfinished = 0
+    var hangs = 0
+
+    /// Counts `stalls` (by index: `for stall in stalls` copied every stall).
+    mutating func add(_ stalls: [AnalyzedStall]) {
+        for index in stalls.indices {
+            unsampled += stalls[index].unsampledNanos
+            if stalls[index].stall.end == nil { unfinished += 1 }
+            let tier = stalls[index].stall.tier
+            if tier >= .hang { hangs += 1 }
+            tiers[Tier.allCases.firstIndex(of: tier) ?? 0] += 1
+            categories[stalls[index].category.ordinal] += 1
+            stalls[index].breakdown.addCategoryNanos(to: &categoryNanos)
+            overrun += stalls[index].overrunNanos
+            total += stalls[index].durationNanos
+        }
+    }
+
+    /// Adds what `other` counted.
+    mutating func add(_ other: StallTotals) {
+        for index in tiers.indices { tiers[index] += other.tiers[index] }
+        for index in categories.indices { categories[index] += other.categories[index] }
+        for index in categoryNanos.indices { categoryNanos[index] += other.categoryNanos[index] }
+        overrun += other.overrun
+        total += other.total
+        unsampled += other.unsampled
+        unfinished += other.unfinished
+        hangs += other.hangs
+    }
 }
