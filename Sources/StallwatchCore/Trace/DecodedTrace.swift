@@ -153,7 +153,7 @@ struct StallAssembler {
     /// A sample whose encoded frames are the same bytes as the last one's gets its stack without
     /// decoding them: samples in a row mostly repeat their stack.
     mutating func takeSample(_ reader: inout TraceByteReader) throws(TraceFieldError) {
-        let fields = try TraceParser.parseSampleFields(&reader)
+        var (sample, wchan) = try TraceParser.parseSampleFields(&reader)
         let count = try TraceParser.frameCount(&reader)
         let bytes = UnsafeRawBufferPointer(start: reader.base + reader.position, count: reader.end - reader.position)
         let stack: Int
@@ -167,11 +167,9 @@ struct StallAssembler {
             stack = stacks.number(of: stacks.scratch)
             stacks.lastEncoding = (bytes, count, stack)
         }
-        samples.append(
-            PendingSample(
-                stall: fields.stall, time: fields.time, cpuTime: fields.cpuTime, annotation: fields.annotation,
-                syscall: fields.syscall, stack: stack, wchan: fields.wchan.map { wchans.number(of: $0) } ?? -1,
-                state: fields.state, captureTimedOut: fields.captureTimedOut))
+        sample.stack = Int32(truncatingIfNeeded: stack)
+        sample.wchan = Int32(truncatingIfNeeded: wchan.map { wchans.number(of: $0) } ?? -1)
+        samples.append(sample)
     }
 
     func stalls(modules: [TraceRecord.Module], thresholds: TierThresholds) -> ([Stall], Int) {

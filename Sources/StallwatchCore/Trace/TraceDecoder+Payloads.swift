@@ -170,31 +170,22 @@ extension TraceParser {
     private static func parseSample(_ reader: inout TraceByteReader) throws(TraceFieldError)
         -> TraceRecord.Sample
     {
-        let fields = try parseSampleFields(&reader)
+        let (fields, wchan) = try parseSampleFields(&reader)
         let count = try frameCount(&reader)
         var frames: [UInt64] = []
         frames.reserveCapacity(count)
         try readFrames(&reader, count: count, into: &frames)
         return .init(
             stall: fields.stall, time: fields.time, state: fields.state, syscall: fields.syscall,
-            wchan: fields.wchan.map { String(decoding: $0, as: UTF8.self) }, cpuTime: fields.cpuTime,
+            wchan: wchan.map { String(decoding: $0, as: UTF8.self) }, cpuTime: fields.cpuTime,
             annotation: fields.annotation, captureTimedOut: fields.captureTimedOut, frames: frames)
     }
 
-    /// A sample record's fields before its frames, the wait channel left as its bytes (in the
-    /// buffer being decoded).
-    struct SampleFields {
-        var stall: UInt64
-        var time: UInt64
-        var cpuTime: UInt64
-        var annotation: UInt64
-        var wchan: UnsafeRawBufferPointer?
-        var syscall: Int32?
-        var state: ThreadState
-        var captureTimedOut: Bool
-    }
-
-    static func parseSampleFields(_ reader: inout TraceByteReader) throws(TraceFieldError) -> SampleFields {
+    /// A sample record's fields before its frames (its stack and wait channel not yet
+    /// numbered: 0 and -1), and the wait channel's bytes (in the buffer being decoded).
+    static func parseSampleFields(_ reader: inout TraceByteReader) throws(TraceFieldError)
+        -> (fields: PendingSample, wchan: UnsafeRawBufferPointer?)
+    {
         let stall = try reader.varint("stall")
         let time = try reader.varint("time")
         let stateCode = try reader.byte("state")
@@ -215,9 +206,10 @@ extension TraceParser {
         let annotation = try reader.varint("annotation")
         let wchanCount = try reader.varint("wchan")
         let wchan = wchanCount == 0 ? nil : try reader.bytes("wchan", count: wchanCount - 1)
-        return SampleFields(
-            stall: stall, time: time, cpuTime: cpuTime, annotation: annotation, wchan: wchan, syscall: syscall,
+        let fields = PendingSample(
+            stall: stall, time: time, cpuTime: cpuTime, annotation: annotation, syscall: syscall, stack: 0, wchan: -1,
             state: state, captureTimedOut: flags == 1)
+        return (fields, wchan)
     }
 
     /// A sample's frame count, checked against the limit and the bytes left.
