@@ -141,7 +141,7 @@ public struct Sample: Sendable, Hashable, Codable {
     }
 
     /// Whether `other` equals this sample but for `time` and `cpuTimeNanos` (what a verdict
-    /// does not depend on), compared in place: no copy of either.
+    /// does not depend on), compared in place: no copy of either. Pure; any thread.
     package func equalsIgnoringTimes(_ other: Sample) -> Bool {
         withUnsafePointer(to: self) { this in withUnsafePointer(to: other) { Sample.equalIgnoringTimes(this, $0) } }
     }
@@ -158,6 +158,7 @@ public struct Sample: Sendable, Hashable, Codable {
 
     /// For each of `samples`, whether it equals the one before it but for its times (false for
     /// the first): compared in place, where the other module's caller copied both samples.
+    /// Pure; any thread.
     package static func repeatsOfPrevious(_ samples: [Sample]) -> [Bool] {
         var result = [Bool](repeating: false, count: samples.count)
         samples.withUnsafeBufferPointer { buffer in

@@ -86,7 +86,7 @@ public struct StallBreakdown: Sendable, Hashable, Codable {
 
     /// Adds each category's attributed nanoseconds to `totals` (by `StallCategory.ordinal`).
     /// Inlinable, so a caller in another module reads the breakdown in place instead of
-    /// copying it first.
+    /// copying it first. Pure; any thread.
     @inlinable
     package func addCategoryNanos(to totals: inout [UInt64]) {
         for index in categoryNanos.indices { totals[index] += categoryNanos[index] }

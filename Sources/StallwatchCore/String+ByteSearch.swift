@@ -44,7 +44,7 @@ extension String {
         }
     }
 
-    /// Whether this string's UTF-8 bytes end with `suffix`'s, byte for byte.
+    /// Whether this string's UTF-8 bytes end with `suffix`'s, byte for byte. Pure; any thread.
     package func utf8HasSuffix(_ suffix: String) -> Bool {
         utf8HasPrefix(suffix, from: utf8.count - suffix.utf8.count)
     }

@@ -128,22 +128,14 @@ public struct ReportBuilder: Sendable {
                 totals.add(part[index].stalls)
             }
         }
-        let tierCounts = totals.tiers
-        let categoryCounts = totals.categories
-        let categoryNanos = totals.categoryNanos
-        let overrun = totals.overrun
-        let total = totals.total
-        let unsampled = totals.unsampled
-        let unfinished = totals.unfinished
-        let hangs = totals.hangs
-        let byTier = Dictionary(uniqueKeysWithValues: zip(Tier.allCases, tierCounts))
-        let byCategory = Dictionary(uniqueKeysWithValues: zip(StallCategory.allCases, categoryCounts))
+        let byTier = Dictionary(uniqueKeysWithValues: zip(Tier.allCases, totals.tiers))
+        let byCategory = Dictionary(uniqueKeysWithValues: zip(StallCategory.allCases, totals.categories))
         let stallStats = StallReport.StallStats(
-            total: analyzed.reduce(0) { $0 + $1.count }, unfinished: unfinished, totalMs: ms(total),
+            total: analyzed.reduce(0) { $0 + $1.count }, unfinished: totals.unfinished, totalMs: ms(totals.total),
             byTier: byTier, byCategory: byCategory,
             categoryMs: Dictionary(
-                uniqueKeysWithValues: StallCategory.allCases.map { ($0, ms(categoryNanos[$0.ordinal])) }),
-            unsampledMs: ms(unsampled), hangs: hangs)
+                uniqueKeysWithValues: StallCategory.allCases.map { ($0, ms(totals.categoryNanos[$0.ordinal])) }),
+            unsampledMs: ms(totals.unsampled), hangs: totals.hangs)
 
         let signatures = Self.signatures(
             analyzed, origins: TraceOrigins(facts.map(Optional.some)), traceCount: traces.count, workers: workers)
@@ -152,7 +144,8 @@ public struct ReportBuilder: Sendable {
             runTimeSeconds: round(Double(runNanos) / 1e9, 6),
             loopUtilisation: sawFull && fullRunNanos > 0 ? round(Double(calloutNanos) / Double(fullRunNanos), 4) : nil,
             frames: Self.frameStats(traces),
-            hitchRatioMsPerSecond: runNanos == 0 ? 0 : round(Double(overrun) / 1e6 / (Double(runNanos) / 1e9), 3),
+            hitchRatioMsPerSecond: runNanos == 0
+                ? 0 : round(Double(totals.overrun) / 1e6 / (Double(runNanos) / 1e9), 3),
             stalls: stallStats, loopLatency: Self.latency(traces), congestion: CongestionAnalysis.stats(traces),
             signatureCount: signatures.count,
             signatures: Array(signatures.prefix(max(0, top))))
