@@ -22,16 +22,8 @@ public struct RepresentativeStack: Sendable, Hashable {
     public var confidence: Double
 
     /// The representative stack of `samples` (sorted by time) given each one's verdict and
-    /// weight, or `nil` when no sample of `category` has a stack.
-    static func choose(
-        samples: [Sample], classifications: [Classification], weights: [UInt64], category: StallCategory
-    ) -> RepresentativeStack? {
-        choose(
-            samples: samples, classifications: classifications, weights: weights, category: category, memo: StackMemo())
-    }
-
-    /// As above, grouping by the stacks `memo` knows (one per trace: within a trace the same
-    /// stack is always the same group).
+    /// weight, or `nil` when no sample of `category` has a stack; stacks are grouped as `memo`
+    /// knows them (one memo per trace: within a trace the same stack is always the same group).
     static func choose(
         samples: [Sample], classifications: [Classification], weights: [UInt64], category: StallCategory,
         memo: StackMemo
