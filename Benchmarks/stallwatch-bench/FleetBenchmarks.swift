@@ -21,25 +21,19 @@ enum FleetBenchmarks {
         /// up and rendering.
         func pipeline(workers: Int) -> (seconds: Double, records: Int, phases: [Double]) {
             let start = nowNanos()
-            // As `stallwatch report` does: each trace analyzed by the thread that read it.
+            // As `stallwatch report` does: each trace analyzed and added up by the thread that
+            // read it.
             let builder = ReportBuilder(workers: workers)
-            let read = builder.loadAndAnalyze(paths: paths)
+            let tallied = builder.loadAndTally(paths: paths)
             let loadedAt = nowNanos()
-            // Each trace taken once, where it lies, as the CLI takes them.
-            var loaded: [LoadedTrace] = []
-            var analyzed: [[AnalyzedStall]] = []
-            for index in read.indices {
-                guard case .success(let result) = read[index] else { continue }
-                loaded.append(result.trace)
-                analyzed.append(result.stalls)
-            }
-            let report = builder.report(loaded, analyzed: analyzed, top: 10)
+            let report = builder.report(tallied, top: 10)
             let addedAt = nowNanos()
             let text = ReportText.render(report, colour: false)
             precondition(!text.isEmpty)
             let end = nowNanos()
             let phases = [loadedAt - start, addedAt - loadedAt, end - addedAt].map { Double($0) / 1e9 }
-            return (Double(end - start) / 1e9, loaded.reduce(0) { $0 + $1.trace.outcome.recordCount }, phases)
+            let records = tallied.results.reduce(0) { $0 + ((try? $1.get())?.trace.outcome.recordCount ?? 0) }
+            return (Double(end - start) / 1e9, records, phases)
         }
         let one = (0..<3).map { _ in pipeline(workers: 1) }
         let all = (0..<3).map { _ in pipeline(workers: cores) }

@@ -185,6 +185,36 @@ import Testing
         #expect(try JSONOutput.encode(serial) == JSONOutput.encode(parallel))
     }
 
+    /// Traces added up as they are read, their stalls let go or kept, on one worker or many,
+    /// report what the loaded traces and their analyzed stalls report; an input that could
+    /// not be read (here the first) is a failure in its place.
+    @Test func tracesAddedUpAsTheyAreReadReportWhatTheLoadedTracesReport() throws {
+        let root = FleetFixture.write(into: directory)
+        _ = directory.write("fleet/0-broken.swtrace", Array("not a trace".utf8))
+        _ = directory.write("fleet/app.swtrace", Fixture.App.app())
+        _ = directory.write("fleet/standard.swtrace", Fixture.standard(mode: .full, withCallouts: true))
+        let paths = TraceLoader.expand([root])
+        let loaded = TraceLoader.load(paths: paths).compactMap { try? $0.get() }
+        let builder = ReportBuilder(workers: 1)
+        let expected = builder.report(loaded, analyzed: builder.analyze(loaded), top: 10)
+        #expect(expected.fleet.traces == paths.count - 1)
+        #expect(expected.congestion != nil && expected.frames != nil && expected.loopLatency != nil)
+        #expect(expected.loopUtilisation != nil)
+        for workers in [1, 3] {
+            for keepStalls in [false, true] {
+                let tallied = ReportBuilder(workers: workers).loadAndTally(paths: paths, keepStalls: keepStalls)
+                #expect(try JSONOutput.encode(builder.report(tallied, top: 10)) == JSONOutput.encode(expected))
+                try #require(tallied.results.count == paths.count)
+                #expect(throws: TraceLoadError.self) { try tallied.results[0].get() }
+                let read = tallied.results.compactMap { try? $0.get() }
+                #expect(
+                    read.map(\.trace.stalls.count)
+                        == (keepStalls ? loaded.map(\.trace.stalls.count) : read.map { _ in 0 }))
+                #expect(tallied.analyzed.map(\.count) == (keepStalls ? [0] + loaded.map(\.trace.stalls.count) : []))
+            }
+        }
+    }
+
     /// Signatures added up a trace at a time and merged are the ones added up in one run.
     @Test func signaturesMergedFromRunsAreTheSignaturesOfOneRun() throws {
         let root = FleetFixture.write(into: directory)
@@ -197,10 +227,9 @@ import Testing
         }
         let traces = try load([root], workers: 1)
         let analyzed = ReportBuilder(workers: 1).analyze(traces)
-        let origins = TraceOrigins(traces.map { Optional(TraceFacts($0)) })
-        let whole = ReportBuilder.signatures(analyzed, origins: origins, traceCount: traces.count, run: traces.count)
-        let merged = ReportBuilder.signatures(
-            analyzed, origins: origins, traceCount: traces.count, workers: 2, run: 1)
+        let facts = traces.map { Optional(TraceFacts($0)) }
+        let whole = ReportBuilder.signatures(analyzed, facts: facts, traceCount: traces.count, run: traces.count)
+        let merged = ReportBuilder.signatures(analyzed, facts: facts, traceCount: traces.count, workers: 2, run: 1)
         #expect(whole.count > 1)
         #expect(whole == merged)
     }

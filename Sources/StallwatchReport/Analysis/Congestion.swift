@@ -41,24 +41,30 @@ extension StallReport {
 
 /// Adds up the congestion of several traces.
 enum CongestionAnalysis {
-    /// The congestion of `traces`, listing the `top` largest sites; `nil` when there was none.
-    static func stats(_ traces: [LoadedTrace], top: Int = 5) -> StallReport.CongestionStats? {
-        var counted: UInt64 = 0
-        var described = 0
-        var over: UInt64 = 0
-        var total: UInt64 = 0
+    /// The congestion of traces, added up a trace at a time: `FleetTally` keeps one.
+    struct Tally: Sendable {
         struct SiteKey: Hashable {
             var file: String
             var line: UInt32
             var kind: String
             var label: String
         }
-        var sites: [SiteKey: (iterations: Int, callouts: UInt64, nanos: UInt64)] = [:]
-        for index in traces.indices
-        where !traces[index].trace.congestion.isEmpty
-            || !traces[index].trace.congestedIterations.isEmpty
-        {
-            let trace = traces[index].trace
+
+        struct SiteTotals {
+            var iterations = 0
+            var callouts: UInt64 = 0
+            var nanos: UInt64 = 0
+        }
+
+        var counted: UInt64 = 0
+        var described = 0
+        var over: UInt64 = 0
+        var total: UInt64 = 0
+        var sites: [SiteKey: SiteTotals] = [:]
+
+        /// Counts `trace`'s congested iterations.
+        mutating func add(_ trace: DecodedTrace) {
+            guard !trace.congestion.isEmpty || !trace.congestedIterations.isEmpty else { return }
             let budget = (trace.header?.thresholds.budget ?? TierThresholds.default.budget).nanoseconds
             counted += trace.congestion.reduce(0) { $0 + $1.count }
             for iteration in trace.congestedIterations {
@@ -70,26 +76,41 @@ enum CongestionAnalysis {
                     let key = SiteKey(
                         file: known?.file ?? "?", line: known?.line ?? 0, kind: known.map { "\($0.kind)" } ?? "post",
                         label: known?.label ?? "")
-                    let before = sites[key]
-                    sites[key] = (
-                        (before?.iterations ?? 0) + 1, (before?.callouts ?? 0) + site.count,
-                        (before?.nanos ?? 0) + site.nanos
-                    )
+                    sites[key, default: SiteTotals()].iterations += 1
+                    sites[key, default: SiteTotals()].callouts += site.count
+                    sites[key, default: SiteTotals()].nanos += site.nanos
                 }
             }
         }
-        guard counted > 0 || described > 0 else { return nil }
-        let ranked = sites.sorted {
-            ($0.value.nanos, $1.key.file, $1.key.line) > ($1.value.nanos, $0.key.file, $0.key.line)
+
+        /// Adds what `other` counted.
+        mutating func merge(_ other: Tally) {
+            counted += other.counted
+            described += other.described
+            over += other.over
+            total += other.total
+            for (key, site) in other.sites {
+                sites[key, default: SiteTotals()].iterations += site.iterations
+                sites[key, default: SiteTotals()].callouts += site.callouts
+                sites[key, default: SiteTotals()].nanos += site.nanos
+            }
         }
-        return StallReport.CongestionStats(
-            iterations: max(counted, UInt64(described)), described: described, overBudgetMs: ms(over),
-            totalMs: ms(total),
-            sites: ranked.prefix(max(0, top)).map {
-                StallReport.CongestionSite(
-                    site: "\($0.key.file):\($0.key.line)", kind: $0.key.kind, label: $0.key.label,
-                    iterations: $0.value.iterations, callouts: $0.value.callouts, totalMs: ms($0.value.nanos),
-                    share: total == 0 ? 0 : round(Double($0.value.nanos) / Double(total), 4))
-            }, siteCount: sites.count)
+
+        /// The congestion counted, listing the `top` largest sites; `nil` when there was none.
+        func stats(top: Int = 5) -> StallReport.CongestionStats? {
+            guard counted > 0 || described > 0 else { return nil }
+            let ranked = sites.sorted {
+                ($0.value.nanos, $1.key.file, $1.key.line) > ($1.value.nanos, $0.key.file, $0.key.line)
+            }
+            return StallReport.CongestionStats(
+                iterations: max(counted, UInt64(described)), described: described, overBudgetMs: ms(over),
+                totalMs: ms(total),
+                sites: ranked.prefix(max(0, top)).map {
+                    StallReport.CongestionSite(
+                        site: "\($0.key.file):\($0.key.line)", kind: $0.key.kind, label: $0.key.label,
+                        iterations: $0.value.iterations, callouts: $0.value.callouts, totalMs: ms($0.value.nanos),
+                        share: total == 0 ? 0 : round(Double($0.value.nanos) / Double(total), 4))
+                }, siteCount: sites.count)
+        }
     }
 }

@@ -39,18 +39,59 @@ public struct ReportBuilder: Sendable {
     }
 
     /// Reads every file of `paths` as `TraceLoader.load(paths:includeCallouts:workers:progress:)`
-    /// does and analyzes each trace as soon as it is read, on the thread that read it (while
-    /// its records are still in that core's cache): what `report` runs over a fleet.
-    /// `result[i].stalls` is what `analyze(_:)` gives for trace `i`.
-    public func loadAndAnalyze(
-        paths: [String], includeCallouts: Bool = false, progress: (@Sendable (_ bytesRead: Int) -> Void)? = nil
-    ) -> [Result<(trace: LoadedTrace, stalls: [AnalyzedStall]), TraceLoadError>] {
-        let workers = Workers(self, count: TraceLoader.workerCount(paths.count, self.workers))
-        return TraceLoader.load(
-            paths: paths, includeCallouts: includeCallouts, workers: self.workers, progress: progress
-        ) { worker, trace in
-            (trace, workers.analyze(trace, on: worker))
+    /// does, analyzes each trace as soon as it is read and adds it up, on the thread that read
+    /// it (while its records are still in that core's cache): what `report` runs over a fleet.
+    /// `report(_:top:unreadable:)` then makes the report.
+    ///
+    /// Unless `keepStalls`, each trace's stalls are let go once added up: the results' traces
+    /// have no stalls (`trace.stalls` is empty) and `analyzed` is empty, so a fleet takes the
+    /// memory of its summaries, not of its samples. With `keepStalls`, `analyzed[i]` is what
+    /// `analyze(_:)` gives for input `i` (empty for an input that could not be read).
+    public func loadAndTally(
+        paths: [String], includeCallouts: Bool = false, keepStalls: Bool = false,
+        progress: (@Sendable (_ bytesRead: Int) -> Void)? = nil
+    ) -> TalliedTraces {
+        let workers = workers
+        return tally(paths.count, keepStalls: keepStalls) { index in
+            let result = TraceLoader.load(path: paths[index], includeCallouts: includeCallouts, workers: workers)
+            if case .success(let trace) = result { progress?(trace.byteCount) }
+            return result
         }
+    }
+
+    /// `loadAndTally` of `count` inputs, input `i` read by `load(i)` (called from the
+    /// analyzing threads, each input once).
+    package func tally(
+        _ count: Int, keepStalls: Bool, load: @Sendable (_ index: Int) -> Result<LoadedTrace, TraceLoadError>
+    ) -> TalliedTraces {
+        let analyzers = Workers(self, count: TraceLoader.workerCount(Self.runCount(count), workers))
+        var parts = Self.runs(count, workers: workers) { worker, inputs in
+            var part = TalliedTraces()
+            for index in inputs {
+                switch load(index) {
+                case .failure(let error):
+                    part.results.append(.failure(error))
+                    part.analyzed.append([])
+                case .success(var trace):
+                    let stalls = analyzers.analyze(trace, on: worker)
+                    part.tally.add(trace, number: index, stalls: stalls)
+                    if !keepStalls { trace.trace.stalls = [] }
+                    part.results.append(.success(trace))
+                    part.analyzed.append(keepStalls ? stalls : [])
+                }
+            }
+            return part
+        }
+        var result = TalliedTraces()
+        result.results.reserveCapacity(count)
+        result.analyzed.reserveCapacity(count)
+        for index in parts.indices {
+            let part = parts[index].take()!
+            result.results += part.results
+            result.analyzed += part.analyzed
+            result.tally.merge(part.tally)
+        }
+        return result
     }
 
     /// What each analyzing thread keeps for itself: a classifier (copies would share the
@@ -95,58 +136,64 @@ public struct ReportBuilder: Sendable {
     public func report(
         _ traces: [LoadedTrace], analyzed: [[AnalyzedStall]], top: Int, unreadable: [StallReport.Unreadable] = []
     ) -> StallReport {
-        // Each trace's facts, run time, line and stall totals are made on every core, runs of
-        // traces apart (the totals are integers, so their sum does not depend on the split);
-        // in one serial pass over every stall, that walk through memory was most of what did
-        // not shrink with more cores.
-        let parts = Self.map(traces.count, workers: workers) { index in
-            TraceTotals(traces[index], stalls: analyzed[index])
+        var tally = FleetTally()
+        var parts = Self.runs(traces.count, workers: workers) { _, indices in
+            var part = FleetTally()
+            for index in indices { part.add(traces[index], number: index, stalls: analyzed[index]) }
+            return part
         }
-        var facts: [TraceFacts] = []
-        var runTimes: [UInt64] = []
+        for index in parts.indices { tally.merge(parts[index].take()!) }
+        return report(tally, numbers: traces.count, top: top, unreadable: unreadable)
+    }
+
+    /// The report of the traces `loadAndTally` read (the inputs that could not be read are in
+    /// `unreadable`, for the fleet summary). Reports the same as `report(_:analyzed:top:
+    /// unreadable:)` of the traces read and their analyzed stalls.
+    public func report(_ tallied: TalliedTraces, top: Int = 10, unreadable: [StallReport.Unreadable] = [])
+        -> StallReport
+    {
+        report(tallied.tally, numbers: tallied.results.count, top: top, unreadable: unreadable)
+    }
+
+    /// The report of what `tally` added up, its traces numbered among `numbers` inputs.
+    func report(_ tally: FleetTally, numbers: Int, top: Int, unreadable: [StallReport.Unreadable]) -> StallReport {
         var infos: [StallReport.TraceInfo] = []
-        facts.reserveCapacity(traces.count)
-        runTimes.reserveCapacity(traces.count)
-        infos.reserveCapacity(traces.count)
+        infos.reserveCapacity(tally.traces.count)
+        var origins = TraceOrigins(count: numbers)
         var runNanos: UInt64 = 0
         var fullRunNanos: UInt64 = 0
         var calloutNanos: UInt64 = 0
         var sawFull = false
-        var totals = StallTotals()
-        for part in parts {
-            for index in part.indices {
-                let run = part[index].run
-                runNanos += run
-                if part[index].full {
-                    sawFull = true
-                    fullRunNanos += run
-                    calloutNanos += part[index].calloutNanos
-                }
-                facts.append(part[index].facts)
-                runTimes.append(run)
-                infos.append(part[index].info)
-                totals.add(part[index].stalls)
+        for index in tally.traces.indices {
+            let run = tally.traces[index].run
+            runNanos += run
+            if tally.traces[index].full {
+                sawFull = true
+                fullRunNanos += run
+                calloutNanos += tally.traces[index].calloutNanos
             }
+            origins.set(tally.traces[index].number, tally.traces[index].facts)
+            infos.append(tally.traces[index].info)
         }
+        let totals = tally.stalls
         let byTier = Dictionary(uniqueKeysWithValues: zip(Tier.allCases, totals.tiers))
         let byCategory = Dictionary(uniqueKeysWithValues: zip(StallCategory.allCases, totals.categories))
         let stallStats = StallReport.StallStats(
-            total: analyzed.reduce(0) { $0 + $1.count }, unfinished: totals.unfinished, totalMs: ms(totals.total),
+            total: totals.count, unfinished: totals.unfinished, totalMs: ms(totals.total),
             byTier: byTier, byCategory: byCategory,
             categoryMs: Dictionary(
                 uniqueKeysWithValues: StallCategory.allCases.map { ($0, ms(totals.categoryNanos[$0.ordinal])) }),
             unsampledMs: ms(totals.unsampled), hangs: totals.hangs)
 
-        let signatures = Self.signatures(
-            analyzed, origins: TraceOrigins(facts.map(Optional.some)), traceCount: traces.count, workers: workers)
+        let signatures = tally.signatures.signatures(origins: origins, traceCount: tally.traces.count)
         return StallReport(
-            traces: infos, fleet: Self.fleetSummary(traces, facts: facts, runTimes: runTimes, unreadable: unreadable),
+            traces: infos, fleet: Self.fleetSummary(tally.traces, unreadable: unreadable),
             runTimeSeconds: round(Double(runNanos) / 1e9, 6),
             loopUtilisation: sawFull && fullRunNanos > 0 ? round(Double(calloutNanos) / Double(fullRunNanos), 4) : nil,
-            frames: Self.frameStats(traces),
+            frames: tally.frames.stats,
             hitchRatioMsPerSecond: runNanos == 0
                 ? 0 : round(Double(totals.overrun) / 1e6 / (Double(runNanos) / 1e9), 3),
-            stalls: stallStats, loopLatency: Self.latency(traces), congestion: CongestionAnalysis.stats(traces),
+            stalls: stallStats, loopLatency: Self.latency(tally.latency), congestion: tally.congestion.stats(),
             signatureCount: signatures.count,
             signatures: Array(signatures.prefix(max(0, top))))
     }
@@ -171,51 +218,26 @@ public struct ReportBuilder: Sendable {
                 traceFacts.append(facts[stall.tracePath])
             }
         }
-        return signatures(traces, origins: TraceOrigins(traceFacts), traceCount: traceCount)
+        return signatures(traces, facts: traceFacts, traceCount: traceCount)
     }
 
-    /// As above for `stalls[i]`, the stalls of the trace with `origins.facts[i]`: one pass over
-    /// the stalls, copying none of them, on up to `workers` threads. Traces are added up in
-    /// runs of `run` (`tallyRun`), merged in order, so the sums (some in floating point) are the
-    /// same whatever `workers` is.
+    /// As above for `stalls[i]`, the stalls of the trace with `facts[i]`: one pass over the
+    /// stalls, copying none of them, on up to `workers` threads, in runs of `run` traces
+    /// (`runLength` by default) merged in order.
     static func signatures(
-        _ stalls: [[AnalyzedStall]], origins: TraceOrigins, traceCount: Int, workers: Int = 1,
-        run tallyRun: Int = tallyRun
+        _ stalls: [[AnalyzedStall]], facts: [TraceFacts?], traceCount: Int, workers: Int = 1, run: Int? = nil
     ) -> [StallReport.Signature] {
-        let runs = (stalls.count + tallyRun - 1) / tallyRun
-        let partials = Locked([[SignatureKey: SignatureTally]](repeating: [:], count: runs))
-        TraceLoader.forEachIndex(runs, workers: workers) { run in
-            var tallies: [SignatureKey: SignatureTally] = [:]
-            for trace in run * tallyRun..<min(stalls.count, (run + 1) * tallyRun) {
-                let analyzed = stalls[trace]
-                for index in analyzed.indices {
-                    let key = analyzed[index].key
-                    tallies[key, default: SignatureTally()].add(
-                        analyzed[index], member: .init(trace: trace, stall: index), key: key, origins: origins)
-                }
-            }
-            partials.withLock { $0[run] = tallies }
+        var parts = runs(stalls.count, workers: workers, length: run) { _, traces in
+            var part = SignatureTallies()
+            for trace in traces { part.add(stalls[trace], trace: trace, facts: facts[trace]) }
+            return part
         }
-        var tallies: [SignatureKey: SignatureTally] = [:]
-        for partial in partials.withLock({ $0 }) {
-            for (key, tally) in partial { tallies[key, default: SignatureTally()].merge(tally) }
-        }
-        var result = tallies.map {
-            (
-                key: $0.key, total: $0.value.totalNanos,
-                signature: $0.value.signature(
-                    $0.key, stalls: stalls, origins: origins, traceCount: traceCount)
-            )
-        }
-        result.sort {
-            ($0.total, $0.signature.count) != ($1.total, $1.signature.count)
-                ? ($0.total, $0.signature.count) > ($1.total, $1.signature.count) : $0.key < $1.key
-        }
-        return result.map(\.signature)
+        var tallies = SignatureTallies()
+        for index in parts.indices { tallies.merge(parts[index].take()!) }
+        var origins = TraceOrigins(count: facts.count)
+        for index in facts.indices { if let known = facts[index] { origins.set(index, known) } }
+        return tallies.signatures(origins: origins, traceCount: traceCount)
     }
-
-    /// How many traces' stalls `signatures` adds up on one thread before merging.
-    static let tallyRun = 1024
 
     /// `frame` ready to print, named by `names`.
     static func stackFrame(_ frame: Frame, names: FrameNamer) -> StallReport.StackFrame {
@@ -249,27 +271,9 @@ public struct ReportBuilder: Sendable {
         return last > start ? last - start : 0
     }
 
-    static func frameStats(_ traces: [LoadedTrace]) -> StallReport.FrameStats? {
-        let records = traces.indices.flatMap { traces[$0].trace.frameClock }
-        guard !records.isEmpty else { return nil }
-        let expected = records.reduce(0) { $0 + $1.expected }
-        let delivered = records.reduce(0) { $0 + $1.delivered }
-        let dropped = records.reduce(0) { $0 + $1.dropped }
-        let seconds = Double(records.reduce(0) { $0 + $1.intervalLength }) / 1e9
-        return StallReport.FrameStats(
-            expected: expected, delivered: delivered, dropped: dropped,
-            fps: seconds == 0 ? 0 : round(Double(delivered) / seconds, 2))
-    }
-
-    static func latency(_ traces: [LoadedTrace]) -> StallReport.LatencyStats? {
-        var perBucket = [UInt64](repeating: 0, count: LatencyBuckets.count)
-        for index in traces.indices {
-            for record in traces[index].trace.latencyHistograms {
-                for bucket in record.buckets where Int(bucket.index) < LatencyBuckets.count {
-                    perBucket[Int(bucket.index)] += bucket.count
-                }
-            }
-        }
+    /// The loop-latency percentiles of the samples counted by bucket in `perBucket`; nil
+    /// without samples.
+    static func latency(_ perBucket: [UInt64]) -> StallReport.LatencyStats? {
         let total = perBucket.reduce(0, +)
         guard total > 0 else { return nil }
         let sorted = perBucket.indices.filter { perBucket[$0] > 0 }.map { (key: $0, value: perBucket[$0]) }
@@ -300,89 +304,47 @@ func round(_ value: Double, _ places: Int) -> Double {
 }
 
 extension ReportBuilder {
-    /// `body(i)` for every `i` in `0..<count` on up to `workers` threads, in runs of 256, the
-    /// runs in order (read them in turn: flattening would copy every value).
-    static func map<Value: Sendable>(
-        _ count: Int, workers: Int, _ body: @Sendable (Int) -> Value
-    ) -> [[Value]] {
-        let run = 256
-        let runs = (count + run - 1) / run
-        let parts = Locked([[Value]](repeating: [], count: runs))
-        TraceLoader.forEachIndex(runs, workers: workers) { index in
-            let part = (index * run..<min(count, (index + 1) * run)).map(body)
-            parts.withLock { $0[index] = part }
+    /// How many traces one thread adds up before its sums are merged with the others': the
+    /// sums (some in floating point) depend on it, so it depends on the number of traces
+    /// only, never on the workers. Up to 64, and at least 16 runs when there are that many
+    /// traces, so every core gets some.
+    static func runLength(_ count: Int) -> Int { max(1, min(64, count / 16)) }
+
+    /// How many runs of `runLength(count)` cover `count` traces.
+    static func runCount(_ count: Int, length: Int? = nil) -> Int {
+        let length = length ?? runLength(count)
+        return (count + length - 1) / length
+    }
+
+    /// `body(worker, run)` for each run of `0..<count` (`length` long, `runLength(count)` by
+    /// default) on up to `workers` threads (`worker` says which, as `TraceLoader.forEachIndex`
+    /// does); the values in run order, as optionals to take out one by one without a copy.
+    static func runs<Value: Sendable>(
+        _ count: Int, workers: Int, length: Int? = nil, _ body: @Sendable (_ worker: Int, Range<Int>) -> Value
+    ) -> [Value?] {
+        let length = length ?? runLength(count)
+        let parts = Locked([Value?](repeating: nil, count: runCount(count, length: length)))
+        TraceLoader.forEachIndex(runCount(count, length: length), workers: workers) { worker, run in
+            let part = body(worker, run * length..<min(count, (run + 1) * length))
+            parts.withLock { $0[run] = part }
         }
-        return parts.withLock { $0 }
+        return parts.withLock { storage in storage.indices.map { storage[$0].take() } }
     }
 }
 
-/// What `ReportBuilder.report` takes from one trace: its facts, run time and line in the
-/// trace list, and its stalls added up.
-struct TraceTotals: Sendable {
-    var facts: TraceFacts
-    var run: UInt64
-    /// Whether the trace recorded callouts (`full` mode), and their time.
-    var full: Bool
-    var calloutNanos: UInt64
-    var info: StallReport.TraceInfo
-    var stalls = StallTotals()
+/// Traces read and added up as they were read (`ReportBuilder.loadAndTally`): each input's
+/// trace or why it could not be read, and what a report of them needs.
+///
+/// A plain value; use it on any thread.
+public struct TalliedTraces: Sendable {
+    /// Each input's trace, or why it could not be read, in the order given. Unless the stalls
+    /// were kept, each trace's `trace.stalls` is empty: they were analyzed, added up and let go.
+    public var results: [Result<LoadedTrace, TraceLoadError>] = []
+    /// `analyzed[i]` is input `i`'s stalls analyzed when the stalls were kept; else empty.
+    public var analyzed: [[AnalyzedStall]] = []
+    /// The traces read, added up.
+    var tally = FleetTally()
 
-    init(_ loaded: LoadedTrace, stalls analyzed: [AnalyzedStall]) {
-        facts = TraceFacts(loaded)
-        run = ReportBuilder.runTime(of: loaded)
-        full = loaded.trace.header?.mode == .full || loaded.trace.calloutCount > 0
-        calloutNanos = loaded.trace.calloutNanos
-        let header = loaded.trace.header
-        info = StallReport.TraceInfo(
-            path: loaded.path, process: header?.processName ?? "", pid: header?.pid ?? 0,
-            mode: header?.mode, bytes: loaded.byteCount, runTimeSeconds: round(Double(run) / 1e9, 6),
-            stalls: analyzed.count, problems: loaded.trace.outcome.problems.map(\.description))
-        info.traceID = facts.traceID
-        info.host = facts.host
-        info.build = facts.build
-        info.appVersion = facts.appVersion
-        stalls.add(analyzed)
-    }
-}
-
-/// Stalls counted by tier and category, and their times: integers, so they add up the same in
-/// any order.
-struct StallTotals: Sendable {
-    /// By position in `Tier.allCases`.
-    var tiers = [Int](repeating: 0, count: Tier.allCases.count)
-    /// By `StallCategory.ordinal`.
-    var categories = [Int](repeating: 0, count: StallCategory.allCases.count)
-    var categoryNanos = [UInt64](repeating: 0, count: StallCategory.allCases.count)
-    var overrun: UInt64 = 0
-    var total: UInt64 = 0
-    var unsampled: UInt64 = 0
-    var unfinished = 0
-    var hangs = 0
-
-    /// Counts `stalls` (by index: `for stall in stalls` copied every stall).
-    mutating func add(_ stalls: [AnalyzedStall]) {
-        for index in stalls.indices {
-            unsampled += stalls[index].unsampledNanos
-            if stalls[index].stall.end == nil { unfinished += 1 }
-            let tier = stalls[index].stall.tier
-            if tier >= .hang { hangs += 1 }
-            tiers[Tier.allCases.firstIndex(of: tier) ?? 0] += 1
-            categories[stalls[index].category.ordinal] += 1
-            stalls[index].breakdown.addCategoryNanos(to: &categoryNanos)
-            overrun += stalls[index].overrunNanos
-            total += stalls[index].durationNanos
-        }
-    }
-
-    /// Adds what `other` counted.
-    mutating func add(_ other: StallTotals) {
-        for index in tiers.indices { tiers[index] += other.tiers[index] }
-        for index in categories.indices { categories[index] += other.categories[index] }
-        for index in categoryNanos.indices { categoryNanos[index] += other.categoryNanos[index] }
-        overrun += other.overrun
-        total += other.total
-        unsampled += other.unsampled
-        unfinished += other.unfinished
-        hangs += other.hangs
-    }
+    /// No traces.
+    package init() {}
 }

@@ -1,48 +1,28 @@
 import StallwatchCore
 
-/// One signature's numbers added up one stall at a time, in a single pass over every trace's
-/// stalls: what `ReportBuilder.signatures` turns into a `StallReport.Signature`.
+/// One signature's numbers added up one stall at a time, traces in order: what
+/// `SignatureTallies` turns into a `StallReport.Signature`.
 ///
-/// Stalls are named by their trace's index and their index in it, and traces' hosts and builds
-/// by small numbers (`TraceOrigins`), so adding a stall copies none of it and hashes no path:
-/// grouping copies of whole stalls and looking facts up by path was most of a fleet report's
-/// time after the traces were analyzed.
-struct SignatureTally {
-    /// A stall: its trace's index and its index among that trace's analyzed stalls.
-    struct Member {
-        var trace: Int
-        var stall: Int
-    }
-
+/// Traces are named by their index, and their hosts and builds found from it at the end
+/// (`TraceOrigins`), so adding a stall hashes no path and no name. The longest stall is kept
+/// itself (not where it lies), so the other stalls can be let go once added up.
+struct SignatureTally: Sendable {
     /// A registration site, as a key (made into `file:line` text once, at the end).
     struct Site: Hashable {
         var file: String
         var line: UInt32
     }
 
-    /// Stalls and the distinct traces they are in, for one build or host.
+    /// Stalls and traces, for one build or host.
     struct Group {
         var stalls = 0
-        var traces = Set<Int>()
-
-        /// Counts a stall of trace `trace`.
-        mutating func add(_ trace: Int) {
-            stalls += 1
-            traces.insert(trace)
-        }
-
-        /// Takes in `other`'s stalls and traces, in place (`union` made a new set per merge,
-        /// copying every trace seen so far: quadratic in the runs merged).
-        mutating func formUnion(_ other: Group) {
-            stalls += other.stalls
-            traces.formUnion(other.traces)
-        }
+        var traces = 0
     }
 
     var count = 0
     var totalNanos: UInt64 = 0
     /// The longest stall (the earliest of equally long ones), with its duration and start.
-    var longest: (member: Member, nanos: UInt64, start: UInt64)?
+    var longest: (stall: AnalyzedStall, nanos: UInt64, start: UInt64)?
     var tiers: [Tier: Int] = [:]
     /// Duration-weighted category shares, in `StallCategory.allCases` order.
     var categoryNanos = [Double](repeating: 0, count: StallCategory.allCases.count)
@@ -50,19 +30,19 @@ struct SignatureTally {
     var sites: [Site: Int] = [:]
     var waits = WaitSummary.Tally()
     var durations: [UInt64] = []
-    var traces = Set<Int>()
+    /// Each trace with these stalls and how many, in trace order (traces are added in order).
+    var traceStalls: [(trace: Int, stalls: Int)] = []
     var firstSeen: UInt64?
     var lastSeen: UInt64?
-    var builds: [Int: Group] = [:]
-    var hosts: [Int: Group] = [:]
 
-    /// Adds `stall`, which is `member`, of signature `key`.
-    mutating func add(_ stall: AnalyzedStall, member: Member, key: SignatureKey, origins: TraceOrigins) {
+    /// Adds `stall`, of signature `key`, from trace number `trace` (`facts` are its facts).
+    /// Traces come in order: every stall of one before any of the next.
+    mutating func add(_ stall: AnalyzedStall, trace: Int, key: SignatureKey, facts: TraceFacts?) {
         let nanos = stall.durationNanos
         let start = stall.stall.start
         count += 1
         totalNanos += nanos
-        consider((member, nanos, start))
+        if isLonger(nanos, start) { longest = (stall, nanos, start) }
         tiers[stall.stall.tier, default: 0] += 1
         sites[Site(file: stall.stall.callout.file, line: stall.stall.callout.line), default: 0] += 1
         let weight = Double(max(1, nanos))
@@ -74,52 +54,51 @@ struct SignatureTally {
         }
         waits.add(stall.stall)
         durations.append(nanos)
-        traces.insert(member.trace)
-        if let wall = origins.facts[member.trace]?.wallClock(start) {
+        if let last = traceStalls.indices.last, traceStalls[last].trace == trace {
+            traceStalls[last].stalls += 1
+        } else {
+            traceStalls.append((trace, 1))
+        }
+        if let wall = facts?.wallClock(start) {
             firstSeen = min(firstSeen ?? wall, wall)
             lastSeen = max(lastSeen ?? wall, wall)
         }
-        builds[origins.build[member.trace], default: Group()].add(member.trace)
-        hosts[origins.host[member.trace], default: Group()].add(member.trace)
     }
 
-    /// Makes `candidate` the longest if it is longer than the longest so far, or as long and
-    /// earlier (of the very same length and start, the one seen first stays).
-    private mutating func consider(_ candidate: (member: Member, nanos: UInt64, start: UInt64)) {
-        if let best = longest,
-            candidate.nanos < best.nanos || (candidate.nanos == best.nanos && candidate.start >= best.start)
-        {
-            return
-        }
-        longest = candidate
+    /// Whether a stall of `nanos` starting at `start` would be the longest: longer than the
+    /// longest so far, or as long and earlier (of the very same length and start, the one seen
+    /// first stays).
+    private func isLonger(_ nanos: UInt64, _ start: UInt64) -> Bool {
+        guard let best = longest else { return true }
+        return nanos > best.nanos || (nanos == best.nanos && start < best.start)
     }
 
-    /// Adds the stalls `other` added up, which came after these (so of equally long stalls,
+    /// Adds the stalls `later` added up, from traces after these (so of equally long stalls,
     /// this one's stays the longest, as adding them one by one would keep it).
-    mutating func merge(_ other: SignatureTally) {
-        count += other.count
-        totalNanos += other.totalNanos
-        if let theirs = other.longest { consider(theirs) }
-        tiers.merge(other.tiers, uniquingKeysWith: +)
-        for index in categoryNanos.indices { categoryNanos[index] += other.categoryNanos[index] }
-        reasons.merge(other.reasons, uniquingKeysWith: +)
-        sites.merge(other.sites, uniquingKeysWith: +)
-        waits.merge(other.waits)
-        durations += other.durations
-        traces.formUnion(other.traces)
-        firstSeen = [firstSeen, other.firstSeen].compactMap { $0 }.min()
-        lastSeen = [lastSeen, other.lastSeen].compactMap { $0 }.max()
-        for (build, group) in other.builds { builds[build, default: Group()].formUnion(group) }
-        for (host, group) in other.hosts { hosts[host, default: Group()].formUnion(group) }
+    mutating func merge(_ later: SignatureTally) {
+        count += later.count
+        totalNanos += later.totalNanos
+        if let theirs = later.longest, isLonger(theirs.nanos, theirs.start) { longest = theirs }
+        tiers.merge(later.tiers, uniquingKeysWith: +)
+        for index in categoryNanos.indices { categoryNanos[index] += later.categoryNanos[index] }
+        reasons.merge(later.reasons, uniquingKeysWith: +)
+        sites.merge(later.sites, uniquingKeysWith: +)
+        waits.merge(later.waits)
+        durations += later.durations
+        var rest = later.traceStalls[...]
+        if let last = traceStalls.indices.last, let first = rest.first, traceStalls[last].trace == first.trace {
+            traceStalls[last].stalls += first.stalls
+            rest = rest.dropFirst()
+        }
+        traceStalls += rest
+        firstSeen = [firstSeen, later.firstSeen].compactMap { $0 }.min()
+        lastSeen = [lastSeen, later.lastSeen].compactMap { $0 }.max()
     }
 
-    /// The signature `key` these stalls make; `stalls[trace][stall]` are the analyzed stalls,
-    /// `traceCount` the traces read (for the share of traces affected).
-    func signature(
-        _ key: SignatureKey, stalls: [[AnalyzedStall]], origins: TraceOrigins, traceCount: Int
-    ) -> StallReport.Signature {
-        let best = longest!.member
-        let longest = stalls[best.trace][best.stall]
+    /// The signature `key` these stalls make; `origins` names each trace's build and host,
+    /// `traceCount` is the traces read (for the share of traces affected).
+    func signature(_ key: SignatureKey, origins: TraceOrigins, traceCount: Int) -> StallReport.Signature {
+        let longest = longest!.stall
         let categoryTotal = categoryNanos.reduce(0, +)
         let siteList = sites.map { StallReport.SiteCount(site: "\($0.key.file):\($0.key.line)", count: $0.value) }
             .sorted { ($1.count, $0.site) < ($0.count, $1.site) }
@@ -137,48 +116,92 @@ struct SignatureTally {
             example: StallReport.StallReference(trace: longest.tracePath, stall: longest.stall.id))
         let waits = waits.top(limit: 3)
         signature.waits = waits.isEmpty ? nil : waits
-        signature.traces = traces.count
-        let total = max(traceCount, traces.count)
-        signature.tracesPercent = total == 0 ? 0 : round(Double(traces.count) / Double(total) * 100, 2)
+        signature.traces = traceStalls.count
+        let total = max(traceCount, traceStalls.count)
+        signature.tracesPercent = total == 0 ? 0 : round(Double(traceStalls.count) / Double(total) * 100, 2)
         let sorted = durations.sorted()
         signature.p50Ms = ms(nearestRank(sorted, 0.50))
         signature.p95Ms = ms(nearestRank(sorted, 0.95))
         signature.firstSeen = firstSeen.map(isoTime)
         signature.lastSeen = lastSeen.map(isoTime)
-        signature.builds = Self.list(builds, names: origins.names)
-        signature.hosts = Self.list(hosts, names: origins.names)
+        signature.builds = list(origins.build, names: origins.names)
+        signature.hosts = list(origins.host, names: origins.names)
         return signature
     }
 
-    /// Stalls and traces per group name, most stalls first (then name).
-    static func list(_ groups: [Int: Group], names: [String]) -> [StallReport.GroupCount] {
-        groups.map {
-            StallReport.GroupCount(name: names[$0.key], stalls: $0.value.stalls, traces: $0.value.traces.count)
+    /// Stalls and traces per group (`group[trace]` numbers a trace's group in `names`), most
+    /// stalls first (then name).
+    private func list(_ group: [Int], names: [String]) -> [StallReport.GroupCount] {
+        var groups: [Int: Group] = [:]
+        for entry in traceStalls {
+            groups[group[entry.trace], default: Group()].stalls += entry.stalls
+            groups[group[entry.trace], default: Group()].traces += 1
+        }
+        return groups.map {
+            StallReport.GroupCount(name: names[$0.key], stalls: $0.value.stalls, traces: $0.value.traces)
         }
         .sorted { ($1.stalls, $0.name) < ($0.stalls, $1.name) }
     }
 }
 
-/// Each trace's facts, and its build and host as indices into one list of names (`unknown`
-/// for a trace that does not say), so stalls are grouped by them without hashing strings.
+/// Every signature's tally over some traces, added a trace at a time in order.
+struct SignatureTallies: Sendable {
+    var byKey: [SignatureKey: SignatureTally] = [:]
+
+    /// Adds `stalls`, the stalls of trace number `trace` (with `facts`), after every trace
+    /// added so far.
+    mutating func add(_ stalls: [AnalyzedStall], trace: Int, facts: TraceFacts?) {
+        for index in stalls.indices {
+            let key = stalls[index].key
+            byKey[key, default: SignatureTally()].add(stalls[index], trace: trace, key: key, facts: facts)
+        }
+    }
+
+    /// Adds what `later` added up, from traces after these.
+    mutating func merge(_ later: SignatureTallies) {
+        for (key, tally) in later.byKey { byKey[key, default: SignatureTally()].merge(tally) }
+    }
+
+    /// The signatures, largest total time first (then count, then key).
+    func signatures(origins: TraceOrigins, traceCount: Int) -> [StallReport.Signature] {
+        var result = byKey.map {
+            (
+                key: $0.key, total: $0.value.totalNanos,
+                signature: $0.value.signature($0.key, origins: origins, traceCount: traceCount)
+            )
+        }
+        result.sort {
+            ($0.total, $0.signature.count) != ($1.total, $1.signature.count)
+                ? ($0.total, $0.signature.count) > ($1.total, $1.signature.count) : $0.key < $1.key
+        }
+        return result.map(\.signature)
+    }
+}
+
+/// Each trace's build and host as indices into one list of names (`unknown` for a trace that
+/// does not say), so stalls are grouped by them without hashing strings.
 struct TraceOrigins {
-    var facts: [TraceFacts?]
     var build: [Int]
     var host: [Int]
-    var names: [String]
+    var names = ["unknown"]
+    private var index = ["unknown": 0]
 
-    init(_ facts: [TraceFacts?]) {
-        self.facts = facts
-        var index: [String: Int] = [:]
-        var names: [String] = []
-        func number(_ name: String) -> Int {
-            if let known = index[name] { return known }
-            index[name] = names.count
-            names.append(name)
-            return names.count - 1
-        }
-        build = facts.map { number($0?.build ?? "unknown") }
-        host = facts.map { number($0?.host ?? "unknown") }
-        self.names = names
+    /// `count` traces of unknown build and host.
+    init(count: Int) {
+        build = [Int](repeating: 0, count: count)
+        host = [Int](repeating: 0, count: count)
+    }
+
+    /// Trace `trace` has `facts`.
+    mutating func set(_ trace: Int, _ facts: TraceFacts) {
+        build[trace] = number(facts.build)
+        host[trace] = number(facts.host ?? "unknown")
+    }
+
+    private mutating func number(_ name: String) -> Int {
+        if let known = index[name] { return known }
+        index[name] = names.count
+        names.append(name)
+        return names.count - 1
     }
 }

@@ -99,21 +99,22 @@ public enum TraceLoader {
         paths: [String], includeCallouts: Bool = false, workers: Int = availableCores,
         progress: (@Sendable (_ bytesRead: Int) -> Void)? = nil
     ) -> [Result<LoadedTrace, TraceLoadError>] {
-        load(paths: paths, includeCallouts: includeCallouts, workers: workers, progress: progress) { $1 }
-    }
-
-    /// As above, passing each trace read through `transform` on the thread that read it
-    /// (`worker` is which of the `workerCount` threads that is, so it can keep state of its own).
-    static func load<Value: Sendable>(
-        paths: [String], includeCallouts: Bool, workers: Int, progress: (@Sendable (_ bytesRead: Int) -> Void)?,
-        transform: @Sendable (_ worker: Int, LoadedTrace) -> Value
-    ) -> [Result<Value, TraceLoadError>] {
-        let results = Locked([Result<Value, TraceLoadError>?](repeating: nil, count: paths.count))
-        forEachIndex(paths.count, workers: workers) { worker, index in
+        load(paths.count, workers: workers) { index in
             let result = load(path: paths[index], includeCallouts: includeCallouts, workers: workers)
             if case .success(let trace) = result { progress?(trace.byteCount) }
-            let value = result.map { transform(worker, $0) }
-            results.withLock { $0[index] = value }
+            return result
+        }
+    }
+
+    /// `read(i)` for every input `i` in `0..<count`, on up to `workers` threads; the results
+    /// in input order.
+    package static func load(
+        _ count: Int, workers: Int, _ read: @Sendable (_ index: Int) -> Result<LoadedTrace, TraceLoadError>
+    ) -> [Result<LoadedTrace, TraceLoadError>] {
+        let results = Locked([Result<LoadedTrace, TraceLoadError>?](repeating: nil, count: count))
+        forEachIndex(count, workers: workers) { index in
+            let result = read(index)
+            results.withLock { $0[index] = result }
         }
         // Moved out, not copied: a copy of each of 10,000 traces was a tenth of a fleet report's
         // serial part.

@@ -113,13 +113,14 @@ struct GateCommand: ParsableCommand {
                 standardOutput: output, standardError: errors.joined(separator: "\n"))
         }
         let builder = ReportBuilder()
-        let loaded: [LoadedTrace]
+        let loaded: TraceInputs.Loaded
         var limits = self.limits
         do {
-            loaded = try TraceInputs.load(traces, context: context).traces
+            loaded = try TraceInputs.load(traces, context: context, tallyingWith: builder)
             if let baseline, let maxRegression {
-                let base = try TraceInputs.load([baseline], context: context).traces
-                limits.append(.maxRegression(percent: maxRegression, baseline: builder.report(base, top: 0)))
+                let base = try TraceInputs.load([baseline], context: context, tallyingWith: builder)
+                let baseReport = builder.report(base.tallied ?? TalliedTraces(), top: 0)
+                limits.append(.maxRegression(percent: maxRegression, baseline: baseReport))
             }
         } catch let failure {
             guard let junit else { throw failure }
@@ -132,13 +133,10 @@ struct GateCommand: ParsableCommand {
             }
             throw failure
         }
-        let report = builder.report(loaded, top: 0)
+        let report = builder.report(loaded.tallied ?? TalliedTraces(), top: 0)
         let checks = Gate.evaluate(report, limits: limits)
         if let junit {
-            let warnings = loaded.compactMap {
-                $0.truncation.map { "warning: \($0.description); using the whole records before it" }
-            }
-            let run = junitRun(output: GateText.render(checks, of: report, colour: false), errors: warnings)
+            let run = junitRun(output: GateText.render(checks, of: report, colour: false), errors: loaded.warnings)
             try writeFile(junit, Gate.junit(checks, run: run))
         }
         context.standardOutput.write(GateText.render(checks, of: report, colour: context.usesColour))

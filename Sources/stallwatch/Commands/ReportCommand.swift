@@ -55,14 +55,14 @@ struct ReportCommand: ParsableCommand {
         // The page draws the loop's busy time from every callout of a full-mode trace.
         let builder = ReportBuilder()
         let loaded = try TraceInputs.load(
-            traces, context: context, includeCallouts: html != nil, allowCorrupt: true, analyzingWith: builder)
-        let analyzed = loaded.analyzed
+            traces, context: context, includeCallouts: html != nil, allowCorrupt: true, tallyingWith: builder,
+            keepStalls: html != nil)
         defer { context.keepUntilExit(loaded) }
-        let report = builder.report(loaded.traces, analyzed: analyzed, top: top, unreadable: loaded.unreadable)
+        let tallied = loaded.tallied ?? TalliedTraces()
+        let report = builder.report(tallied, top: top, unreadable: loaded.unreadable)
         if let html {
-            let everySignature = builder.report(
-                loaded.traces, analyzed: analyzed, top: .max, unreadable: loaded.unreadable)
-            let page = HTMLReport.render(everySignature, traces: loaded.traces, analyzed: analyzed)
+            let everySignature = builder.report(tallied, top: .max, unreadable: loaded.unreadable)
+            let page = HTMLReport.render(everySignature, traces: loaded.traces, analyzed: loaded.analyzed)
             switch html {
             case .standardOutput:
                 context.standardOutput.write(page)

@@ -24,86 +24,103 @@ import StallwatchReport
 /// Call from the command's thread.
 enum TraceInputs {
     struct Loaded {
+        /// The traces read, in input order; empty when a builder added them up without keeping
+        /// their stalls (the tally holds what a report needs).
         var traces: [LoadedTrace]
         /// Whether a corrupt region was skipped or a file was unreadable (so the command must
         /// exit 2 after its output).
         var damaged: Bool
         /// The inputs that could not be read (only `allowCorrupt` callers get here with some).
         var unreadable: [StallReport.Unreadable] = []
-        /// `traces[i]`'s stalls analyzed, when `load` was given a builder to analyze with; else
-        /// empty.
+        /// `traces[i]`'s stalls analyzed, when `load` was given a builder to keep them for;
+        /// else empty.
         var analyzed: [[AnalyzedStall]] = []
+        /// The traces added up, when `load` was given a builder: what its report takes.
+        var tallied: TalliedTraces?
+        /// The warnings printed for truncated traces, in input order.
+        var warnings: [String] = []
     }
 
+    /// Reads `paths`; with `builder`, also analyzes each trace as it is read and adds it up
+    /// (`ReportBuilder.loadAndTally`), keeping the analyzed stalls only when `keepStalls`.
     static func load(
         _ paths: [String], context: CommandContext, includeCallouts: Bool = false, allowCorrupt: Bool = false,
-        countOnce: Bool = true, analyzingWith builder: ReportBuilder? = nil
+        countOnce: Bool = true, tallyingWith builder: ReportBuilder? = nil, keepStalls: Bool = false
     ) throws(CommandFailure) -> Loaded {
         let expanded = TraceLoader.expand(paths)
         if expanded.isEmpty { throw CommandFailure("no *\(TraceLoader.traceExtension) files in the given directories") }
         // `diff A A` compares a trace with itself on purpose; everything else adds traces up.
         let paths = countOnce ? distinct(expanded, context: context) : expanded
-        let files = paths.filter { $0 != standardInputName }
+        let standardInput = paths.contains(standardInputName) ? try readStandardInput(context: context) : nil
         var progress: ProgressBar?
         if context.errorIsTerminal {
+            let files = paths.filter { $0 != standardInputName }
             progress = ProgressBar(
                 sink: context.standardError, total: files.reduce(0) { $0 + TraceLoader.size(of: $1) })
         }
-        var advance: (@Sendable (Int) -> Void)?
-        if let progress { advance = { progress.advance(by: $0) } }
-        // With a builder, each trace is analyzed by the thread that read it.
-        let fileResults: [Result<(trace: LoadedTrace, stalls: [AnalyzedStall]), TraceLoadError>]
+        let bar = progress
+        let workers = TraceLoader.availableCores
+        // Input `index`, from its file or from standard input (read once, however often given).
+        let read: @Sendable (Int) -> Result<LoadedTrace, TraceLoadError> = { index in
+            guard paths[index] != standardInputName else {
+                return TraceLoader.load(
+                    bytes: standardInput ?? [], path: paths[index], includeCallouts: includeCallouts)
+            }
+            let result = TraceLoader.load(path: paths[index], includeCallouts: includeCallouts, workers: workers)
+            if case .success(let trace) = result { bar?.advance(by: trace.byteCount) }
+            return result
+        }
+        // With a builder, each trace is analyzed and added up by the thread that read it.
+        var tallied: TalliedTraces?
+        var results: [Result<LoadedTrace, TraceLoadError>] = []
         if let builder {
-            fileResults = builder.loadAndAnalyze(paths: files, includeCallouts: includeCallouts, progress: advance)
+            tallied = builder.tally(paths.count, keepStalls: keepStalls, load: read)
         } else {
-            fileResults = TraceLoader.load(paths: files, includeCallouts: includeCallouts, progress: advance)
-                .map { $0.map { (trace: $0, stalls: []) } }
+            results = TraceLoader.load(paths.count, workers: workers, read)
         }
         progress?.finish()
         var fatal: [String] = []
         var unreadable: [StallReport.Unreadable] = []
         var corrupt: [String] = []
+        var warnings: [String] = []
         var traces: [LoadedTrace] = []
         var analyzed: [[AnalyzedStall]] = []
-        traces.reserveCapacity(paths.count)
-        analyzed.reserveCapacity(builder == nil ? 0 : paths.count)
+        var readCount = 0
+        let keepTraces = builder == nil || keepStalls
+        traces.reserveCapacity(keepTraces ? paths.count : 0)
+        analyzed.reserveCapacity(keepStalls ? paths.count : 0)
         // Each result taken where it lies (iterating the results copied every trace twice).
-        func take(_ result: borrowing Result<(trace: LoadedTrace, stalls: [AnalyzedStall]), TraceLoadError>) {
+        func take(_ result: borrowing Result<LoadedTrace, TraceLoadError>, stalls: borrowing [AnalyzedStall]) {
             switch result {
             case .failure(let error):
                 fatal.append(error.description)
                 unreadable.append(StallReport.Unreadable(path: error.path, reason: error.description))
-            case .success(let loaded):
-                traces.append(loaded.trace)
-                if builder != nil { analyzed.append(loaded.stalls) }
-                corrupt += loaded.trace.corruptRegions.map(\.description)
-                if let truncation = loaded.trace.truncation {
-                    context.printError("warning: \(truncation.description); using the whole records before it")
+            case .success(let trace):
+                readCount += 1
+                if keepTraces { traces.append(trace) }
+                if keepStalls { analyzed.append(copy stalls) }
+                corrupt += trace.corruptRegions.map(\.description)
+                if let truncation = trace.truncation {
+                    warnings.append("warning: \(truncation.description); using the whole records before it")
+                    context.printError(warnings[warnings.count - 1])
                 }
             }
         }
-        var standardInput: [UInt8]?
-        var next = 0
-        for path in paths {
-            if path == standardInputName {
-                if standardInput == nil { standardInput = try readStandardInput(context: context) }
-                let bytes = standardInput ?? []
-                take(
-                    TraceLoader.load(bytes: bytes, path: path, includeCallouts: includeCallouts).map {
-                        (trace: $0, stalls: builder?.analyze([$0])[0] ?? [])
-                    })
-            } else {
-                take(fileResults[next])
-                next += 1
+        if let tallied {
+            for index in tallied.results.indices {
+                take(tallied.results[index], stalls: keepStalls ? tallied.analyzed[index] : [])
             }
+        } else {
+            for index in results.indices { take(results[index], stalls: []) }
         }
-        if !fatal.isEmpty && (!allowCorrupt || traces.isEmpty) { throw CommandFailure(fatal + corrupt) }
+        if !fatal.isEmpty && (!allowCorrupt || readCount == 0) { throw CommandFailure(fatal + corrupt) }
         if !corrupt.isEmpty || !fatal.isEmpty {
             guard allowCorrupt else { throw CommandFailure(corrupt) }
             for line in fatal + corrupt { context.printError("Error: \(line)") }
         }
         return Loaded(
-            traces: traces, damaged: !corrupt.isEmpty || !fatal.isEmpty, unreadable: unreadable, analyzed: analyzed)
+            traces: traces, damaged: !corrupt.isEmpty || !fatal.isEmpty, unreadable: unreadable, analyzed: analyzed,
+            tallied: tallied, warnings: warnings)
     }
 
     /// The path that means standard input.

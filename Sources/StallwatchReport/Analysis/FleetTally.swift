@@ -1,0 +1,159 @@
+import StallwatchCore
+
+/// What a report adds up of traces, a trace at a time in order, on the thread that analyzed
+/// them: each trace's facts and line, its stalls' totals and every signature's tally, its
+/// frames, loop latency and congestion. Once a trace is added, its stalls can be let go.
+///
+/// All integers but the signatures' shares, which are summed in the same order whatever the
+/// number of workers (`ReportBuilder.runLength`): a report does not depend on it.
+struct FleetTally: Sendable {
+    /// Each trace's own numbers, in order.
+    var traces: [TraceTotals] = []
+    var signatures = SignatureTallies()
+    var stalls = StallTotals()
+    var frames = FrameTotals()
+    /// Loop-latency samples by `LatencyBuckets` bucket.
+    var latency = [UInt64](repeating: 0, count: LatencyBuckets.count)
+    var congestion = CongestionAnalysis.Tally()
+
+    /// Adds `loaded`, trace number `number`, with its analyzed `stalls`, after the traces
+    /// added so far.
+    mutating func add(_ loaded: LoadedTrace, number: Int, stalls analyzed: [AnalyzedStall]) {
+        let totals = TraceTotals(loaded, number: number, stalls: analyzed.count)
+        signatures.add(analyzed, trace: number, facts: totals.facts)
+        stalls.add(analyzed)
+        frames.add(loaded.trace.frameClock)
+        for record in loaded.trace.latencyHistograms {
+            for bucket in record.buckets where Int(bucket.index) < LatencyBuckets.count {
+                latency[Int(bucket.index)] += bucket.count
+            }
+        }
+        congestion.add(loaded.trace)
+        traces.append(totals)
+    }
+
+    /// Adds what `later` added up, from traces after these.
+    mutating func merge(_ later: FleetTally) {
+        traces += later.traces
+        signatures.merge(later.signatures)
+        stalls.add(later.stalls)
+        frames.add(later.frames)
+        for index in latency.indices { latency[index] += later.latency[index] }
+        congestion.merge(later.congestion)
+    }
+}
+
+/// Frame-clock records added up.
+struct FrameTotals: Sendable {
+    var records = 0
+    var expected: UInt64 = 0
+    var delivered: UInt64 = 0
+    var dropped: UInt64 = 0
+    var intervalNanos: UInt64 = 0
+
+    /// Counts `clock`'s records.
+    mutating func add(_ clock: [TraceRecord.FrameClock]) {
+        records += clock.count
+        for index in clock.indices {
+            expected += clock[index].expected
+            delivered += clock[index].delivered
+            dropped += clock[index].dropped
+            intervalNanos += clock[index].intervalLength
+        }
+    }
+
+    /// Adds what `other` counted.
+    mutating func add(_ other: FrameTotals) {
+        records += other.records
+        expected += other.expected
+        delivered += other.delivered
+        dropped += other.dropped
+        intervalNanos += other.intervalNanos
+    }
+
+    /// The report's frame numbers; nil without records.
+    var stats: StallReport.FrameStats? {
+        guard records > 0 else { return nil }
+        let seconds = Double(intervalNanos) / 1e9
+        return StallReport.FrameStats(
+            expected: expected, delivered: delivered, dropped: dropped,
+            fps: seconds == 0 ? 0 : round(Double(delivered) / seconds, 2))
+    }
+}
+
+/// What a report keeps of each trace: its facts, run time and line in the trace list.
+struct TraceTotals: Sendable {
+    /// The trace's number among the inputs.
+    var number: Int
+    var facts: TraceFacts
+    var run: UInt64
+    /// Whether the trace recorded callouts (`full` mode), and their time.
+    var full: Bool
+    var calloutNanos: UInt64
+    var info: StallReport.TraceInfo
+    /// The header's process name (nil without a header).
+    var process: String?
+
+    init(_ loaded: LoadedTrace, number: Int, stalls: Int) {
+        self.number = number
+        facts = TraceFacts(loaded)
+        run = ReportBuilder.runTime(of: loaded)
+        full = loaded.trace.header?.mode == .full || loaded.trace.calloutCount > 0
+        calloutNanos = loaded.trace.calloutNanos
+        let header = loaded.trace.header
+        info = StallReport.TraceInfo(
+            path: loaded.path, process: header?.processName ?? "", pid: header?.pid ?? 0,
+            mode: header?.mode, bytes: loaded.byteCount, runTimeSeconds: round(Double(run) / 1e9, 6),
+            stalls: stalls, problems: loaded.trace.outcome.problems.map(\.description))
+        info.traceID = facts.traceID
+        info.host = facts.host
+        info.build = facts.build
+        info.appVersion = facts.appVersion
+        process = header?.processName
+    }
+}
+
+/// Stalls counted by tier and category, and their times: integers, so they add up the same in
+/// any order.
+struct StallTotals: Sendable {
+    /// By position in `Tier.allCases`.
+    var tiers = [Int](repeating: 0, count: Tier.allCases.count)
+    /// By `StallCategory.ordinal`.
+    var categories = [Int](repeating: 0, count: StallCategory.allCases.count)
+    var categoryNanos = [UInt64](repeating: 0, count: StallCategory.allCases.count)
+    var overrun: UInt64 = 0
+    var total: UInt64 = 0
+    var unsampled: UInt64 = 0
+    var count = 0
+    var unfinished = 0
+    var hangs = 0
+
+    /// Counts `stalls` (by index: `for stall in stalls` copied every stall).
+    mutating func add(_ stalls: [AnalyzedStall]) {
+        count += stalls.count
+        for index in stalls.indices {
+            unsampled += stalls[index].unsampledNanos
+            if stalls[index].stall.end == nil { unfinished += 1 }
+            let tier = stalls[index].stall.tier
+            if tier >= .hang { hangs += 1 }
+            tiers[Tier.allCases.firstIndex(of: tier) ?? 0] += 1
+            categories[stalls[index].category.ordinal] += 1
+            stalls[index].breakdown.addCategoryNanos(to: &categoryNanos)
+            overrun += stalls[index].overrunNanos
+            total += stalls[index].durationNanos
+        }
+    }
+
+    /// Adds what `other` counted.
+    mutating func add(_ other: StallTotals) {
+        for index in tiers.indices { tiers[index] += other.tiers[index] }
+        for index in categories.indices { categories[index] += other.categories[index] }
+        for index in categoryNanos.indices { categoryNanos[index] += other.categoryNanos[index] }
+        overrun += other.overrun
+        total += other.total
+        unsampled += other.unsampled
+        count += other.count
+        unfinished += other.unfinished
+        hangs += other.hangs
+    }
+}
