@@ -191,7 +191,7 @@ import Testing
     @Test func tracesAddedUpAsTheyAreReadReportWhatTheLoadedTracesReport() throws {
         let root = FleetFixture.write(into: directory)
         _ = directory.write("fleet/0-broken.swtrace", Array("not a trace".utf8))
-        _ = directory.write("fleet/app.swtrace", Fixture.App.app())
+        _ = directory.write("fleet/app.swtrace", Fixture.app())
         _ = directory.write("fleet/standard.swtrace", Fixture.standard(mode: .full, withCallouts: true))
         let paths = TraceLoader.expand([root])
         let loaded = TraceLoader.load(paths: paths).compactMap { try? $0.get() }

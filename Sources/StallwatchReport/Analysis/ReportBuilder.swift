@@ -71,20 +71,20 @@ public struct ReportBuilder: Sendable {
                 switch load(index) {
                 case .failure(let error):
                     part.results.append(.failure(error))
-                    part.analyzed.append([])
+                    if keepStalls { part.analyzed.append([]) }
                 case .success(var trace):
                     let stalls = analyzers.analyze(trace, on: worker)
                     part.tally.add(trace, number: index, stalls: stalls)
                     if !keepStalls { trace.trace.stalls = [] }
                     part.results.append(.success(trace))
-                    part.analyzed.append(keepStalls ? stalls : [])
+                    if keepStalls { part.analyzed.append(stalls) }
                 }
             }
             return part
         }
         var result = TalliedTraces()
         result.results.reserveCapacity(count)
-        result.analyzed.reserveCapacity(count)
+        result.analyzed.reserveCapacity(keepStalls ? count : 0)
         for index in parts.indices {
             let part = parts[index].take()!
             result.results += part.results
