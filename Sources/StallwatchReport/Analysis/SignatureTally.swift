@@ -23,11 +23,12 @@ struct SignatureTally: Sendable {
     var totalNanos: UInt64 = 0
     /// The longest stall (the earliest of equally long ones), with its duration and start.
     var longest: (stall: AnalyzedStall, nanos: UInt64, start: UInt64)?
-    var tiers: [Tier: Int] = [:]
+    /// By position in `Tier.allCases`.
+    var tiers = [Int](repeating: 0, count: Tier.allCases.count)
     /// Duration-weighted category shares, in `StallCategory.allCases` order.
     var categoryNanos = [Double](repeating: 0, count: StallCategory.allCases.count)
-    var reasons: [String: Double] = [:]
-    var sites: [Site: Int] = [:]
+    var reasons = TallyTable<String, Double>()
+    var sites = TallyTable<Site, Int>()
     var waits = WaitSummary.Tally()
     var durations: [UInt64] = []
     /// Each trace with these stalls and how many, in trace order (traces are added in order).
@@ -43,14 +44,14 @@ struct SignatureTally: Sendable {
         count += 1
         totalNanos += nanos
         if isLonger(nanos, start) { longest = (stall, nanos, start) }
-        tiers[stall.stall.tier, default: 0] += 1
-        sites[Site(file: stall.stall.callout.file, line: stall.stall.callout.line), default: 0] += 1
+        tiers[Tier.allCases.firstIndex(of: stall.stall.tier) ?? 0] += 1
+        sites.add(1, to: Site(file: stall.stall.callout.file, line: stall.stall.callout.line))
         let weight = Double(max(1, nanos))
         for (index, category) in StallCategory.allCases.enumerated() {
             categoryNanos[index] += stall.breakdown.share(of: category) * weight
         }
         for reason in stall.breakdown.topReasons where reason.category == key.category {
-            reasons[reason.reason, default: 0] += reason.share * weight
+            reasons.add(reason.share * weight, to: reason.reason)
         }
         waits.add(stall.stall)
         durations.append(nanos)
@@ -79,10 +80,10 @@ struct SignatureTally: Sendable {
         count += later.count
         totalNanos += later.totalNanos
         if let theirs = later.longest, isLonger(theirs.nanos, theirs.start) { longest = theirs }
-        tiers.merge(later.tiers, uniquingKeysWith: +)
+        for index in tiers.indices { tiers[index] += later.tiers[index] }
         for index in categoryNanos.indices { categoryNanos[index] += later.categoryNanos[index] }
-        reasons.merge(later.reasons, uniquingKeysWith: +)
-        sites.merge(later.sites, uniquingKeysWith: +)
+        reasons.add(later.reasons)
+        sites.add(later.sites)
         waits.merge(later.waits)
         durations += later.durations
         var rest = later.traceStalls[...]
@@ -100,9 +101,13 @@ struct SignatureTally: Sendable {
     func signature(_ key: SignatureKey, origins: TraceOrigins, traceCount: Int) -> StallReport.Signature {
         let longest = longest!.stall
         let categoryTotal = categoryNanos.reduce(0, +)
-        let siteList = sites.map { StallReport.SiteCount(site: "\($0.key.file):\($0.key.line)", count: $0.value) }
-            .sorted { ($1.count, $0.site) < ($0.count, $1.site) }
-        let reason = reasons.max { ($0.value, $1.key) < ($1.value, $0.key) }?.key ?? ""
+        let siteList = sites.dictionary.map {
+            StallReport.SiteCount(site: "\($0.key.file):\($0.key.line)", count: $0.value)
+        }
+        .sorted { ($1.count, $0.site) < ($0.count, $1.site) }
+        let reason = reasons.dictionary.max { ($0.value, $1.key) < ($1.value, $0.key) }?.key ?? ""
+        var tiers: [Tier: Int] = [:]
+        for (index, tier) in Tier.allCases.enumerated() where self.tiers[index] > 0 { tiers[tier] = self.tiers[index] }
         let stack = longest.representativeFrames.map { ReportBuilder.stackFrame($0, names: longest.names) }
         var signature = StallReport.Signature(
             category: key.category, frames: key.frames, count: count, totalMs: ms(totalNanos),
@@ -146,28 +151,30 @@ struct SignatureTally: Sendable {
 
 /// Every signature's tally over some traces, added a trace at a time in order.
 struct SignatureTallies: Sendable {
-    var byKey: [SignatureKey: SignatureTally] = [:]
+    var byKey = TallyTable<SignatureKey, SignatureTally>()
 
     /// Adds `stalls`, the stalls of trace number `trace` (with `facts`), after every trace
     /// added so far.
     mutating func add(_ stalls: [AnalyzedStall], trace: Int, facts: TraceFacts?) {
         for index in stalls.indices {
             let key = stalls[index].key
-            byKey[key, default: SignatureTally()].add(stalls[index], trace: trace, key: key, facts: facts)
+            byKey.values[byKey.slot(key) { SignatureTally() }].add(stalls[index], trace: trace, key: key, facts: facts)
         }
     }
 
     /// Adds what `later` added up, from traces after these.
     mutating func merge(_ later: SignatureTallies) {
-        for (key, tally) in later.byKey { byKey[key, default: SignatureTally()].merge(tally) }
+        for index in later.byKey.keys.indices {
+            byKey.values[byKey.slot(later.byKey.keys[index]) { SignatureTally() }].merge(later.byKey.values[index])
+        }
     }
 
     /// The signatures, largest total time first (then count, then key).
     func signatures(origins: TraceOrigins, traceCount: Int) -> [StallReport.Signature] {
-        var result = byKey.map {
+        var result = byKey.keys.indices.map {
             (
-                key: $0.key, total: $0.value.totalNanos,
-                signature: $0.value.signature($0.key, origins: origins, traceCount: traceCount)
+                key: byKey.keys[$0], total: byKey.values[$0].totalNanos,
+                signature: byKey.values[$0].signature(byKey.keys[$0], origins: origins, traceCount: traceCount)
             )
         }
         result.sort {
