@@ -184,33 +184,3 @@ func nearestRank(_ sorted: [UInt64], _ fraction: Double) -> UInt64 {
     let rank = Int((fraction * Double(sorted.count)).rounded(.up))
     return sorted[min(sorted.count, max(1, rank)) - 1]
 }
-
-extension ReportBuilder {
-    /// The fleet summary of `traces` (and of the inputs that could not be read).
-    static func fleetSummary(_ traces: [TraceTotals], unreadable: [StallReport.Unreadable])
-        -> StallReport.FleetSummary
-    {
-        var first: UInt64?
-        var last: UInt64?
-        var processes = Set<String>()
-        var hosts = Set<String>()
-        var builds = Set<String>()
-        var versions = Set<String>()
-        var bytes = 0
-        for index in traces.indices {
-            if let process = traces[index].process { processes.insert(process) }
-            if let host = traces[index].facts.host { hosts.insert(host) }
-            builds.insert(traces[index].facts.build)
-            if let version = traces[index].facts.appVersion { versions.insert(version) }
-            bytes += traces[index].info.bytes
-            guard let start = traces[index].facts.wallClockStart else { continue }
-            first = min(first ?? start, start)
-            let end = start &+ traces[index].run
-            last = max(last ?? end, end)
-        }
-        return StallReport.FleetSummary(
-            traces: traces.count, processes: processes.count, hosts: hosts.count, builds: builds.count,
-            appVersions: versions.count, bytes: bytes, firstStart: first.map(isoTime), lastEnd: last.map(isoTime),
-            unreadable: unreadable)
-    }
-}

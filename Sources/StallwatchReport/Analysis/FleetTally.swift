@@ -7,14 +7,19 @@ import StallwatchCore
 /// All integers but the signatures' shares, which are summed in the same order whatever the
 /// number of workers (`ReportBuilder.runLength`): a report does not depend on it.
 struct FleetTally: Sendable {
-    /// Each trace's own numbers, in order.
-    var traces: [TraceTotals] = []
+    /// Each trace's own numbers, in order, in the runs they were added up in (merging appends
+    /// a run, so no trace's numbers are copied).
+    var runs: [[TraceTotals]] = [[]]
     var signatures = SignatureTallies()
     var stalls = StallTotals()
     var frames = FrameTotals()
     /// Loop-latency samples by `LatencyBuckets` bucket.
     var latency = [UInt64](repeating: 0, count: LatencyBuckets.count)
     var congestion = CongestionAnalysis.Tally()
+    var fleet = FleetTotals()
+
+    /// How many traces were added.
+    var traceCount: Int { fleet.traces }
 
     /// Adds `loaded`, trace number `number`, with its analyzed `stalls`, after the traces
     /// added so far.
@@ -29,17 +34,82 @@ struct FleetTally: Sendable {
             }
         }
         congestion.add(loaded.trace)
-        traces.append(totals)
+        fleet.add(totals)
+        runs[runs.count - 1].append(totals)
     }
 
     /// Adds what `later` added up, from traces after these.
     mutating func merge(_ later: FleetTally) {
-        traces += later.traces
+        runs += later.runs
         signatures.merge(later.signatures)
         stalls.add(later.stalls)
         frames.add(later.frames)
         for index in latency.indices { latency[index] += later.latency[index] }
         congestion.merge(later.congestion)
+        fleet.add(later.fleet)
+    }
+}
+
+/// What the fleet summary and the run-time figures add up of each trace.
+struct FleetTotals: Sendable {
+    var traces = 0
+    var processes = Set<String>()
+    var hosts = Set<String>()
+    var builds = Set<String>()
+    var appVersions = Set<String>()
+    var bytes = 0
+    /// The earliest start and latest end on the wall clock (ns since 1970).
+    var first: UInt64?
+    var last: UInt64?
+    var runNanos: UInt64 = 0
+    /// Run time and callout time of the traces that recorded callouts (`full` mode).
+    var fullRunNanos: UInt64 = 0
+    var calloutNanos: UInt64 = 0
+    var sawFull = false
+
+    /// Counts `trace`.
+    mutating func add(_ trace: TraceTotals) {
+        traces += 1
+        if let process = trace.process { processes.insert(process) }
+        if let host = trace.facts.host { hosts.insert(host) }
+        builds.insert(trace.facts.build)
+        if let version = trace.facts.appVersion { appVersions.insert(version) }
+        bytes += trace.info.bytes
+        if let start = trace.facts.wallClockStart { see(start, start &+ trace.run) }
+        runNanos += trace.run
+        if trace.full {
+            sawFull = true
+            fullRunNanos += trace.run
+            calloutNanos += trace.calloutNanos
+        }
+    }
+
+    /// Adds what `other` counted.
+    mutating func add(_ other: FleetTotals) {
+        traces += other.traces
+        processes.formUnion(other.processes)
+        hosts.formUnion(other.hosts)
+        builds.formUnion(other.builds)
+        appVersions.formUnion(other.appVersions)
+        bytes += other.bytes
+        if let first = other.first, let last = other.last { see(first, last) }
+        runNanos += other.runNanos
+        fullRunNanos += other.fullRunNanos
+        calloutNanos += other.calloutNanos
+        sawFull = sawFull || other.sawFull
+    }
+
+    private mutating func see(_ start: UInt64, _ end: UInt64) {
+        first = min(first ?? start, start)
+        last = max(last ?? end, end)
+    }
+
+    /// The fleet summary (with the inputs that could not be read).
+    func summary(unreadable: [StallReport.Unreadable]) -> StallReport.FleetSummary {
+        StallReport.FleetSummary(
+            traces: traces, processes: processes.count, hosts: hosts.count, builds: builds.count,
+            appVersions: appVersions.count, bytes: bytes, firstStart: first.map(isoTime), lastEnd: last.map(isoTime),
+            unreadable: unreadable)
     }
 }
 

@@ -158,23 +158,16 @@ public struct ReportBuilder: Sendable {
     /// The report of what `tally` added up, its traces numbered among `numbers` inputs.
     func report(_ tally: FleetTally, numbers: Int, top: Int, unreadable: [StallReport.Unreadable]) -> StallReport {
         var infos: [StallReport.TraceInfo] = []
-        infos.reserveCapacity(tally.traces.count)
+        infos.reserveCapacity(tally.traceCount)
         var origins = TraceOrigins(count: numbers)
-        var runNanos: UInt64 = 0
-        var fullRunNanos: UInt64 = 0
-        var calloutNanos: UInt64 = 0
-        var sawFull = false
-        for index in tally.traces.indices {
-            let run = tally.traces[index].run
-            runNanos += run
-            if tally.traces[index].full {
-                sawFull = true
-                fullRunNanos += run
-                calloutNanos += tally.traces[index].calloutNanos
+        for run in tally.runs.indices {
+            for index in tally.runs[run].indices {
+                origins.set(tally.runs[run][index].number, tally.runs[run][index].facts)
+                infos.append(tally.runs[run][index].info)
             }
-            origins.set(tally.traces[index].number, tally.traces[index].facts)
-            infos.append(tally.traces[index].info)
         }
+        let fleet = tally.fleet
+        let runNanos = fleet.runNanos
         let totals = tally.stalls
         let byTier = Dictionary(uniqueKeysWithValues: zip(Tier.allCases, totals.tiers))
         let byCategory = Dictionary(uniqueKeysWithValues: zip(StallCategory.allCases, totals.categories))
@@ -185,11 +178,12 @@ public struct ReportBuilder: Sendable {
                 uniqueKeysWithValues: StallCategory.allCases.map { ($0, ms(totals.categoryNanos[$0.ordinal])) }),
             unsampledMs: ms(totals.unsampled), hangs: totals.hangs)
 
-        let signatures = tally.signatures.signatures(origins: origins, traceCount: tally.traces.count)
+        let signatures = tally.signatures.signatures(origins: origins, traceCount: tally.traceCount, workers: workers)
         return StallReport(
-            traces: infos, fleet: Self.fleetSummary(tally.traces, unreadable: unreadable),
+            traces: infos, fleet: fleet.summary(unreadable: unreadable),
             runTimeSeconds: round(Double(runNanos) / 1e9, 6),
-            loopUtilisation: sawFull && fullRunNanos > 0 ? round(Double(calloutNanos) / Double(fullRunNanos), 4) : nil,
+            loopUtilisation: fleet.sawFull && fleet.fullRunNanos > 0
+                ? round(Double(fleet.calloutNanos) / Double(fleet.fullRunNanos), 4) : nil,
             frames: tally.frames.stats,
             hitchRatioMsPerSecond: runNanos == 0
                 ? 0 : round(Double(totals.overrun) / 1e6 / (Double(runNanos) / 1e9), 3),
@@ -236,7 +230,7 @@ public struct ReportBuilder: Sendable {
         for index in parts.indices { tallies.merge(parts[index].take()!) }
         var origins = TraceOrigins(count: facts.count)
         for index in facts.indices { if let known = facts[index] { origins.set(index, known) } }
-        return tallies.signatures(origins: origins, traceCount: traceCount)
+        return tallies.signatures(origins: origins, traceCount: traceCount, workers: workers)
     }
 
     /// `frame` ready to print, named by `names`.

@@ -137,13 +137,14 @@ struct SignatureTally: Sendable {
     /// Stalls and traces per group (`group[trace]` numbers a trace's group in `names`), most
     /// stalls first (then name).
     private func list(_ group: [Int], names: [String]) -> [StallReport.GroupCount] {
-        var groups: [Int: Group] = [:]
-        for entry in traceStalls {
-            groups[group[entry.trace], default: Group()].stalls += entry.stalls
-            groups[group[entry.trace], default: Group()].traces += 1
+        var groups = [Group](repeating: Group(), count: names.count)
+        for index in traceStalls.indices {
+            let number = group[traceStalls[index].trace]
+            groups[number].stalls += traceStalls[index].stalls
+            groups[number].traces += 1
         }
-        return groups.map {
-            StallReport.GroupCount(name: names[$0.key], stalls: $0.value.stalls, traces: $0.value.traces)
+        return groups.indices.filter { groups[$0].traces > 0 }.map {
+            StallReport.GroupCount(name: names[$0], stalls: groups[$0].stalls, traces: groups[$0].traces)
         }
         .sorted { ($1.stalls, $0.name) < ($0.stalls, $1.name) }
     }
@@ -169,13 +170,16 @@ struct SignatureTallies: Sendable {
         }
     }
 
-    /// The signatures, largest total time first (then count, then key).
-    func signatures(origins: TraceOrigins, traceCount: Int) -> [StallReport.Signature] {
-        var result = byKey.keys.indices.map {
-            (
-                key: byKey.keys[$0], total: byKey.values[$0].totalNanos,
-                signature: byKey.values[$0].signature(byKey.keys[$0], origins: origins, traceCount: traceCount)
-            )
+    /// The signatures, largest total time first (then count, then key), made on up to
+    /// `workers` threads (sorting each one's durations is most of it).
+    func signatures(origins: TraceOrigins, traceCount: Int, workers: Int = 1) -> [StallReport.Signature] {
+        let made = Locked([StallReport.Signature?](repeating: nil, count: byKey.keys.count))
+        TraceLoader.forEachIndex(byKey.keys.count, workers: workers) { index in
+            let signature = byKey.values[index].signature(byKey.keys[index], origins: origins, traceCount: traceCount)
+            made.withLock { $0[index] = signature }
+        }
+        var result = made.withLock { storage in
+            storage.indices.map { (key: byKey.keys[$0], total: byKey.values[$0].totalNanos, signature: storage[$0]!) }
         }
         result.sort {
             ($0.total, $0.signature.count) != ($1.total, $1.signature.count)

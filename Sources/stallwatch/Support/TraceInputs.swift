@@ -60,14 +60,21 @@ enum TraceInputs {
         }
         let bar = progress
         let workers = TraceLoader.availableCores
+        // What each input lost, found by the thread that read it (so the results need not be
+        // taken apart again here: that copied every trace).
+        let damage = Locked([Damage](repeating: Damage(), count: paths.count))
         // Input `index`, from its file or from standard input (read once, however often given).
         let read: @Sendable (Int) -> Result<LoadedTrace, TraceLoadError> = { index in
-            guard paths[index] != standardInputName else {
-                return TraceLoader.load(
-                    bytes: standardInput ?? [], path: paths[index], includeCallouts: includeCallouts)
+            let result =
+                paths[index] == standardInputName
+                ? TraceLoader.load(bytes: standardInput ?? [], path: paths[index], includeCallouts: includeCallouts)
+                : TraceLoader.load(path: paths[index], includeCallouts: includeCallouts, workers: workers)
+            if case .success(let trace) = result {
+                if paths[index] != standardInputName { bar?.advance(by: trace.byteCount) }
+                let found = Damage(
+                    corrupt: trace.corruptRegions.map(\.description), truncation: trace.truncation?.description)
+                if !found.corrupt.isEmpty || found.truncation != nil { damage.withLock { $0[index] = found } }
             }
-            let result = TraceLoader.load(path: paths[index], includeCallouts: includeCallouts, workers: workers)
-            if case .success(let trace) = result { bar?.advance(by: trace.byteCount) }
             return result
         }
         // With a builder, each trace is analyzed and added up by the thread that read it.
@@ -89,29 +96,29 @@ enum TraceInputs {
         let keepTraces = builder == nil || keepStalls
         traces.reserveCapacity(keepTraces ? paths.count : 0)
         analyzed.reserveCapacity(keepStalls ? paths.count : 0)
-        // Each result taken where it lies (iterating the results copied every trace twice).
-        func take(_ result: borrowing Result<LoadedTrace, TraceLoadError>, stalls: borrowing [AnalyzedStall]) {
+        let damaged = damage.withLock { $0 }
+        // Each result taken where it lies, the trace itself only when kept.
+        func take(_ result: Result<LoadedTrace, TraceLoadError>, index: Int) {
             switch result {
             case .failure(let error):
                 fatal.append(error.description)
                 unreadable.append(StallReport.Unreadable(path: error.path, reason: error.description))
-            case .success(let trace):
+                return
+            case .success:
                 readCount += 1
-                if keepTraces { traces.append(trace) }
-                if keepStalls { analyzed.append(copy stalls) }
-                corrupt += trace.corruptRegions.map(\.description)
-                if let truncation = trace.truncation {
-                    warnings.append("warning: \(truncation.description); using the whole records before it")
-                    context.printError(warnings[warnings.count - 1])
-                }
+            }
+            if keepTraces, case .success(let trace) = result { traces.append(trace) }
+            if keepStalls, let tallied { analyzed.append(tallied.analyzed[index]) }
+            corrupt += damaged[index].corrupt
+            if let truncation = damaged[index].truncation {
+                warnings.append("warning: \(truncation); using the whole records before it")
+                context.printError(warnings[warnings.count - 1])
             }
         }
         if let tallied {
-            for index in tallied.results.indices {
-                take(tallied.results[index], stalls: keepStalls ? tallied.analyzed[index] : [])
-            }
+            for index in tallied.results.indices { take(tallied.results[index], index: index) }
         } else {
-            for index in results.indices { take(results[index], stalls: []) }
+            for index in results.indices { take(results[index], index: index) }
         }
         if !fatal.isEmpty && (!allowCorrupt || readCount == 0) { throw CommandFailure(fatal + corrupt) }
         if !corrupt.isEmpty || !fatal.isEmpty {
@@ -121,6 +128,12 @@ enum TraceInputs {
         return Loaded(
             traces: traces, damaged: !corrupt.isEmpty || !fatal.isEmpty, unreadable: unreadable, analyzed: analyzed,
             tallied: tallied, warnings: warnings)
+    }
+
+    /// What an input that was read lost: its corrupt regions and its truncation, as messages.
+    private struct Damage: Sendable {
+        var corrupt: [String] = []
+        var truncation: String?
     }
 
     /// The path that means standard input.
