@@ -239,8 +239,14 @@ struct StallAssembler {
             }
             var samples: [Sample] = []
             samples.reserveCapacity(members.count)
+            // Read off the plain records: asking the built samples (`contains(where:)`,
+            // `last`) copied each one.
+            var timedOut = false
+            var lastTime: UInt64?
             for index in members {
                 let sample = taken[index]
+                timedOut = timedOut || sample.captureTimedOut
+                lastTime = sample.time
                 let key = SampleKey(stall: record.id, time: sample.time)
                 let counted = counters.isEmpty ? nil : counters[key]
                 samples.append(
@@ -259,8 +265,8 @@ struct StallAssembler {
                 flags = ended.flags
                 end = ended.end
             }
-            if samples.contains(where: \.captureTimedOut) { flags.insert(.captureTimedOut) }
-            let reached = end ?? samples.last?.time ?? record.start
+            if timedOut { flags.insert(.captureTimedOut) }
+            let reached = end ?? lastTime ?? record.start
             let elapsed = reached >= record.start ? reached - record.start : 0
             let tier = max(
                 record.tier, thresholds.tier(for: .nanoseconds(Int64(clamping: elapsed))) ?? record.tier)
