@@ -323,9 +323,11 @@ struct PendingSample {
 
 /// A trace's distinct wait channel names, numbered in the order first seen.
 struct StringTable {
-    private(set) var strings: [String] = []
-    private var numbers: [String: Int] = [:]
+    private var numbers = KeyNumbers<String>()
     private var last: (bytes: [UInt8], number: Int)?
+
+    /// The strings, by number.
+    var strings: [String] { numbers.keys }
 
     /// The number of the UTF-8 string `bytes`; the same bytes as last time are not decoded again.
     mutating func number(of bytes: UnsafeRawBufferPointer) -> Int {
@@ -335,35 +337,21 @@ struct StringTable {
         return number
     }
 
-    mutating func number(of string: String) -> Int {
-        if let known = numbers[string] { return known }
-        numbers[string] = strings.count
-        strings.append(string)
-        return strings.count - 1
-    }
+    mutating func number(of string: String) -> Int { numbers.number(of: string) }
 }
 
 /// A trace's distinct sample stacks (address lists), numbered in the order first seen.
 struct StackTable {
-    private(set) var stacks: [[UInt64]] = []
-    private var numbers: [[UInt64]: Int] = [:]
-    private var last = -1
+    private var numbers = KeyNumbers<[UInt64]>()
     /// Room to decode one sample's addresses into.
     var scratch: [UInt64] = []
     /// The last stack decoded from bytes: its encoding (in the buffer being decoded, compared
     /// only while that decode runs), frame count and number.
     var lastEncoding: (bytes: UnsafeRawBufferPointer, count: Int, stack: Int)?
 
+    /// The stacks, by number.
+    var stacks: [[UInt64]] { numbers.keys }
+
     /// The number of `addresses`, adding it if it is new.
-    mutating func number(of addresses: [UInt64]) -> Int {
-        if last >= 0, stacks[last] == addresses { return last }
-        if let known = numbers[addresses] {
-            last = known
-            return known
-        }
-        last = stacks.count
-        numbers[addresses] = last
-        stacks.append(addresses)
-        return last
-    }
+    mutating func number(of addresses: [UInt64]) -> Int { numbers.number(of: addresses) }
 }

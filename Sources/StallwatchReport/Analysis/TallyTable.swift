@@ -1,33 +1,26 @@
-/// Values by key, in the order their keys were first added, that finds the key it was last
-/// asked for by comparing instead of hashing. What the tallies count into: a trace's stalls
-/// mostly repeat a few signatures and call sites in a row, and their keys share storage (equal
-/// strings and arrays made once per stack or site compare at once).
+import StallwatchCore
+
+/// Values by key, in the order their keys were first added (`KeyNumbers`: the key asked for
+/// last is found without hashing). What the tallies count into.
 ///
 /// A plain value; one thread at a time.
 struct TallyTable<Key: Hashable, Value> {
-    /// The keys, in the order first added; `values[i]` is `keys[i]`'s.
-    private(set) var keys: [Key] = []
+    private var numbers = KeyNumbers<Key>()
+    /// `values[i]` is `keys[i]`'s.
     var values: [Value] = []
-    private var slots: [Key: Int] = [:]
-    private var last = -1
+
+    /// The keys, in the order first added.
+    var keys: [Key] { numbers.keys }
 
     /// Where `key`'s value is in `values`, adding `make()` for a new key.
     mutating func slot(_ key: Key, _ make: () -> Value) -> Int {
-        if last >= 0 && keys[last] == key { return last }
-        if let known = slots[key] {
-            last = known
-            return known
-        }
-        last = keys.count
-        slots[key] = last
-        keys.append(key)
-        values.append(make())
-        return last
+        let number = numbers.number(of: key)
+        if number == values.count { values.append(make()) }
+        return number
     }
-
-    /// Whether nothing was added.
-    var isEmpty: Bool { keys.isEmpty }
 }
+
+extension TallyTable: Sendable where Key: Sendable, Value: Sendable {}
 
 extension TallyTable where Value: AdditiveArithmetic {
     /// Adds `amount` to `key`'s value (zero for a new key).
@@ -45,5 +38,3 @@ extension TallyTable where Value: AdditiveArithmetic {
         Dictionary(uniqueKeysWithValues: zip(keys, values))
     }
 }
-
-extension TallyTable: Sendable where Key: Sendable, Value: Sendable {}

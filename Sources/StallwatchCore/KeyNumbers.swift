@@ -1,0 +1,31 @@
+/// Distinct keys numbered in the order first seen. The key asked for last is found by
+/// comparing instead of hashing: keys mostly come in runs (a trace's samples repeat a stack, a
+/// fleet's stalls repeat a signature), and equal keys that share storage compare at once.
+///
+/// A plain value; one thread at a time.
+public struct KeyNumbers<Key: Hashable> {
+    @usableFromInline var storedKeys: [Key] = []
+    @usableFromInline var numbers: [Key: Int] = [:]
+    @usableFromInline var last = -1
+
+    /// No keys.
+    @inlinable public init() {}
+
+    /// The keys, by number.
+    @inlinable public var keys: [Key] { storedKeys }
+
+    /// The number of `key`, the next number if it is new.
+    @inlinable public mutating func number(of key: Key) -> Int {
+        if last >= 0 && storedKeys[last] == key { return last }
+        if let known = numbers[key] {
+            last = known
+            return known
+        }
+        last = storedKeys.count
+        numbers[key] = last
+        storedKeys.append(key)
+        return last
+    }
+}
+
+extension KeyNumbers: Sendable where Key: Sendable {}
