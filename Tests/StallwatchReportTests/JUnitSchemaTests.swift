@@ -161,6 +161,24 @@ let xmllint: String? = ["/usr/bin/xmllint", "/usr/local/bin/xmllint"].first {
         #expect(printed.contains("FAIL  category-io"))
     }
 
+    /// A truncated trace gates on its whole records, and the warning the gate printed is the
+    /// suite's system-err (the traces are added up without being kept, so the warning must come
+    /// from the reading, not from the traces).
+    @Test func aTruncatedTracesWarningIsTheSuitesSystemErr() throws {
+        let whole = Fixture.standard()
+        let path = directory.write("cut.swtrace", Array(whole.dropLast(3)))
+        let junit = directory.path + "/gate.xml"
+        let run = CLIRun(["gate", path, "--max-stalls", "10", "--junit", junit])
+        #expect(run.exitCode == 0)
+        let warning = try #require(run.error.split(separator: "\n").first.map(String.init))
+        #expect(warning.hasPrefix("warning: \(path): byte "))
+        #expect(warning.hasSuffix("; using the whole records before it"))
+        let document = try XMLDocument(xmlString: try String(contentsOfFile: junit, encoding: .utf8))
+        let suite = try #require(document.rootElement())
+        #expect(suite.elements(forName: "system-err").first?.stringValue == warning)
+        if xmllint != nil && !Sanitizer.address && !Sanitizer.thread { #expect(try schemaProblems(junit) == nil) }
+    }
+
     @Test func aKnownTimestamp() {
         #expect(JUnitRun.timestamp(secondsSinceEpoch: 0) == "1970-01-01T00:00:00")
         #expect(JUnitRun.timestamp(secondsSinceEpoch: 1_796_124_280) == "2026-12-01T11:24:40")

@@ -194,13 +194,14 @@ struct StallTotals: Sendable {
     var overrun: UInt64 = 0
     var total: UInt64 = 0
     var unsampled: UInt64 = 0
-    var count = 0
     var unfinished = 0
     var hangs = 0
 
+    /// How many stalls were counted (each in one tier).
+    var count: Int { tiers.reduce(0, +) }
+
     /// Counts `stalls` (by index: `for stall in stalls` copied every stall).
     mutating func add(_ stalls: [AnalyzedStall]) {
-        count += stalls.count
         for index in stalls.indices {
             unsampled += stalls[index].unsampledNanos
             if stalls[index].stall.end == nil { unfinished += 1 }
@@ -222,7 +223,6 @@ struct StallTotals: Sendable {
         overrun += other.overrun
         total += other.total
         unsampled += other.unsampled
-        count += other.count
         unfinished += other.unfinished
         hangs += other.hangs
     }
