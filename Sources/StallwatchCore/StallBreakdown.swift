@@ -166,19 +166,44 @@ extension StallBreakdown {
         precondition(samples.count == weights.count, "one weight per sample")
         let total = weights.reduce(0, +)
         // With no measurable time, every sample counts once so the verdict still shows.
-        let units = total == 0 ? weights.map { _ in UInt64(1) } : weights
-        let unitTotal = units.reduce(0, +)
+        var weigher = Weigher()
+        for index in classifications.indices {
+            weigher.add(
+                classifications[index].category, classifications[index].reason, units: total == 0 ? 1 : weights[index])
+        }
+        self = weigher.breakdown(totalNanos: total, sampleCount: samples.count, maxReasons: maxReasons)
+    }
 
-        var perCategory = [UInt64](repeating: 0, count: StallCategory.allCases.count)
+    /// Adds up a stall's samples' verdicts, in time order, into its breakdown: a run of samples
+    /// with the same verdict may be added at once (its units summed). The one rule every
+    /// breakdown is made by.
+    package struct Weigher {
+        private var perCategory = [UInt64](repeating: 0, count: StallCategory.allCases.count)
         // The reasons in the order first seen; found by a linear search while they are few (a
         // stall has a handful, whose strings are mostly shared, so compare at once), by a
         // dictionary beyond that.
-        var reasons: [(key: ReasonKey, units: UInt64)] = []
-        var reasonIndex: [ReasonKey: Int] = [:]
+        private var reasons: [(key: ReasonKey, units: UInt64)] = []
+        private var reasonIndex: [ReasonKey: Int] = [:]
         // Samples in a row mostly share their verdict: add each run of equal ones at once
         // (hashing the reason per sample was a fleet report's cost).
-        var run: (key: ReasonKey, units: UInt64)?
-        func flush() {
+        private var run: (key: ReasonKey, units: UInt64)?
+        private var unitTotal: UInt64 = 0
+
+        package init() {}
+
+        /// Adds `units` of `category` for `reason`: the sample's weight in nanoseconds, or 1 per
+        /// sample when the stall's samples have no measurable time.
+        package mutating func add(_ category: StallCategory, _ reason: String, units: UInt64) {
+            unitTotal += units
+            if let current = run, current.key.category == category, current.key.reason == reason {
+                run = (current.key, current.units + units)
+            } else {
+                flush()
+                run = (ReasonKey(category: category, reason: reason), units)
+            }
+        }
+
+        private mutating func flush() {
             guard let run else { return }
             perCategory[run.key.category.ordinal] += run.units
             let slot: Int?
@@ -197,42 +222,43 @@ extension StallBreakdown {
                 reasons.append((run.key, run.units))
             }
         }
-        for (index, verdict) in classifications.enumerated() {
-            if let current = run, current.key.category == verdict.category, current.key.reason == verdict.reason {
-                run = (current.key, current.units + units[index])
-            } else {
-                flush()
-                run = (ReasonKey(category: verdict.category, reason: verdict.reason), units[index])
-            }
-        }
-        flush()
 
-        var dominant: StallCategory?
-        var dominantUnits: UInt64 = 0
-        for category in StallCategory.allCases {
-            let value = perCategory[category.ordinal]
-            if value > dominantUnits {
-                dominant = category
-                dominantUnits = value
+        /// The breakdown of what was added: `totalNanos` is the samples' summed weight (0 when
+        /// units were sample counts), `sampleCount` how many there were.
+        package mutating func breakdown(totalNanos total: UInt64, sampleCount: Int, maxReasons: Int = 5)
+            -> StallBreakdown
+        {
+            flush()
+            run = nil
+            var dominant: StallCategory?
+            var dominantUnits: UInt64 = 0
+            for category in StallCategory.allCases {
+                let value = perCategory[category.ordinal]
+                if value > dominantUnits {
+                    dominant = category
+                    dominantUnits = value
+                }
             }
+            let scale = total == 0 ? UInt64(0) : 1
+            let reasons = reasons
+            let unitTotal = unitTotal
+            let top = reasons.indices.sorted {
+                reasons[$0].units != reasons[$1].units ? reasons[$0].units > reasons[$1].units : $0 < $1
+            }
+            .filter { reasons[$0].units > 0 }
+            .prefix(max(0, maxReasons))
+            .map {
+                ReasonTime(
+                    category: reasons[$0].key.category, reason: reasons[$0].key.reason,
+                    nanos: reasons[$0].units * scale, share: Double(reasons[$0].units) / Double(unitTotal))
+            }
+            let nanos = perCategory.map { $0 * scale }
+            let shares = perCategory.map { unitTotal == 0 ? 0 : Double($0) / Double(unitTotal) }
+            return StallBreakdown(
+                nanos: nanos, shares: shares, totalNanos: total, dominant: dominant,
+                dominantShare: unitTotal == 0 ? 0 : Double(dominantUnits) / Double(unitTotal),
+                topReasons: Array(top), sampleCount: sampleCount)
         }
-        let scale = total == 0 ? UInt64(0) : 1
-        let top = reasons.indices.sorted {
-            reasons[$0].units != reasons[$1].units ? reasons[$0].units > reasons[$1].units : $0 < $1
-        }
-        .filter { reasons[$0].units > 0 }
-        .prefix(max(0, maxReasons))
-        .map {
-            ReasonTime(
-                category: reasons[$0].key.category, reason: reasons[$0].key.reason,
-                nanos: reasons[$0].units * scale, share: Double(reasons[$0].units) / Double(unitTotal))
-        }
-        let nanos = perCategory.map { $0 * scale }
-        let shares = perCategory.map { unitTotal == 0 ? 0 : Double($0) / Double(unitTotal) }
-        self.init(
-            nanos: nanos, shares: shares, totalNanos: total, dominant: dominant,
-            dominantShare: unitTotal == 0 ? 0 : Double(dominantUnits) / Double(unitTotal),
-            topReasons: Array(top), sampleCount: samples.count)
     }
 }
 

@@ -60,7 +60,7 @@ extension DecodedTrace {
     /// The trace whose chunks (from `TraceChunk(decoding:from:to:)`, in file order, covering
     /// the whole file after the preamble) are `chunks`: the same value
     /// `DecodedTrace(decoding:fileName:)` gives for the same bytes.
-    package init(chunks: [TraceChunk]) {
+    package init(chunks: [TraceChunk], asColumns: Bool = false) {
         var assembler = StallAssembler()
         for chunk in chunks {
             for record in chunk.records { add(record, to: &assembler) }
@@ -70,6 +70,6 @@ extension DecodedTrace {
             outcome.recordCount += chunk.recordCount
             outcome.unknownRecordCount += chunk.unknownRecordCount
         }
-        assemble(assembler)
+        assemble(assembler, asColumns: asColumns)
     }
 }

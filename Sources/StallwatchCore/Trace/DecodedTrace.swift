@@ -45,6 +45,9 @@ public struct DecodedTrace: Sendable {
     public var orphanSamples = 0
     /// How decoding went.
     public var outcome = TraceOutcome()
+    /// The stalls' samples as the decoder read them, when the trace was decoded `asColumns`
+    /// (for an analysis that reads them so); then every stall's `samples` is empty.
+    package var columns: SampleColumns?
 
     /// Decodes `bytes` and assembles the result; `fileName` is only used in error messages.
     public init(decoding bytes: [UInt8], fileName: String? = nil) {
@@ -53,6 +56,12 @@ public struct DecodedTrace: Sendable {
 
     /// Decodes `bytes` and assembles the result; `fileName` is only used in error messages.
     public init(decoding bytes: UnsafeRawBufferPointer, fileName: String? = nil) {
+        self.init(decoding: bytes, fileName: fileName, asColumns: false)
+    }
+
+    /// As above; `asColumns` keeps the samples in `columns` instead of building each stall's
+    /// `samples`.
+    package init(decoding bytes: UnsafeRawBufferPointer, fileName: String?, asColumns: Bool) {
         var assembler = StallAssembler()
         var parser = TraceParser(fileName: fileName)
         // Callouts, nearly every record of a full-mode trace, are only added up: straight here,
@@ -69,7 +78,7 @@ public struct DecodedTrace: Sendable {
             }
         }
         outcome = parser.outcome
-        assemble(assembler)
+        assemble(assembler, asColumns: asColumns)
     }
 
     /// Takes in one callout: the loop's busy time.
@@ -96,11 +105,28 @@ public struct DecodedTrace: Sendable {
         }
     }
 
-    /// Joins the stall records once every record is in.
-    mutating func assemble(_ assembler: StallAssembler) {
+    /// Joins the stall records once every record is in: each stall's samples built, or kept
+    /// as columns.
+    mutating func assemble(_ assembler: StallAssembler, asColumns: Bool) {
         callSites = assembler.sites
         let thresholds = header?.thresholds ?? .default
-        (stalls, orphanSamples) = assembler.stalls(modules: modules, thresholds: thresholds)
+        let made = assembler.stalls(modules: modules, thresholds: thresholds)
+        (stalls, orphanSamples) = (made.0, made.1)
+        if asColumns {
+            columns = made.2
+        } else {
+            for index in stalls.indices { stalls[index].samples = made.2.samples(of: index, stall: stalls[index].id) }
+        }
+    }
+
+    /// The time of stall `index`'s last sample, nil without samples (read from `columns` when
+    /// the trace was decoded so).
+    package func lastSampleTime(ofStall index: Int) -> UInt64? {
+        if let columns {
+            let range = columns.ranges[index]
+            return range.isEmpty ? nil : columns.samples[range.upperBound - 1].time
+        }
+        return stalls[index].samples.last?.time
     }
 }
 
@@ -122,7 +148,7 @@ struct StallAssembler {
     var counters: [SampleKey: TraceRecord.SampleCounters] = [:]
     var waits: [SampleKey: TraceRecord.SampleWait] = [:]
 
-    struct SampleKey: Hashable {
+    struct SampleKey: Hashable, Sendable {
         var stall: UInt64
         var time: UInt64
     }
@@ -172,19 +198,16 @@ struct StallAssembler {
         samples.append(sample)
     }
 
-    func stalls(modules: [TraceRecord.Module], thresholds: TierThresholds) -> ([Stall], Int) {
+    /// The stalls, by start time, each with no samples, the number of orphan samples, and
+    /// every stall's samples as columns (`ranges[i]` are `stalls[i]`'s).
+    func stalls(modules: [TraceRecord.Module], thresholds: TierThresholds) -> ([Stall], Int, SampleColumns) {
         var modulePaths: [UInt32: String] = [:]
         for module in modules { modulePaths[module.index] = module.path }
+        let symbolizer = FrameSymbols(symbols: symbols, modulePaths: modulePaths)
         var frames: [UInt64: Frame] = [:]
         func frame(_ address: UInt64) -> Frame {
             if let known = frames[address] { return known }
-            var frame = Frame(address: address)
-            if let symbol = symbols[address] {
-                frame.symbol = symbol.name
-                frame.module = modulePaths[symbol.module]
-                frame.file = symbol.file
-                frame.line = symbol.line
-            }
+            let frame = symbolizer.frame(address)
             frames[address] = frame
             return frame
         }
@@ -229,35 +252,19 @@ struct StallAssembler {
             next[slot] += 1
         }
 
-        var result: [Stall] = []
+        var result: [(stall: Stall, slot: Int)] = []
         result.reserveCapacity(stallRecords.count)
         let taken = self.samples
         for (slot, record) in stallRecords.enumerated() {
-            var members = order[start[slot]..<start[slot + 1]]
+            let members = order[start[slot]..<start[slot + 1]]
             if !zip(members, members.dropFirst()).allSatisfy({ taken[$0].time <= taken[$1].time }) {
-                members.sort { taken[$0].time < taken[$1].time }
+                order[start[slot]..<start[slot + 1]].sort { taken[$0].time < taken[$1].time }
             }
-            var samples: [Sample] = []
-            samples.reserveCapacity(members.count)
-            // Read off the plain records: asking the built samples (`contains(where:)`,
-            // `last`) copied each one.
             var timedOut = false
             var lastTime: UInt64?
-            for index in members {
-                let sample = taken[index]
-                timedOut = timedOut || sample.captureTimedOut
-                lastTime = sample.time
-                let key = SampleKey(stall: record.id, time: sample.time)
-                let counted = counters.isEmpty ? nil : counters[key]
-                samples.append(
-                    Sample(
-                        time: sample.time, frames: stackFrames[Int(sample.stack)], state: sample.state,
-                        syscall: sample.syscall, wchan: sample.wchan < 0 ? nil : wchans.strings[Int(sample.wchan)],
-                        cpuTimeNanos: sample.cpuTime,
-                        annotation: sample.annotation == 0 ? nil : annotations[sample.annotation],
-                        captureTimedOut: sample.captureTimedOut, source: sources.isEmpty ? nil : sources[key],
-                        counters: counted?.counters, countersDelta: counted?.delta,
-                        wait: waits.isEmpty ? nil : waits[key]?.fact(frame: frame)))
+            for index in order[start[slot]..<start[slot + 1]] {
+                timedOut = timedOut || taken[index].captureTimedOut
+                lastTime = taken[index].time
             }
             var flags: StallFlags = [.unfinished]
             var end: UInt64?
@@ -271,12 +278,28 @@ struct StallAssembler {
             let tier = max(
                 record.tier, thresholds.tier(for: .nanoseconds(Int64(clamping: elapsed))) ?? record.tier)
             result.append(
-                Stall(
-                    id: record.id, start: record.start, end: end, tier: tier,
-                    callout: identity(record), samples: samples, flags: flags))
+                (
+                    Stall(
+                        id: record.id, start: record.start, end: end, tier: tier, callout: identity(record),
+                        flags: flags),
+                    slot
+                ))
         }
-        result.sort { ($0.start, $0.id) < ($1.start, $1.id) }
-        return (result, orphans)
+        result.sort { ($0.stall.start, $0.stall.id) < ($1.stall.start, $1.stall.id) }
+
+        // The samples again, each stall's in a row, in the stalls' order.
+        var columns = SampleColumns(
+            stacks: stackFrames, wchans: wchans.strings, annotations: annotations, sources: sources,
+            counters: counters, waits: waits, symbols: symbolizer)
+        columns.samples.reserveCapacity(order.count)
+        columns.ranges.reserveCapacity(result.count)
+        for index in result.indices {
+            let slot = result[index].slot
+            let first = columns.samples.count
+            for member in order[start[slot]..<start[slot + 1]] { columns.samples.append(taken[member]) }
+            columns.ranges.append(first..<columns.samples.count)
+        }
+        return (result.map(\.stall), orphans, columns)
     }
 
     private func identity(_ record: TraceRecord.StallBegan) -> CalloutIdentity {
@@ -294,16 +317,19 @@ struct StallAssembler {
 
 /// A sample as read, before the stalls are joined: plain data, its stack and wait channel
 /// by their numbers in the assembler's tables (`wchan` -1 for none).
-struct PendingSample {
-    var stall: UInt64
-    var time: UInt64
-    var cpuTime: UInt64
-    var annotation: UInt64
-    var syscall: Int32?
-    var stack: Int32
-    var wchan: Int32
-    var state: ThreadState
-    var captureTimedOut: Bool
+package struct PendingSample: Sendable {
+    package var stall: UInt64
+    package var time: UInt64
+    package var cpuTime: UInt64
+    /// The annotation's id, 0 for none.
+    package var annotation: UInt64
+    package var syscall: Int32?
+    /// The number of the sample's stack in `SampleColumns.stacks`.
+    package var stack: Int32
+    /// The number of the wait channel's name in the trace's table, -1 for none.
+    package var wchan: Int32
+    package var state: ThreadState
+    package var captureTimedOut: Bool
 
     init(
         stall: UInt64, time: UInt64, cpuTime: UInt64, annotation: UInt64, syscall: Int32?, stack: Int, wchan: Int,
@@ -354,4 +380,93 @@ struct StackTable {
 
     /// The number of `addresses`, adding it if it is new.
     mutating func number(of addresses: [UInt64]) -> Int { numbers.number(of: addresses) }
+}
+
+/// How a trace's addresses are named: by its `symbol` records and module map.
+struct FrameSymbols: Sendable {
+    var symbols: [UInt64: TraceRecord.Symbol]
+    var modulePaths: [UInt32: String]
+
+    /// The frame at `address`, symbolicated when the trace names it.
+    func frame(_ address: UInt64) -> Frame {
+        var frame = Frame(address: address)
+        if let symbol = symbols[address] {
+            frame.symbol = symbol.name
+            frame.module = modulePaths[symbol.module]
+            frame.file = symbol.file
+            frame.line = symbol.line
+        }
+        return frame
+    }
+}
+
+/// A trace's samples as the decoder read them: each one's fields plain, its stack and wait
+/// channel by number. An analysis that reads them so does not build (and free) a `Sample` for
+/// each one; `sample(_:stall:)` builds one when it is wanted.
+///
+/// A plain value; use it on any thread.
+package struct SampleColumns: Sendable {
+    /// The distinct stacks, symbolicated, by number (`PendingSample.stack`).
+    package var stacks: [[Frame]]
+    /// The samples, each stall's in a row by time, the stalls in `DecodedTrace.stalls` order.
+    package var samples: [PendingSample] = []
+    /// Stall `i`'s samples are `samples[ranges[i]]`.
+    package var ranges: [Range<Int>] = []
+    var wchans: [String]
+    var annotations: [UInt64: Annotation]
+    var sources: [StallAssembler.SampleKey: SampleSource]
+    var counters: [StallAssembler.SampleKey: TraceRecord.SampleCounters]
+    var waits: [StallAssembler.SampleKey: TraceRecord.SampleWait]
+    var symbols: FrameSymbols
+
+    init(
+        stacks: [[Frame]], wchans: [String], annotations: [UInt64: Annotation],
+        sources: [StallAssembler.SampleKey: SampleSource],
+        counters: [StallAssembler.SampleKey: TraceRecord.SampleCounters],
+        waits: [StallAssembler.SampleKey: TraceRecord.SampleWait], symbols: FrameSymbols
+    ) {
+        self.stacks = stacks
+        self.wchans = wchans
+        self.annotations = annotations
+        self.sources = sources
+        self.counters = counters
+        self.waits = waits
+        self.symbols = symbols
+    }
+
+    /// Whether sample `index` (of stall id `stall`) has kernel facts (counters or a wait): what
+    /// `sample(_:stall:)` adds beyond the plain fields.
+    package func hasKernelFacts(_ index: Int, stall: UInt64) -> Bool {
+        if counters.isEmpty && waits.isEmpty { return false }
+        let key = StallAssembler.SampleKey(stall: stall, time: samples[index].time)
+        return counters[key] != nil || waits[key] != nil
+    }
+
+    /// What sample `index` (of stall id `stall`) waited on, if the trace says.
+    package func wait(_ index: Int, stall: UInt64) -> WaitFact? {
+        if waits.isEmpty { return nil }
+        return waits[StallAssembler.SampleKey(stall: stall, time: samples[index].time)]?.fact(frame: symbols.frame)
+    }
+
+    /// Sample `index` (of stall id `stall`) built whole.
+    package func sample(_ index: Int, stall: UInt64) -> Sample {
+        let sample = samples[index]
+        let key = StallAssembler.SampleKey(stall: stall, time: sample.time)
+        let counted = counters.isEmpty ? nil : counters[key]
+        return Sample(
+            time: sample.time, frames: stacks[Int(sample.stack)], state: sample.state, syscall: sample.syscall,
+            wchan: sample.wchan < 0 ? nil : wchans[Int(sample.wchan)], cpuTimeNanos: sample.cpuTime,
+            annotation: sample.annotation == 0 ? nil : annotations[sample.annotation],
+            captureTimedOut: sample.captureTimedOut, source: sources.isEmpty ? nil : sources[key],
+            counters: counted?.counters, countersDelta: counted?.delta,
+            wait: waits.isEmpty ? nil : waits[key]?.fact(frame: symbols.frame))
+    }
+
+    /// Stall `slot`'s samples (its id is `stall`) built whole, in time order.
+    package func samples(of slot: Int, stall: UInt64) -> [Sample] {
+        var result: [Sample] = []
+        result.reserveCapacity(ranges[slot].count)
+        for index in ranges[slot] { result.append(sample(index, stall: stall)) }
+        return result
+    }
 }

@@ -21,9 +21,9 @@ struct FleetTally: Sendable {
     /// How many traces were added.
     var traceCount: Int { fleet.traces }
 
-    /// Adds `loaded`, trace number `number`, with its analyzed `stalls`, after the traces
-    /// added so far.
-    mutating func add(_ loaded: LoadedTrace, number: Int, stalls analyzed: [AnalyzedStall]) {
+    /// Adds `loaded`, trace number `number`, with its stalls' figures, after the traces added
+    /// so far.
+    mutating func add(_ loaded: LoadedTrace, number: Int, stalls analyzed: [StallFigures]) {
         let totals = TraceTotals(loaded, number: number, stalls: analyzed.count)
         signatures.add(analyzed, trace: number, facts: totals.facts)
         stalls.add(analyzed)
@@ -201,11 +201,11 @@ struct StallTotals: Sendable {
     var count: Int { tiers.reduce(0, +) }
 
     /// Counts `stalls` (by index: `for stall in stalls` copied every stall).
-    mutating func add(_ stalls: [AnalyzedStall]) {
+    mutating func add(_ stalls: [StallFigures]) {
         for index in stalls.indices {
             unsampled += stalls[index].unsampledNanos
-            if stalls[index].stall.end == nil { unfinished += 1 }
-            let tier = stalls[index].stall.tier
+            if stalls[index].unfinished { unfinished += 1 }
+            let tier = stalls[index].tier
             if tier >= .hang { hangs += 1 }
             tiers[Tier.allCases.firstIndex(of: tier) ?? 0] += 1
             categories[stalls[index].category.ordinal] += 1

@@ -53,14 +53,17 @@ public struct ReportBuilder: Sendable {
     ) -> TalliedTraces {
         let workers = workers
         return tally(paths.count, keepStalls: keepStalls) { index in
-            let result = TraceLoader.load(path: paths[index], includeCallouts: includeCallouts, workers: workers)
+            let result = TraceLoader.load(
+                path: paths[index], includeCallouts: includeCallouts, workers: workers, asColumns: !keepStalls)
             if case .success(let trace) = result { progress?(trace.byteCount) }
             return result
         }
     }
 
     /// `loadAndTally` of `count` inputs, input `i` read by `load(i)` (called from the
-    /// analyzing threads, each input once).
+    /// analyzing threads, each input once). A trace decoded as columns (`asColumns`, what
+    /// `load` should give unless `keepStalls`) is analyzed off its columns, without building
+    /// its samples; the report is the same.
     package func tally(
         _ count: Int, keepStalls: Bool, load: @Sendable (_ index: Int) -> Result<LoadedTrace, TraceLoadError>
     ) -> TalliedTraces {
@@ -73,11 +76,16 @@ public struct ReportBuilder: Sendable {
                     part.results.append(.failure(error))
                     if keepStalls { part.analyzed.append([]) }
                 case .success(var trace):
-                    let stalls = analyzers.analyze(trace, on: worker)
-                    part.tally.add(trace, number: index, stalls: stalls)
+                    if trace.trace.columns != nil && !keepStalls {
+                        part.tally.add(trace, number: index, stalls: analyzers.figures(trace, on: worker))
+                        trace.trace.columns = nil
+                    } else {
+                        let stalls = analyzers.analyze(trace, on: worker)
+                        part.tally.add(trace, number: index, stalls: stalls.map(StallFigures.init))
+                        if keepStalls { part.analyzed.append(stalls) }
+                    }
                     if !keepStalls { trace.trace.stalls = [] }
                     part.results.append(.success(trace))
-                    if keepStalls { part.analyzed.append(stalls) }
                 }
             }
             return part
@@ -119,6 +127,12 @@ public struct ReportBuilder: Sendable {
                     $0, tracePath: trace.path, budget: budget, classifier: classifier, names: names, memo: memo)
             }
         }
+
+        /// The figures of the stalls of `trace`, decoded as columns, worked out by worker
+        /// `worker`.
+        func figures(_ trace: LoadedTrace, on worker: Int) -> [StallFigures] {
+            StallFigures.ofColumns(trace, classifier: classifiers[worker], memo: AppFrameMemo(symbols: symbols[worker]))
+        }
     }
 
     /// The report of `traces` added up, listing the `top` largest signatures (all of them are
@@ -139,7 +153,9 @@ public struct ReportBuilder: Sendable {
         var tally = FleetTally()
         var parts = Self.runs(traces.count, workers: workers) { _, indices in
             var part = FleetTally()
-            for index in indices { part.add(traces[index], number: index, stalls: analyzed[index]) }
+            for index in indices {
+                part.add(traces[index], number: index, stalls: analyzed[index].map(StallFigures.init))
+            }
             return part
         }
         for index in parts.indices { tally.merge(parts[index].take()!) }
@@ -223,7 +239,7 @@ public struct ReportBuilder: Sendable {
     ) -> [StallReport.Signature] {
         var parts = runs(stalls.count, workers: workers, length: run) { _, traces in
             var part = SignatureTallies()
-            for trace in traces { part.add(stalls[trace], trace: trace, facts: facts[trace]) }
+            for trace in traces { part.add(stalls[trace].map(StallFigures.init), trace: trace, facts: facts[trace]) }
             return part
         }
         var tallies = SignatureTallies()
@@ -254,8 +270,7 @@ public struct ReportBuilder: Sendable {
         for index in stalls.indices {
             see(stalls[index].start)
             if let end = stalls[index].end { see(end) }
-            let count = stalls[index].samples.count
-            if count > 0 { see(stalls[index].samples[count - 1].time) }
+            if let last = loaded.trace.lastSampleTime(ofStall: index) { see(last) }
         }
         for record in loaded.trace.frameClock { see(record.intervalStart &+ record.intervalLength) }
         for record in loaded.trace.latencyHistograms { see(record.intervalStart &+ record.intervalLength) }

@@ -21,38 +21,28 @@ public struct RepresentativeStack: Sendable, Hashable {
     /// could be attributed).
     public var confidence: Double
 
-    /// The representative stack of `samples` (sorted by time) given each one's verdict and
-    /// weight, or `nil` when no sample of `category` has a stack; stacks are grouped as `memo`
-    /// knows them (one memo per trace: within a trace the same stack is always the same group).
+    /// The representative stack of a stall's samples, in `runs` (in time order; `verdicts`
+    /// holds the runs' verdicts, `total` is the samples' summed weight, `sampleCount` how many
+    /// there are), or `nil` when no sample of `category` has a stack; with the number of the
+    /// stack shown. Stacks are grouped as `memo` knows them (one memo per trace: within a trace
+    /// the same stack is always the same group).
     static func choose(
-        samples: [Sample], classifications: [Classification], weights: [UInt64], category: StallCategory,
+        runs: [SampleRun], verdicts: [Classification], total: UInt64, sampleCount: Int, category: StallCategory,
         memo: StackMemo
-    ) -> RepresentativeStack? {
-        let total = weights.reduce(0, +)
-        let unitTotal = total == 0 ? UInt64(weights.count) : total
-        var groups: [(group: Int, units: UInt64, count: Int, first: Int)] = []
-        // Samples in a row mostly share one `[Frame]` (the decoder shares equal stacks), which
-        // compares equal at once: the same group as the sample before.
-        var previous: (frames: [Frame], slot: Int)?
+    ) -> (stack: RepresentativeStack, number: Int)? {
+        let unitTotal = total == 0 ? UInt64(sampleCount) : total
+        var groups: [(group: Int, units: UInt64, count: Int, first: Int, stack: Int)] = []
         memo.withSlots { slots in
-            for index in samples.indices where classifications[index].category == category {
-                let frames = samples[index].frames
-                if frames.isEmpty { continue }
-                let slot: Int
-                if let previous, previous.frames == frames {
-                    slot = previous.slot
-                } else {
-                    let group = memo.group(ofStack: memo.stack(frames))
-                    if group >= slots.count { slots += repeatElement(-1, count: group - slots.count + 1) }
-                    if slots[group] < 0 {
-                        slots[group] = groups.count
-                        groups.append((group, 0, 0, index))
-                    }
-                    slot = slots[group]
+            for run in runs where run.stack >= 0 && verdicts[run.verdict].category == category {
+                let group = memo.group(ofStack: run.stack)
+                if group >= slots.count { slots += repeatElement(-1, count: group - slots.count + 1) }
+                if slots[group] < 0 {
+                    slots[group] = groups.count
+                    groups.append((group, 0, 0, run.first, run.stack))
                 }
-                previous = (frames, slot)
-                groups[slot].units += total == 0 ? 1 : weights[index]
-                groups[slot].count += 1
+                let slot = slots[group]
+                groups[slot].units += total == 0 ? UInt64(run.count) : run.nanos
+                groups[slot].count += run.count
             }
             for group in groups { slots[group.group] = -1 }
         }
@@ -62,7 +52,9 @@ public struct RepresentativeStack: Sendable, Hashable {
             })
         else { return nil }
         let confidence = unitTotal == 0 ? 0 : Double(best.units) / Double(unitTotal)
-        return RepresentativeStack(sample: best.first, samples: best.count, confidence: round(confidence, 4))
+        return (
+            RepresentativeStack(sample: best.first, samples: best.count, confidence: round(confidence, 4)), best.stack
+        )
     }
 
     /// What samples are grouped by: function names, innermost first, without glue; a frame

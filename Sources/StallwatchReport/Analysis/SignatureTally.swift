@@ -22,7 +22,7 @@ struct SignatureTally: Sendable {
     var count = 0
     var totalNanos: UInt64 = 0
     /// The longest stall (the earliest of equally long ones), with its duration and start.
-    var longest: (stall: AnalyzedStall, nanos: UInt64, start: UInt64)?
+    var longest: (stall: StallFigures, nanos: UInt64, start: UInt64)?
     /// By position in `Tier.allCases`.
     var tiers = [Int](repeating: 0, count: Tier.allCases.count)
     /// Duration-weighted category shares, in `StallCategory.allCases` order.
@@ -38,14 +38,14 @@ struct SignatureTally: Sendable {
 
     /// Adds `stall`, of signature `key`, from trace number `trace` (`facts` are its facts).
     /// Traces come in order: every stall of one before any of the next.
-    mutating func add(_ stall: AnalyzedStall, trace: Int, key: SignatureKey, facts: TraceFacts?) {
+    mutating func add(_ stall: StallFigures, trace: Int, key: SignatureKey, facts: TraceFacts?) {
         let nanos = stall.durationNanos
-        let start = stall.stall.start
+        let start = stall.start
         count += 1
         totalNanos += nanos
         if isLonger(nanos, start) { longest = (stall, nanos, start) }
-        tiers[Tier.allCases.firstIndex(of: stall.stall.tier) ?? 0] += 1
-        sites.add(1, to: Site(file: stall.stall.callout.file, line: stall.stall.callout.line))
+        tiers[Tier.allCases.firstIndex(of: stall.tier) ?? 0] += 1
+        sites.add(1, to: Site(file: stall.file, line: stall.line))
         let weight = Double(max(1, nanos))
         for (index, category) in StallCategory.allCases.enumerated() {
             categoryNanos[index] += stall.breakdown.share(of: category) * weight
@@ -53,7 +53,7 @@ struct SignatureTally: Sendable {
         for reason in stall.breakdown.topReasons where reason.category == key.category {
             reasons.add(reason.share * weight, to: reason.reason)
         }
-        waits.add(stall.stall)
+        waits.add(stall)
         durations.append(nanos)
         if let last = traceStalls.indices.last, traceStalls[last].trace == trace {
             traceStalls[last].stalls += 1
@@ -117,8 +117,8 @@ struct SignatureTally: Sendable {
                     ($0.element, categoryTotal == 0 ? 0 : round(categoryNanos[$0.offset] / categoryTotal, 4))
                 }),
             reason: reason, site: siteList.first?.site ?? "", sites: siteList, stack: stack,
-            stackConfidence: longest.representative?.confidence ?? 0,
-            example: StallReport.StallReference(trace: longest.tracePath, stall: longest.stall.id))
+            stackConfidence: longest.confidence,
+            example: StallReport.StallReference(trace: longest.tracePath, stall: longest.id))
         let waits = waits.top(limit: 3)
         signature.waits = waits.isEmpty ? nil : waits
         signature.traces = traceStalls.count
@@ -156,7 +156,7 @@ struct SignatureTallies: Sendable {
 
     /// Adds `stalls`, the stalls of trace number `trace` (with `facts`), after every trace
     /// added so far.
-    mutating func add(_ stalls: [AnalyzedStall], trace: Int, facts: TraceFacts?) {
+    mutating func add(_ stalls: [StallFigures], trace: Int, facts: TraceFacts?) {
         for index in stalls.indices {
             let key = stalls[index].key
             byKey.values[byKey.slot(key) { SignatureTally() }].add(stalls[index], trace: trace, key: key, facts: facts)

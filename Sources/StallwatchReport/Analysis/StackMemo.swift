@@ -54,6 +54,9 @@ final class StackMemo {
         return number
     }
 
+    /// The frames of stack `number`.
+    func frames(ofStack number: Int) -> [Frame] { entries[number].frames }
+
     /// The group (by function names) of stack `number`.
     func group(ofStack number: Int) -> Int { entries[number].group }
 

@@ -112,78 +112,30 @@ public struct AnalyzedStall: Sendable {
         // Samples in a row are mostly equal, which compares at once (shared frames) and in
         // place: no hashing, no copy.
         let samples = stall.samples
+        let weights = StallAccounting.sampleWeights(stall)
         var classifications: [Classification] = []
         classifications.reserveCapacity(samples.count)
+        var runs: [SampleRun] = []
         let repeats = Sample.repeatsOfPrevious(samples)
+        var verdict = -1
+        var stack = -1
         for index in samples.indices {
-            if repeats[index] {
-                classifications.append(classifications[index - 1])
-                continue
+            if !repeats[index] {
+                verdict = memo.verdict(samples[index], classifier)
+                stack = samples[index].frames.isEmpty ? -1 : memo.stacks.stack(samples[index].frames)
             }
-            let key = VerdictKey(sample: samples[index])
-            if let known = memo.verdicts[key] {
-                classifications.append(known)
-            } else {
-                let verdict = memo.symbols.verdict(samples[index], classifier)
-                memo.verdicts[key] = verdict
-                classifications.append(verdict)
-            }
+            classifications.append(memo.verdicts[verdict])
+            SampleRun.append(index, verdict: verdict, stack: stack, weight: weights[index], to: &runs)
         }
-        let weights = StallAccounting.sampleWeights(stall)
-        let breakdown = StallBreakdown(samples: stall.samples, classifications: classifications, weights: weights)
-        let category = breakdown.dominant ?? .other
+        let analysis = RunAnalysis(
+            runs, sampleCount: samples.count, total: weights.reduce(0, +), memo: memo, names: names)
         self.classifications = classifications
         sampleWeights = weights
-        self.breakdown = breakdown
-        self.category = category
+        breakdown = analysis.breakdown
+        category = analysis.category
         durationNanos = StallAccounting.duration(stall)
-        let representative = RepresentativeStack.choose(
-            samples: stall.samples, classifications: classifications, weights: weights, category: category,
-            memo: memo.stacks)
-        self.representative = representative
-
-        // The signature: the representative stack's innermost app frames; failing that, the
-        // most frequent app-frame prefix among samples of the dominant category.
-        // Samples of one stall repeat the same addresses: each address is judged and named once
-        // (the module tests are string searches; naming per sample was most of a fleet report).
-        func appFrames(_ frames: [Frame]) -> [String] {
-            var result: [String] = []
-            for frame in frames {
-                let name: String?
-                if let known = memo.names[frame.address] {
-                    name = known
-                } else {
-                    name = !frame.isSystem && !isCompilerGenerated(frame) ? memo.symbols.name(frame, names) : nil
-                    memo.names[frame.address] = .some(name)
-                }
-                guard let name else { continue }
-                result.append(name)
-                if result.count == SignatureKey.frameCount { break }
-            }
-            return result
-        }
-        // Each distinct stack's app frames once per trace.
-        func appFrames(_ sample: Sample) -> [String] {
-            sample.frames.isEmpty ? [] : memo.stacks.appFrames(ofStack: memo.stacks.stack(sample.frames), appFrames)
-        }
-        var frames = representative.map { appFrames(stall.samples[$0.sample]) } ?? []
-        if frames.isEmpty {
-            var counts: [[String]: (count: Int, first: Int)] = [:]
-            for (index, sample) in stall.samples.enumerated() where classifications[index].category == category {
-                let candidate = appFrames(sample)
-                guard !candidate.isEmpty else { continue }
-                counts[candidate] = ((counts[candidate]?.count ?? 0) + 1, counts[candidate]?.first ?? index)
-            }
-            frames =
-                counts.max(by: { ($0.value.count, -$0.value.first) < ($1.value.count, -$1.value.first) })?.key ?? []
-        }
-        if !frames.isEmpty {
-            key = SignatureKey(category: category, frames: frames)
-        } else if let reason = breakdown.topReasons.first(where: { $0.category == category }) {
-            key = SignatureKey(category: category, frames: ["[\(reason.reason)]"])
-        } else {
-            key = SignatureKey(category: category, frames: ["[no samples]"])
-        }
+        representative = analysis.representative
+        key = analysis.key
     }
 
     /// Analyzes `stall` of `loaded` with its header's budget and its module map's names.
@@ -202,10 +154,13 @@ public struct AnalyzedStall: Sendable {
 }
 
 /// What `AnalyzedStall` worked out for the stalls of one trace: each address's app-frame name
-/// (nil: not an app frame) and each distinct sample's verdict. One thread at a time.
+/// (nil: not an app frame), each distinct sample's verdict (numbered), each distinct stack.
+/// One thread at a time.
 final class AppFrameMemo {
     var names: [UInt64: String?] = [:]
-    var verdicts: [VerdictKey: Classification] = [:]
+    /// The verdicts by number (`SampleRun.verdict`).
+    private(set) var verdicts: [Classification] = []
+    private var verdictNumbers: [VerdictKey: Int] = [:]
     let stacks: StackMemo
     /// Symbols' names, kept across the traces one worker analyzes (each trace has its own
     /// addresses, but a fleet's traces share their functions).
@@ -214,6 +169,44 @@ final class AppFrameMemo {
     init(symbols: SymbolNameMemo = SymbolNameMemo()) {
         self.symbols = symbols
         stacks = StackMemo()
+    }
+
+    /// The number of `classifier`'s verdict on `sample`, once per distinct sample.
+    func verdict(_ sample: Sample, _ classifier: Classifier) -> Int {
+        let key = VerdictKey(sample: sample)
+        if let known = verdictNumbers[key] { return known }
+        let number = adding(symbols.verdict(sample, classifier))
+        verdictNumbers[key] = number
+        return number
+    }
+
+    /// Numbers `verdict`.
+    func adding(_ verdict: Classification) -> Int {
+        verdicts.append(verdict)
+        return verdicts.count - 1
+    }
+
+    /// The app frames of stack `number` (innermost first, at most `SignatureKey.frameCount`):
+    /// frames whose module is not the system's and that are not compiler-generated, named by
+    /// `names`. Each stack's once, each address judged and named once (the module tests are
+    /// string searches; naming per sample was most of a fleet report).
+    func appFrames(ofStack number: Int, names namer: FrameNamer) -> [String] {
+        stacks.appFrames(ofStack: number) { frames in
+            var result: [String] = []
+            for frame in frames {
+                let name: String?
+                if let known = names[frame.address] {
+                    name = known
+                } else {
+                    name = !frame.isSystem && !isCompilerGenerated(frame) ? symbols.name(frame, namer) : nil
+                    names[frame.address] = .some(name)
+                }
+                guard let name else { continue }
+                result.append(name)
+                if result.count == SignatureKey.frameCount { break }
+            }
+            return result
+        }
     }
 }
 

@@ -25,6 +25,12 @@ public enum WaitSummary {
             }
         }
 
+        /// Adds the samples of the stall `figures` adds up.
+        mutating func add(_ figures: StallFigures) {
+            samples += figures.sampleCount
+            for summary in figures.waits { counts[summary, default: 0] += 1 }
+        }
+
         /// Adds what `other` counted.
         mutating func merge(_ other: Tally) {
             counts.merge(other.counts, uniquingKeysWith: +)

@@ -46,13 +46,20 @@ extension TraceLoader {
     /// The result is the same `DecodedTrace(decoding:fileName:)` gives; a trace with any
     /// damage is decoded serially, so its messages are the serial path's.
     public static func decode(_ bytes: UnsafeRawBufferPointer, fileName: String?, workers: Int) -> DecodedTrace {
+        decode(bytes, fileName: fileName, workers: workers, asColumns: false)
+    }
+
+    /// As above; `asColumns` keeps the samples as columns (`DecodedTrace.columns`).
+    package static func decode(_ bytes: UnsafeRawBufferPointer, fileName: String?, workers: Int, asColumns: Bool)
+        -> DecodedTrace
+    {
         guard workers > 1, bytes.count >= chunkedDecodeThreshold else {
-            return DecodedTrace(decoding: bytes, fileName: fileName)
+            return DecodedTrace(decoding: bytes, fileName: fileName, asColumns: asColumns)
         }
         // A few chunks per worker, so one slow core (or a dense stretch of the file) does not
         // leave the others waiting: with one chunk each, two cores gave 1.6x.
-        return decodeInChunks(bytes, fileName: fileName, chunks: workers * chunksPerWorker)
-            ?? DecodedTrace(decoding: bytes, fileName: fileName)
+        return decodeInChunks(bytes, fileName: fileName, chunks: workers * chunksPerWorker, asColumns: asColumns)
+            ?? DecodedTrace(decoding: bytes, fileName: fileName, asColumns: asColumns)
     }
 
     /// How many chunks `decode` cuts a large trace into per worker.
@@ -61,9 +68,9 @@ extension TraceLoader {
     /// The chunked decode of `bytes` in (about) `chunks` pieces at once, nil if a chunk was not
     /// clean (then the caller decodes serially). Exposed for tests that check it against the
     /// serial path on small traces.
-    package static func decodeInChunks(_ bytes: UnsafeRawBufferPointer, fileName: String?, chunks: Int)
-        -> DecodedTrace?
-    {
+    package static func decodeInChunks(
+        _ bytes: UnsafeRawBufferPointer, fileName: String?, chunks: Int, asColumns: Bool = false
+    ) -> DecodedTrace? {
         // Check the preamble the serial way: a bad one is the serial path's to report.
         let head = UnsafeRawBufferPointer(rebasing: bytes[..<min(bytes.count, TraceFormat.preambleSize)])
         guard head.elementsEqual(TraceEncoder.preamble) else { return nil }
@@ -80,7 +87,7 @@ extension TraceLoader {
         }
         let chunksDecoded = parts.withLock { $0 }
         guard chunksDecoded.allSatisfy({ $0 != nil }) else { return nil }
-        return DecodedTrace(chunks: chunksDecoded.map { $0! })
+        return DecodedTrace(chunks: chunksDecoded.map { $0! }, asColumns: asColumns)
     }
 
     /// Runs `body(index)` for `0..<count` on up to `workers` threads (a small pool pulling the
