@@ -53,7 +53,7 @@ public struct StallBreakdown: Sendable, Hashable, Codable {
     /// `nanos` and `shares` by `StallCategory.ordinal`: one breakdown is made per stall, and
     /// filling two dictionaries for each was a twentieth of a fleet report.
     @usableFromInline var categoryNanos: [UInt64]
-    private var categoryShares: [Double]
+    @usableFromInline var categoryShares: [Double]
 
     /// Creates a breakdown.
     public init(
@@ -92,7 +92,9 @@ public struct StallBreakdown: Sendable, Hashable, Codable {
         for index in categoryNanos.indices { totals[index] += categoryNanos[index] }
     }
 
-    /// The fraction (0…1) of the attributed time spent in `category`.
+    /// The fraction (0…1) of the attributed time spent in `category` (inlinable, so a caller
+    /// in another module reads the breakdown in place).
+    @inlinable
     public func share(of category: StallCategory) -> Double {
         categoryShares[category.ordinal]
     }
@@ -178,10 +180,11 @@ extension StallBreakdown {
     /// with the same verdict may be added at once (its units summed). The one rule every
     /// breakdown is made by.
     package struct Weigher {
-        private var perCategory = [UInt64](repeating: 0, count: StallCategory.allCases.count)
-        // The reasons in the order first seen; found by a linear search while they are few (a
-        // stall has a handful, whose strings are mostly shared, so compare at once), by a
-        // dictionary beyond that.
+        private var perCategory = [UInt64](repeating: 0, count: StallCategory.count)
+        // The reasons in the order first seen: the first one held here (most stalls have one),
+        // the rest found by a linear search while they are few (a stall has a handful, whose
+        // strings are mostly shared, so compare at once), by a dictionary beyond that.
+        private var first: (key: ReasonKey, units: UInt64)?
         private var reasons: [(key: ReasonKey, units: UInt64)] = []
         private var reasonIndex: [ReasonKey: Int] = [:]
         // Samples in a row mostly share their verdict: add each run of equal ones at once
@@ -206,6 +209,14 @@ extension StallBreakdown {
         private mutating func flush() {
             guard let run else { return }
             perCategory[run.key.category.ordinal] += run.units
+            guard let held = first else {
+                first = run
+                return
+            }
+            if held.key == run.key {
+                first = (held.key, held.units + run.units)
+                return
+            }
             let slot: Int?
             if reasons.count <= StallBreakdown.linearReasons {
                 slot = reasons.firstIndex { $0.key == run.key }
@@ -232,32 +243,41 @@ extension StallBreakdown {
             run = nil
             var dominant: StallCategory?
             var dominantUnits: UInt64 = 0
-            for category in StallCategory.allCases {
-                let value = perCategory[category.ordinal]
-                if value > dominantUnits {
-                    dominant = category
-                    dominantUnits = value
+            for ordinal in perCategory.indices where perCategory[ordinal] > dominantUnits {
+                dominant = StallCategory(ordinal: ordinal)
+                dominantUnits = perCategory[ordinal]
+            }
+            let unitTotal = unitTotal
+            func time(_ reason: (key: ReasonKey, units: UInt64)) -> ReasonTime {
+                ReasonTime(
+                    category: reason.key.category, reason: reason.key.reason, nanos: total == 0 ? 0 : reason.units,
+                    share: Double(reason.units) / Double(unitTotal))
+            }
+            var top: [ReasonTime] = []
+            if let first {
+                if reasons.isEmpty {
+                    if first.units > 0 && maxReasons > 0 { top = [time(first)] }
+                } else {
+                    let all = [first] + reasons
+                    top = all.indices.sorted {
+                        all[$0].units != all[$1].units ? all[$0].units > all[$1].units : $0 < $1
+                    }
+                    .filter { all[$0].units > 0 }
+                    .prefix(max(0, maxReasons))
+                    .map { time(all[$0]) }
                 }
             }
-            let scale = total == 0 ? UInt64(0) : 1
-            let reasons = reasons
-            let unitTotal = unitTotal
-            let top = reasons.indices.sorted {
-                reasons[$0].units != reasons[$1].units ? reasons[$0].units > reasons[$1].units : $0 < $1
+            var shares = [Double](repeating: 0, count: perCategory.count)
+            if unitTotal > 0 {
+                for index in perCategory.indices { shares[index] = Double(perCategory[index]) / Double(unitTotal) }
             }
-            .filter { reasons[$0].units > 0 }
-            .prefix(max(0, maxReasons))
-            .map {
-                ReasonTime(
-                    category: reasons[$0].key.category, reason: reasons[$0].key.reason,
-                    nanos: reasons[$0].units * scale, share: Double(reasons[$0].units) / Double(unitTotal))
+            if total == 0 {
+                for index in perCategory.indices { perCategory[index] = 0 }
             }
-            let nanos = perCategory.map { $0 * scale }
-            let shares = perCategory.map { unitTotal == 0 ? 0 : Double($0) / Double(unitTotal) }
             return StallBreakdown(
-                nanos: nanos, shares: shares, totalNanos: total, dominant: dominant,
+                nanos: perCategory, shares: shares, totalNanos: total, dominant: dominant,
                 dominantShare: unitTotal == 0 ? 0 : Double(dominantUnits) / Double(unitTotal),
-                topReasons: Array(top), sampleCount: sampleCount)
+                topReasons: top, sampleCount: sampleCount)
         }
     }
 }

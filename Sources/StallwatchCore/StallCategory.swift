@@ -27,8 +27,22 @@ extension StallCategory {
     /// Hashes the case, not its name. Pure; any thread.
     public func hash(into hasher: inout Hasher) { hasher.combine(ordinal) }
 
+    /// How many cases there are.
+    package static let count = 5
+
+    /// The case at position `ordinal` in `allCases`.
+    @usableFromInline package init(ordinal: Int) {
+        switch ordinal {
+        case 0: self = .compute
+        case 1: self = .io
+        case 2: self = .lockWait
+        case 3: self = .database
+        default: self = .other
+        }
+    }
+
     /// The case's position in `allCases`.
-    package var ordinal: Int {
+    @usableFromInline package var ordinal: Int {
         switch self {
         case .compute: 0
         case .io: 1

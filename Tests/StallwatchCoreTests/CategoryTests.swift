@@ -7,6 +7,14 @@ import Testing
 @Suite struct CategoryTests {
     let classifier = Classifier()
 
+    @Test func everyCategoryIsAtItsOrdinal() {
+        #expect(StallCategory.count == StallCategory.allCases.count)
+        for (index, category) in StallCategory.allCases.enumerated() {
+            #expect(category.ordinal == index)
+            #expect(StallCategory(ordinal: index) == category)
+        }
+    }
+
     @Test func computeIsNamedAfterTheInnermostAppFunction() {
         let verdict = classifier.classify(Fixture.compute)
         #expect(verdict.category == .compute)

@@ -69,10 +69,10 @@ import Testing
         // Two traces of the same functions at other addresses, each stall analysed with the
         // trace's memos (stacks by storage, verdicts by portable sample, names by symbol) and
         // alone: the same verdicts, representative stacks and signatures.
-        let symbols = SymbolNameMemo()
+        let portable = PortableMemo()
         let classifier = Classifier()
         for base: UInt64 in [0x1000, 0x9000] {
-            let memo = AppFrameMemo(symbols: symbols)
+            let memo = AppFrameMemo(portable: portable)
             let parse = [frame("App.parse()", base), frame("App.load()", base + 0x100)]
             let write = [
                 Frame(address: base + 0x200, symbol: "fsync", module: "/usr/lib/x86_64-linux-gnu/libc.so.6"),

@@ -138,7 +138,8 @@ struct StallAssembler {
     var annotations: [UInt64: Annotation] = [:]
     var symbols: [UInt64: TraceRecord.Symbol] = [:]
     var began: [TraceRecord.StallBegan] = []
-    var ended: [UInt64: TraceRecord.StallEnded] = [:]
+    /// The `stallEnded` records in file order (of several for one stall, the last counts).
+    var ended: [TraceRecord.StallEnded] = []
     /// The samples in file order, their stacks and wait channels by number.
     var samples: [PendingSample] = []
     var stacks = StackTable()
@@ -160,7 +161,7 @@ struct StallAssembler {
         case .annotation(let definition): annotations[definition.id] = definition.annotation
         case .symbol(let symbol): symbols[symbol.address] = symbol
         case .stallBegan(let record): began.append(record)
-        case .stallEnded(let record): ended[record.id] = record
+        case .stallEnded(let record): ended.append(record)
         case .sample(let sample):
             samples.append(
                 PendingSample(
@@ -205,6 +206,7 @@ struct StallAssembler {
         for module in modules { modulePaths[module.index] = module.path }
         let symbolizer = FrameSymbols(symbols: symbols, modulePaths: modulePaths)
         var frames: [UInt64: Frame] = [:]
+        frames.reserveCapacity(symbols.count)
         func frame(_ address: UInt64) -> Frame {
             if let known = frames[address] { return known }
             let frame = symbolizer.frame(address)
@@ -218,57 +220,27 @@ struct StallAssembler {
 
         // Each stall's samples, by the first `stallBegan` of its id (a later one is ignored).
         var slots: [UInt64: Int] = [:]
+        slots.reserveCapacity(began.count)
         var stallRecords: [TraceRecord.StallBegan] = []
+        stallRecords.reserveCapacity(began.count)
+        var ends: [UInt64: TraceRecord.StallEnded] = [:]
+        ends.reserveCapacity(ended.count)
+        for record in ended { ends[record.id] = record }
         for record in began where slots[record.id] == nil {
             slots[record.id] = stallRecords.count
             stallRecords.append(record)
         }
-        // Samples by stall: each stall's run of `order`, `start[slot]..<start[slot + 1]`, in file
-        // order (one array for all, counted first).
-        var slotOf = [Int](repeating: -1, count: samples.count)
-        var start = [Int](repeating: 0, count: stallRecords.count + 1)
-        var orphans = 0
-        var last: (stall: UInt64, slot: Int?)?
-        for (index, sample) in samples.enumerated() {
-            let slot: Int?
-            if let last, last.stall == sample.stall {
-                slot = last.slot
-            } else {
-                slot = slots[sample.stall]
-                last = (sample.stall, slot)
-            }
-            if let slot {
-                slotOf[index] = slot
-                start[slot + 1] += 1
-            } else {
-                orphans += 1
-            }
-        }
-        for slot in stallRecords.indices { start[slot + 1] += start[slot] }
-        var order = [Int](repeating: 0, count: start[stallRecords.count])
-        var next = start
-        for (index, slot) in slotOf.enumerated() where slot >= 0 {
-            order[next[slot]] = index
-            next[slot] += 1
-        }
+        let (ordered, ranges, orphans) = Self.group(samples, slots: slots, stalls: stallRecords.count)
 
         var result: [(stall: Stall, slot: Int)] = []
         result.reserveCapacity(stallRecords.count)
-        let taken = self.samples
         for (slot, record) in stallRecords.enumerated() {
-            let members = order[start[slot]..<start[slot + 1]]
-            if !zip(members, members.dropFirst()).allSatisfy({ taken[$0].time <= taken[$1].time }) {
-                order[start[slot]..<start[slot + 1]].sort { taken[$0].time < taken[$1].time }
-            }
             var timedOut = false
-            var lastTime: UInt64?
-            for index in order[start[slot]..<start[slot + 1]] {
-                timedOut = timedOut || taken[index].captureTimedOut
-                lastTime = taken[index].time
-            }
+            for index in ranges[slot] where ordered[index].captureTimedOut { timedOut = true }
+            let lastTime = ranges[slot].isEmpty ? nil : ordered[ranges[slot].upperBound - 1].time
             var flags: StallFlags = [.unfinished]
             var end: UInt64?
-            if let ended = ended[record.id] {
+            if let ended = ends[record.id] {
                 flags = ended.flags
                 end = ended.end
             }
@@ -287,19 +259,85 @@ struct StallAssembler {
         }
         result.sort { ($0.stall.start, $0.stall.id) < ($1.stall.start, $1.stall.id) }
 
-        // The samples again, each stall's in a row, in the stalls' order.
         var columns = SampleColumns(
             stacks: stackFrames, wchans: wchans.strings, annotations: annotations, sources: sources,
             counters: counters, waits: waits, symbols: symbolizer)
-        columns.samples.reserveCapacity(order.count)
-        columns.ranges.reserveCapacity(result.count)
-        for index in result.indices {
-            let slot = result[index].slot
-            let first = columns.samples.count
-            for member in order[start[slot]..<start[slot + 1]] { columns.samples.append(taken[member]) }
-            columns.ranges.append(first..<columns.samples.count)
-        }
+        columns.samples = ordered
+        columns.ranges = result.map { ranges[$0.slot] }
         return (result.map(\.stall), orphans, columns)
+    }
+
+    /// `samples` arranged so that each stall's are in a row in time order: the samples and
+    /// each stall slot's range of them (`slots` numbers the stalls, `stalls` of them), and how
+    /// many samples belong to no known stall (left out of every range).
+    ///
+    /// Traces write each stall's samples together and in time order; then the samples are
+    /// used as read, nothing reordered or copied. Otherwise they are sorted into place.
+    private static func group(_ samples: [PendingSample], slots: [UInt64: Int], stalls: Int)
+        -> ([PendingSample], [Range<Int>], Int)
+    {
+        var ranges = [Range<Int>](repeating: 0..<0, count: stalls)
+        var seen = [Bool](repeating: false, count: stalls)
+        var orphans = 0
+        var index = 0
+        var inPlace = true
+        while index < samples.count {
+            let stall = samples[index].stall
+            var end = index + 1
+            while end < samples.count && samples[end].stall == stall {
+                if samples[end].time < samples[end - 1].time { inPlace = false }
+                end += 1
+            }
+            if let slot = slots[stall] {
+                if seen[slot] { inPlace = false }
+                seen[slot] = true
+                ranges[slot] = index..<end
+            } else {
+                orphans += end - index
+            }
+            if !inPlace { break }
+            index = end
+        }
+        if inPlace { return (samples, ranges, orphans) }
+
+        // Each stall's samples by a counting sort on the slot, in file order, then by time.
+        var slotOf = [Int](repeating: -1, count: samples.count)
+        var start = [Int](repeating: 0, count: stalls + 1)
+        orphans = 0
+        var last: (stall: UInt64, slot: Int?)?
+        for (index, sample) in samples.enumerated() {
+            let slot: Int?
+            if let last, last.stall == sample.stall {
+                slot = last.slot
+            } else {
+                slot = slots[sample.stall]
+                last = (sample.stall, slot)
+            }
+            if let slot {
+                slotOf[index] = slot
+                start[slot + 1] += 1
+            } else {
+                orphans += 1
+            }
+        }
+        for slot in 0..<stalls { start[slot + 1] += start[slot] }
+        var order = [Int](repeating: 0, count: start[stalls])
+        var next = start
+        for (index, slot) in slotOf.enumerated() where slot >= 0 {
+            order[next[slot]] = index
+            next[slot] += 1
+        }
+        var ordered: [PendingSample] = []
+        ordered.reserveCapacity(order.count)
+        for slot in 0..<stalls {
+            let members = order[start[slot]..<start[slot + 1]]
+            if !zip(members, members.dropFirst()).allSatisfy({ samples[$0].time <= samples[$1].time }) {
+                order[start[slot]..<start[slot + 1]].sort { samples[$0].time < samples[$1].time }
+            }
+            for member in order[start[slot]..<start[slot + 1]] { ordered.append(samples[member]) }
+            ranges[slot] = start[slot]..<start[slot + 1]
+        }
+        return (ordered, ranges, orphans)
     }
 
     private func identity(_ record: TraceRecord.StallBegan) -> CalloutIdentity {
@@ -408,7 +446,7 @@ struct FrameSymbols: Sendable {
 package struct SampleColumns: Sendable {
     /// The distinct stacks, symbolicated, by number (`PendingSample.stack`).
     package var stacks: [[Frame]]
-    /// The samples, each stall's in a row by time, the stalls in `DecodedTrace.stalls` order.
+    /// The samples: each stall's in a row, in time order (samples of no known stall in none).
     package var samples: [PendingSample] = []
     /// Stall `i`'s samples are `samples[ranges[i]]`.
     package var ranges: [Range<Int>] = []
@@ -418,6 +456,9 @@ package struct SampleColumns: Sendable {
     var counters: [StallAssembler.SampleKey: TraceRecord.SampleCounters]
     var waits: [StallAssembler.SampleKey: TraceRecord.SampleWait]
     var symbols: FrameSymbols
+    /// Whether any sample has kernel facts (counters or a wait): when not,
+    /// `hasKernelFacts(_:stall:)` is false for every one.
+    package let anyKernelFacts: Bool
 
     init(
         stacks: [[Frame]], wchans: [String], annotations: [UInt64: Annotation],
@@ -432,6 +473,7 @@ package struct SampleColumns: Sendable {
         self.counters = counters
         self.waits = waits
         self.symbols = symbols
+        anyKernelFacts = !counters.isEmpty || !waits.isEmpty
     }
 
     /// Whether sample `index` (of stall id `stall`) has kernel facts (counters or a wait): what

@@ -105,15 +105,15 @@ public struct ReportBuilder: Sendable {
     /// What each analyzing thread keeps for itself: a classifier (copies would share the
     /// frame cache's lock and the compiled rules' reference counts, and on two cores that
     /// sharing cost more than the second core gave, 0.5x; the same rules give the same
-    /// verdicts) and the names of the symbols it has seen.
+    /// verdicts) and what it learned that holds in every trace (`PortableMemo`).
     struct Workers: Sendable {
         var classifiers: [Classifier]
-        var symbols: [SymbolNameMemo]
+        var portable: [PortableMemo]
 
         init(_ builder: ReportBuilder, count: Int) {
             let count = max(1, count)
             classifiers = [builder.classifier] + (1..<count).map { _ in Classifier(rules: builder.classifier.rules) }
-            symbols = (0..<count).map { _ in SymbolNameMemo() }
+            portable = (0..<count).map { _ in PortableMemo() }
         }
 
         /// The stalls of `trace` analyzed by worker `worker`.
@@ -121,7 +121,7 @@ public struct ReportBuilder: Sendable {
             let classifier = classifiers[worker]
             let budget = trace.trace.header?.thresholds.budget ?? TierThresholds.default.budget
             let names = FrameNamer(modules: trace.trace.modules)
-            let memo = AppFrameMemo(symbols: symbols[worker])
+            let memo = AppFrameMemo(portable: portable[worker])
             return trace.trace.stalls.map {
                 AnalyzedStall(
                     $0, tracePath: trace.path, budget: budget, classifier: classifier, names: names, memo: memo)
@@ -131,7 +131,8 @@ public struct ReportBuilder: Sendable {
         /// The figures of the stalls of `trace`, decoded as columns, worked out by worker
         /// `worker`.
         func figures(_ trace: LoadedTrace, on worker: Int) -> [StallFigures] {
-            StallFigures.ofColumns(trace, classifier: classifiers[worker], memo: AppFrameMemo(symbols: symbols[worker]))
+            StallFigures.ofColumns(
+                trace, classifier: classifiers[worker], memo: AppFrameMemo(portable: portable[worker]))
         }
     }
 

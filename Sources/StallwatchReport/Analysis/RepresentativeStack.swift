@@ -31,6 +31,16 @@ public struct RepresentativeStack: Sendable, Hashable {
         memo: StackMemo
     ) -> (stack: RepresentativeStack, number: Int)? {
         let unitTotal = total == 0 ? UInt64(sampleCount) : total
+        func confidence(_ units: UInt64) -> Double { unitTotal == 0 ? 0 : round(Double(units) / Double(unitTotal), 4) }
+        // A stall of one run (most of a fleet's) is its own group.
+        if runs.count == 1 {
+            let run = runs[0]
+            guard run.stack >= 0 && verdicts[run.verdict].category == category else { return nil }
+            let units = total == 0 ? UInt64(run.count) : run.nanos
+            return (
+                RepresentativeStack(sample: run.first, samples: run.count, confidence: confidence(units)), run.stack
+            )
+        }
         var groups: [(group: Int, units: UInt64, count: Int, first: Int, stack: Int)] = []
         memo.withSlots { slots in
             for run in runs where run.stack >= 0 && verdicts[run.verdict].category == category {
@@ -51,9 +61,8 @@ public struct RepresentativeStack: Sendable, Hashable {
                 ($0.units, $0.count, -$0.first) < ($1.units, $1.count, -$1.first)
             })
         else { return nil }
-        let confidence = unitTotal == 0 ? 0 : Double(best.units) / Double(unitTotal)
         return (
-            RepresentativeStack(sample: best.first, samples: best.count, confidence: round(confidence, 4)), best.stack
+            RepresentativeStack(sample: best.first, samples: best.count, confidence: confidence(best.units)), best.stack
         )
     }
 

@@ -155,7 +155,7 @@ struct StallFigures: Sendable {
         func stack(_ number: Int32) -> Int {
             let index = Int(number)
             if stacks[index] == -2 {
-                stacks[index] = columns.stacks[index].isEmpty ? -1 : memo.stacks.stack(columns.stacks[index])
+                stacks[index] = columns.stacks[index].isEmpty ? -1 : memo.stacks.adding(columns.stacks[index])
             }
             return stacks[index]
         }
@@ -164,7 +164,7 @@ struct StallFigures: Sendable {
         result.reserveCapacity(trace.stalls.count)
         var runs: [SampleRun] = []
         for slot in trace.stalls.indices {
-            let stall = trace.stalls[slot]
+            let (id, start, end) = (trace.stalls[slot].id, trace.stalls[slot].start, trace.stalls[slot].end)
             let range = columns.ranges[slot]
             runs.removeAll(keepingCapacity: true)
             var total: UInt64 = 0
@@ -174,15 +174,15 @@ struct StallFigures: Sendable {
                 let sample = columns.samples[index]
                 // The weight: until the next sample, the last one until the end; the first also
                 // since the callout started (`StallAccounting`).
-                let until = index + 1 < range.upperBound ? columns.samples[index + 1].time : (stall.end ?? sample.time)
+                let until = index + 1 < range.upperBound ? columns.samples[index + 1].time : (end ?? sample.time)
                 var weight = until > sample.time ? until - sample.time : 0
-                if index == range.lowerBound, sample.time > stall.start { weight += sample.time - stall.start }
+                if index == range.lowerBound, sample.time > start { weight += sample.time - start }
                 total += weight
                 let verdict: Int
-                if columns.hasKernelFacts(index, stall: stall.id) {
+                if columns.anyKernelFacts && columns.hasKernelFacts(index, stall: id) {
                     previous = nil
-                    verdict = memo.verdict(columns.sample(index, stall: stall.id), classifier)
-                    if let wait = columns.wait(index, stall: stall.id) { waits.append(wait.summary) }
+                    verdict = memo.verdict(columns.sample(index, stall: id), stack: stack(sample.stack), classifier)
+                    if let wait = columns.wait(index, stall: id) { waits.append(wait.summary) }
                 } else {
                     let key = ColumnKey(sample)
                     if let previous, previous.key == key {
@@ -190,7 +190,10 @@ struct StallFigures: Sendable {
                     } else if let known = verdicts[key] {
                         verdict = known
                     } else {
-                        verdict = memo.adding(memo.symbols.verdict(columns.sample(index, stall: stall.id), classifier))
+                        verdict = memo.adding(
+                            memo.portable.verdict(
+                                columns.sample(index, stall: id), stack: memo.portableStack(stack(sample.stack)),
+                                classifier))
                         verdicts[key] = verdict
                     }
                     previous = (key, verdict)
@@ -199,10 +202,10 @@ struct StallFigures: Sendable {
                     index - range.lowerBound, verdict: verdict, stack: stack(sample.stack), weight: weight, to: &runs)
             }
             let analysis = RunAnalysis(runs, sampleCount: range.count, total: total, memo: memo, names: names)
-            let reached = stall.end ?? (range.isEmpty ? nil : columns.samples[range.upperBound - 1].time) ?? stall.start
+            let reached = end ?? (range.isEmpty ? nil : columns.samples[range.upperBound - 1].time) ?? start
             result.append(
                 StallFigures(
-                    stall, tracePath: loaded.path, durationNanos: reached > stall.start ? reached - stall.start : 0,
+                    trace.stalls[slot], tracePath: loaded.path, durationNanos: reached > start ? reached - start : 0,
                     budgetNanos: budget, weighedNanos: total, breakdown: analysis.breakdown,
                     category: analysis.category, key: analysis.key,
                     representativeFrames: analysis.representativeStack < 0

@@ -36,24 +36,25 @@ struct SignatureTally: Sendable {
     var firstSeen: UInt64?
     var lastSeen: UInt64?
 
-    /// Adds `stall`, of signature `key`, from trace number `trace` (`facts` are its facts).
-    /// Traces come in order: every stall of one before any of the next.
-    mutating func add(_ stall: StallFigures, trace: Int, key: SignatureKey, facts: TraceFacts?) {
-        let nanos = stall.durationNanos
-        let start = stall.start
+    /// Adds `stalls[index]`, of signature `key`, from trace number `trace` (`facts` are its
+    /// facts), read where it lies (passing the stall copied it). Traces come in order: every
+    /// stall of one before any of the next.
+    mutating func add(_ stalls: [StallFigures], _ index: Int, trace: Int, key: SignatureKey, facts: TraceFacts?) {
+        let nanos = stalls[index].durationNanos
+        let start = stalls[index].start
         count += 1
         totalNanos += nanos
-        if isLonger(nanos, start) { longest = (stall, nanos, start) }
-        tiers[Tier.allCases.firstIndex(of: stall.tier) ?? 0] += 1
-        sites.add(1, to: Site(file: stall.file, line: stall.line))
+        if isLonger(nanos, start) { longest = (stalls[index], nanos, start) }
+        tiers[Tier.allCases.firstIndex(of: stalls[index].tier) ?? 0] += 1
+        sites.add(1, to: Site(file: stalls[index].file, line: stalls[index].line))
         let weight = Double(max(1, nanos))
-        for (index, category) in StallCategory.allCases.enumerated() {
-            categoryNanos[index] += stall.breakdown.share(of: category) * weight
+        for category in 0..<StallCategory.count {
+            categoryNanos[category] += stalls[index].breakdown.share(of: StallCategory(ordinal: category)) * weight
         }
-        for reason in stall.breakdown.topReasons where reason.category == key.category {
+        for reason in stalls[index].breakdown.topReasons where reason.category == key.category {
             reasons.add(reason.share * weight, to: reason.reason)
         }
-        waits.add(stall)
+        waits.add(stalls[index])
         durations.append(nanos)
         if let last = traceStalls.indices.last, traceStalls[last].trace == trace {
             traceStalls[last].stalls += 1
@@ -159,7 +160,7 @@ struct SignatureTallies: Sendable {
     mutating func add(_ stalls: [StallFigures], trace: Int, facts: TraceFacts?) {
         for index in stalls.indices {
             let key = stalls[index].key
-            byKey.values[byKey.slot(key) { SignatureTally() }].add(stalls[index], trace: trace, key: key, facts: facts)
+            byKey.values[byKey.slot(key) { SignatureTally() }].add(stalls, index, trace: trace, key: key, facts: facts)
         }
     }
 

@@ -13,18 +13,24 @@ import StallwatchCore
 final class StackMemo {
     private struct Entry {
         let frames: [Frame]
-        let group: Int
+        /// The stack's number in the worker's `PortableMemo`.
+        let portable: Int
         var appFrames: [String]?
     }
 
+    private let portable: PortableMemo
     private var entries: [Entry] = []
     private var byStorage: [UnsafeRawPointer: Int] = [:]
     private var byAddresses: [[UInt64]: Int] = [:]
-    private var groupByKey: [[String]: Int] = [:]
     /// Every storage remembered by address, kept alive so that no other array can get it.
     private var held: [[Frame]] = []
     /// Per group, its index among the groups of the stall being weighed (-1: none yet).
     private var slots: [Int] = []
+
+    /// A memo whose stacks are grouped and named as `portable` knows them.
+    init(portable: PortableMemo) {
+        self.portable = portable
+    }
 
     /// The number of the stack `frames` (not empty).
     func stack(_ frames: [Frame]) -> Int {
@@ -35,16 +41,7 @@ final class StackMemo {
         if let known = byAddresses[addresses] {
             number = known
         } else {
-            let key = RepresentativeStack.groupKey(frames)
-            let group: Int
-            if let known = groupByKey[key] {
-                group = known
-            } else {
-                group = groupByKey.count
-                groupByKey[key] = group
-            }
-            number = entries.count
-            entries.append(Entry(frames: frames, group: group))
+            number = adding(frames)
             byAddresses[addresses] = number
         }
         if let storage {
@@ -54,16 +51,29 @@ final class StackMemo {
         return number
     }
 
+    /// Numbers `frames` (not empty) as a new stack, without looking for it: for a caller whose
+    /// stacks are distinct already (the decoder's).
+    func adding(_ frames: [Frame]) -> Int {
+        entries.append(Entry(frames: frames, portable: portable.stack(frames)))
+        return entries.count - 1
+    }
+
     /// The frames of stack `number`.
     func frames(ofStack number: Int) -> [Frame] { entries[number].frames }
 
-    /// The group (by function names) of stack `number`.
-    func group(ofStack number: Int) -> Int { entries[number].group }
+    /// The number of stack `number` in the worker's `PortableMemo`.
+    func portableNumber(ofStack number: Int) -> Int { entries[number].portable }
 
-    /// The app frames of stack `number`, made by `make` the first time.
+    /// The group (by function names) of stack `number`.
+    func group(ofStack number: Int) -> Int { portable.group(ofStack: entries[number].portable) }
+
+    /// The app frames of stack `number`, made by `make` the first time (for its portable stack
+    /// when that has symbols throughout, else for this stack).
     func appFrames(ofStack number: Int, _ make: ([Frame]) -> [String]) -> [String] {
         if let known = entries[number].appFrames { return known }
-        let made = make(entries[number].frames)
+        let made =
+            portable.appFrames(ofStack: entries[number].portable, entries[number].frames, make)
+            ?? make(entries[number].frames)
         entries[number].appFrames = made
         return made
     }

@@ -121,8 +121,8 @@ public struct AnalyzedStall: Sendable {
         var stack = -1
         for index in samples.indices {
             if !repeats[index] {
-                verdict = memo.verdict(samples[index], classifier)
                 stack = samples[index].frames.isEmpty ? -1 : memo.stacks.stack(samples[index].frames)
+                verdict = memo.verdict(samples[index], stack: stack, classifier)
             }
             classifications.append(memo.verdicts[verdict])
             SampleRun.append(index, verdict: verdict, stack: stack, weight: weights[index], to: &runs)
@@ -162,22 +162,28 @@ final class AppFrameMemo {
     private(set) var verdicts: [Classification] = []
     private var verdictNumbers: [VerdictKey: Int] = [:]
     let stacks: StackMemo
-    /// Symbols' names, kept across the traces one worker analyzes (each trace has its own
-    /// addresses, but a fleet's traces share their functions).
-    let symbols: SymbolNameMemo
+    /// What holds in every trace, kept across the traces one worker analyzes (each trace has
+    /// its own addresses, but a fleet's traces share their functions).
+    let portable: PortableMemo
 
-    init(symbols: SymbolNameMemo = SymbolNameMemo()) {
-        self.symbols = symbols
-        stacks = StackMemo()
+    init(portable: PortableMemo = PortableMemo()) {
+        self.portable = portable
+        stacks = StackMemo(portable: portable)
     }
 
-    /// The number of `classifier`'s verdict on `sample`, once per distinct sample.
-    func verdict(_ sample: Sample, _ classifier: Classifier) -> Int {
+    /// The number of `classifier`'s verdict on `sample`, whose stack is `stack` in `stacks`
+    /// (-1 when it has no frames), once per distinct sample.
+    func verdict(_ sample: Sample, stack: Int, _ classifier: Classifier) -> Int {
         let key = VerdictKey(sample: sample)
         if let known = verdictNumbers[key] { return known }
-        let number = adding(symbols.verdict(sample, classifier))
+        let number = adding(portable.verdict(sample, stack: portableStack(stack), classifier))
         verdictNumbers[key] = number
         return number
+    }
+
+    /// The portable number of stack `stack` in `stacks` (-1: no frames).
+    func portableStack(_ stack: Int) -> Int {
+        stack < 0 ? portable.stack([]) : stacks.portableNumber(ofStack: stack)
     }
 
     /// Numbers `verdict`.
@@ -188,8 +194,10 @@ final class AppFrameMemo {
 
     /// The app frames of stack `number` (innermost first, at most `SignatureKey.frameCount`):
     /// frames whose module is not the system's and that are not compiler-generated, named by
-    /// `names`. Each stack's once, each address judged and named once (the module tests are
-    /// string searches; naming per sample was most of a fleet report).
+    /// `names`. Each portable stack's once per worker when every frame has a symbol (then the
+    /// names depend on the symbols alone); else each stack's once per trace, each address
+    /// judged and named once (the module tests are string searches; naming per sample was most
+    /// of a fleet report).
     func appFrames(ofStack number: Int, names namer: FrameNamer) -> [String] {
         stacks.appFrames(ofStack: number) { frames in
             var result: [String] = []
@@ -198,7 +206,7 @@ final class AppFrameMemo {
                 if let known = names[frame.address] {
                     name = known
                 } else {
-                    name = !frame.isSystem && !isCompilerGenerated(frame) ? symbols.name(frame, namer) : nil
+                    name = !frame.isSystem && !isCompilerGenerated(frame) ? portable.name(frame, namer) : nil
                     names[frame.address] = .some(name)
                 }
                 guard let name else { continue }
@@ -215,13 +223,21 @@ final class AppFrameMemo {
 /// - `FrameNamer.name(_:)` of symbolicated frames by symbol: that name depends on the symbol
 ///   alone (`SwiftNames.simplify`), and simplifying the same symbol in every trace of a fleet
 ///   was a tenth of analyzing it;
+/// - stacks by what their analysis reads of each frame (`PortableFunction`), numbered: a
+///   stack's group (`RepresentativeStack.groupKey`) and, when every frame has a symbol, its
+///   app frames, worked out once, not once per trace (that was a sixth of a fleet report);
 /// - the classifier's verdict by what it reads of a sample (`PortableSample`): classifying
 ///   each trace's few distinct samples again was a sixteenth.
 ///
-/// Unchecked `Sendable`: `ReportBuilder.analyze` hands each one to a single worker, which
-/// uses it from one thread at a time (and always with the same classifier).
-final class SymbolNameMemo: @unchecked Sendable {
+/// Unchecked `Sendable`: `ReportBuilder` hands each one to a single worker, which uses it
+/// from one thread at a time (and always with the same classifier).
+final class PortableMemo: @unchecked Sendable {
     private var names: [String: String] = [:]
+    private var stacks = KeyNumbers<[PortableFunction]>()
+    /// By portable stack number: its group, and its app frames once made (only for stacks whose
+    /// frames all have symbols).
+    private var facts: [(group: Int, appFrames: [String]?, symbolicated: Bool)] = []
+    private var groups = KeyNumbers<[String]>()
     private var verdicts: [PortableSample: Classification] = [:]
 
     func name(_ frame: Frame, _ namer: FrameNamer) -> String {
@@ -232,9 +248,40 @@ final class SymbolNameMemo: @unchecked Sendable {
         return name
     }
 
-    /// `classifier`'s verdict on `sample`, once per portable sample.
-    func verdict(_ sample: Sample, _ classifier: Classifier) -> Classification {
-        let key = PortableSample(sample)
+    /// The portable number of the stack `frames`.
+    func stack(_ frames: [Frame]) -> Int {
+        var functions: [PortableFunction] = []
+        functions.reserveCapacity(frames.count)
+        var symbolicated = true
+        for index in frames.indices {
+            functions.append(PortableFunction(frames[index]))
+            symbolicated = symbolicated && frames[index].symbol != nil
+        }
+        let number = stacks.number(of: functions)
+        if number == facts.count {
+            facts.append((groups.number(of: RepresentativeStack.groupKey(frames)), nil, symbolicated))
+        }
+        return number
+    }
+
+    /// The group of portable stack `number`: stacks of equal groups are one group of samples.
+    func group(ofStack number: Int) -> Int { facts[number].group }
+
+    /// The app frames of portable stack `number`, whose frames in some trace are `frames`,
+    /// made by `make` the first time; nil when a frame has no symbol (then its name depends on
+    /// the trace).
+    func appFrames(ofStack number: Int, _ frames: [Frame], _ make: ([Frame]) -> [String]) -> [String]? {
+        guard facts[number].symbolicated else { return nil }
+        if let known = facts[number].appFrames { return known }
+        let made = make(frames)
+        facts[number].appFrames = made
+        return made
+    }
+
+    /// `classifier`'s verdict on `sample`, whose stack is portable stack `stack`, once per
+    /// portable sample.
+    func verdict(_ sample: Sample, stack: Int, _ classifier: Classifier) -> Classification {
+        let key = PortableSample(sample, stack: stack)
         if let known = verdicts[key] { return known }
         let verdict = classifier.classify(sample)
         verdicts[key] = verdict
@@ -242,17 +289,26 @@ final class SymbolNameMemo: @unchecked Sendable {
     }
 }
 
-/// The parts of a sample `Classifier.classify(_:)` reads, without addresses: each frame's
-/// symbol and module (the frame cache judges a frame by those), the kernel state and facts,
-/// the annotation. Two samples of different traces with equal portable samples get the same
-/// verdict.
-struct PortableSample: Hashable {
-    struct Function: Hashable {
-        var symbol: String?
-        var module: String?
-    }
+/// What the analysis reads of a frame: its symbol and module (the classifier's frame cache
+/// judges a frame by those) and file (compiler-generated glue is known by it); not its address
+/// or line.
+struct PortableFunction: Hashable {
+    var symbol: String?
+    var module: String?
+    var file: String?
 
-    var functions: [Function]
+    init(_ frame: Frame) {
+        symbol = frame.symbol
+        module = frame.module
+        file = frame.file
+    }
+}
+
+/// The parts of a sample `Classifier.classify(_:)` reads, without addresses: its portable
+/// stack (by number), the kernel state and facts, the annotation. Two samples of different
+/// traces with equal portable samples get the same verdict.
+struct PortableSample: Hashable {
+    var stack: Int
     var state: ThreadState
     var syscall: Int32?
     var wchan: String?
@@ -260,8 +316,8 @@ struct PortableSample: Hashable {
     var wait: WaitFact?
     var countersDelta: KernelCounters?
 
-    init(_ sample: Sample) {
-        functions = sample.frames.map { Function(symbol: $0.symbol, module: $0.module) }
+    init(_ sample: Sample, stack: Int) {
+        self.stack = stack
         state = sample.state
         syscall = sample.syscall
         wchan = sample.wchan

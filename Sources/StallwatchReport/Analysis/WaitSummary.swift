@@ -26,7 +26,7 @@ public enum WaitSummary {
         }
 
         /// Adds the samples of the stall `figures` adds up.
-        mutating func add(_ figures: StallFigures) {
+        mutating func add(_ figures: borrowing StallFigures) {
             samples += figures.sampleCount
             for summary in figures.waits { counts[summary, default: 0] += 1 }
         }

@@ -1,0 +1,132 @@
+// A report reads a fleet's samples as the decoder's columns; what it works out of each stall
+// must be what the analysis of the built samples works out, for every kind of sample.
+import Foundation
+import StallwatchCore
+import Testing
+
+@testable import StallwatchReport
+
+@Suite struct ColumnAnalysisTests {
+    let ms = Fixture.millisecond
+
+    /// A trace with annotations (one with a category), kernel counters, wait facts, a wait
+    /// channel, samples without frames, a capture that timed out, a sample's provenance, an
+    /// unfinished stall, a stall whose samples are written out of order and between another's,
+    /// a second `stallBegan` for one id and samples of a stall never begun.
+    func mixedTrace() -> [UInt8] {
+        var builder = TraceBuilder()
+        let base = Fixture.clockBase
+        builder.add([
+            .header(
+                .init(
+                    processName: "Mixed", pid: 7, wallClockStart: 1_700_000_000 * Fixture.second, clockBase: base,
+                    mode: .stalls, thresholds: .default, sampleInterval: .milliseconds(5))),
+            .module(.init(index: 1, loadAddress: 0x1000, path: "/opt/mixed/Mixed")),
+            .module(.init(index: 2, loadAddress: 0x7000_0000, path: "/usr/lib/x86_64-linux-gnu/libc.so.6")),
+            .callSite(.init(id: 1, kind: .post, label: "reload", file: "Mixed/Feed.swift", line: 12)),
+            .callSite(.init(id: 2, kind: .timer, file: "Mixed/Store.swift", line: 30)),
+            .modeName(.init(id: 0, name: "default")),
+            .annotation(.init(id: 1, annotation: Annotation(label: "decode thumbnails", category: .compute))),
+            .annotation(.init(id: 2, annotation: Annotation(label: "just a label"))),
+            .symbol(.init(address: 0x1000, module: 1, name: "Mixed.main()", file: "Mixed/main.swift", line: 3)),
+            .symbol(.init(address: 0x1100, module: 1, name: "Mixed.Feed.reload()", file: "Mixed/Feed.swift", line: 9)),
+            .symbol(.init(address: 0x1200, module: 1, name: "Mixed.Store.save()", file: "Mixed/Store.swift", line: 40)),
+            .symbol(.init(address: 0x7000_2000, module: 2, name: "fsync")),
+            .symbol(.init(address: 0x7000_2200, module: 2, name: "pthread_mutex_lock")),
+        ])
+        let compute: [UInt64] = [0x1100, 0x1000]
+        let save: [UInt64] = [0x7000_2000, 0x1200, 0x1000]
+        let lock: [UInt64] = [0x7000_2200, 0x1100, 0x1000]
+        let unsymbolicated: [UInt64] = [0x1180, 0x1000]
+        func began(_ id: UInt64, _ start: UInt64, site: UInt64 = 1) -> TraceRecord {
+            .stallBegan(
+                .init(id: id, start: base + start * ms, site: site, mode: 0, phase: .beforeSources, tier: .hitch))
+        }
+        func sample(
+            _ id: UInt64, _ time: UInt64, _ state: ThreadState, _ frames: [UInt64], syscall: Int32? = nil,
+            wchan: String? = nil, annotation: UInt64 = 0, timedOut: Bool = false
+        ) -> TraceRecord {
+            .sample(
+                .init(
+                    stall: id, time: base + time * ms, state: state, syscall: syscall, wchan: wchan,
+                    cpuTime: time * 100,
+                    annotation: annotation, captureTimedOut: timedOut, frames: frames))
+        }
+        func ended(_ id: UInt64, _ end: UInt64) -> TraceRecord { .stallEnded(.init(id: id, end: base + end * ms)) }
+        var counters = KernelCounters()
+        counters.readBytes = 4096
+        var delta = KernelCounters()
+        delta.readBytes = 1 << 20
+        builder.add([
+            // Compute, then annotated (with and without a category), then no frames at all.
+            began(1, 100),
+            sample(1, 117, .running, compute), sample(1, 122, .running, compute),
+            sample(1, 127, .running, compute, annotation: 1), sample(1, 132, .running, compute, annotation: 2),
+            sample(1, 137, .running, []), sample(1, 142, .running, unsymbolicated),
+            ended(1, 160),
+            // I/O with counters, waits and a timed-out capture; its samples are written late,
+            // out of order and between those of stall 3.
+            began(2, 200, site: 2), began(3, 300),
+            sample(3, 317, .sleeping, lock, syscall: Fixture.futex, wchan: "futex_wait_queue"),
+            sample(2, 227, .diskSleep, save, syscall: Fixture.fsync),
+            sample(2, 217, .diskSleep, save, syscall: Fixture.fsync, timedOut: true),
+            sample(3, 322, .sleeping, lock, syscall: Fixture.futex, wchan: "futex_wait_queue"),
+            .sampleCounters(.init(stall: 2, time: base + 217 * ms, counters: counters, delta: delta)),
+            .sampleWait(.init(stall: 2, time: base + 227 * ms, kind: .file, operation: "fsync", fd: 3, target: "/db")),
+            .sampleProvenance(.init(stall: 3, time: base + 322 * ms, source: .scan)),
+            ended(2, 250), ended(3, 340),
+            // Begun twice (the first counts), and unfinished; and samples of a stall never begun.
+            began(4, 400), began(4, 410),
+            sample(4, 417, .running, compute), sample(4, 422, .sleeping, lock, syscall: Fixture.futex),
+            sample(9, 430, .running, compute),
+        ])
+        return builder.bytes
+    }
+
+    /// Every figure of `figures` as text (the frame namer by how it names the stack).
+    func text(_ figures: StallFigures) -> String {
+        let stack = figures.representativeFrames.map { figures.names.name($0) }
+        return "\(figures.tracePath) \(figures.id) \(figures.start) \(figures.unfinished) \(figures.tier) "
+            + "\(figures.file):\(figures.line) \(figures.durationNanos) \(figures.overrunNanos) "
+            + "\(figures.unsampledNanos) \(figures.breakdown) \(figures.category) \(figures.key) \(stack) "
+            + "\(figures.confidence) \(figures.sampleCount) \(figures.waits)"
+    }
+
+    @Test func aStallReadOffTheColumnsHasTheFiguresOfItsBuiltSamples() throws {
+        for bytes in [mixedTrace(), Fixture.standard(mode: .full, withCallouts: true), Fixture.app()] {
+            let built = try TraceLoader.load(bytes: bytes, path: "t.swtrace").get()
+            let columns = try TraceLoader.load(
+                bytes: bytes, path: "t.swtrace", includeCallouts: false, workers: 1, asColumns: true
+            ).get()
+            #expect(columns.trace.stalls.allSatisfy { $0.samples.isEmpty })
+            #expect(columns.trace.stalls.map(\.id) == built.trace.stalls.map(\.id))
+            #expect(columns.trace.stalls.map(\.flags) == built.trace.stalls.map(\.flags))
+            #expect(columns.trace.orphanSamples == built.trace.orphanSamples)
+            #expect(ReportBuilder.runTime(of: columns) == ReportBuilder.runTime(of: built))
+            let expected = ReportBuilder().analyze([built])[0].map { text(StallFigures($0)) }
+            // One memo for both traces' worth of stalls, as a worker keeps it across traces.
+            let portable = PortableMemo()
+            for _ in 0..<2 {
+                let figures = StallFigures.ofColumns(
+                    columns, classifier: Classifier(), memo: AppFrameMemo(portable: portable))
+                #expect(figures.map(text) == expected)
+            }
+        }
+    }
+
+    @Test func theMixedTraceHasEveryKindOfSample() throws {
+        let trace = try TraceLoader.load(bytes: mixedTrace(), path: "t.swtrace").get().trace
+        #expect(trace.orphanSamples == 1)
+        #expect(trace.stalls.map(\.id) == [1, 2, 3, 4])
+        #expect(trace.stalls[1].samples.map(\.time) == [217, 227].map { Fixture.clockBase + $0 * ms })
+        #expect(trace.stalls[1].flags.contains(.captureTimedOut))
+        #expect(trace.stalls[1].samples[0].countersDelta != nil && trace.stalls[1].samples[1].wait != nil)
+        #expect(trace.stalls[2].samples[1].source == .scan && trace.stalls[2].samples[0].wchan != nil)
+        #expect(trace.stalls[3].end == nil && trace.stalls[3].start == Fixture.clockBase + 400 * ms)
+        #expect(
+            trace.stalls[0].samples.map(\.annotation?.label) == [
+                nil, nil, "decode thumbnails", "just a label", nil, nil,
+            ])
+        #expect(trace.stalls[0].samples[4].frames.isEmpty)
+    }
+}
