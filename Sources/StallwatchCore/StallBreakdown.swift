@@ -180,7 +180,10 @@ extension StallBreakdown {
     /// with the same verdict may be added at once (its units summed). The one rule every
     /// breakdown is made by.
     package struct Weigher {
-        private var perCategory = [UInt64](repeating: 0, count: StallCategory.count)
+        // Literals, not `Array(repeating:count:)`: that allocated through the standard
+        // library's unspecialized path, which looked the array's type up at run time (a
+        // twentieth of a fleet report, for the two arrays of every stall).
+        private var perCategory: [UInt64] = [0, 0, 0, 0, 0]
         // The reasons in the order first seen: the first one held here (most stalls have one),
         // the rest found by a linear search while they are few (a stall has a handful, whose
         // strings are mostly shared, so compare at once), by a dictionary beyond that.
@@ -267,7 +270,7 @@ extension StallBreakdown {
                     .map { time(all[$0]) }
                 }
             }
-            var shares = [Double](repeating: 0, count: perCategory.count)
+            var shares: [Double] = [0, 0, 0, 0, 0]
             if unitTotal > 0 {
                 for index in perCategory.indices { shares[index] = Double(perCategory[index]) / Double(unitTotal) }
             }

@@ -9,6 +9,11 @@ import Testing
 
     @Test func everyCategoryIsAtItsOrdinal() {
         #expect(StallCategory.count == StallCategory.allCases.count)
+        // A breakdown has a share for every category, and no more.
+        var weigher = StallBreakdown.Weigher()
+        let breakdown = weigher.breakdown(totalNanos: 0, sampleCount: 0)
+        #expect(breakdown.categoryShares.count == StallCategory.count)
+        #expect(breakdown.categoryNanos.count == StallCategory.count)
         for (index, category) in StallCategory.allCases.enumerated() {
             #expect(category.ordinal == index)
             #expect(StallCategory(ordinal: index) == category)

@@ -18,4 +18,16 @@ import Testing
         #expect(numbers.number(of: []) == 2)
         #expect(numbers.keys == [parse, save, []])
     }
+
+    @Test func manyKeysAreNumberedTheSameWayAsAFew() {
+        var numbers = KeyNumbers<[UInt64]>()
+        let keys = (0..<40).map { [UInt64($0), 7] }
+        // Each key twice (in other storage the second time), interleaved with the first key.
+        for key in keys {
+            _ = numbers.number(of: key)
+            #expect(numbers.number(of: keys[0]) == 0)
+        }
+        for (index, key) in keys.enumerated().reversed() { #expect(numbers.number(of: key.map { $0 }) == index) }
+        #expect(numbers.keys == keys)
+    }
 }

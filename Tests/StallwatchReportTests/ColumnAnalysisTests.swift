@@ -85,7 +85,7 @@ import Testing
 
     /// Every figure of `figures` as text (the frame namer by how it names the stack).
     func text(_ figures: StallFigures) -> String {
-        let stack = figures.representativeFrames.map { figures.names.name($0) }
+        let stack = figures.representativeFrames.map { figures.names.namer.name($0) }
         return "\(figures.tracePath) \(figures.id) \(figures.start) \(figures.unfinished) \(figures.tier) "
             + "\(figures.file):\(figures.line) \(figures.durationNanos) \(figures.overrunNanos) "
             + "\(figures.unsampledNanos) \(figures.breakdown) \(figures.category) \(figures.key) \(stack) "

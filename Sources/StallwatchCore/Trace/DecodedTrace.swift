@@ -234,6 +234,8 @@ struct StallAssembler {
 
         var result: [(stall: Stall, slot: Int)] = []
         result.reserveCapacity(stallRecords.count)
+        // Each call site and mode's callout identity once: a trace's stalls come from a few.
+        var identities: [(site: UInt64, mode: UInt16, identity: CalloutIdentity)] = []
         for (slot, record) in stallRecords.enumerated() {
             var timedOut = false
             for index in ranges[slot] where ordered[index].captureTimedOut { timedOut = true }
@@ -252,8 +254,8 @@ struct StallAssembler {
             result.append(
                 (
                     Stall(
-                        id: record.id, start: record.start, end: end, tier: tier, callout: identity(record),
-                        flags: flags),
+                        id: record.id, start: record.start, end: end, tier: tier,
+                        callout: identity(record, in: &identities), flags: flags),
                     slot
                 ))
         }
@@ -338,6 +340,21 @@ struct StallAssembler {
             ranges[slot] = start[slot]..<start[slot + 1]
         }
         return (ordered, ranges, orphans)
+    }
+
+    /// The identity of `record`'s callout, from `known` (identities made so far) or made and
+    /// added to it.
+    private func identity(
+        _ record: TraceRecord.StallBegan, in known: inout [(site: UInt64, mode: UInt16, identity: CalloutIdentity)]
+    ) -> CalloutIdentity {
+        for index in known.indices where known[index].site == record.site && known[index].mode == record.mode {
+            var identity = known[index].identity
+            identity.phase = record.phase
+            return identity
+        }
+        let identity = identity(record)
+        known.append((record.site, record.mode, identity))
+        return identity
     }
 
     private func identity(_ record: TraceRecord.StallBegan) -> CalloutIdentity {

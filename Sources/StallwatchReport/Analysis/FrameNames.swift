@@ -31,8 +31,11 @@ public struct FrameNamer: Sendable, Hashable {
     /// The short name: simplified Swift name, `module+0xOFFSET`, or the address.
     public func name(_ frame: Frame) -> String {
         guard let symbol = frame.symbol else { return unsymbolicatedName(frame) }
-        return SwiftNames.simplify(symbol)
+        return Self.name(ofSymbol: symbol)
     }
+
+    /// The short name of a frame whose symbol is `symbol`, in any trace.
+    static func name(ofSymbol symbol: String) -> String { SwiftNames.simplify(symbol) }
 
     /// The full demangled symbol, or what `name(_:)` gives for a frame without one.
     public func fullName(_ frame: Frame) -> String {
@@ -97,4 +100,35 @@ private let compilerGeneratedInitials = Set(compilerGeneratedPrefixes.compactMap
 /// prefer `AnalyzedStall.frameName(_:)`, which has both.
 func frameName(_ frame: Frame) -> String {
     FrameNamer(modules: []).name(frame)
+}
+
+/// How one trace's frames are named, with its `FrameNamer` made only when asked for: most of a
+/// fleet report names frames by symbol, which needs no namer, and making one per trace (its
+/// module map, its build root) was a hundredth of the report.
+///
+/// A plain value; use it on any thread.
+struct TraceNames: Sendable {
+    private let modules: [TraceRecord.Module]
+    private let given: FrameNamer?
+
+    /// The names of a trace with the module map `modules`.
+    init(modules: [TraceRecord.Module]) {
+        self.modules = modules
+        given = nil
+    }
+
+    /// The names `namer` gives.
+    init(_ namer: FrameNamer) {
+        modules = []
+        given = namer
+    }
+
+    /// The trace's namer.
+    var namer: FrameNamer { given ?? FrameNamer(modules: modules) }
+
+    /// `FrameNamer.name(_:)` of `frame`, without a namer when the frame has a symbol.
+    func name(_ frame: Frame) -> String {
+        if let symbol = frame.symbol { return FrameNamer.name(ofSymbol: symbol) }
+        return namer.name(frame)
+    }
 }

@@ -40,7 +40,7 @@ struct RunAnalysis {
 
     /// Analyzes `runs` (of `sampleCount` samples weighing `total` nanoseconds) with the verdicts
     /// and stacks `memo` numbered; `names` names the trace's frames.
-    init(_ runs: [SampleRun], sampleCount: Int, total: UInt64, memo: AppFrameMemo, names: FrameNamer) {
+    init(_ runs: [SampleRun], sampleCount: Int, total: UInt64, memo: AppFrameMemo, names: TraceNames) {
         var weigher = StallBreakdown.Weigher()
         for run in runs {
             let verdict = memo.verdicts[run.verdict]
@@ -100,7 +100,7 @@ struct StallFigures: Sendable {
     var representativeFrames: [Frame]
     /// The representative stack's confidence, 0 without one.
     var confidence: Double
-    var names: FrameNamer
+    var names: TraceNames
     var sampleCount: Int
     /// `WaitFact.summary` of each sample that has a wait fact.
     var waits: [String]
@@ -112,7 +112,7 @@ struct StallFigures: Sendable {
             budgetNanos: analyzed.budgetNanos, weighedNanos: analyzed.sampleWeights.reduce(0, +),
             breakdown: analyzed.breakdown, category: analyzed.category, key: analyzed.key,
             representativeFrames: analyzed.representativeFrames,
-            confidence: analyzed.representative?.confidence ?? 0, names: analyzed.names,
+            confidence: analyzed.representative?.confidence ?? 0, names: TraceNames(analyzed.names),
             sampleCount: analyzed.stall.samples.count,
             waits: analyzed.stall.samples.compactMap { $0.wait?.summary })
     }
@@ -120,7 +120,7 @@ struct StallFigures: Sendable {
     init(
         _ stall: Stall, tracePath: String, durationNanos: UInt64, budgetNanos: UInt64, weighedNanos: UInt64,
         breakdown: StallBreakdown, category: StallCategory, key: SignatureKey, representativeFrames: [Frame],
-        confidence: Double, names: FrameNamer, sampleCount: Int, waits: [String]
+        confidence: Double, names: TraceNames, sampleCount: Int, waits: [String]
     ) {
         self.tracePath = tracePath
         id = stall.id
@@ -149,9 +149,10 @@ struct StallFigures: Sendable {
         let trace = loaded.trace
         guard let columns = trace.columns else { return [] }
         let budget = (trace.header?.thresholds.budget ?? TierThresholds.default.budget).nanoseconds
-        let names = FrameNamer(modules: trace.modules)
+        let names = TraceNames(modules: trace.modules)
         // The trace's stacks in the memo, numbered the first time a sample has one.
-        var stacks = [Int](repeating: -2, count: columns.stacks.count)
+        var stacks: [Int] = []
+        for _ in columns.stacks.indices { stacks.append(-2) }
         func stack(_ number: Int32) -> Int {
             let index = Int(number)
             if stacks[index] == -2 {
@@ -159,7 +160,9 @@ struct StallFigures: Sendable {
             }
             return stacks[index]
         }
-        var verdicts: [ColumnKey: Int] = [:]
+        // Each distinct column key's verdict number, by the key's number.
+        var keys = KeyNumbers<ColumnKey>()
+        var verdicts: [Int] = []
         var result: [StallFigures] = []
         result.reserveCapacity(trace.stalls.count)
         var runs: [SampleRun] = []
@@ -187,14 +190,14 @@ struct StallFigures: Sendable {
                     let key = ColumnKey(sample)
                     if let previous, previous.key == key {
                         verdict = previous.verdict
-                    } else if let known = verdicts[key] {
-                        verdict = known
+                    } else if case let number = keys.number(of: key), number < verdicts.count {
+                        verdict = verdicts[number]
                     } else {
                         verdict = memo.adding(
                             memo.portable.verdict(
                                 columns.sample(index, stall: id), stack: memo.portableStack(stack(sample.stack)),
                                 classifier))
-                        verdicts[key] = verdict
+                        verdicts.append(verdict)
                     }
                     previous = (key, verdict)
                 }

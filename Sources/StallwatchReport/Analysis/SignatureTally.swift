@@ -36,25 +36,25 @@ struct SignatureTally: Sendable {
     var firstSeen: UInt64?
     var lastSeen: UInt64?
 
-    /// Adds `stalls[index]`, of signature `key`, from trace number `trace` (`facts` are its
-    /// facts), read where it lies (passing the stall copied it). Traces come in order: every
-    /// stall of one before any of the next.
-    mutating func add(_ stalls: [StallFigures], _ index: Int, trace: Int, key: SignatureKey, facts: TraceFacts?) {
-        let nanos = stalls[index].durationNanos
-        let start = stalls[index].start
+    /// Adds `stall`, of signature `key`, from trace number `trace` (`facts` are its facts),
+    /// read in place (an array element passed or read whole was copied). Traces come in order:
+    /// every stall of one before any of the next.
+    mutating func add(_ stall: UnsafePointer<StallFigures>, trace: Int, key: SignatureKey, facts: TraceFacts?) {
+        let nanos = stall.pointee.durationNanos
+        let start = stall.pointee.start
         count += 1
         totalNanos += nanos
-        if isLonger(nanos, start) { longest = (stalls[index], nanos, start) }
-        tiers[Tier.allCases.firstIndex(of: stalls[index].tier) ?? 0] += 1
-        sites.add(1, to: Site(file: stalls[index].file, line: stalls[index].line))
+        if isLonger(nanos, start) { longest = (stall.pointee, nanos, start) }
+        tiers[Tier.allCases.firstIndex(of: stall.pointee.tier) ?? 0] += 1
+        sites.add(1, to: Site(file: stall.pointee.file, line: stall.pointee.line))
         let weight = Double(max(1, nanos))
         for category in 0..<StallCategory.count {
-            categoryNanos[category] += stalls[index].breakdown.share(of: StallCategory(ordinal: category)) * weight
+            categoryNanos[category] += stall.pointee.breakdown.share(of: StallCategory(ordinal: category)) * weight
         }
-        for reason in stalls[index].breakdown.topReasons where reason.category == key.category {
+        for reason in stall.pointee.breakdown.topReasons where reason.category == key.category {
             reasons.add(reason.share * weight, to: reason.reason)
         }
-        waits.add(stalls[index])
+        waits.add(sampleCount: stall.pointee.sampleCount, waits: stall.pointee.waits)
         durations.append(nanos)
         if let last = traceStalls.indices.last, traceStalls[last].trace == trace {
             traceStalls[last].stalls += 1
@@ -109,7 +109,8 @@ struct SignatureTally: Sendable {
         let reason = reasons.dictionary.max { ($0.value, $1.key) < ($1.value, $0.key) }?.key ?? ""
         var tiers: [Tier: Int] = [:]
         for (index, tier) in Tier.allCases.enumerated() where self.tiers[index] > 0 { tiers[tier] = self.tiers[index] }
-        let stack = longest.representativeFrames.map { ReportBuilder.stackFrame($0, names: longest.names) }
+        let namer = longest.names.namer
+        let stack = longest.representativeFrames.map { ReportBuilder.stackFrame($0, names: namer) }
         var signature = StallReport.Signature(
             category: key.category, frames: key.frames, count: count, totalMs: ms(totalNanos),
             maxMs: ms(longest.durationNanos), tiers: tiers,
@@ -158,9 +159,13 @@ struct SignatureTallies: Sendable {
     /// Adds `stalls`, the stalls of trace number `trace` (with `facts`), after every trace
     /// added so far.
     mutating func add(_ stalls: [StallFigures], trace: Int, facts: TraceFacts?) {
-        for index in stalls.indices {
-            let key = stalls[index].key
-            byKey.values[byKey.slot(key) { SignatureTally() }].add(stalls, index, trace: trace, key: key, facts: facts)
+        stalls.withUnsafeBufferPointer { buffer in
+            guard let base = buffer.baseAddress else { return }
+            for index in buffer.indices {
+                let key = base[index].key
+                byKey.values[byKey.slot(key) { SignatureTally() }].add(
+                    base + index, trace: trace, key: key, facts: facts)
+            }
         }
     }
 

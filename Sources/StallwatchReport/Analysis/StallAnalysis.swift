@@ -128,7 +128,7 @@ public struct AnalyzedStall: Sendable {
             SampleRun.append(index, verdict: verdict, stack: stack, weight: weights[index], to: &runs)
         }
         let analysis = RunAnalysis(
-            runs, sampleCount: samples.count, total: weights.reduce(0, +), memo: memo, names: names)
+            runs, sampleCount: samples.count, total: weights.reduce(0, +), memo: memo, names: TraceNames(names))
         self.classifications = classifications
         sampleWeights = weights
         breakdown = analysis.breakdown
@@ -198,7 +198,7 @@ final class AppFrameMemo {
     /// names depend on the symbols alone); else each stack's once per trace, each address
     /// judged and named once (the module tests are string searches; naming per sample was most
     /// of a fleet report).
-    func appFrames(ofStack number: Int, names namer: FrameNamer) -> [String] {
+    func appFrames(ofStack number: Int, names namer: TraceNames) -> [String] {
         stacks.appFrames(ofStack: number) { frames in
             var result: [String] = []
             for frame in frames {
@@ -240,7 +240,7 @@ final class PortableMemo: @unchecked Sendable {
     private var groups = KeyNumbers<[String]>()
     private var verdicts: [PortableSample: Classification] = [:]
 
-    func name(_ frame: Frame, _ namer: FrameNamer) -> String {
+    func name(_ frame: Frame, _ namer: TraceNames) -> String {
         guard let symbol = frame.symbol else { return namer.name(frame) }
         if let known = names[symbol] { return known }
         let name = namer.name(frame)
@@ -301,6 +301,13 @@ struct PortableFunction: Hashable {
         symbol = frame.symbol
         module = frame.module
         file = frame.file
+    }
+
+    /// Hashed by the symbol alone (equal functions have equal symbols; a symbol seldom comes
+    /// from two modules or files): hashing all three strings of every frame of every trace's
+    /// stacks was most of numbering them.
+    func hash(into hasher: inout Hasher) {
+        hasher.combine(symbol)
     }
 }
 

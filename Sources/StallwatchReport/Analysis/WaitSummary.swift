@@ -25,10 +25,10 @@ public enum WaitSummary {
             }
         }
 
-        /// Adds the samples of the stall `figures` adds up.
-        mutating func add(_ figures: borrowing StallFigures) {
-            samples += figures.sampleCount
-            for summary in figures.waits { counts[summary, default: 0] += 1 }
+        /// Adds a stall's `sampleCount` samples, whose wait facts' summaries are `waits`.
+        mutating func add(sampleCount: Int, waits: [String]) {
+            samples += sampleCount
+            for summary in waits { counts[summary, default: 0] += 1 }
         }
 
         /// Adds what `other` counted.
