@@ -179,6 +179,7 @@ struct StallAssembler {
     /// Takes in the sample record whose payload `reader` holds, all of it or (on a throw) nothing.
     /// A sample whose encoded frames are the same bytes as the last one's gets its stack without
     /// decoding them: samples in a row mostly repeat their stack.
+    @inline(__always)
     mutating func takeSample(_ reader: inout TraceByteReader) throws(TraceFieldError) {
         var (sample, wchan) = try TraceParser.parseSampleFields(&reader)
         let count = try TraceParser.frameCount(&reader)

@@ -183,6 +183,7 @@ extension TraceParser {
 
     /// A sample record's fields before its frames (its stack and wait channel not yet
     /// numbered: 0 and -1), and the wait channel's bytes (in the buffer being decoded).
+    @inline(__always)
     static func parseSampleFields(_ reader: inout TraceByteReader) throws(TraceFieldError)
         -> (fields: PendingSample, wchan: UnsafeRawBufferPointer?)
     {
@@ -213,6 +214,7 @@ extension TraceParser {
     }
 
     /// A sample's frame count, checked against the limit and the bytes left.
+    @inline(__always)
     static func frameCount(_ reader: inout TraceByteReader) throws(TraceFieldError) -> Int {
         let count = try reader.varint("frameCount")
         guard count <= UInt64(min(TraceFormat.maxFrames, reader.end - reader.position)) else {
