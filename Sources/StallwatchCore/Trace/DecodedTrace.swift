@@ -67,9 +67,10 @@ public struct DecodedTrace: Sendable {
         // Callouts, nearly every record of a full-mode trace, are only added up: straight here,
         // not through a closure and `add`'s switch (that made a serial decode ten times slower
         // than the split one, which counts them the same way).
-        // Samples, most records of a fleet's traces, go straight into the assembler.
+        // Samples and stalls' beginnings and ends, most records of a fleet's traces, go straight
+        // into the assembler.
         while true {
-            while parser.takeSample(in: bytes, into: &assembler) {}
+            while parser.takeStallRecord(in: bytes, into: &assembler) {}
             guard let record = parser.next(in: bytes) else { break }
             if case .callout(let callout) = record {
                 add(callout)

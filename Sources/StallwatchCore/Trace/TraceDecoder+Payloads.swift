@@ -64,28 +64,11 @@ extension TraceParser {
                     address: address, module: module, name: name, file: file,
                     line: line == 0 ? nil : line))
         case .stallBegan:
-            let id = try reader.varint("id")
-            let start = try reader.varint("start")
-            let site = try reader.varint("site")
-            let mode = try reader.varint16("mode")
-            let phaseCode = try reader.byte("phase")
-            guard let phase = LoopActivity(rawValue: phaseCode) else {
-                throw .outOfRange("phase", UInt64(phaseCode))
-            }
-            let tierCode = try reader.byte("tier")
-            guard let tier = TraceCodes.tier(tierCode) else {
-                throw .outOfRange("tier", UInt64(tierCode))
-            }
-            return .stallBegan(
-                .init(id: id, start: start, site: site, mode: mode, phase: phase, tier: tier))
+            return .stallBegan(try parseStallBegan(&reader))
         case .sample:
             return .sample(try parseSample(&reader))
         case .stallEnded:
-            let id = try reader.varint("id")
-            let end = try reader.varint("end")
-            let flags = StallFlags(rawValue: try reader.byte("flags"))
-            if flags.rawValue & ~0b111 != 0 { throw .outOfRange("flags", UInt64(flags.rawValue)) }
-            return .stallEnded(.init(id: id, end: end, flags: flags))
+            return .stallEnded(try parseStallEnded(&reader))
         case .congestion:
             return .congestion(
                 .init(
@@ -179,6 +162,34 @@ extension TraceParser {
             stall: fields.stall, time: fields.time, state: fields.state, syscall: fields.syscall,
             wchan: wchan.map { String(decoding: $0, as: UTF8.self) }, cpuTime: fields.cpuTime,
             annotation: fields.annotation, captureTimedOut: fields.captureTimedOut, frames: frames)
+    }
+
+    /// A `stallBegan` payload.
+    @inline(__always)
+    static func parseStallBegan(_ reader: inout TraceByteReader) throws(TraceFieldError) -> TraceRecord.StallBegan {
+        let id = try reader.varint("id")
+        let start = try reader.varint("start")
+        let site = try reader.varint("site")
+        let mode = try reader.varint16("mode")
+        let phaseCode = try reader.byte("phase")
+        guard let phase = LoopActivity(rawValue: phaseCode) else {
+            throw .outOfRange("phase", UInt64(phaseCode))
+        }
+        let tierCode = try reader.byte("tier")
+        guard let tier = TraceCodes.tier(tierCode) else {
+            throw .outOfRange("tier", UInt64(tierCode))
+        }
+        return .init(id: id, start: start, site: site, mode: mode, phase: phase, tier: tier)
+    }
+
+    /// A `stallEnded` payload.
+    @inline(__always)
+    static func parseStallEnded(_ reader: inout TraceByteReader) throws(TraceFieldError) -> TraceRecord.StallEnded {
+        let id = try reader.varint("id")
+        let end = try reader.varint("end")
+        let flags = StallFlags(rawValue: try reader.byte("flags"))
+        if flags.rawValue & ~0b111 != 0 { throw .outOfRange("flags", UInt64(flags.rawValue)) }
+        return .init(id: id, end: end, flags: flags)
     }
 
     /// A sample record's fields before its frames (its stack and wait channel not yet

@@ -92,13 +92,17 @@ struct TraceParser {
         return nextRecord(in: buffer)
     }
 
-    /// Takes the next record straight into `assembler` when it is a well-formed sample (most
-    /// records of a fleet's traces) without making a `TraceRecord` of it; false, with nothing
-    /// consumed, for anything else (which `next(in:)` then reads, and reports if it is bad).
+    /// Takes the next record straight into `assembler` when it is a well-formed sample,
+    /// `stallBegan` or `stallEnded` (nearly every record of a fleet's traces) without making a
+    /// `TraceRecord` of it; false, with nothing consumed, for anything else (which `next(in:)`
+    /// then reads, and reports if it is bad).
     @inline(__always)
-    mutating func takeSample(in buffer: UnsafeRawBufferPointer, into assembler: inout StallAssembler) -> Bool {
-        guard phase == .records, let base = buffer.baseAddress, buffer.count - offset >= 2,
-            base.load(fromByteOffset: offset, as: UInt8.self) == TraceRecordKind.sample.rawValue
+    mutating func takeStallRecord(in buffer: UnsafeRawBufferPointer, into assembler: inout StallAssembler) -> Bool {
+        guard phase == .records, let base = buffer.baseAddress, buffer.count - offset >= 2 else { return false }
+        let kind = base.load(fromByteOffset: offset, as: UInt8.self)
+        guard
+            kind == TraceRecordKind.sample.rawValue || kind == TraceRecordKind.stallBegan.rawValue
+                || kind == TraceRecordKind.stallEnded.rawValue
         else { return false }
         let start = offset
         var header = TraceByteReader(base: base, position: start + 1, end: buffer.count)
@@ -106,7 +110,21 @@ struct TraceParser {
             Int(length) <= buffer.count - header.position
         else { return false }
         var reader = TraceByteReader(base: base, position: header.position, end: header.position + Int(length))
-        guard (try? assembler.takeSample(&reader)) != nil else { return false }
+        do throws(TraceFieldError) {
+            if kind == TraceRecordKind.sample.rawValue {
+                try assembler.takeSample(&reader)
+            } else if kind == TraceRecordKind.stallBegan.rawValue {
+                let record = try TraceParser.parseStallBegan(&reader)
+                try reader.finish()
+                assembler.began.append(record)
+            } else {
+                let record = try TraceParser.parseStallEnded(&reader)
+                try reader.finish()
+                assembler.ended.append(record)
+            }
+        } catch {
+            return false
+        }
         offset = reader.end
         recordOffset = start
         outcome.recordCount += 1
