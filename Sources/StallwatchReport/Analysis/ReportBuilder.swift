@@ -69,7 +69,7 @@ public struct ReportBuilder: Sendable {
     ) -> TalliedTraces {
         let analyzers = Workers(self, count: TraceLoader.workerCount(Self.runCount(count), workers))
         var parts = Self.runs(count, workers: workers) { worker, inputs in
-            var part = TalliedTraces()
+            var part = Part()
             for index in inputs {
                 switch load(index) {
                 case .failure(let error):
@@ -94,12 +94,22 @@ public struct ReportBuilder: Sendable {
         result.results.reserveCapacity(count)
         result.analyzed.reserveCapacity(keepStalls ? count : 0)
         for index in parts.indices {
-            let part = parts[index].take()!
-            result.results += part.results
+            var part = parts[index].take()!
+            // Each result moved out of its run (appending the run's array copied every trace:
+            // a fortieth of a fleet report, all of it on one core at the end).
+            for taken in part.results.indices { result.results.append(part.results[taken].take()!) }
             result.analyzed += part.analyzed
             result.tally.merge(part.tally)
         }
         return result
+    }
+
+    /// What one run of `tally` adds up: its inputs' results (as optionals, to be moved out),
+    /// analyzed stalls and tally.
+    private struct Part: Sendable {
+        var results: [Result<LoadedTrace, TraceLoadError>?] = []
+        var analyzed: [[AnalyzedStall]] = []
+        var tally = FleetTally()
     }
 
     /// What each analyzing thread keeps for itself: a classifier (copies would share the
