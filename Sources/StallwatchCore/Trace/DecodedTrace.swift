@@ -204,21 +204,20 @@ struct StallAssembler {
     /// The stalls, by start time, each with no samples, the number of orphan samples, and
     /// every stall's samples as columns (`ranges[i]` are `stalls[i]`'s).
     func stalls(modules: [TraceRecord.Module], thresholds: TierThresholds) -> ([Stall], Int, SampleColumns) {
-        var modulePaths: [UInt32: String] = [:]
-        for module in modules { modulePaths[module.index] = module.path }
-        let symbolizer = FrameSymbols(symbols: symbols, modulePaths: modulePaths)
-        var frames: [UInt64: Frame] = [:]
-        frames.reserveCapacity(symbols.count)
-        func frame(_ address: UInt64) -> Frame {
-            if let known = frames[address] { return known }
-            let frame = symbolizer.frame(address)
-            frames[address] = frame
-            return frame
+        // Of several modules with one index, the last counts.
+        var modulePaths: [(index: UInt32, path: String)] = []
+        for module in modules {
+            if let known = modulePaths.firstIndex(where: { $0.index == module.index }) {
+                modulePaths[known].path = module.path
+            } else {
+                modulePaths.append((module.index, module.path))
+            }
         }
+        let symbolizer = FrameSymbols(symbols: symbols, modulePaths: modulePaths)
         // Each distinct address list becomes one `[Frame]` that its samples share, instead of a
         // copy per sample (a fleet report held every sample at once, and copying frames was most
         // of its memory).
-        let stackFrames = stacks.stacks.map { $0.map(frame) }
+        let stackFrames = stacks.stacks.map { $0.map(symbolizer.frame) }
 
         // Each stall's samples, by the first `stallBegan` of its id (a later one is ignored).
         var slots: [UInt64: Int] = [:]
@@ -442,14 +441,15 @@ struct StackTable {
 /// How a trace's addresses are named: by its `symbol` records and module map.
 struct FrameSymbols: Sendable {
     var symbols: [UInt64: TraceRecord.Symbol]
-    var modulePaths: [UInt32: String]
+    /// Each module's path by its index (a trace has a handful: searched, not hashed).
+    var modulePaths: [(index: UInt32, path: String)]
 
     /// The frame at `address`, symbolicated when the trace names it.
     func frame(_ address: UInt64) -> Frame {
         var frame = Frame(address: address)
         if let symbol = symbols[address] {
             frame.symbol = symbol.name
-            frame.module = modulePaths[symbol.module]
+            frame.module = modulePaths.first { $0.index == symbol.module }?.path
             frame.file = symbol.file
             frame.line = symbol.line
         }
