@@ -114,6 +114,28 @@ import Testing
         }
     }
 
+    @Test func stallsKeptFromTracesReadAsColumnsHaveTheirSamplesBuilt() throws {
+        let traces = [mixedTrace(), Fixture.standard(mode: .full, withCallouts: true), Fixture.app()]
+        let built = try traces.map { try TraceLoader.load(bytes: $0, path: "t.swtrace").get() }
+        for index in traces.indices {
+            var columns = try TraceLoader.load(
+                bytes: traces[index], path: "t.swtrace", includeCallouts: false, workers: 1, asColumns: true
+            ).get()
+            columns.trace.buildSamples()
+            #expect(columns.trace.columns == nil)
+            #expect(columns.trace.stalls == built[index].trace.stalls)
+        }
+        // `tally` keeping the stalls of traces read as columns analyzes them with their samples.
+        let builder = ReportBuilder(workers: 1)
+        let tallied = builder.tally(traces.count, keepStalls: true) { index in
+            TraceLoader.load(
+                bytes: traces[index], path: "t.swtrace", includeCallouts: false, workers: 1, asColumns: true)
+        }
+        #expect(tallied.analyzed.map(\.count) == built.map(\.trace.stalls.count))
+        let expected = builder.report(built, analyzed: builder.analyze(built), top: 10)
+        #expect(try JSONOutput.encode(builder.report(tallied, top: 10)) == JSONOutput.encode(expected))
+    }
+
     @Test func theMixedTraceHasEveryKindOfSample() throws {
         let trace = try TraceLoader.load(bytes: mixedTrace(), path: "t.swtrace").get().trace
         #expect(trace.orphanSamples == 1)

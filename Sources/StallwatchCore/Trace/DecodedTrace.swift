@@ -113,11 +113,16 @@ public struct DecodedTrace: Sendable {
         let thresholds = header?.thresholds ?? .default
         let made = assembler.stalls(modules: modules, thresholds: thresholds)
         (stalls, orphanSamples) = (made.0, made.1)
-        if asColumns {
-            columns = made.2
-        } else {
-            for index in stalls.indices { stalls[index].samples = made.2.samples(of: index, stall: stalls[index].id) }
-        }
+        columns = made.2
+        if !asColumns { buildSamples() }
+    }
+
+    /// Builds every stall's `samples` from `columns` and lets the columns go: the trace
+    /// `DecodedTrace(decoding:fileName:)` gives. Nothing to do for a trace decoded so.
+    package mutating func buildSamples() {
+        guard let columns else { return }
+        for index in stalls.indices { stalls[index].samples = columns.samples(of: index, stall: stalls[index].id) }
+        self.columns = nil
     }
 
     /// The time of stall `index`'s last sample, nil without samples (read from `columns` when

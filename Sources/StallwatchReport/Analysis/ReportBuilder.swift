@@ -63,7 +63,7 @@ public struct ReportBuilder: Sendable {
     /// `loadAndTally` of `count` inputs, input `i` read by `load(i)` (called from the
     /// analyzing threads, each input once). A trace decoded as columns (`asColumns`, what
     /// `load` should give unless `keepStalls`) is analyzed off its columns, without building
-    /// its samples; the report is the same.
+    /// its samples (with `keepStalls`, its samples are built first); the report is the same.
     package func tally(
         _ count: Int, keepStalls: Bool, load: @Sendable (_ index: Int) -> Result<LoadedTrace, TraceLoadError>
     ) -> TalliedTraces {
@@ -80,6 +80,8 @@ public struct ReportBuilder: Sendable {
                         part.tally.add(trace, number: index, stalls: analyzers.figures(trace, on: worker))
                         trace.trace.columns = nil
                     } else {
+                        // Stalls to keep are analyzed with their samples built.
+                        trace.trace.buildSamples()
                         let stalls = analyzers.analyze(trace, on: worker)
                         part.tally.add(trace, number: index, stalls: stalls.map(StallFigures.init))
                         if keepStalls { part.analyzed.append(stalls) }
