@@ -291,10 +291,17 @@ extension StallBreakdown {
     /// definition of sample weight: breakdowns, folded stacks and speedscope all use it.
     package static func sampleWeights(_ samples: [Sample], end: UInt64?) -> [UInt64] {
         samples.indices.map { index in
-            let time = samples[index].time
-            let until = index + 1 < samples.count ? samples[index + 1].time : (end ?? time)
-            return until > time ? until - time : 0
+            sampleWeight(
+                at: samples[index].time, next: index + 1 < samples.count ? samples[index + 1].time : nil, end: end)
         }
+    }
+
+    /// The nanoseconds a sample taken at `time` stands for: until `next`, the next sample's
+    /// time; for the last sample (`next` nil) until `end`, nothing when that is nil.
+    @inline(__always)
+    package static func sampleWeight(at time: UInt64, next: UInt64?, end: UInt64?) -> UInt64 {
+        let until = next ?? end ?? time
+        return until > time ? until - time : 0
     }
 }
 

@@ -503,7 +503,7 @@ package struct SampleColumns: Sendable {
     /// Whether sample `index` (of stall id `stall`) has kernel facts (counters or a wait): what
     /// `sample(_:stall:)` adds beyond the plain fields.
     package func hasKernelFacts(_ index: Int, stall: UInt64) -> Bool {
-        if counters.isEmpty && waits.isEmpty { return false }
+        guard anyKernelFacts else { return false }
         let key = StallAssembler.SampleKey(stall: stall, time: samples[index].time)
         return counters[key] != nil || waits[key] != nil
     }

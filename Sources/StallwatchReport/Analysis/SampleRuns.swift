@@ -151,8 +151,7 @@ struct StallFigures: Sendable {
         let budget = (trace.header?.thresholds.budget ?? TierThresholds.default.budget).nanoseconds
         let names = TraceNames(modules: trace.modules)
         // The trace's stacks in the memo, numbered the first time a sample has one.
-        var stacks: [Int] = []
-        for _ in columns.stacks.indices { stacks.append(-2) }
+        var stacks = columns.stacks.map { _ in -2 }
         func stack(_ number: Int32) -> Int {
             let index = Int(number)
             if stacks[index] == -2 {
@@ -177,9 +176,10 @@ struct StallFigures: Sendable {
                 let sample = columns.samples[index]
                 // The weight: until the next sample, the last one until the end; the first also
                 // since the callout started (`StallAccounting`).
-                let until = index + 1 < range.upperBound ? columns.samples[index + 1].time : (end ?? sample.time)
-                var weight = until > sample.time ? until - sample.time : 0
-                if index == range.lowerBound, sample.time > start { weight += sample.time - start }
+                var weight = StallBreakdown.sampleWeight(
+                    at: sample.time, next: index + 1 < range.upperBound ? columns.samples[index + 1].time : nil,
+                    end: end)
+                if index == range.lowerBound { weight += StallAccounting.leadIn(first: sample.time, start: start) }
                 total += weight
                 let verdict: Int
                 if columns.anyKernelFacts && columns.hasKernelFacts(index, stall: id) {
@@ -190,14 +190,17 @@ struct StallFigures: Sendable {
                     let key = ColumnKey(sample)
                     if let previous, previous.key == key {
                         verdict = previous.verdict
-                    } else if case let number = keys.number(of: key), number < verdicts.count {
-                        verdict = verdicts[number]
                     } else {
-                        verdict = memo.adding(
-                            memo.portable.verdict(
-                                columns.sample(index, stall: id), stack: memo.portableStack(stack(sample.stack)),
-                                classifier))
-                        verdicts.append(verdict)
+                        let number = keys.number(of: key)
+                        if number < verdicts.count {
+                            verdict = verdicts[number]
+                        } else {
+                            verdict = memo.adding(
+                                memo.portable.verdict(
+                                    columns.sample(index, stall: id), stack: memo.portableStack(stack(sample.stack)),
+                                    classifier))
+                            verdicts.append(verdict)
+                        }
                     }
                     previous = (key, verdict)
                 }
@@ -205,10 +208,11 @@ struct StallFigures: Sendable {
                     index - range.lowerBound, verdict: verdict, stack: stack(sample.stack), weight: weight, to: &runs)
             }
             let analysis = RunAnalysis(runs, sampleCount: range.count, total: total, memo: memo, names: names)
-            let reached = end ?? (range.isEmpty ? nil : columns.samples[range.upperBound - 1].time) ?? start
+            let duration = StallAccounting.duration(
+                start: start, end: end, lastSample: trace.lastSampleTime(ofStall: slot))
             result.append(
                 StallFigures(
-                    trace.stalls[slot], tracePath: loaded.path, durationNanos: reached > start ? reached - start : 0,
+                    trace.stalls[slot], tracePath: loaded.path, durationNanos: duration,
                     budgetNanos: budget, weighedNanos: total, breakdown: analysis.breakdown,
                     category: analysis.category, key: analysis.key,
                     representativeFrames: analysis.representativeStack < 0

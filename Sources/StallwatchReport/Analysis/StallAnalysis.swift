@@ -153,9 +153,9 @@ public struct AnalyzedStall: Sendable {
     public func frameName(_ frame: Frame) -> String { names.name(frame) }
 }
 
-/// What `AnalyzedStall` worked out for the stalls of one trace: each address's app-frame name
-/// (nil: not an app frame), each distinct sample's verdict (numbered), each distinct stack.
-/// One thread at a time.
+/// What the analysis of one trace's stalls (`AnalyzedStall`, `StallFigures.ofColumns`) worked
+/// out for them: each address's app-frame name (nil: not an app frame), each distinct sample's
+/// verdict (numbered), each distinct stack. One thread at a time.
 final class AppFrameMemo {
     var names: [UInt64: String?] = [:]
     /// The verdicts by number (`SampleRun.verdict`).
@@ -250,16 +250,10 @@ final class PortableMemo: @unchecked Sendable {
 
     /// The portable number of the stack `frames`.
     func stack(_ frames: [Frame]) -> Int {
-        var functions: [PortableFunction] = []
-        functions.reserveCapacity(frames.count)
-        var symbolicated = true
-        for index in frames.indices {
-            functions.append(PortableFunction(frames[index]))
-            symbolicated = symbolicated && frames[index].symbol != nil
-        }
-        let number = stacks.number(of: functions)
+        let number = stacks.number(of: frames.map(PortableFunction.init))
         if number == facts.count {
-            facts.append((groups.number(of: RepresentativeStack.groupKey(frames)), nil, symbolicated))
+            facts.append(
+                (groups.number(of: RepresentativeStack.groupKey(frames)), nil, frames.allSatisfy { $0.symbol != nil }))
         }
         return number
     }

@@ -19,10 +19,7 @@ public enum WaitSummary {
         var samples = 0
 
         mutating func add(_ stall: Stall) {
-            samples += stall.samples.count
-            for index in stall.samples.indices {
-                if let wait = stall.samples[index].wait { counts[wait.summary, default: 0] += 1 }
-            }
+            add(sampleCount: stall.samples.count, waits: stall.samples.compactMap { $0.wait?.summary })
         }
 
         /// Adds a stall's `sampleCount` samples, whose wait facts' summaries are `waits`.
