@@ -157,9 +157,8 @@ static void capture(self_handle *h, uint64_t sequence, uint64_t now, void *ucv) 
     if (h->stall_sequence != sequence) {
         h->stall_sequence = sequence;
         h->stall_index = 0;
-        // Declared a stall here: the loop then stamps its exact end and wakes the watchdog, which
-        // records it even if it never got a CPU while it lasted.
-        sw_clock_set_stalled_sequence(h->clock, sequence);
+        // Nothing to declare: the loop logs every callout that overruns by its own stamps, and
+        // the watchdog takes these captures as that stall's samples, however late it runs.
     }
     h->next_cycles = now + atomic_load_explicit(&h->interval_cycles, memory_order_relaxed);
     // A tick meant for another thread (a reused descriptor) must not unwind this one: one gettid,

@@ -41,15 +41,15 @@ extern "C" {
 #endif
 
 /// What a loop publishes about the callout it runs, in C memory so the self-sampling handler (on
-/// the loop thread) can read it. The loop writes it; the watchdog and the handler read it and
-/// write `stalled_sequence`; always through the functions below (atomic accesses).
+/// the loop thread) can read it. The loop writes it; the watchdog and the handler read it, and
+/// the watchdog writes `stalled_sequence`; always through the functions below (atomic accesses).
 typedef struct sw_callout_clock {
     uint64_t sequence;          ///< odd while a callout runs; each callout adds 2
     uint64_t start_cycles;      ///< sw_cycles() when the running callout began
     uint64_t descriptor;        ///< the callout's identity: a CalloutDescriptor's raw value
     uint64_t label;             ///< and its label and file, packed static strings
     uint64_t file;
-    uint64_t stalled_sequence;  ///< a callout declared a stall (by the watchdog or the handler)
+    uint64_t stalled_sequence;  ///< the callout a watchdog declared a stall and is timing
 } sw_callout_clock;
 
 #define SW_CLOCK_FIELD(name)                                                                              \

@@ -29,13 +29,17 @@ final class CalloutBoard: @unchecked Sendable {  // `clock` is only touched atom
     }()
     // Also in `clock`: the callout's identity (a `CalloutDescriptor`'s raw value, its label and
     // file as packed `StaticString`s: pointer | length << 48, 0 when absent), and the sequence a
-    // watchdog (or the loop thread's self-sampling handler) declared a stall; the loop then stores
-    // that callout's exact end time (the only clock read at a callout's end).
+    // watchdog declared a stall. The loop stamps every callout's end (`sw_cycles()`); for a
+    // callout that was declared or overran, it stores that end here before moving on.
     let stallEndCycles = Atomic<UInt64>(0)
     /// The sequence whose end `stallEndCycles` is (set after it, before `sequence` moves on).
     let stallEndSequence = Atomic<UInt64>(0)
-    /// Iteration congestion: the watchdog sets the budget; the loop counts iterations whose
-    /// callouts together overran it while none alone did.
+    /// Every callout that overran the budget by the loop's own stamps (or that a watchdog
+    /// declared a stall), appended as it ends: the watchdog records those it did not time.
+    let overruns = OverrunLog()
+    /// The budget in `sw_cycles()` units, set by the watchdog (`UInt64.max`: unwatched): a
+    /// callout longer than this is a stall; the loop also counts iterations whose callouts
+    /// together overran it while none alone did (congestion).
     let budgetCycles = Atomic<UInt64>(UInt64.max)
     let congestedIterations = Atomic<UInt64>(0)
     /// Whether the loop is blocked in its idle wait (so a watchdog may sleep without a deadline).
@@ -71,6 +75,9 @@ final class CalloutBoard: @unchecked Sendable {  // `clock` is only touched atom
             descriptor: CalloutDescriptor(rawValue: sw_clock_descriptor_relaxed(clock)),
             label: sw_clock_label_relaxed(clock), file: sw_clock_file_relaxed(clock))
     }
+
+    /// The running callout's start stamp, as published (relaxed). The loop thread.
+    var publishedStartCycles: UInt64 { sw_clock_start_cycles_relaxed(clock) }
 
     /// The sequence last declared a stall (acquiring). Any thread.
     @inline(__always) var stalledSequence: UInt64 { sw_clock_stalled_sequence(clock) }

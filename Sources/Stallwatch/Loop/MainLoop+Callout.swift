@@ -43,11 +43,12 @@ extension MainLoop {
         let start = sw_cycles()
         publishBegin(callout, at: start)
         body()
-        publishEnd()
+        let end = sw_cycles()
+        publishEnd(end: end)
         if calloutState.pointee.recordCallouts, let ring = calloutState.pointee.ring {
             ring.push(
                 EventRing.Event(
-                    descriptor: descriptor, label: callout.label, file: callout.file, start: start, end: sw_cycles()))
+                    descriptor: descriptor, label: callout.label, file: callout.file, start: start, end: end))
         }
     }
 
@@ -60,24 +61,31 @@ extension MainLoop {
         board.publish(sequence: state.pointee.sequence)
     }
 
+    /// The running callout ended at `end` (`sw_cycles()`). The loop judges every callout by its
+    /// own two stamps, so a stall is caught whenever the watchdog runs. The start is the one
+    /// published (a callout resumed after a nested run counts from its resumption).
     @inline(__always)
-    func publishEnd() {
+    func publishEnd(end: UInt64) {
         let state = calloutState
+        let start = board.publishedStartCycles
         let finished = state.pointee.sequence
         state.pointee.sequence &+= 1
-        if board.stalledSequence == finished {
-            stalledCalloutEnded(finished)
+        if end &- start > board.budgetCycles.load(ordering: .relaxed) || board.stalledSequence == finished {
+            calloutOverran(finished, start: start, end: end)
         } else {
             board.publish(sequence: state.pointee.sequence)
         }
     }
 
-    /// The watchdog is timing the callout that just ended: give it the exact end before moving
-    /// on, then wake it so the stall closes now rather than at its next sample.
+    /// A callout overran (or the watchdog is timing it): log it with its exact end and the
+    /// identity still on the board, give the watchdog that end before moving on, then wake it so
+    /// the stall closes now rather than at its next sample.
     @inline(never)
-    func stalledCalloutEnded(_ finished: UInt64) {
-        board.stallEndCycles.store(sw_cycles(), ordering: .relaxed)
+    func calloutOverran(_ finished: UInt64, start: UInt64, end: UInt64) {
+        board.stallEndCycles.store(end, ordering: .relaxed)
         board.stallEndSequence.store(finished, ordering: .releasing)
+        board.overruns.append(
+            OverrunLog.Entry(sequence: finished, startCycles: start, endCycles: end, callout: board.publishedCallout))
         board.publish(sequence: calloutState.pointee.sequence)
         board.watchdogWake.signal()
         calloutState.pointee.iterationHadStall = true
@@ -88,7 +96,7 @@ extension MainLoop {
     func suspendOuterCallout() -> PublishedCallout? {
         guard calloutState.pointee.sequence & 1 == 1 else { return nil }
         let outer = board.publishedCallout
-        publishEnd()
+        publishEnd(end: sw_cycles())
         return outer
     }
 

@@ -45,8 +45,9 @@ public final class HeartbeatMonitor: @unchecked Sendable {
         public var unservicedWarning: Duration = .seconds(3)
         /// Whether an executor's thread samples itself while a heartbeat is overdue, on time
         /// however late the watchdog is scheduled (as `StallMonitor.Configuration.selfSampling`;
-        /// `STALLWATCH_PERF=0` turns it off too).
-        public var selfSampling = false  // off by default, as StallMonitor's
+        /// `STALLWATCH_PERF=0` turns it off too). On by default; where it cannot run,
+        /// `statistics.selfSampling` says why.
+        public var selfSampling = true
         /// The finest tick, in the executor thread's user-mode CPU time.
         public var selfSamplingPeriod: Duration = .microseconds(500)
         /// Tests: the watchdog oversleeps a heartbeat's deadline by this much, as an unprivileged
@@ -269,6 +270,9 @@ public final class HeartbeatMonitor: @unchecked Sendable {
             guard error.isMissingUnwinder else { throw error }
             samplerError = .unwinderUnavailable(signal: error.signal)
         }
+        // Before the first heartbeat prepares an executor's thread: it unblocks only signals
+        // already installed. (Why not, if not: `statistics.selfSampling`, once a thread is known.)
+        if configuration.selfSampling && samplerError == nil { SelfSampler.installSignal() }
         running.store(true, ordering: .releasing)
         let thread = Thread { [self] in
             sw_set_thread_name("stallwatchbeat")

@@ -18,23 +18,33 @@ final class SelfSampler: Sendable {
         tid: Int32, clock: UnsafeMutablePointer<sw_callout_clock>, period: Duration, budget: Duration,
         interval: Duration
     ) -> (SelfSampler?, StallMonitor.SelfSampling) {
-        if PerfSampler.disabledByEnvironment { return (nil, .disabled) }
-        // ThreadSanitizer defers asynchronous signals to its next interceptor: a tick's handler
-        // would run away from where it landed, and its stack would be TSan's own.
-        if dlsym(UnsafeMutableRawPointer(bitPattern: 0), "__tsan_init") != nil {
-            return (nil, .unavailable(reason: "ThreadSanitizer defers signal handlers away from where they land"))
-        }
+        if let refused = installSignal() { return (nil, refused) }
         let signal = sw_self_default_signal()
-        let installed = sw_self_install(signal)
-        guard installed == SW_SAMPLER_OK else {
-            return (nil, .unavailable(reason: describe(installed, signal: signal, errno: 0)))
-        }
         var error: Int32 = 0
         let handle = sw_self_open(
             tid, clock, Int64(period.nanoseconds), Timebase.shared.cycles(budget.nanoseconds),
             cycles(interval: interval, period: period), max(1, Timebase.shared.cycles(1_000_000)), &error)
         guard handle >= 0 else { return (nil, .unavailable(reason: describe(handle, signal: signal, errno: error))) }
         return (SelfSampler(handle: handle), .on(period: period))
+    }
+
+    /// Installs the ticks' signal handler (once per process; nil when it is, else why not). A
+    /// monitor installs it when it starts, before the threads it watches prepare themselves
+    /// (`Sampler.prepareCurrentThread` unblocks the signal only once it is installed). Any thread.
+    @discardableResult
+    static func installSignal() -> StallMonitor.SelfSampling? {
+        if PerfSampler.disabledByEnvironment { return .disabled }
+        // ThreadSanitizer defers asynchronous signals to its next interceptor: a tick's handler
+        // would run away from where it landed, and its stack would be TSan's own.
+        if dlsym(UnsafeMutableRawPointer(bitPattern: 0), "__tsan_init") != nil {
+            return .unavailable(reason: "ThreadSanitizer defers signal handlers away from where they land")
+        }
+        let signal = sw_self_default_signal()
+        let installed = sw_self_install(signal)
+        guard installed == SW_SAMPLER_OK else {
+            return .unavailable(reason: describe(installed, signal: signal, errno: 0))
+        }
+        return nil
     }
 
     deinit { sw_self_close(handle) }

@@ -14,6 +14,8 @@ final class StackCapture {
     private(set) var lastStack: [UInt64] = []
     /// Whether the last signal capture timed out (or was skipped because of that).
     var lastTimedOut = false
+    /// Whether the watchdog last waited in vain for the thread's own capture (self-sampling).
+    var ownWaitFailed = false
     /// When the previous sample (or the stall's detection) was: perf samples older are not news.
     var lastSampleTime: UInt64 = 0
     /// The thread's latest perf sample was taken in the kernel: a signal would wait for the
@@ -56,6 +58,7 @@ final class StackCapture {
         ownAfter = 0
         lastStack = []
         lastTimedOut = false
+        ownWaitFailed = false
         inKernelPerPerf = false
         enablePending = perf != nil
     }

@@ -4,8 +4,11 @@ import Glibc
 
 extension StallMonitor {
     /// The watchdog thread's loop: sleep to the running callout's deadline, park while the
-    /// loop is idle, and sample a callout still running at its deadline until it ends.
-    func watch() {
+    /// loop is idle, sample a callout still running at its deadline until it ends, and record
+    /// the overruns the loop logged that it did not time (it got no CPU while they lasted).
+    /// `overruns` is where the loop's overrun log stood when `start()` enabled the board;
+    /// `armed` is signalled once the watchdog is ready to time a stall.
+    func watch(overruns cursor: UInt64, armed: DispatchSemaphore) {
         _ = sw_set_timer_slack(1_000)
         raiseWatchdogPriority()
         let board = loop.board
@@ -19,14 +22,13 @@ extension StallMonitor {
         let budget = configuration.tiers.budget.nanoseconds
         var nextID: UInt64 = 1
         var sleeper = Sleeper(board: board, threshold: configuration.suspendThreshold.nanoseconds)
-        // The last callout a stall was made of (timed here, or recovered from the thread's own
-        // captures): sequences only grow.
-        var handled: UInt64 = 0
+        var cursor = cursor
+        // The callout this watchdog timed last: the loop logs it too, as it ended.
+        var timed: UInt64 = 0
         var lateFor: UInt64 = 0
+        armed.signal()
         while isRunning {
-            if let own = selfSampler, recoverMissedStall(own, handled: &handled, id: nextID, sleeper: &sleeper) {
-                nextID += 1
-            }
+            recordOverruns(from: &cursor, except: timed, nextID: &nextID, sleeper: &sleeper)
             let current = board.snapshot()
             if configuration.watchdogLatenessForTesting > .zero, current.isBusy, current.sequence != lateFor {
                 // Tests: the watchdog gets no CPU for a while after it sees a callout begin.
@@ -52,8 +54,11 @@ extension StallMonitor {
                 sleeper.sleep(until: deadline)
                 continue
             }
-            // Still the same callout at its deadline: a stall.
-            handled = current.sequence
+            // Still the same callout at its deadline: a stall. Declared first, then checked: a
+            // callout that ended meanwhile is the loop's to log (if its own stamps overran).
+            board.declareStall(current.sequence)
+            guard board.sequence == current.sequence else { continue }
+            timed = current.sequence
             let suspended = sleeper.takeOverslept()
             timeStall(
                 current, id: nextID, start: start, deadline: deadline, suspended: suspended, sampler: sampler,
@@ -63,50 +68,57 @@ extension StallMonitor {
         }
     }
 
-    /// A stall the loop thread's own handler declared and that ended before the watchdog looked
-    /// (it did not get a CPU while the stall lasted): made from the thread's own captures, with
-    /// the exact end the loop stamped. Returns whether there was one.
-    private func recoverMissedStall(
-        _ own: SelfSampler, handled: inout UInt64, id: UInt64, sleeper: inout Sleeper
-    ) -> Bool {
-        let board = loop.board
-        let ended = board.stallEndSequence.load(ordering: .acquiring)
-        guard ended > handled else { return false }
-        handled = ended
-        let captures = own.takeAll(sequence: ended)
-        guard let first = captures.first else { return false }
-        let endCycles = board.stallEndCycles.load(ordering: .relaxed)
-        // Another stall's end stamped meanwhile (they are a budget apart at least): no exact end.
-        let exact = board.stallEndSequence.load(ordering: .acquiring) == ended
+    /// The overruns the loop logged since `cursor` that the watchdog did not time (`timed`): it
+    /// was not scheduled while they lasted, or not yet started. Each becomes a stall with the
+    /// loop's exact start and end, and with the loop thread's own captures of it as its samples
+    /// (none for a callout that never ran user code past its budget: a sleep, a lock wait).
+    private func recordOverruns(
+        from cursor: inout UInt64, except timed: UInt64, nextID: inout UInt64, sleeper: inout Sleeper
+    ) {
+        let (entries, lost) = loop.board.overruns.read(from: &cursor)
+        if lost > 0 { record { $0.lostOverruns += Int(lost) } }
+        for entry in entries where entry.sequence != timed {
+            recordOverrun(entry, id: nextID, sleeper: &sleeper)
+            nextID += 1
+        }
+    }
+
+    private func recordOverrun(_ entry: OverrunLog.Entry, id: UInt64, sleeper: inout Sleeper) {
+        let captures = selfSampler?.takeAll(sequence: entry.sequence) ?? []
         let timebase = Timebase.shared
         timebase.refresh()
-        let start = timebase.nanos(first.callout.startCycles)
+        let start = timebase.nanos(entry.startCycles)
+        let end = start &+ timebase.duration(from: entry.startCycles, to: entry.endCycles)
         // The watchdog was stopped with the process (SIGSTOP) while this stall ran: so was the
         // stall it missed.
-        let stallEnd = start &+ timebase.duration(from: first.callout.startCycles, to: endCycles)
-        let suspended = sleeper.overslept(during: start...max(start, exact ? stallEnd : captures.last!.time))
+        let suspended = sleeper.overslept(during: start...max(start, end))
+        let callout = CalloutSnapshot(
+            sequence: entry.sequence, startCycles: entry.startCycles, kind: entry.callout.descriptor.kind,
+            phase: entry.callout.descriptor.phase, mode: entry.callout.descriptor.mode,
+            line: entry.callout.descriptor.line, label: entry.callout.label, file: entry.callout.file)
         var stall = Stall(
-            id: id, start: start, end: nil, tier: .hitch, callout: identity(of: first.callout),
+            id: id, start: start, end: nil, tier: .hitch, callout: identity(of: callout),
             flags: suspended ? [.suspended] : [])
         stall.samples = captures.map { $0.sample() }
         let deadline = start &+ configuration.tiers.budget.nanoseconds
+        // Detected when the loop thread took its first capture past the deadline, else now.
+        let detected = captures.first?.time ?? sw_monotonic_ns()
         record { stats in
             stats.stalls += 1
             stats.missedByWatchdog += 1
             if suspended { stats.suspendedStalls += 1 }
-            stats.detectionLatencyNanos.appendBounded(first.time > deadline ? first.time - deadline : 0)
+            stats.detectionLatencyNanos.appendBounded(detected > deadline ? detected - deadline : 0)
             stats.selfSamples += captures.count
             stats.stackSources[.signal, default: 0] += captures.count
             for captured in captures { stats.selfCaptureNanos.appendBounded(captured.unwindNanos) }
         }
         var began = stall
-        began.samples = [stall.samples[0]]
+        began.samples = Array(stall.samples.prefix(1))
         began.flags.insert(.unfinished)
         deliver(began, began: true)
-        stall.end = exact ? stallEnd : captures.last!.time
+        stall.end = end
         if let duration = stall.duration { stall.tier = configuration.tiers.tier(for: duration) ?? .hitch }
         deliver(stall, began: false)
-        return true
     }
 
     /// A watchdog that does not get a CPU until the stall is over misses it, and on a busy

@@ -38,9 +38,10 @@ public final class StallMonitor: @unchecked Sendable {
         /// Whether the loop thread samples itself on time: a perf task-clock tick on its user-mode
         /// CPU time lets its own handler take the stack of a callout past its budget, however late
         /// the watchdog is scheduled (docs/watchdog.md, "On time without privileges").
-        /// `STALLWATCH_PERF=0` turns it off too. Off by default until it has run longer in CI
-        /// (a recorder test once lost a stall with it on, not yet explained).
-        public var selfSampling = false
+        /// `STALLWATCH_PERF=0` turns it off too. On by default; where it cannot run (perf
+        /// refused, ThreadSanitizer, no libunwind), `statistics.selfSampling` says why. While it
+        /// runs, the watchdog never signals the loop thread (docs/watchdog.md).
+        public var selfSampling = true
         /// The finest tick, in the loop thread's user-mode CPU time: the tick after a deadline
         /// comes within about this much of it. Away from deadlines the handler spaces its ticks
         /// out (about two per budget for a loop of short callouts); an idle loop takes none.
@@ -93,9 +94,13 @@ public final class StallMonitor: @unchecked Sendable {
         public var selfSamples = 0
         /// Handler entry → stack ready for those samples (ns, at most 4096 kept).
         public var selfCaptureNanos: [UInt64] = []
-        /// Stalls that ended before the watchdog looked (it got no CPU meanwhile), recorded from
-        /// the loop thread's own captures (counted in `stalls` too).
+        /// Stalls that ended before the watchdog looked (it got no CPU meanwhile): recorded from
+        /// the loop's own stamps, with the loop thread's own captures as samples, if any
+        /// (counted in `stalls` too).
         public var missedByWatchdog = 0
+        /// Overrun callouts the loop logged that the watchdog fell too far behind to read (it
+        /// was stopped for longer than 64 stalls): stalls lost, 0 in any healthy run.
+        public var lostOverruns = 0
     }
 
     /// Whether the loop thread samples itself. A plain value; any thread.
@@ -236,15 +241,21 @@ public final class StallMonitor: @unchecked Sendable {
         if loop.isCurrent { prepare() } else { loop.post(prepare) }
         loop.board.budgetCycles.store(
             Timebase.shared.cycles(configuration.tiers.budget.nanoseconds), ordering: .relaxed)
+        // From here every callout that overruns is logged by the loop, whenever the watchdog
+        // comes to read it.
+        let overruns = loop.board.overruns.end
         loop.board.enabled.store(true, ordering: .releasing)
         running.store(true, ordering: .releasing)
+        let armed = DispatchSemaphore(value: 0)
         let thread = Thread { [self] in
             // Named for /proc and debuggers (15 bytes at most).
             sw_set_thread_name("stallwatchdog")
-            watch()
+            watch(overruns: overruns, armed: armed)
             finished.signal()
         }
         thread.start()
+        // Returns once the watchdog can time a stall, so one that begins now is sampled too.
+        armed.wait()
     }
 
     /// Stops watching and waits for the watchdog to finish (a stall in progress is delivered

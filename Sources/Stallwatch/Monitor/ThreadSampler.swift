@@ -56,8 +56,9 @@ struct ThreadSampler {
     func sample(record: ((inout StallMonitor.Statistics) -> Void) -> Void) -> Sample {
         let time = sw_monotonic_ns()
         var kernel = reader.read()
-        if let captured = ownCapture() {
+        if let captured = ownCapture() ?? awaitOwnCapture(kernel) {
             stacks.remember(captured.addresses, from: .signal)
+            stacks.ownWaitFailed = false
             stacks.lastSampleTime = time
             record { stats in
                 stats.selfSamples += 1
@@ -84,6 +85,27 @@ struct ThreadSampler {
         return captured
     }
 
+    /// With self-sampling, the watchdog never signals the thread: a signal that lands after the
+    /// thread moved on from the stalled code (the watchdog is late, the thread was preempted) can
+    /// land in the next callout's `nanosleep` or `epoll_wait`, which then returns early with
+    /// EINTR — the app's own sleep cut short. A thread that may be running user code (no syscall
+    /// in /proc) takes its own stack within a tick period of CPU time instead: wait for it, up to
+    /// `captureTimeout`; after one wait in vain (the thread is inside a long call, or gets no
+    /// CPU), not again until an own capture arrives.
+    private func awaitOwnCapture(_ kernel: ThreadStateReader.Reading) -> SelfSampler.Capture? {
+        guard let own, stacks.stallSequence != nil, kernel.syscall == nil, !stacks.ownWaitFailed else { return nil }
+        let until = sw_monotonic_ns() &+ captureTimeout.nanoseconds
+        // Polled at half a tick period (the capture's own time is the sample's: the poll's delay
+        // costs the watchdog, not the sample's accuracy).
+        let step = UInt32(max(50, min(own.period.nanoseconds / 2_000, 1_000)))
+        while sw_monotonic_ns() < until {
+            usleep(step)
+            if let captured = ownCapture() { return captured }
+        }
+        stacks.ownWaitFailed = true
+        return nil
+    }
+
     /// The stack for a sample taken at `time`, after `kernel` was read: the first source that
     /// gives one. May re-read `kernel` (a running thread that missed the signal was in the kernel).
     private func captureStack(
@@ -107,8 +129,10 @@ struct ThreadSampler {
             return (addresses, source, timedOut)
         }
         var timedOut = false
-        // 1. Blocked in a call a signal would end early (EINTR): read the stack, never signal.
-        if let call = kernel.syscall, StackScanner.neverRestarted.contains(call) {
+        let selfSampling = own.map { $0.sampler.counters.ticks > 0 } ?? false
+        // 1. Blocked in a call a signal would end early (EINTR), or in any call while the thread
+        //    takes its own stacks (no signal at all then): read the stack.
+        if let call = kernel.syscall, selfSampling || StackScanner.neverRestarted.contains(call) {
             let scanned = stacks.scanner.scan()
             return finish(scanned, scanned.isEmpty ? .none : .scan, timedOut: false)
         }
@@ -131,6 +155,11 @@ struct ThreadSampler {
         //    after one timeout, do not queue more signals while it stays there.
         if stillInKernel {
             timedOut = stacks.lastTimedOut
+        } else if selfSampling {
+            // Self-sampling: no signal (see `awaitOwnCapture`); the wait for the thread's own
+            // capture was in vain, or there was none to wait for. (A thread whose ticks never
+            // arrived, one that blocks their signal, is signalled as without self-sampling.)
+            timedOut = stacks.ownWaitFailed
         } else if canCapture && !(kernel.state == .diskSleep && stacks.lastTimedOut) {
             let capture = Sampler.capture(tid: tid, timeoutNanos: Int64(captureTimeout.nanoseconds))
             record { stats in
