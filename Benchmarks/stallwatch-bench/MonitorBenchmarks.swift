@@ -163,8 +163,10 @@ enum MonitorBenchmarks {
         _ = pread(fd, buffer.baseAddress, buffer.count, 0)
     }
 
-    @inline(never) static func spin(milliseconds: UInt64) {
-        let end = nowNanos() + milliseconds * 1_000_000
+    @inline(never) static func spin(milliseconds: UInt64) { spin(nanoseconds: milliseconds * 1_000_000) }
+
+    @inline(never) static func spin(nanoseconds: UInt64) {
+        let end = nowNanos() + nanoseconds
         var x: UInt64 = 0
         while nowNanos() < end { x = x &* 31 &+ 7 }
         if x == 42 { print("") }

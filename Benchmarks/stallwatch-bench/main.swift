@@ -12,6 +12,10 @@ let usage = """
                 loop thread's self-sampling on and off
       heartbeat a heartbeat monitor on an executor it does not own: heartbeats, wake-ups and
                 watchdog CPU busy and idle, detection latency, duration error
+      recall [STALLS]
+                1,000 (or STALLS) injected stalls of every kind among short callouts, hogs on
+                every core, recorder on, as root and as nobody: recall, split, invented, lost
+                records, duration error, for StallMonitor on MainLoop and for HeartbeatMonitor
       trace     recording cost per event, bytes per event, parse rate, a long fuzz run
       soak [SECONDS] [TASKS_PER_SECOND]
                 60 s (default) at 1 M posted tasks/s, monitor on, recorder in full mode:
@@ -31,6 +35,15 @@ do {
     case "monitor": try MonitorBenchmarks.run()
     case "monitor-under-load":  // [LABEL]: part 4 of `monitor` alone (with LABEL: in this process)
         if let label = arguments.dropFirst().first { try UnderLoad.run(label: label) } else { try UnderLoad.runBoth() }
+    case "recall":  // [STALLS]: injected stalls per monitor and privilege (1,000)
+        guard let stalls = arguments.count > 1 ? Int(arguments[1]) : 1000, stalls > 0 else {
+            FileHandle.standardError.write(Data("stallwatch-bench recall [STALLS] (STALLS > 0)\n".utf8))
+            exit(2)
+        }
+        try Recall.runBoth(stalls: stalls)
+    case "recall-run":  // LABEL STALLS: one privilege's part of `recall`, in this process
+        guard arguments.count == 3, let stalls = Int(arguments[2]), stalls > 0 else { exit(2) }
+        try Recall.run(label: arguments[1], stalls: stalls)
     case "trace": try TraceBenchmarks.run()
     case "heartbeat": try HeartbeatBenchmarks.run()
     case "soak":

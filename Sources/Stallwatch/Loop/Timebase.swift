@@ -33,12 +33,27 @@ final class Timebase: Sendable {
         state = Locked(State(first: first, latest: second, nanosPerCycle: rate))
     }
 
-    /// Reads both clocks back to back (cycles taken as the midpoint of two reads).
+    /// Reads both clocks back to back (cycles taken as the midpoint of two reads). A thread
+    /// preempted between the reads would pair the clocks milliseconds apart (and a rate measured
+    /// from such an anchor over a short baseline is off by tens of per cent: on a loaded machine
+    /// that made the loop's budget in cycles too long or too short, so callouts under the budget
+    /// were logged as stalls and a few over it were not). So it reads a few times and keeps the
+    /// pair taken closest together.
     private static func anchor() -> Anchor {
-        let before = sw_cycles()
-        let nanos = sw_monotonic_ns()
-        let after = sw_cycles()
-        return Anchor(cycles: before &+ (after &- before) / 2, nanos: nanos)
+        var best = Anchor(cycles: 0, nanos: 0)
+        var bestSpread = UInt64.max
+        for _ in 0..<8 {
+            let before = sw_cycles()
+            let nanos = sw_monotonic_ns()
+            let after = sw_cycles()
+            let spread = after &- before
+            if spread < bestSpread {
+                (best, bestSpread) = (Anchor(cycles: before &+ spread / 2, nanos: nanos), spread)
+            }
+            // A few hundred cycles is two clock reads with nothing in between.
+            if spread < 1_000 { break }
+        }
+        return best
     }
 
     /// Re-anchors and refines the rate (cheap: three clock reads).

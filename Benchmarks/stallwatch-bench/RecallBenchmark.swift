@@ -1,0 +1,381 @@
+import Dispatch
+import Foundation
+import Stallwatch
+import StallwatchCore
+
+/// `stallwatch-bench recall [STALLS]`: does the default configuration catch every stall, once,
+/// with its true duration, and invent none? Injected stalls of random lengths (18–400 ms,
+/// log-uniform) and kinds (compute, sleep, a mutex another thread holds, write+fdatasync, pairs
+/// back to back, and one posted right after each `start()`) among ≥ 100 short callouts each,
+/// with a CPU hog on every core, recorder on; the trace is decoded and matched against what the
+/// bench measured itself. For `StallMonitor` on `MainLoop` and for `HeartbeatMonitor` on a plain
+/// executor, as root (here) and as nobody (this binary again under `setpriv`).
+enum Recall {
+    enum Kind: CaseIterable {
+        case compute, sleep, mutex, fileIO
+    }
+
+    /// A stall the bench caused, as it measured it around the work (CLOCK_MONOTONIC).
+    struct Truth: Sendable {
+        var start: UInt64
+        var end: UInt64
+        var injected: Bool
+    }
+
+    /// What goes into one episode: short callouts, then a stall or two back to back.
+    enum Item {
+        case short(spinNanos: UInt64)
+        case stall(Kind, nanos: UInt64)
+    }
+
+    static let budget: UInt64 = 16_666_666
+
+    /// Root: here, then the unprivileged run as a child; otherwise only the unprivileged one here.
+    static func runBoth(stalls: Int) throws {
+        guard geteuid() == 0 else {
+            Result(name: "recall.root", value: 0, unit: "skipped: not root").printLine()
+            try run(label: "unprivileged", stalls: stalls)
+            return
+        }
+        try run(label: "root", stalls: stalls)
+        let setpriv = ["/usr/bin/setpriv", "/bin/setpriv"].first { FileManager.default.isExecutableFile(atPath: $0) }
+        guard let setpriv else {
+            Result(name: "recall.unprivileged", value: 0, unit: "skipped: no setpriv").printLine()
+            return
+        }
+        let child = Process()
+        child.executableURL = URL(fileURLWithPath: setpriv)
+        child.arguments = [
+            "--reuid=65534", "--regid=65534", "--clear-groups", CommandLine.arguments[0], "recall-run", "unprivileged",
+            String(stalls),
+        ]
+        try child.run()  // its lines go straight to our stdout
+        child.waitUntilExit()
+        if child.terminationStatus != 0 {
+            throw BenchError("the unprivileged run (setpriv … recall-run) exited \(child.terminationStatus)")
+        }
+    }
+
+    /// Both monitors under hogs on every core, `stalls` injected stalls each.
+    static func run(label: String, stalls: Int) throws {
+        let hogs = Hogs(count: ProcessInfo.processInfo.activeProcessorCount)
+        defer { hogs.stop() }
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent(
+            "stallwatch-recall-\(getpid())")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let work = Work(directory: directory.path)
+        try measure(target: "mainloop", label: label, stalls: stalls, work: work, directory: directory.path) {
+            try MainLoopTarget(path: $0)
+        }
+        try measure(target: "heartbeat", label: label, stalls: stalls, work: work, directory: directory.path) {
+            try HeartbeatTarget(path: $0)
+        }
+    }
+
+    /// A monitor with its recorder, and the executor it watches.
+    protocol Target: AnyObject, Sendable {
+        func start() throws
+        func post(_ work: @escaping @Sendable () -> Void)
+        func stop()
+        var statistics: String { get }
+    }
+
+    final class MainLoopTarget: Target, @unchecked Sendable {
+        let recorder: TraceRecorder
+        let loop = MainLoop.main
+
+        init(path: String) throws { recorder = try TraceRecorder(path: path, loop: .main) }
+        func start() throws { try recorder.start() }
+        func post(_ work: @escaping @Sendable () -> Void) { loop.post(work) }
+        func stop() { recorder.stop() }
+        var statistics: String {
+            let stats = recorder.monitor.statistics
+            return "watchdog \(stats.watchdogScheduling); self-sampling \(stats.selfSampling); "
+                + "missed by the watchdog \(stats.missedByWatchdog)"
+        }
+    }
+
+    final class HeartbeatTarget: Target, @unchecked Sendable {
+        static let executor = HeartbeatBenchmarks.Executor()
+        let recorder: HeartbeatRecorder
+
+        init(path: String) throws {
+            let monitor = HeartbeatMonitor()
+            monitor.watch(label: "executor") { Self.executor.execute($0) }
+            recorder = try HeartbeatRecorder(path: path, monitor: monitor)
+        }
+        func start() throws { try recorder.start() }
+        func post(_ work: @escaping @Sendable () -> Void) { Self.executor.execute(work) }
+        func stop() { recorder.stop() }
+        var statistics: String {
+            let stats = recorder.monitor.statistics
+            return "watchdog \(stats.watchdogScheduling); self-sampling \(stats.selfSampling)"
+        }
+    }
+
+    /// What one target's sessions gave.
+    struct Outcome: Sendable {
+        var truths: [Truth] = []
+        var detected: [Stall] = []
+        var lost: UInt64 = 0
+        var shortCallouts = 0
+        var summary = ""
+    }
+
+    /// Sessions of about 20 stalls each (start, a stall at once, episodes, stop), until `stalls`
+    /// were injected; then the figures. The main loop runs on this thread while another drives it.
+    static func measure(
+        target name: String, label: String, stalls: Int, work: Work, directory: String,
+        make: @escaping @Sendable (String) throws -> Target
+    ) throws {
+        let drive: @Sendable () throws -> Outcome = {
+            try sessions(name: name, stalls: stalls, work: work, directory: directory, make: make)
+        }
+        let outcome: Outcome
+        if name == "mainloop" {
+            let box = Locked<Swift.Result<Outcome, any Error>?>(nil)
+            Thread {
+                let result = Swift.Result { try drive() }
+                box.withLock { $0 = result }
+                MainLoop.main.post { MainLoop.main.stop() }
+            }.start()
+            MainLoop.main.run()
+            outcome = try box.withLock { $0! }.get()
+        } else {
+            outcome = try drive()
+        }
+        report(name: name, label: label, outcome)
+    }
+
+    static func sessions(
+        name: String, stalls: Int, work: Work, directory: String, make: (String) throws -> Target
+    ) throws -> Outcome {
+        var random = SplitMix(seed: name == "mainloop" ? 0x5EED_0001 : 0x5EED_0002)
+        let truths = Locked<[Truth]>([])
+        var outcome = Outcome()
+        var injected = 0
+        var session = 0
+        while injected < stalls {
+            let path = "\(directory)/\(name)-\(session).swtrace"
+            session += 1
+            let target = try make(path)
+            try target.start()
+            // A stall posted the moment start() returns.
+            run(
+                [.stall(Kind.allCases[random.below(4)], nanos: random.stallNanos())], on: target, work: work,
+                truths: truths)
+            injected += 1
+            for _ in 0..<19 where injected < stalls {
+                var items: [Item] = (0..<100).map { _ in
+                    .short(spinNanos: random.below(100) < 3 ? 1_000_000 + UInt64(random.below(2_000_000)) : 0)
+                }
+                outcome.shortCallouts += items.count
+                items.append(.stall(Kind.allCases[random.below(4)], nanos: random.stallNanos()))
+                injected += 1
+                if random.below(5) == 0 {  // a pair: a second stall right behind the first
+                    items.append(.stall(Kind.allCases[random.below(4)], nanos: random.stallNanos()))
+                    injected += 1
+                }
+                run(items, on: target, work: work, truths: truths)
+            }
+            target.stop()
+            outcome.summary = target.statistics
+            let trace = DecodedTrace(
+                decoding: [UInt8](try Data(contentsOf: URL(fileURLWithPath: path))), fileName: path)
+            outcome.detected += trace.stalls
+            outcome.lost &+= trace.lostRecords
+            unlink(path)
+        }
+        outcome.truths = truths.withLock { $0 }
+        return outcome
+    }
+
+    /// Posts `items` to the target's executor and waits until the last one ran.
+    static func run(_ items: [Item], on target: Target, work: Work, truths: Locked<[Truth]>) {
+        let done = DispatchSemaphore(value: 0)
+        for item in items {
+            target.post {
+                let start = MainLoop.monotonicNanos()
+                var injected = false
+                switch item {
+                case .short(let nanos): if nanos > 0 { MonitorBenchmarks.spin(nanoseconds: nanos) }
+                case .stall(let kind, let nanos):
+                    injected = true
+                    work.stall(kind, nanos: nanos)
+                }
+                let end = MainLoop.monotonicNanos()
+                // A short callout the machine stretched past the budget is a stall too.
+                if injected || end - start > budget {
+                    truths.withLock { $0.append(Truth(start: start, end: end, injected: injected)) }
+                }
+            }
+        }
+        // Signalled from a callout of its own: waking the driver can cost the loop thread its CPU
+        // for a while, which must not land inside a stall the bench is timing.
+        target.post {
+            let start = MainLoop.monotonicNanos()
+            done.signal()
+            let end = MainLoop.monotonicNanos()
+            if end - start > budget { truths.withLock { $0.append(Truth(start: start, end: end, injected: false)) } }
+        }
+        done.wait()
+    }
+
+    static func report(name: String, label: String, _ outcome: Outcome) {
+        let (truths, detected, lost) = (outcome.truths, outcome.detected, outcome.lost)
+        let (shortCallouts, summary) = (outcome.shortCallouts, outcome.summary)
+        let prefix = "recall.\(name).\(label)"
+        let detectedSorted = detected.sorted { $0.start < $1.start }
+        var matchedDetected = Set<Int>()
+        var caught = 0
+        var split = 0
+        var errors: [Double] = []
+        for truth in truths {
+            var matches: [Int] = []
+            for (index, stall) in detectedSorted.enumerated() {
+                let end = stall.end ?? stall.start
+                if stall.start < truth.end && end > truth.start { matches.append(index) }
+                if stall.start > truth.end { break }
+            }
+            matchedDetected.formUnion(matches)
+            if matches.isEmpty, ProcessInfo.processInfo.environment["RECALL_DEBUG"] != nil {
+                let near = detectedSorted.filter {
+                    $0.start + 1_000_000_000 > truth.start && $0.start < truth.end + 1_000_000_000
+                }
+                print(
+                    "DEBUG \(name) missed truth \(Double(truth.end - truth.start) / 1e6) ms injected \(truth.injected); near: \(near.map { (Double(Int64($0.start) - Int64(truth.start)) / 1e6, Double(($0.end ?? $0.start) - $0.start) / 1e6) })"
+                )
+            }
+            if !matches.isEmpty { caught += 1 }
+            if matches.count > 1 { split += 1 }
+            if matches.count == 1 {
+                let stall = detectedSorted[matches[0]]
+                let duration = Double((stall.end ?? stall.start) - stall.start)
+                errors.append(abs(duration - Double(truth.end - truth.start)) / 1e6)
+                if ProcessInfo.processInfo.environment["RECALL_DEBUG"] != nil, errors.last! > 1 {
+                    print(
+                        "DEBUG \(name) truth \(Double(truth.end - truth.start) / 1e6) ms injected \(truth.injected) detected \(duration / 1e6) ms start off \((Double(stall.start) - Double(truth.start)) / 1e6) label \(stall.callout.label ?? "-") samples \(stall.samples.count)"
+                    )
+                }
+            }
+        }
+        let invented = detectedSorted.count - matchedDetected.count
+        if ProcessInfo.processInfo.environment["RECALL_DEBUG"] != nil {
+            for (index, stall) in detectedSorted.enumerated() where !matchedDetected.contains(index) {
+                print(
+                    "DEBUG \(name) invented \(Double((stall.end ?? stall.start) - stall.start) / 1e6) ms \(stall.callout) top \(stall.samples.first?.frames.prefix(6).map { $0.symbol ?? "?" } ?? [])"
+                )
+            }
+        }
+        let injected = truths.filter(\.injected).count
+        Result(
+            name: "\(prefix).setup", value: Double(injected),
+            unit:
+                "injected stalls (+\(truths.count - injected) short callouts stretched past the budget) among "
+                + "\(shortCallouts) short callouts; \(summary)"
+        ).printLine()
+        let goals = name == "mainloop"
+        Result(
+            name: "\(prefix).recall", value: truths.isEmpty ? 0 : Double(caught) / Double(truths.count),
+            unit: "share of \(truths.count) stalls", goal: goals ? "1.0" : nil
+        ).printLine()
+        Result(
+            name: "\(prefix).split", value: Double(split), unit: "stalls reported as several", goal: goals ? "0" : nil
+        )
+        .printLine()
+        Result(
+            name: "\(prefix).invented", value: Double(invented), unit: "stalls with no true stall under them",
+            goal: goals ? "0" : nil
+        ).printLine()
+        Result(name: "\(prefix).lost_records", value: Double(lost), unit: "records", goal: goals ? "0" : nil)
+            .printLine()
+        Result(
+            name: "\(prefix).duration_error_p50_ms", value: percentile(errors, 0.5), unit: "ms",
+            goal: goals ? "<= 1" : nil
+        ).printLine()
+        Result(
+            name: "\(prefix).duration_error_p99_ms", value: percentile(errors, 0.99), unit: "ms",
+            goal: goals ? "<= 1" : nil
+        ).printLine()
+    }
+
+    /// The stalls' real work: each blocks its thread for about `nanos` in its own way.
+    final class Work: @unchecked Sendable {
+        private let holder = LockHolder()
+        private let fd: Int32
+        private let block = [UInt8](repeating: 0x5A, count: 256 << 10)
+
+        init(directory: String) {
+            fd = open("\(directory)/io", O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0o600)
+        }
+
+        deinit { close(fd) }
+
+        func stall(_ kind: Kind, nanos: UInt64) {
+            switch kind {
+            case .compute: MonitorBenchmarks.spin(nanoseconds: nanos)
+            case .sleep: usleep(UInt32(nanos / 1000))
+            case .mutex: holder.block(for: nanos)
+            case .fileIO: writeAndSync(for: nanos)
+            }
+        }
+
+        /// 256 KiB written and flushed to the disk, again and again, until `nanos` have passed.
+        @inline(never) private func writeAndSync(for nanos: UInt64) {
+            let end = MainLoop.monotonicNanos() + nanos
+            repeat {
+                _ = block.withUnsafeBytes { pwrite(fd, $0.baseAddress, $0.count, 0) }
+                _ = fdatasync(fd)
+            } while MainLoop.monotonicNanos() < end
+        }
+    }
+
+    /// A thread that holds a mutex for as long as asked, so the caller waits in `pthread_mutex_lock`.
+    final class LockHolder: @unchecked Sendable {
+        private let mutex = UnsafeMutablePointer<pthread_mutex_t>.allocate(capacity: 1)
+        private let request = DispatchSemaphore(value: 0)
+        private let held = DispatchSemaphore(value: 0)
+        private var holdNanos: UInt64 = 0
+
+        init() {
+            pthread_mutex_init(mutex, nil)
+            Thread { [self] in
+                while true {
+                    request.wait()
+                    pthread_mutex_lock(mutex)
+                    held.signal()
+                    usleep(UInt32(holdNanos / 1000))
+                    pthread_mutex_unlock(mutex)
+                }
+            }.start()
+        }
+
+        @inline(never) func block(for nanos: UInt64) {
+            holdNanos = nanos
+            request.signal()
+            held.wait()
+            pthread_mutex_lock(mutex)
+            pthread_mutex_unlock(mutex)
+        }
+    }
+
+    /// A small seeded generator: the same workload every run.
+    struct SplitMix {
+        var state: UInt64
+        init(seed: UInt64) { state = seed }
+        mutating func next() -> UInt64 {
+            state &+= 0x9E37_79B9_7F4A_7C15
+            var z = state
+            z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
+            z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
+            return z ^ (z >> 31)
+        }
+        mutating func below(_ n: Int) -> Int { Int(next() % UInt64(n)) }
+        /// 18–400 ms, log-uniform: as many short stalls as long ones per doubling.
+        mutating func stallNanos() -> UInt64 {
+            let unit = Double(next() >> 11) / Double(1 << 53)
+            return UInt64(18e6 * exp(unit * log(400.0 / 18.0)))
+        }
+    }
+}
