@@ -6,7 +6,7 @@ import StallwatchCore
 /// `stallwatch-bench recall [STALLS]`: does the default configuration catch every stall, once,
 /// with its true duration, and invent none? Injected stalls of random lengths (18–400 ms,
 /// log-uniform) and kinds (compute, sleep, a mutex another thread holds, write+fdatasync, pairs
-/// back to back, and one posted right after each `start()`) among ≥ 100 short callouts each,
+/// back to back, and one posted right after each `start()`) behind 125 short callouts each,
 /// with a CPU hog on every core, recorder on; the trace is decoded and matched against what the
 /// bench measured itself. For `StallMonitor` on `MainLoop` and for `HeartbeatMonitor` on a plain
 /// executor, as root (here) and as nobody (this binary again under `setpriv`).
@@ -167,7 +167,7 @@ enum Recall {
                 truths: truths)
             injected += 1
             for _ in 0..<19 where injected < stalls {
-                var items: [Item] = (0..<100).map { _ in
+                var items: [Item] = (0..<125).map { _ in
                     .short(spinNanos: random.below(100) < 3 ? 1_000_000 + UInt64(random.below(2_000_000)) : 0)
                 }
                 outcome.shortCallouts += items.count

@@ -11,6 +11,8 @@ struct MonitoredRun: Sendable {
     var statistics: StallMonitor.Statistics
     /// What the scenario measured itself: the stalling callout's duration (ns), per callout.
     var measured: [UInt64]
+    /// When each of those callouts' work ran (CLOCK_MONOTONIC).
+    var windows: [ClosedRange<UInt64>]
     /// Where the scenario posted its stalling work.
     var postedAt: (file: String, line: UInt)?
 }
@@ -47,13 +49,16 @@ func monitored(
     let (began, ended) = collected.withLock { ($0.began, $0.ended) }
     return MonitoredRun(
         began: began, ended: ended, statistics: statistics, measured: measurements.values,
-        postedAt: measurements.postedAt)
+        windows: measurements.windows, postedAt: measurements.postedAt)
 }
 
 /// Durations a scenario measured around its own stalling work.
 final class Measurements: @unchecked Sendable {
-    private let lock = Locked<[UInt64]>([])
-    var values: [UInt64] { lock.withLock { $0 } }
+    private let lock = Locked<[ClosedRange<UInt64>]>([])
+    /// How long each timed piece of work took, in the order they ran.
+    var values: [UInt64] { lock.withLock { $0.map { $0.upperBound - $0.lowerBound } } }
+    /// When each ran (CLOCK_MONOTONIC): a stall of it must span its window.
+    var windows: [ClosedRange<UInt64>] { lock.withLock { $0 } }
 
     private let site = Locked<(file: String, line: UInt)?>(nil)
     /// Where the stalling work was posted from.
@@ -71,8 +76,8 @@ final class Measurements: @unchecked Sendable {
     func time(_ work: () -> Void) {
         let start = MainLoop.monotonicNanos()
         work()
-        let elapsed = MainLoop.monotonicNanos() - start
-        lock.withLock { $0.append(elapsed) }
+        let end = MainLoop.monotonicNanos()
+        lock.withLock { $0.append(start...end) }
     }
 }
 

@@ -21,11 +21,7 @@ import Testing
         try await onLoopThreadThrowing { loop in
             let recorder = try TraceRecorder(path: path, loop: loop, mode: mode)
             try recorder.start()
-            // Let the watchdog finish setting up first: under ASan in CI its set-up outlasted the
-            // first stall (a stall without its culprit, the next one missed).
-            let ready = Box(false)
-            loop.schedule(after: .milliseconds(50)) { _ in ready.value = true }
-            while !ready.value { loop.runOnce(timeout: .milliseconds(100)) }
+            // At once: start() returns with the watchdog armed, and the loop logs every overrun.
             loop.post(label: "spin") { spinForStallTest(milliseconds: 70) }
             loop.post(label: "sleep") { sleepForStallTest(milliseconds: 60) }
             for _ in 0..<100 { loop.post {} }

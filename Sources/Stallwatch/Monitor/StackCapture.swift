@@ -16,6 +16,8 @@ final class StackCapture {
     var lastTimedOut = false
     /// Whether the watchdog last waited in vain for the thread's own capture (self-sampling).
     var ownWaitFailed = false
+    /// When the process was stopped while a sample waited for an own capture.
+    var stoppedDuring: ClosedRange<UInt64>?
     /// When the previous sample (or the stall's detection) was: perf samples older are not news.
     var lastSampleTime: UInt64 = 0
     /// The thread's latest perf sample was taken in the kernel: a signal would wait for the

@@ -68,6 +68,8 @@ extension StallMonitor {
                 sleeper: &sleeper)
             nextID += 1
         }
+        // Stopped: the overruns that ended before stop() are stalls still to be recorded.
+        recordOverruns(from: &cursor, except: timed, nextID: &nextID, sleeper: &sleeper)
     }
 
     /// The overruns the loop logged since `cursor` that the watchdog did not time (`timed`): it
@@ -156,7 +158,7 @@ extension StallMonitor {
         sampler.beginStall(sequence: callout.sequence)
         defer { sampler.endStall() }
         facts.beginStall(callout.sequence)
-        stall.samples.append(facts.sample { sample(sampler) })
+        stall.samples.append(facts.sample { sample(sampler, &sleeper) })
         let firstSample = stall.samples[0].time
         record { stats in
             stats.stalls += 1
@@ -185,13 +187,17 @@ extension StallMonitor {
                 break
             }
             if stall.samples.count < configuration.maxSamplesPerStall {
-                stall.samples.append(facts.sample { sample(sampler) })
+                stall.samples.append(facts.sample { sample(sampler, &sleeper) })
             }
         }
         if let duration = stall.duration {
             stall.tier = configuration.tiers.tier(for: duration) ?? .hitch
         }
         if stall.samples.contains(where: \.captureTimedOut) { stall.flags.insert(.captureTimedOut) }
+        // Stopped while a sample waited (not in a sleep whose oversleep flagged it already).
+        if sleeper.overslept(during: start...max(start, stall.end ?? sw_monotonic_ns())) {
+            stall.flags.insert(.suspended)
+        }
         if stall.flags.contains(.suspended) { record { $0.suspendedStalls += 1 } }
         deliver(stall, began: false)
     }
@@ -205,9 +211,12 @@ extension StallMonitor {
         return base
     }
 
-    /// One sample of the loop thread (`ThreadSampler`, shared with `HeartbeatMonitor`).
-    private func sample(_ sampler: ThreadSampler) -> Sample {
-        sampler.sample(record: record)
+    /// One sample of the loop thread (`ThreadSampler`, shared with `HeartbeatMonitor`); a stop of
+    /// the process while it waited is noted as the sleeper's oversleep.
+    private func sample(_ sampler: ThreadSampler, _ sleeper: inout Sleeper) -> Sample {
+        let sample = sampler.sample(record: record)
+        if let stopped = sampler.takeStoppedGap() { sleeper.noteOversleep(stopped) }
+        return sample
     }
 
     private func identity(of callout: CalloutSnapshot) -> CalloutIdentity {
@@ -249,6 +258,9 @@ struct Sleeper {
     func overslept(during interval: ClosedRange<UInt64>) -> Bool {
         lastOversleep?.overlaps(interval) ?? false
     }
+
+    /// The process was stopped from `gap`'s start to its end while the watchdog was awake.
+    mutating func noteOversleep(_ gap: ClosedRange<UInt64>) { lastOversleep = gap }
 
     /// Whether a sleep overslept since the last call (and forgets it).
     mutating func takeOverslept() -> Bool {

@@ -85,6 +85,16 @@ struct ThreadSampler {
         return captured
     }
 
+    /// A gap in the watchdog's own time longer than this was the process being stopped (as
+    /// `StallMonitor.Configuration.suspendThreshold`'s default).
+    static let stoppedGap: UInt64 = 50_000_000
+
+    /// When the process was stopped while a sample waited, if it was (and forgets it).
+    func takeStoppedGap() -> ClosedRange<UInt64>? {
+        defer { stacks.stoppedDuring = nil }
+        return stacks.stoppedDuring
+    }
+
     /// With self-sampling, the watchdog never signals the thread: a signal that lands after the
     /// thread moved on from the stalled code (the watchdog is late, the thread was preempted) can
     /// land in the next callout's `nanosleep` or `epoll_wait`, which then returns early with
@@ -94,12 +104,18 @@ struct ThreadSampler {
     /// CPU), not again until an own capture arrives.
     private func awaitOwnCapture(_ kernel: ThreadStateReader.Reading) -> SelfSampler.Capture? {
         guard let own, stacks.stallSequence != nil, kernel.syscall == nil, !stacks.ownWaitFailed else { return nil }
-        let until = sw_monotonic_ns() &+ captureTimeout.nanoseconds
+        var last = sw_monotonic_ns()
+        let until = last &+ captureTimeout.nanoseconds
         // Polled at half a tick period (the capture's own time is the sample's: the poll's delay
         // costs the watchdog, not the sample's accuracy).
         let step = UInt32(max(50, min(own.period.nanoseconds / 2_000, 1_000)))
         while sw_monotonic_ns() < until {
             usleep(step)
+            // A nap far longer than asked: the process was stopped meanwhile (SIGSTOP), which
+            // the stall it samples must say (as the watchdog's own sleeps notice).
+            let now = sw_monotonic_ns()
+            if now &- last > UInt64(step) * 1_000 &+ Self.stoppedGap { stacks.stoppedDuring = last...now }
+            last = now
             if let captured = ownCapture() { return captured }
         }
         stacks.ownWaitFailed = true
@@ -129,7 +145,9 @@ struct ThreadSampler {
             return (addresses, source, timedOut)
         }
         var timedOut = false
-        let selfSampling = own.map { $0.sampler.counters.ticks > 0 } ?? false
+        // Self-sampling, unless a wait for the thread's own capture failed and not one tick ever
+        // reached it (a thread that blocks the ticks' signal is signalled as without them).
+        let selfSampling = own.map { !stacks.ownWaitFailed || $0.sampler.counters.ticks > 0 } ?? false
         // 1. Blocked in a call a signal would end early (EINTR), or in any call while the thread
         //    takes its own stacks (no signal at all then): read the stack.
         if let call = kernel.syscall, selfSampling || StackScanner.neverRestarted.contains(call) {
@@ -157,8 +175,7 @@ struct ThreadSampler {
             timedOut = stacks.lastTimedOut
         } else if selfSampling {
             // Self-sampling: no signal (see `awaitOwnCapture`); the wait for the thread's own
-            // capture was in vain, or there was none to wait for. (A thread whose ticks never
-            // arrived, one that blocks their signal, is signalled as without self-sampling.)
+            // capture was in vain, or there was none to wait for.
             timedOut = stacks.ownWaitFailed
         } else if canCapture && !(kernel.state == .diskSleep && stacks.lastTimedOut) {
             let capture = Sampler.capture(tid: tid, timeoutNanos: Int64(captureTimeout.nanoseconds))
