@@ -34,12 +34,16 @@ start=$(date +%s)
 # ASan runtime's ~1,400 assembly stubs at every link.
 swift build --build-tests --sanitize="$kind" --scratch-path "$scratch" -Xswiftc -use-ld=lld
 built=$(date +%s)
-# A test that fails on an expectation (timing, under a sanitizer's slowdown) is run once more on
-# its own; any sanitizer report or crash fails at once (scripts/lib/rerun-failed.sh).
-. scripts/lib/rerun-failed.sh
+# Nothing is re-run by this script; the last lines say how many timing-sensitive tests ran a
+# second time in process (`retried: N — …`, scripts/lib/test-log.sh). The output is kept in
+# $STALLWATCH_TEST_LOG if set.
+. scripts/lib/test-log.sh
+log=$(test_log_path)
 status=0
-swift_test_with_one_rerun swift test --skip-build --no-parallel --sanitize="$kind" --scratch-path "$scratch" \
+run_logged "$log" swift test --skip-build --no-parallel --sanitize="$kind" --scratch-path "$scratch" \
     -Xswiftc -use-ld=lld "$@" || status=$?
 done=$(date +%s)
 echo "sanitize $kind: build $((built - start)) s, tests $((done - built)) s, exit $status" >&2
-exit $status
+retried_summary "$log"
+[ -n "${STALLWATCH_TEST_LOG:-}" ] || rm -f "$log"
+exit "$status"

@@ -1,14 +1,18 @@
 #!/bin/sh
-# Runs the whole test suite (installs the system packages it needs first).
+# Runs the whole test suite (installs the system packages it needs first); extra arguments go to
+# `swift test`. The output is shown and kept in $STALLWATCH_TEST_LOG if set; the last line says
+# how many timing-sensitive tests ran a second time (`retried: N — …`, scripts/lib/test-log.sh).
+# Exits with swift test's status.
 set -eu
 cd "$(dirname "$0")/.."
 scripts/install-deps.sh
 # One test at a time: the monitor's tests time real stalls against a 16 ms budget, and on a
 # 2-core machine dozens of parallel tests (some spinning on purpose) starve the loop threads
-# enough to turn a 5 ms sleep into a real 30 ms stall. Serially the suite takes ~30 s.
-# A test that fails on an expectation is run once more on its own (scripts/lib/rerun-failed.sh
-# says why and what is never re-run).
-. scripts/lib/rerun-failed.sh
+# enough to turn a 5 ms sleep into a real 30 ms stall.
+. scripts/lib/test-log.sh
+log=$(test_log_path)
 status=0
-swift_test_with_one_rerun swift test --no-parallel "$@" || status=$?
+run_logged "$log" swift test --no-parallel "$@" || status=$?
+retried_summary "$log"
+[ -n "${STALLWATCH_TEST_LOG:-}" ] || rm -f "$log"
 exit "$status"

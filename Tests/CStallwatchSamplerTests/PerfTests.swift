@@ -12,11 +12,21 @@ import Testing
 
 @Suite struct PerfTests {
     @Test func unwindsASpinningThreadFromItsStackCopy() async {
-        await #expect(processExitsWith: .success) { checkPerfSpinning() }
+        let child = ExitTestErrors()
+        let result = await #expect(processExitsWith: .success) { [path = child.path as String] in
+            sendStandardError(to: path)
+            checkPerfSpinning()
+        }
+        child.check(result)
     }
 
     @Test func samplesInTheKernelArriveOnlyWithoutExcludeKernel() async {
-        await #expect(processExitsWith: .success) { checkPerfKernelSamples() }
+        let child = ExitTestErrors()
+        let result = await #expect(processExitsWith: .success) { [path = child.path as String] in
+            sendStandardError(to: path)
+            checkPerfKernelSamples()
+        }
+        child.check(result)
     }
 }
 

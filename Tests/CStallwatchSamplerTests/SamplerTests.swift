@@ -21,43 +21,83 @@ import Testing
 
 @Suite struct SamplerTests {
     @Test func installRefusesWhatItCannotUseAndIsIdempotent() async {
-        await #expect(processExitsWith: .success) { checkInstall() }
+        let child = ExitTestErrors()
+        let result = await #expect(processExitsWith: .success) { [path = child.path as String] in
+            sendStandardError(to: path)
+            checkInstall()
+        }
+        child.check(result)
     }
 
     @Test(.disabled(if: Sanitizer.thread, "TSan defers the signal of a running thread to its next intercepted call"))
     func capturesASpinningThreadExactly() async {
-        await #expect(processExitsWith: .success) { checkSpinningCaptures() }
+        let child = ExitTestErrors()
+        let result = await #expect(processExitsWith: .success) { [path = child.path as String] in
+            sendStandardError(to: path)
+            checkSpinningCaptures()
+        }
+        child.check(result)
     }
 
     @Test(.disabled(if: Sanitizer.thread, "TSan defers the signal of a running thread to its next intercepted call"))
     func aThreadBlockedInASyscallTimesOutAndItsStaleSignalIsIgnored() async {
-        await #expect(processExitsWith: .success) { checkTimeoutAndStaleSignal() }
+        let child = ExitTestErrors()
+        let result = await #expect(processExitsWith: .success) { [path = child.path as String] in
+            sendStandardError(to: path)
+            checkTimeoutAndStaleSignal()
+        }
+        child.check(result)
     }
 
     @Test func aPreparedThreadWaitingInReadIsCapturedAndItsReadRestarts() async {
-        await #expect(processExitsWith: .success) { checkThreadInRead() }
+        let child = ExitTestErrors()
+        let result = await #expect(processExitsWith: .success) { [path = child.path as String] in
+            sendStandardError(to: path)
+            checkThreadInRead()
+        }
+        child.check(result)
     }
 
     @Test(.disabled(if: Sanitizer.thread, "TSan defers the signal of a running thread to its next intercepted call"))
     func aLateHandlerKeepsTheSlotUntilItFinishesAndIsCounted() async {
-        await #expect(processExitsWith: .success) { checkLateHandler() }
+        let child = ExitTestErrors()
+        let result = await #expect(processExitsWith: .success) { [path = child.path as String] in
+            sendStandardError(to: path)
+            checkLateHandler()
+        }
+        child.check(result)
     }
 
     @Test(.disabled(if: Sanitizer.thread, "TSan defers the signal of a running thread to its next intercepted call"))
     func foreignAndForgedSignalsAreIgnored() async {
-        await #expect(processExitsWith: .success) { checkForeignSignals() }
+        let child = ExitTestErrors()
+        let result = await #expect(processExitsWith: .success) { [path = child.path as String] in
+            sendStandardError(to: path)
+            checkForeignSignals()
+        }
+        child.check(result)
     }
 
     @Test(.disabled(if: Sanitizer.thread, "TSan defers the signal of a running thread to its next intercepted call"))
     func preparingAThreadUnblocksTheSignal() async {
-        await #expect(processExitsWith: .success) { checkPrepareUnblocks() }
+        let child = ExitTestErrors()
+        let result = await #expect(processExitsWith: .success) { [path = child.path as String] in
+            sendStandardError(to: path)
+            checkPrepareUnblocks()
+        }
+        child.check(result)
     }
 
     // ASan's runtime defines _Unwind_RaiseException itself (its interceptor, in the test
     // executable), so the global lookup names the executable, not libgcc_s, whatever we do.
     @Test(.disabled(if: Sanitizer.address, "under ASan the runtime's own _Unwind_RaiseException interceptor wins"))
     func theProcessKeepsItsOwnUnwinder() async {
-        await #expect(processExitsWith: .success) { checkUnwinderOwner() }
+        let child = ExitTestErrors()
+        let result = await #expect(processExitsWith: .success) { [path = child.path as String] in
+            sendStandardError(to: path)
+            checkUnwinderOwner()
+        }
+        child.check(result)
     }
 
     @Test func theSanitizerFlagsMatchTheRuntime() {

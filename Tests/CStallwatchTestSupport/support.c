@@ -36,6 +36,34 @@ int swt_built_with_thread_sanitizer(void) {
 #endif
 }
 
+// Reports the sanitizer printed in this process. ThreadSanitizer calls __tsan_on_report (a weak
+// hook in its runtime, linked statically into the test executable) after printing each report;
+// AddressSanitizer calls the callback set with __asan_set_error_report_callback. Under
+// halt_on_error=1 (scripts/sanitize.sh) the process ends at the first report anyway; with
+// TSAN_OPTIONS=halt_on_error=0 it goes on, and the tests' retry trait must not excuse it.
+static atomic_int sanitizer_reports;
+
+int swt_sanitizer_reports(void) { return atomic_load(&sanitizer_reports); }
+
+#if __has_feature(thread_sanitizer) || defined(__SANITIZE_THREAD__)
+void __tsan_on_report(void *report);
+void __tsan_on_report(void *report) {
+    (void)report;
+    atomic_fetch_add(&sanitizer_reports, 1);
+}
+#endif
+
+#if __has_feature(address_sanitizer) || defined(__SANITIZE_ADDRESS__)
+void __asan_set_error_report_callback(void (*callback)(const char *));
+static void count_address_sanitizer_report(const char *text) {
+    (void)text;
+    atomic_fetch_add(&sanitizer_reports, 1);
+}
+__attribute__((constructor)) static void swt_watch_address_sanitizer_reports(void) {
+    __asan_set_error_report_callback(count_address_sanitizer_report);
+}
+#endif
+
 // ---------------------------------------------------------------------------------------------
 // Test threads.
 

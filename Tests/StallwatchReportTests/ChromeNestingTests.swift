@@ -8,18 +8,11 @@ import Testing
 @testable import StallwatchReport
 
 /// The test host (a built product beside the test bundle, which owns its main thread) running
-/// `scenario` with `environment` added; its stdout is `output`.
-func startTestHost(_ scenario: String, environment: [String: String]) throws -> (process: Process, output: Pipe) {
-    let process = Process()
-    process.executableURL = URL(fileURLWithPath: "/proc/self/exe").resolvingSymlinksInPath()
-        .deletingLastPathComponent().appendingPathComponent("StallwatchTestHost")
-    process.arguments = [scenario]
-    process.environment = ProcessInfo.processInfo.environment.merging(environment) { $1 }
-    let output = Pipe()
-    process.standardOutput = output
-    process.standardError = FileHandle.nullDevice
-    try process.run()
-    return (process, output)
+/// `scenario` with `environment` added.
+func startTestHost(_ scenario: String, environment: [String: String]) throws -> StartedChild {
+    try StartedChild(
+        BinaryRun.productDirectory + "/StallwatchTestHost", [scenario],
+        environment: ProcessInfo.processInfo.environment.merging(environment) { $1 })
 }
 
 @Suite(.serialized) struct ChromeNestingTests {
@@ -36,9 +29,8 @@ func startTestHost(_ scenario: String, environment: [String: String]) throws -> 
     @Test func aRealFullModeTraceNestsExactly() throws {
         let trace = directory.path + "/full.swtrace"
         let host = try startTestHost("exports", environment: ["STALLWATCH_TRACE": trace, "STALLWATCH_MODE": "full"])
-        let printed = String(decoding: host.output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-        host.process.waitUntilExit()
-        #expect(host.process.terminationStatus == 0 && printed.contains("returned=1"), "\(printed)")
+        let run = host.finish()
+        #expect(run.exitCode == 0 && run.output.contains("returned=1"), "\(run.output)\n\(run)")
         let decoded = try #require(try? TraceLoader.load(path: trace, includeCallouts: true).get())
         let checker = try chrome(trace)
         #expect(checker.problems.isEmpty, "\(checker.problems.joined(separator: "\n"))")
@@ -78,18 +70,13 @@ func startTestHost(_ scenario: String, environment: [String: String]) throws -> 
 
     @Test func aHangKilledMidwayIsDrawnToTheTracesEnd() throws {
         let trace = directory.path + "/killed.swtrace"
-        let (process, output) = try startTestHost(
-            "hang", environment: ["STALLWATCH_TRACE": trace, "STALLWATCH_MODE": "full"])
+        let host = try startTestHost("hang", environment: ["STALLWATCH_TRACE": trace, "STALLWATCH_MODE": "full"])
         // "hanging" is printed as the hang starts; kill 400 ms into it.
-        var seen = Data()
-        while !String(decoding: seen, as: UTF8.self).contains("hanging") {
-            let chunk = output.fileHandleForReading.availableData
-            if chunk.isEmpty { break }
-            seen.append(chunk)
-        }
+        let printed = host.read(until: "hanging")
         usleep(400_000)
-        kill(process.processIdentifier, SIGKILL)
-        process.waitUntilExit()
+        kill(host.process.processIdentifier, SIGKILL)
+        let run = host.finish()
+        #expect(host.process.terminationReason == .uncaughtSignal, "\(printed)\(run.output)\n\(run)")
 
         let loaded = try #require(try? TraceLoader.load(path: trace, includeCallouts: true).get())
         let hang = try #require(loaded.trace.stalls.first)

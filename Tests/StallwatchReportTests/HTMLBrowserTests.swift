@@ -1,6 +1,7 @@
 // The HTML report in a real browser: headless Chromium loads the page of a recorded demo
-// trace, of hostile names and of ten thousand stalls; the page's script runs without a
-// console message or error, its self-test drives every control, and the DOM holds every stall.
+// trace (at least its five stalls), of hostile names and of ten thousand stalls; the page's
+// script runs without a console message or error, its self-test drives every control, and the
+// DOM holds every stall.
 import Foundation
 import StallwatchCore
 import Testing
@@ -49,18 +50,17 @@ struct HTMLBrowserTests {
     @Test func theDemoTracesReportRendersWithEveryStall() throws {
         // A real recording: the demo sample in full mode, as scripts/demo.sh runs it.
         let trace = directory.path + "/demo.swtrace"
-        let demo = Process()
-        demo.executableURL = URL(fileURLWithPath: BinaryRun.productDirectory + "/Demo")
-        demo.environment = ProcessInfo.processInfo.environment.merging([
-            "STALLWATCH_TRACE": trace, "STALLWATCH_MODE": "full",
-        ]) { $1 }
-        demo.standardOutput = FileHandle.nullDevice
-        try demo.run()
-        demo.waitUntilExit()
-        #expect(demo.terminationStatus == 0)
+        let demo = try ChildRun(
+            BinaryRun.productDirectory + "/Demo", [],
+            environment: ProcessInfo.processInfo.environment.merging([
+                "STALLWATCH_TRACE": trace, "STALLWATCH_MODE": "full",
+            ]) { $1 })
+        #expect(demo.exitCode == 0, "\(demo)")
         let bytes = [UInt8](try Data(contentsOf: URL(fileURLWithPath: trace)))
         let page = RenderedPage([bytes], in: directory)
-        #expect(!page.stallIDs[0].isEmpty, "the demo stalls once in each category")
+        // Once in each of the five categories (RemedySamplesTests checks which); more if the
+        // machine hitched.
+        #expect(page.stallIDs[0].count >= 5, "\(page.stallIDs[0].count) stalls\n\(demo.output)")
         let load = try loadChecked(page, name: "demo.html")
         expectEveryStall(load, of: page)
         for signature in page.report.signatures {

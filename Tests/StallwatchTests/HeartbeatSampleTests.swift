@@ -104,6 +104,8 @@ import Testing
         let woke = idleWakeups(run.output)
         #expect(woke.count == 2 && woke.allSatisfy { $0 == 0 }, "\(run.output)")
         let trace = DecodedTrace(decoding: [UInt8](try Data(contentsOf: URL(fileURLWithPath: path))), fileName: path)
+        // Under TSan the trace can hold loop-0's late learning heartbeat too (as above): only
+        // loop-1's one stall is counted there, not checked (docs/sanitizers.md).
         if !Sanitizer.thread {
             expectOneStall(trace, label: "loop-1", culprit: "lookUpSlowRecord", category: .io)
         } else {

@@ -1,3 +1,5 @@
+// What the loop tests share: a fresh loop on a thread of its own, a value box, a pipe, and
+// polling until a condition holds.
 import Foundation
 import Testing
 
@@ -59,46 +61,6 @@ final class TestPipe: @unchecked Sendable {
         close(readFD)
         close(writeFD)
     }
-}
-
-/// The path of an executable built next to the test bundle.
-func builtProduct(_ name: String) -> String {
-    URL(fileURLWithPath: "/proc/self/exe").resolvingSymlinksInPath().deletingLastPathComponent()
-        .appendingPathComponent(name).path
-}
-
-/// What a built executable did: its exit status and both output streams.
-struct ProductRun: Sendable {
-    var status: Int32
-    var output: String
-    var errors: String
-}
-
-/// Runs a built executable with `arguments` and `environment` added to this process's, and
-/// waits for it.
-func runProduct(_ name: String, _ arguments: [String], environment: [String: String] = [:]) throws -> ProductRun {
-    let process = Process()
-    process.executableURL = URL(fileURLWithPath: builtProduct(name))
-    process.arguments = arguments
-    process.environment = ProcessInfo.processInfo.environment.merging(environment) { $1 }
-    let output = Pipe()
-    let errors = Pipe()
-    process.standardOutput = output
-    process.standardError = errors
-    try process.run()
-    // Standard error on another thread, so neither pipe fills while the other is read.
-    let errorText = Locked("")
-    let group = DispatchGroup()
-    DispatchQueue.global().async(group: group) {
-        let data = errors.fileHandleForReading.readDataToEndOfFile()
-        errorText.withLock { $0 = String(decoding: data, as: UTF8.self) }
-    }
-    let data = output.fileHandleForReading.readDataToEndOfFile()
-    group.wait()
-    process.waitUntilExit()
-    return ProductRun(
-        status: process.terminationStatus, output: String(decoding: data, as: UTF8.self),
-        errors: errorText.withLock { $0 })
 }
 
 /// Polls `condition` until it holds or `timeout` passes; returns whether it held.

@@ -6,15 +6,14 @@ import Testing
 @Suite struct MainQueueTests {
     @Test func dispatchMainAndMainActorRunInsideMainLoop() throws {
         let run = try runProduct("StallwatchTestHost", ["main-queue"])
-        let (status, output) = (run.status, run.output)
-        #expect(status == 0)
-        let lines = Set(output.split(separator: "\n").map(String.init))
+        #expect(run.status == 0, "\(run)")
+        let lines = Set(run.output.split(separator: "\n").map(String.init))
         for key in [
             "dispatch.async", "dispatch.asyncAfter", "task.mainActor", "mainActor.run", "returned",
         ] {
-            #expect(lines.contains("\(key)=1"), "\(key) in \(output)")
+            #expect(lines.contains("\(key)=1"), "\(key) in \(run.output)\n\(run)")
         }
-        #expect(!lines.contains("timeout=1"))
+        #expect(!lines.contains("timeout=1"), "\(run.output)\n\(run)")
     }
 }
 
@@ -23,8 +22,8 @@ import Testing
 @Suite struct AsyncAnnotationTests {
     @Test func samplesInsideAnAsyncScopeRecordIt() throws {
         let run = try runProduct("StallwatchTestHost", ["annotate-async"])
-        let (status, output) = (run.status, run.output)
-        #expect(status == 0)
-        #expect(output.split(separator: "\n").contains("annotation=refresh feed:database"), "\(output)")
+        #expect(run.status == 0, "\(run)")
+        #expect(
+            run.output.split(separator: "\n").contains("annotation=refresh feed:database"), "\(run.output)\n\(run)")
     }
 }

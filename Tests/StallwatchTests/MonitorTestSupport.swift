@@ -1,3 +1,5 @@
+// What the monitor tests share: a scenario run on a monitored loop (16 ms budget) with what the
+// monitor saw and what the scenario measured itself, and the named stalling work stacks show.
 import CSQLite
 import Foundation
 import Testing

@@ -1,5 +1,6 @@
 // Chunked work processes every item once, in order, in slices bounded by time (not by count),
-// lets other loop work run between slices, stalls nothing, and stops on cancel.
+// lets other loop work run between slices, never stalls the loop near what the same work in one
+// callout does, and stops on cancel.
 import Foundation
 import Testing
 
@@ -114,9 +115,12 @@ func spin(milliseconds: Double) {
     }
 
     @Test func aBudgetThatIsNotPositiveIsAnError() async {
-        await #expect(processExitsWith: .failure) {
+        let child = ExitTestErrors()
+        let zeroBudget = await #expect(processExitsWith: .failure) { [path = child.path as String] in
+            sendStandardError(to: path)
             _ = ChunkedTask(loop: MainLoop(), items: [1], budget: .zero, process: { _ in })
         }
+        child.check(zeroBudget)
     }
 }
 

@@ -162,11 +162,16 @@ import Testing
     }
 
     @Test func badPeriodsAndTimeoutsAreErrors() async {
-        await #expect(processExitsWith: .failure) {
+        let child = ExitTestErrors()
+        let zeroPeriod = await #expect(processExitsWith: .failure) { [path = child.path as String] in
+            sendStandardError(to: path)
             _ = IdleScheduler(loop: MainLoop(), maximumIdlePeriod: .zero)
         }
-        await #expect(processExitsWith: .failure) {
+        child.check(zeroPeriod)
+        let negativeTimeout = await #expect(processExitsWith: .failure) { [path = child.path as String] in
+            sendStandardError(to: path)
             IdleScheduler(loop: MainLoop()).schedule(timeout: .milliseconds(-1)) { _ in }
         }
+        child.check(negativeTimeout)
     }
 }

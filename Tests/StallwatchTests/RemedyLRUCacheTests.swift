@@ -177,9 +177,22 @@ private final class Evictions<Key: Sendable, Value: Sendable>: Sendable {
     }
 
     @Test func limitsMustBePositive() async {
-        await #expect(processExitsWith: .failure) { _ = LRUCache<Int, Int>(countLimit: 0) }
-        await #expect(processExitsWith: .failure) { _ = LRUCache<Int, Int>(totalCostLimit: -1) }
-        await #expect(processExitsWith: .failure) { LRUCache<Int, Int>().setValue(1, forKey: 1, cost: -1) }
+        let child = ExitTestErrors()
+        let zeroCount = await #expect(processExitsWith: .failure) { [path = child.path as String] in
+            sendStandardError(to: path)
+            _ = LRUCache<Int, Int>(countLimit: 0)
+        }
+        child.check(zeroCount)
+        let negativeTotalCost = await #expect(processExitsWith: .failure) { [path = child.path as String] in
+            sendStandardError(to: path)
+            _ = LRUCache<Int, Int>(totalCostLimit: -1)
+        }
+        child.check(negativeTotalCost)
+        let negativeCost = await #expect(processExitsWith: .failure) { [path = child.path as String] in
+            sendStandardError(to: path)
+            LRUCache<Int, Int>().setValue(1, forKey: 1, cost: -1)
+        }
+        child.check(negativeCost)
     }
 }
 

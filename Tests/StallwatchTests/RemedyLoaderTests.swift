@@ -375,9 +375,12 @@ private func decodeInt(_ bytes: [UInt8]) throws -> Int {
     }
 
     @Test func theConcurrencyLimitMustBePositive() async {
-        await #expect(processExitsWith: .failure) {
+        let child = ExitTestErrors()
+        let zeroLimit = await #expect(processExitsWith: .failure) { [path = child.path as String] in
+            sendStandardError(to: path)
             _ = Loader<Int>(loop: MainLoop(), concurrencyLimit: 0, memory: LRUCache()) { _ in 0 }
         }
+        child.check(zeroLimit)
     }
 }
 

@@ -142,9 +142,12 @@ private func item(_ index: Int) -> String { "item\(index)" }
     }
 
     @Test func theLookaheadMustBePositive() async {
-        await #expect(processExitsWith: .failure) {
+        let child = ExitTestErrors()
+        let zeroLookahead = await #expect(processExitsWith: .failure) { [path = child.path as String] in
+            sendStandardError(to: path)
             let loader = Loader<Int>(loop: MainLoop(), memory: LRUCache()) { _ in 0 }
             _ = Prefetcher(loader: loader, keyForIndex: { _ in nil }, lookahead: 0)
         }
+        child.check(zeroLookahead)
     }
 }

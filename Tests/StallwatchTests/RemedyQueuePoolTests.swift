@@ -36,15 +36,9 @@ private func cpus(in mask: cpu_set_t) -> [Int] {
         #expect(QueuePool.activeCoreCount() == min(cpus(in: mask).count, online))
 
         // nproc counts the affinity mask too; OMP_NUM_THREADS would change its answer.
-        let nproc = Process()
-        nproc.executableURL = URL(fileURLWithPath: "/usr/bin/nproc")
-        nproc.environment = [:]
-        let output = Pipe()
-        nproc.standardOutput = output
-        try nproc.run()
-        nproc.waitUntilExit()
-        let text = String(decoding: output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-        #expect(QueuePool.activeCoreCount() == Int(text.trimmingCharacters(in: .whitespacesAndNewlines)))
+        let nproc = try runChild("/usr/bin/nproc", [], environment: [:])
+        #expect(nproc.status == 0, "\(nproc)")
+        #expect(QueuePool.activeCoreCount() == Int(nproc.output.trimmingCharacters(in: .whitespacesAndNewlines)))
     }
 
     @Test func activeCoreCountFollowsTheCallingThreadsAffinity() throws {
@@ -80,8 +74,17 @@ private func cpus(in mask: cpu_set_t) -> [Int] {
     }
 
     @Test func badWidthIsAPreconditionFailure() async {
-        await #expect(processExitsWith: .failure) { _ = QueuePool(width: 0) }
-        await #expect(processExitsWith: .failure) { _ = QueuePool(width: -1) }
+        let child = ExitTestErrors()
+        let zero = await #expect(processExitsWith: .failure) { [path = child.path as String] in
+            sendStandardError(to: path)
+            _ = QueuePool(width: 0)
+        }
+        child.check(zero)
+        let negative = await #expect(processExitsWith: .failure) { [path = child.path as String] in
+            sendStandardError(to: path)
+            _ = QueuePool(width: -1)
+        }
+        child.check(negative)
     }
 
     @Test func tasksGoToDistinctQueuesWhenAllAreBusy() {

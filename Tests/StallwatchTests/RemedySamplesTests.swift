@@ -1,6 +1,6 @@
-// The remedy samples prove their remedies: each fixed variant records fewer stalls and drops
+// The remedy samples prove their remedies: each fixed variant records less stall time and drops
 // fewer frames than its blocking variant, BlockingMain blocks in all four categories, and the
-// demo stalls in every category on every run.
+// demo stalls at least five times, in every category, on every run.
 import Foundation
 import Stallwatch
 import Testing
@@ -18,20 +18,17 @@ struct SampleRecording: Sendable {
         trace.stalls.compactMap { Classifier().breakdown(of: $0).dominant }
     }
 
-    /// Runs `sample` with `arguments` as a subprocess recording to a temporary trace.
-    static func record(_ sample: String, _ arguments: [String]) throws -> SampleRecording {
+    /// Runs `sample` with `arguments` as a subprocess recording to a temporary trace. `output`
+    /// is what it printed, followed by its standard error if it wrote any.
+    static func record(
+        _ sample: String, _ arguments: [String], sourceLocation: SourceLocation = #_sourceLocation
+    ) throws -> SampleRecording {
         let path = FileManager.default.temporaryDirectory.appendingPathComponent("\(sample)-\(UUID()).swtrace").path
         defer { unlink(path) }
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: builtProduct(sample))
-        process.arguments = arguments
-        process.environment = ProcessInfo.processInfo.environment.merging(["STALLWATCH_TRACE": path]) { $1 }
-        let pipe = Pipe()
-        process.standardOutput = pipe
-        try process.run()
-        let output = String(decoding: pipe.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-        process.waitUntilExit()
-        #expect(process.terminationStatus == 0, "\(sample) \(arguments): \(output)")
+        let run = try runProduct(
+            sample, arguments, environment: ["STALLWATCH_TRACE": path], sourceLocation: sourceLocation)
+        let output = run.output + (run.errors.isEmpty ? "" : "standard error:\n" + run.errors)
+        #expect(run.status == 0, "\(sample) \(arguments): \(output)", sourceLocation: sourceLocation)
         let bytes = [UInt8](try Data(contentsOf: URL(fileURLWithPath: path)))
         return SampleRecording(trace: DecodedTrace(decoding: bytes, fileName: path), output: output)
     }

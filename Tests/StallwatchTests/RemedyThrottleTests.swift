@@ -120,11 +120,16 @@ import Testing
     }
 
     @Test func intervalsThatAreNotPositiveAreErrors() async {
-        await #expect(processExitsWith: .failure) {
+        let child = ExitTestErrors()
+        let zeroInterval = await #expect(processExitsWith: .failure) { [path = child.path as String] in
+            sendStandardError(to: path)
             _ = Throttle(loop: MainLoop(), minimumInterval: .zero)
         }
-        await #expect(processExitsWith: .failure) {
+        child.check(zeroInterval)
+        let negativeQuietPeriod = await #expect(processExitsWith: .failure) { [path = child.path as String] in
+            sendStandardError(to: path)
             _ = Debounce(loop: MainLoop(), quietPeriod: .milliseconds(-5))
         }
+        child.check(negativeQuietPeriod)
     }
 }

@@ -24,15 +24,9 @@ import Testing
     /// The build id `readelf -n` prints for the test executable, lowercase hex.
     func buildIDFromReadelf() throws -> String {
         let executable = try FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe")
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: "/usr/bin/readelf")
-        process.arguments = ["-n", executable]
-        let pipe = Pipe()
-        process.standardOutput = pipe
-        try process.run()
-        let output = String(decoding: pipe.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-        process.waitUntilExit()
-        let line = try #require(output.split(separator: "\n").first { $0.contains("Build ID:") })
+        let readelf = try runChild("/usr/bin/readelf", ["-n", executable], environment: [:])
+        #expect(readelf.status == 0, "\(readelf)")
+        let line = try #require(readelf.output.split(separator: "\n").first { $0.contains("Build ID:") }, "\(readelf)")
         return String(try #require(line.split(separator: " ").last))
     }
 

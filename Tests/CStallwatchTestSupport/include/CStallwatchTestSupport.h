@@ -1,7 +1,8 @@
 // C helpers for the tests (not part of the package's products).
 //
 // 1. Which sanitizer this code was compiled with: SwiftPM passes -fsanitize=… to C targets too,
-//    and clang's __has_feature answers at compile time (Swift has no #if for sanitizers).
+//    and clang's __has_feature answers at compile time (Swift has no #if for sanitizers); and
+//    how many reports it has printed in this process.
 // 2. Threads and probes for CStallwatchSamplerTests, which drive the sampler's C API directly:
 //    a spinning thread at known functions, a thread blocked in read() with the signal blocked,
 //    a holder of the dynamic loader's lock, and senders of foreign signals.
@@ -17,6 +18,10 @@ extern "C" {
 int swt_built_with_address_sanitizer(void);
 /// 1 if this target was compiled with -fsanitize=thread, else 0.
 int swt_built_with_thread_sanitizer(void);
+/// How many reports the sanitizer this process runs under has printed so far (ThreadSanitizer,
+/// AddressSanitizer; always 0 in a build without one). The tests' retry trait reads it: a test
+/// is never run again after a report.
+int swt_sanitizer_reports(void);
 
 /// What a test thread does.
 typedef enum swt_target_kind {
