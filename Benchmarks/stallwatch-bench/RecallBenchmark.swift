@@ -6,7 +6,7 @@ import StallwatchCore
 /// `stallwatch-bench recall [STALLS]`: does the default configuration catch every stall, once,
 /// with its true duration, and invent none? Injected stalls of random lengths (18–400 ms,
 /// log-uniform) and kinds (compute, sleep, a mutex another thread holds, write+fdatasync, pairs
-/// back to back, and one posted right after each `start()`) behind 125 short callouts each,
+/// back to back, and one posted right after each `start()`) behind 130 short callouts each,
 /// with a CPU hog on every core, recorder on; the trace is decoded and matched against what the
 /// bench measured itself. For `StallMonitor` on `MainLoop` and for `HeartbeatMonitor` on a plain
 /// executor, as root (here) and as nobody (this binary again under `setpriv`).
@@ -38,22 +38,7 @@ enum Recall {
             return
         }
         try run(label: "root", stalls: stalls)
-        let setpriv = ["/usr/bin/setpriv", "/bin/setpriv"].first { FileManager.default.isExecutableFile(atPath: $0) }
-        guard let setpriv else {
-            Result(name: "recall.unprivileged", value: 0, unit: "skipped: no setpriv").printLine()
-            return
-        }
-        let child = Process()
-        child.executableURL = URL(fileURLWithPath: setpriv)
-        child.arguments = [
-            "--reuid=65534", "--regid=65534", "--clear-groups", CommandLine.arguments[0], "recall-run", "unprivileged",
-            String(stalls),
-        ]
-        try child.run()  // its lines go straight to our stdout
-        child.waitUntilExit()
-        if child.terminationStatus != 0 {
-            throw BenchError("the unprivileged run (setpriv … recall-run) exited \(child.terminationStatus)")
-        }
+        try UnderLoad.runAsNobody(["recall-run", "unprivileged", String(stalls)], skipped: "recall.unprivileged")
     }
 
     /// Both monitors under hogs on every core, `stalls` injected stalls each.
@@ -151,7 +136,7 @@ enum Recall {
     static func sessions(
         name: String, stalls: Int, work: Work, directory: String, make: (String) throws -> Target
     ) throws -> Outcome {
-        var random = SplitMix(seed: name == "mainloop" ? 0x5EED_0001 : 0x5EED_0002)
+        var random = FleetGenerator.Random(state: name == "mainloop" ? 0x5EED_0001 : 0x5EED_0002)
         let truths = Locked<[Truth]>([])
         var outcome = Outcome()
         var injected = 0
@@ -163,18 +148,18 @@ enum Recall {
             try target.start()
             // A stall posted the moment start() returns.
             run(
-                [.stall(Kind.allCases[random.below(4)], nanos: random.stallNanos())], on: target, work: work,
+                [.stall(Kind.allCases[random.pick(4)], nanos: random.stallNanos())], on: target, work: work,
                 truths: truths)
             injected += 1
             for _ in 0..<19 where injected < stalls {
-                var items: [Item] = (0..<125).map { _ in
-                    .short(spinNanos: random.below(100) < 3 ? 1_000_000 + UInt64(random.below(2_000_000)) : 0)
+                var items: [Item] = (0..<130).map { _ in
+                    .short(spinNanos: random.pick(100) < 3 ? 1_000_000 + UInt64(random.pick(2_000_000)) : 0)
                 }
                 outcome.shortCallouts += items.count
-                items.append(.stall(Kind.allCases[random.below(4)], nanos: random.stallNanos()))
+                items.append(.stall(Kind.allCases[random.pick(4)], nanos: random.stallNanos()))
                 injected += 1
-                if random.below(5) == 0 {  // a pair: a second stall right behind the first
-                    items.append(.stall(Kind.allCases[random.below(4)], nanos: random.stallNanos()))
+                if random.pick(5) == 0 {  // a pair: a second stall right behind the first
+                    items.append(.stall(Kind.allCases[random.pick(4)], nanos: random.stallNanos()))
                     injected += 1
                 }
                 run(items, on: target, work: work, truths: truths)
@@ -359,23 +344,12 @@ enum Recall {
             pthread_mutex_unlock(mutex)
         }
     }
+}
 
-    /// A small seeded generator: the same workload every run.
-    struct SplitMix {
-        var state: UInt64
-        init(seed: UInt64) { state = seed }
-        mutating func next() -> UInt64 {
-            state &+= 0x9E37_79B9_7F4A_7C15
-            var z = state
-            z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-            z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-            return z ^ (z >> 31)
-        }
-        mutating func below(_ n: Int) -> Int { Int(next() % UInt64(n)) }
-        /// 18–400 ms, log-uniform: as many short stalls as long ones per doubling.
-        mutating func stallNanos() -> UInt64 {
-            let unit = Double(next() >> 11) / Double(1 << 53)
-            return UInt64(18e6 * exp(unit * log(400.0 / 18.0)))
-        }
-    }
+extension FleetGenerator.Random {
+    /// 0 ..< n.
+    mutating func pick(_ n: Int) -> Int { Int(below(UInt64(n))) }
+
+    /// 18–400 ms, log-uniform: as many short stalls as long ones per doubling.
+    mutating func stallNanos() -> UInt64 { UInt64(18e6 * exp(unit() * log(400.0 / 18.0))) }
 }

@@ -17,21 +17,24 @@ enum UnderLoad {
             return
         }
         try run(label: "privileged")
+        try runAsNobody(["monitor-under-load", "unprivileged"], skipped: "monitor.under_load.unprivileged")
+    }
+
+    /// Runs this binary again with `arguments` as nobody (`setpriv`: no SCHED_FIFO, no nice −10);
+    /// its lines go straight to our stdout. Without setpriv, a line named `skipped` says so.
+    static func runAsNobody(_ arguments: [String], skipped: String) throws {
         let setpriv = ["/usr/bin/setpriv", "/bin/setpriv"].first { FileManager.default.isExecutableFile(atPath: $0) }
         guard let setpriv else {
-            Result(name: "monitor.under_load.unprivileged", value: 0, unit: "skipped: no setpriv").printLine()
+            Result(name: skipped, value: 0, unit: "skipped: no setpriv").printLine()
             return
         }
         let child = Process()
         child.executableURL = URL(fileURLWithPath: setpriv)
-        child.arguments = [
-            "--reuid=65534", "--regid=65534", "--clear-groups", CommandLine.arguments[0], "monitor-under-load",
-            "unprivileged",
-        ]
-        try child.run()  // its lines go straight to our stdout
+        child.arguments = ["--reuid=65534", "--regid=65534", "--clear-groups", CommandLine.arguments[0]] + arguments
+        try child.run()
         child.waitUntilExit()
         if child.terminationStatus != 0 {
-            throw BenchError("the unprivileged run (setpriv … monitor-under-load) exited \(child.terminationStatus)")
+            throw BenchError("the unprivileged run (setpriv … \(arguments[0])) exited \(child.terminationStatus)")
         }
     }
 
