@@ -224,8 +224,10 @@ import Testing
     @Test func aStallTheWatchdogNeverSawIsRecordedFromTheLoopsOwnStamps() async throws {
         // The watchdog gets no CPU for 300 ms after it sees each callout begin: the 60 ms sleep is
         // over before it looks. The loop logged it, with its exact start and end.
-        let run = try await monitored(configure: { $0.watchdogLatenessForTesting = .milliseconds(300) }) {
-            loop, measure in
+        let late: @Sendable (inout StallMonitor.Configuration) -> Void = {
+            $0.watchdogLatenessForTesting = .milliseconds(300)
+        }
+        let run = try await monitored(configure: late) { loop, measure in
             measure.post(loop) { sleepForStallTest(milliseconds: 60) }
         }
         #expect(run.ended.count == 1, "\(run.ended.map(\.durationNanos))")
