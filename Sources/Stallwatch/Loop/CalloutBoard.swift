@@ -16,6 +16,8 @@ final class CalloutBoard: @unchecked Sendable {  // `clock` is only touched atom
     let frameClocks = Locked<[FrameCounters]>([])
     /// Whether a monitor is attached (one at a time: the stall handshake has one slot).
     let monitorAttached = Atomic<Bool>(false)
+    /// That monitor once it runs (for a recorder that records it without owning it).
+    let monitor = Locked(WeakMonitor())
     /// The callout's sequence (odd while a callout runs, even between callouts; each callout
     /// adds 2) and `sw_cycles()` when it began (or resumed after a nested run; the watchdog
     /// converts it with `Timebase`). In C memory, because the loop thread's self-sampling
@@ -159,4 +161,9 @@ extension CalloutBoard {
             }
         }
     }
+}
+
+/// A weak reference to the monitor watching a loop.
+struct WeakMonitor {
+    weak var value: StallMonitor?
 }

@@ -170,6 +170,9 @@ public final class StallMonitor: @unchecked Sendable {
 
     private let callbacks = Locked<(began: (@Sendable (Stall) -> Void)?, ended: (@Sendable (Stall) -> Void)?)>(
         (nil, nil))
+    /// Recorders that record this monitor without owning it (the environment's, when the app
+    /// runs its own monitor), by id; called after the callbacks.
+    private let listeners = Locked<(next: UInt64, all: [UInt64: @Sendable (Stall, Bool) -> Void])>((1, [:]))
     private let stats = Locked(Statistics())
     private let running = Atomic<Bool>(false)
     private let finished = DispatchSemaphore(value: 0)
@@ -204,6 +207,25 @@ public final class StallMonitor: @unchecked Sendable {
         set { callbacks.withLock { $0.ended = newValue } }
     }
 
+    /// Also delivers every stall to `listener` (`true`: it began, `false`: it ended), on the
+    /// delivery queue after the callbacks; returns the id to remove it with. Any thread.
+    func addListener(_ listener: @escaping @Sendable (Stall, Bool) -> Void) -> UInt64 {
+        listeners.withLock { state in
+            defer { state.next += 1 }
+            state.all[state.next] = listener
+            return state.next
+        }
+    }
+
+    /// Stops delivering to the listener `id` (after the stalls already queued). Any thread.
+    func removeListener(_ id: UInt64) {
+        delivery.sync {}
+        _ = listeners.withLock { $0.all.removeValue(forKey: id) }
+    }
+
+    /// The monitor watching `loop` now, if any. Any thread.
+    static func watching(_ loop: MainLoop) -> StallMonitor? { loop.board.monitor.withLock { $0.value } }
+
     /// A snapshot of the counters. Any thread.
     public var statistics: Statistics {
         var snapshot = stats.withLock { $0 }
@@ -216,8 +238,13 @@ public final class StallMonitor: @unchecked Sendable {
     public func start() throws {
         precondition(!running.load(ordering: .acquiring), "StallMonitor.start called twice")
         PreloadYield.yield()  // a preloaded heartbeat monitor frees the sampling signal
-        // Enablement never crashes the app: a monitor that STALLWATCH_TRACE started gives way.
-        if loop.board.monitorAttached.load(ordering: .acquiring) { TraceRecorder.yieldEnvironmentRecorder(of: loop) }
+        // Enablement never crashes the app: a monitor that STALLWATCH_TRACE started gives way,
+        // and its recorder goes on recording this one once it runs.
+        var handedOver: TraceRecorder?
+        if loop.board.monitorAttached.load(ordering: .acquiring) {
+            handedOver = TraceRecorder.yieldEnvironmentRecorder(of: loop)
+        }
+        defer { handedOver?.adopt(self) }
         precondition(
             !loop.board.monitorAttached.exchange(true, ordering: .acquiringAndReleasing),
             "another StallMonitor watches this loop")
@@ -256,6 +283,7 @@ public final class StallMonitor: @unchecked Sendable {
         thread.start()
         // Returns once the watchdog can time a stall, so one that begins now is sampled too.
         armed.wait()
+        loop.board.monitor.withLock { $0.value = self }
     }
 
     /// Stops watching and waits for the watchdog to finish (a stall in progress is delivered
@@ -267,6 +295,7 @@ public final class StallMonitor: @unchecked Sendable {
         finished.wait()
         loop.board.budgetCycles.store(UInt64.max, ordering: .relaxed)
         selfSampler = nil
+        loop.board.monitor.withLock { if $0.value === self { $0.value = nil } }
         loop.board.monitorAttached.store(false, ordering: .releasing)
         delivery.sync {}
     }
@@ -299,6 +328,9 @@ public final class StallMonitor: @unchecked Sendable {
             }
             let callback = callbacks.withLock { began ? $0.began : $0.ended }
             callback?(stall)
+            for listener in listeners.withLock({ $0.all.sorted { $0.key < $1.key }.map(\.value) }) {
+                listener(stall, began)
+            }
         }
     }
 }

@@ -34,25 +34,21 @@ extension TraceRecorder {
     }
 
     /// The recorder `STALLWATCH_TRACE` started for `MainLoop.main`, if any (set when the loop
-    /// first runs; nil again once an app's own monitor took the loop over). Any thread.
+    /// first runs). It records the app's own `StallMonitor` when the app runs one. Any thread.
     public static var fromEnvironment: TraceRecorder? { environmentRecorder.withLock { $0 } }
 
     private static let environmentRecorder = Locked<TraceRecorder?>(nil)
 
     /// An app starts its own `StallMonitor` on `loop` while the environment's recorder watches
-    /// it: the environment steps aside (its trace ends here, complete) so the app's monitor can
-    /// start instead of trapping on a second monitor. Called by `StallMonitor.start`.
-    static func yieldEnvironmentRecorder(of loop: MainLoop) {
-        let recorder = environmentRecorder.withLock { slot -> TraceRecorder? in
-            guard let recorder = slot, recorder.loop === loop else { return nil }
-            slot = nil
-            return recorder
-        }
-        guard let recorder else { return }
-        let message =
-            "stallwatch: STALLWATCH_TRACE=\(recorder.path) stopped: the app started its own StallMonitor on the main loop\n"
+    /// it with a monitor of its own: that monitor stops so the app's can start (a second one
+    /// would trap), and the recorder, still writing the same trace, is returned to record the
+    /// app's monitor once it runs (`adopt`). Called by `StallMonitor.start`.
+    static func yieldEnvironmentRecorder(of loop: MainLoop) -> TraceRecorder? {
+        guard let recorder = environmentRecorder.withLock({ $0 }), recorder.loop === loop else { return nil }
+        let message = "stallwatch: STALLWATCH_TRACE=\(recorder.path) records the app's own StallMonitor from here on\n"
         FileHandle.standardError.write(Data(message.utf8))
-        recorder.stop()
+        recorder.releaseMonitor()
+        return recorder
     }
 
     /// Called once, on the main thread, when `MainLoop.main` first runs: starts recording if
@@ -63,12 +59,11 @@ extension TraceRecorder {
         // `stallwatch record` also preloaded the heartbeat recorder for programs without
         // MainLoop; this one times callouts exactly, so the preloaded one stops first.
         PreloadYield.yield()
-        // An app that records itself (its own monitor on this loop) keeps its recorder: a
-        // second monitor cannot watch the same loop, and the app must not die for an
-        // environment variable.
-        if loop.board.monitorAttached.load(ordering: .acquiring) {
-            let message =
-                "stallwatch: STALLWATCH_TRACE=\(request.path) ignored: the app runs its own StallMonitor on the main loop\n"
+        let own = StallMonitor.watching(loop)
+        if own == nil && loop.board.monitorAttached.load(ordering: .acquiring) {
+            // A monitor is starting on this loop this very moment: it cannot be recorded yet, and
+            // a second one would trap.
+            let message = "stallwatch: STALLWATCH_TRACE=\(request.path) ignored: the app's StallMonitor is starting\n"
             FileHandle.standardError.write(Data(message.utf8))
             return
         }
@@ -76,8 +71,17 @@ extension TraceRecorder {
         var configuration = StallMonitor.Configuration()
         if let budget = request.budgetMilliseconds { configuration.budget = .nanoseconds(Int64(budget * 1_000_000)) }
         do {
-            let recorder = try TraceRecorder(
-                path: request.path, loop: loop, mode: request.mode, configuration: configuration)
+            let recorder: TraceRecorder
+            if let own {
+                // The app runs its own monitor (a second would trap): record that one, with the
+                // app's budget.
+                let message = "stallwatch: STALLWATCH_TRACE=\(request.path) records the app's own StallMonitor\n"
+                FileHandle.standardError.write(Data(message.utf8))
+                recorder = try TraceRecorder(path: request.path, mode: request.mode, recording: own)
+            } else {
+                recorder = try TraceRecorder(
+                    path: request.path, loop: loop, mode: request.mode, configuration: configuration)
+            }
             try recorder.start()
             environmentRecorder.withLock { $0 = recorder }
             atexit { TraceRecorder.fromEnvironment?.stop() }

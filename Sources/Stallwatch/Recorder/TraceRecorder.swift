@@ -18,8 +18,17 @@ public final class TraceRecorder: @unchecked Sendable {
     public let path: String
     /// What it records.
     public let mode: TraceMode
-    /// The monitor whose stalls it records (the recorder starts and stops it).
-    public let monitor: StallMonitor
+    /// The monitor whose stalls it records: the recorder's own, which it starts and stops; or,
+    /// for the recorder `STALLWATCH_TRACE` started in an app that runs its own monitor, the
+    /// app's, which it only listens to.
+    public var monitor: StallMonitor { source.withLock { $0.monitor } }
+
+    /// Where the stalls come from, and whether the recorder owns (starts and stops) that monitor
+    /// or listens to it (`listener`: its id there).
+    private let source: Locked<(monitor: StallMonitor, owned: Bool, listener: UInt64?)>
+    /// Stall ids in the trace: a monitor's own ids, after the last id of the monitor recorded
+    /// before it (each monitor counts from 1).
+    private let ids = Locked<(offset: UInt64, highest: UInt64)>((0, 0))
     /// The app's version, written into the trace's origin record so that fleet reports can
     /// split stalls by version: the `appVersion` given to `init`, else `STALLWATCH_APP_VERSION`.
     public let appVersion: String?
@@ -66,8 +75,14 @@ public final class TraceRecorder: @unchecked Sendable {
         let environmentVersion = ProcessInfo.processInfo.environment["STALLWATCH_APP_VERSION"]
         self.appVersion = appVersion ?? (environmentVersion?.isEmpty == false ? environmentVersion : nil)
         self.loop = loop
-        self.monitor = StallMonitor(loop: loop, configuration: configuration)
+        self.source = Locked((StallMonitor(loop: loop, configuration: configuration), true, nil))
         self.ring = EventRing(capacity: mode == .full ? 1 << 18 : 1 << 12)
+    }
+
+    /// A recorder writing to `path` the stalls of `monitor`, which someone else starts and stops.
+    convenience init(path: String, mode: TraceMode, recording monitor: StallMonitor) throws {
+        try self.init(path: path, loop: monitor.loop, mode: mode, configuration: monitor.configuration)
+        source.withLock { $0 = (monitor, false, nil) }
     }
 
     deinit {
@@ -83,14 +98,17 @@ public final class TraceRecorder: @unchecked Sendable {
                 return !running
             })
         else { return }
-        monitor.onStallBegan = { [weak self] stall in self?.enqueue(.began(stall)) }
-        monitor.onStallEnded = { [weak self] stall in
-            guard let self else { return }
-            enqueue(.ended(stall))
-            observer.withLock { $0 }?(stall)
+        let (monitor, owned, _) = source.withLock { $0 }
+        if owned {
+            monitor.onStallBegan = { [weak self] stall in self?.record(stall, began: true) }
+            monitor.onStallEnded = { [weak self] stall in self?.record(stall, began: false) }
+            try monitor.start()
+        } else {
+            listen(to: monitor)
         }
-        try monitor.start()
+        // The loop's callout stream, unless another recorder of the app's already takes it.
         let attach: @Sendable () -> Void = { [loop, ring, mode] in
+            guard loop.calloutState.pointee.ring == nil else { return }
             loop.calloutState.pointee.ring = ring
             loop.calloutState.pointee.recordCallouts = mode == .full
         }
@@ -110,22 +128,57 @@ public final class TraceRecorder: @unchecked Sendable {
     public func stop() {
         guard running.withLock({ $0 }) else { return }
         // The monitor first: its last stalls reach `pending` before the writer's final drain.
-        monitor.stop()
-        if loop.isCurrent {
+        let (monitor, owned, listener) = source.withLock { $0 }
+        if owned {
+            monitor.stop()
+        } else if let listener {
+            monitor.removeListener(listener)
+        }
+        let detach: @Sendable () -> Void = { [loop, ring] in
+            guard loop.calloutState.pointee.ring === ring else { return }
             loop.calloutState.pointee.ring = nil
             loop.calloutState.pointee.recordCallouts = false
-        } else {
-            loop.post(label: "TraceRecorder.detach") { [loop] in
-                loop.calloutState.pointee.ring = nil
-                loop.calloutState.pointee.recordCallouts = false
-            }
         }
+        if loop.isCurrent { detach() } else { loop.post(label: "TraceRecorder.detach", detach) }
         running.withLock { $0 = false }
         wake.signal()
         finished.wait()
     }
 
     var isRunning: Bool { running.withLock { $0 } }
+
+    /// Stops the monitor it owns, so that an app's own can watch the loop; goes on writing (its
+    /// callout stream too) and records nothing more until `adopt`. Any thread.
+    func releaseMonitor() {
+        let monitor = source.withLock { state -> StallMonitor? in
+            guard state.owned else { return nil }
+            state.owned = false
+            return state.monitor
+        }
+        monitor?.stop()
+    }
+
+    /// Records `monitor`'s stalls from now on, without owning it. Any thread.
+    func adopt(_ monitor: StallMonitor) {
+        source.withLock { $0 = (monitor, false, nil) }
+        ids.withLock { $0.offset = $0.highest }
+        listen(to: monitor)
+    }
+
+    private func listen(to monitor: StallMonitor) {
+        let id = monitor.addListener { [weak self] stall, began in self?.record(stall, began: began) }
+        source.withLock { $0.listener = id }
+    }
+
+    private func record(_ stall: Stall, began: Bool) {
+        var stall = stall
+        stall.id = ids.withLock { ids in
+            ids.highest = max(ids.highest, ids.offset + stall.id)
+            return ids.offset + stall.id
+        }
+        enqueue(began ? .began(stall) : .ended(stall))
+        if !began { observer.withLock { $0 }?(stall) }
+    }
 
     private func enqueue(_ stall: PendingStall) {
         pending.withLock { $0.append(stall) }
