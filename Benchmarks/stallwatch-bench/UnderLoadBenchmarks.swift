@@ -47,15 +47,27 @@ enum UnderLoad {
         var off = Collected()
         var scheduling = ""
         var status = ""
+        var firstStackOn: [Double] = []
+        var firstStackOff: [Double] = []
         for _ in 0..<3 {
             for selfSampling in [true, false] {
-                let (statistics, _) = try MonitorBenchmarks.stalls(perf: true, selfSampling: selfSampling, count: 60) {
+                let (statistics, stalls) = try MonitorBenchmarks.stalls(
+                    perf: true, selfSampling: selfSampling, count: 60
+                ) {
                     MonitorBenchmarks.spin(milliseconds: 25)
                 }
+                // When the stall's first stack was taken (the thread's own, or a signal's).
+                let firstStacks = stalls.compactMap { stall in
+                    stall.samples.first { !$0.frames.isEmpty }.map {
+                        Double(Int64($0.time) - Int64(stall.start)) / 1000 - 16_666.667
+                    }
+                }
                 if selfSampling {
+                    firstStackOn += firstStacks
                     on.add(statistics)
                     status = statistics.selfSampling.description
                 } else {
+                    firstStackOff += firstStacks
                     off.add(statistics)
                 }
                 scheduling = statistics.watchdogScheduling.description
@@ -83,6 +95,10 @@ enum UnderLoad {
             "\(prefix).own_capture", own, peer: "signal capture, self-sampling off", signalOff,
             goals: ("<= 30 us", "<= 300 us"))
         Result.percentiles("\(prefix).signal_capture", signalOn, peer: "self-sampling off", signalOff)
+        // Budget expiry → the instant the stall's first stack shows (however it was taken).
+        Result.percentiles(
+            "\(prefix).first_stack", firstStackOn.map { max(0, $0) }, peer: "self-sampling off",
+            firstStackOff.map { max(0, $0) })
         Result(
             name: "\(prefix).own_samples", value: on.samples == 0 ? 0 : Double(on.selfSamples) / Double(on.samples),
             unit: "share of samples", goal: "most"

@@ -158,11 +158,14 @@ extension StallMonitor {
         sampler.beginStall(sequence: callout.sequence)
         defer { sampler.endStall() }
         facts.beginStall(callout.sequence)
+        // Detected now (or at the thread's own earlier capture); the first sample may wait a
+        // little for the thread's own stack, which then carries its own, later time.
+        let looked = sw_monotonic_ns()
         stall.samples.append(facts.sample { sample(sampler, &sleeper) })
-        let firstSample = stall.samples[0].time
+        let detected = min(looked, stall.samples[0].time)
         record { stats in
             stats.stalls += 1
-            stats.detectionLatencyNanos.appendBounded(firstSample > deadline ? firstSample - deadline : 0)
+            stats.detectionLatencyNanos.appendBounded(detected > deadline ? detected - deadline : 0)
         }
         var began = stall
         began.flags.insert(.unfinished)
