@@ -90,6 +90,12 @@ extension Stall {
     }
 
     var durationNanos: UInt64 { end.map { $0 - start } ?? 0 }
+
+    /// Whether this stall spans `window` (work a test timed inside the callout), but for the
+    /// TSC's conversion to CLOCK_MONOTONIC (0.1 ms of slack).
+    func spans(_ window: ClosedRange<UInt64>) -> Bool {
+        start <= window.lowerBound + 100_000 && (end ?? 0) + 100_000 >= window.upperBound
+    }
 }
 
 // The stalling work of the scenarios: named, never inlined, so stacks can show them.

@@ -6,9 +6,10 @@ extension StallMonitor {
     /// The watchdog thread's loop: sleep to the running callout's deadline, park while the
     /// loop is idle, sample a callout still running at its deadline until it ends, and record
     /// the overruns the loop logged that it did not time (it got no CPU while they lasted).
-    /// `overruns` is where the loop's overrun log stood when `start()` enabled the board;
+    /// `overruns` is where the loop's overrun log stood when `start()` enabled the board, `since`
+    /// the cycle stamp from which callouts are this monitor's (one running at `start()` is not);
     /// `armed` is signalled once the watchdog is ready to time a stall.
-    func watch(overruns cursor: UInt64, armed: DispatchSemaphore) {
+    func watch(overruns cursor: UInt64, since: UInt64, armed: DispatchSemaphore) {
         _ = sw_set_timer_slack(1_000)
         raiseWatchdogPriority()
         let board = loop.board
@@ -28,7 +29,7 @@ extension StallMonitor {
         var lateFor: UInt64 = 0
         armed.signal()
         while isRunning {
-            recordOverruns(from: &cursor, except: timed, nextID: &nextID, sleeper: &sleeper)
+            recordOverruns(from: &cursor, except: timed, since: since, nextID: &nextID, sleeper: &sleeper)
             let current = board.snapshot()
             if configuration.watchdogLatenessForTesting > .zero, current.isBusy, current.sequence != lateFor {
                 // Tests: the watchdog gets no CPU for a while after it sees a callout begin.
@@ -36,7 +37,7 @@ extension StallMonitor {
                 sleepForTesting(configuration.watchdogLatenessForTesting)
                 continue
             }
-            guard current.isBusy else {
+            guard current.isBusy, current.startCycles >= since else {
                 if board.waiting.load(ordering: .sequentiallyConsistent) {
                     park(board)
                 } else {
@@ -69,7 +70,7 @@ extension StallMonitor {
             nextID += 1
         }
         // Stopped: the overruns that ended before stop() are stalls still to be recorded.
-        recordOverruns(from: &cursor, except: timed, nextID: &nextID, sleeper: &sleeper)
+        recordOverruns(from: &cursor, except: timed, since: since, nextID: &nextID, sleeper: &sleeper)
     }
 
     /// The overruns the loop logged since `cursor` that the watchdog did not time (`timed`): it
@@ -77,11 +78,11 @@ extension StallMonitor {
     /// loop's exact start and end, and with the loop thread's own captures of it as its samples
     /// (none for a callout that never ran user code past its budget: a sleep, a lock wait).
     private func recordOverruns(
-        from cursor: inout UInt64, except timed: UInt64, nextID: inout UInt64, sleeper: inout Sleeper
+        from cursor: inout UInt64, except timed: UInt64, since: UInt64, nextID: inout UInt64, sleeper: inout Sleeper
     ) {
         let (entries, lost) = loop.board.overruns.read(from: &cursor)
         if lost > 0 { record { $0.lostOverruns += Int(lost) } }
-        for entry in entries where entry.sequence != timed {
+        for entry in entries where entry.sequence != timed && entry.startCycles >= since {
             recordOverrun(entry, id: nextID, sleeper: &sleeper)
             nextID += 1
         }

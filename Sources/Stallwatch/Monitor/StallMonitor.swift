@@ -271,13 +271,16 @@ public final class StallMonitor: @unchecked Sendable {
         // From here every callout that overruns is logged by the loop, whenever the watchdog
         // comes to read it.
         let overruns = loop.board.overruns.end
+        // A callout already running (this very start() may be inside one) belongs to whoever
+        // watched it begin: this monitor's stalls begin from here.
+        let since = sw_cycles()
         loop.board.enabled.store(true, ordering: .releasing)
         running.store(true, ordering: .releasing)
         let armed = DispatchSemaphore(value: 0)
         let thread = Thread { [self] in
             // Named for /proc and debuggers (15 bytes at most).
             sw_set_thread_name("stallwatchdog")
-            watch(overruns: overruns, armed: armed)
+            watch(overruns: overruns, since: since, armed: armed)
             finished.signal()
         }
         thread.start()
