@@ -20,6 +20,9 @@ enum Recall {
         var start: UInt64
         var end: UInt64
         var injected: Bool
+        /// What the injected work was (nil: a short callout), and whether it saw EINTR.
+        var kind: Kind? = nil
+        var interrupted = false
     }
 
     /// What goes into one episode: short callouts, then a stall or two back to back.
@@ -182,18 +185,16 @@ enum Recall {
         for item in items {
             target.post {
                 let start = MainLoop.monotonicNanos()
-                var injected = false
+                var truth = Truth(start: start, end: 0, injected: false)
                 switch item {
                 case .short(let nanos): if nanos > 0 { MonitorBenchmarks.spin(nanoseconds: nanos) }
                 case .stall(let kind, let nanos):
-                    injected = true
-                    work.stall(kind, nanos: nanos)
+                    (truth.injected, truth.kind) = (true, kind)
+                    truth.interrupted = work.stall(kind, nanos: nanos)
                 }
-                let end = MainLoop.monotonicNanos()
+                truth.end = MainLoop.monotonicNanos()
                 // A short callout the machine stretched past the budget is a stall too.
-                if injected || end - start > budget {
-                    truths.withLock { $0.append(Truth(start: start, end: end, injected: injected)) }
-                }
+                if truth.injected || truth.end - start > budget { truths.withLock { $0.append(truth) } }
             }
         }
         // Signalled from a callout of its own: waking the driver can cost the loop thread its CPU
@@ -208,7 +209,11 @@ enum Recall {
     }
 
     static func report(name: String, label: String, _ outcome: Outcome) {
-        let (truths, detected, lost) = (outcome.truths, outcome.detected, outcome.lost)
+        // An injected stall that ended within the budget is no stall: something cut its wait
+        // short, and the monitor changed what the app did — counted on its own, never excused.
+        let cutShort = outcome.truths.filter { $0.injected && $0.end - $0.start <= budget }
+        let truths = outcome.truths.filter { !$0.injected || $0.end - $0.start > budget }
+        let (detected, lost) = (outcome.detected, outcome.lost)
         let (shortCallouts, summary) = (outcome.shortCallouts, outcome.summary)
         let prefix = "recall.\(name).\(label)"
         let detectedSorted = detected.sorted { $0.start < $1.start }
@@ -253,7 +258,7 @@ enum Recall {
                 )
             }
         }
-        let injected = truths.filter(\.injected).count
+        let injected = outcome.truths.filter(\.injected).count
         Result(
             name: "\(prefix).setup", value: Double(injected),
             unit:
@@ -271,6 +276,13 @@ enum Recall {
         .printLine()
         Result(
             name: "\(prefix).invented", value: Double(invented), unit: "stalls with no true stall under them",
+            goal: goals ? "0" : nil
+        ).printLine()
+        let kinds = cutShort.map { "\($0.kind.map { "\($0)" } ?? "?")\($0.interrupted ? " (EINTR)" : "")" }
+        Result(
+            name: "\(prefix).cut_short", value: Double(cutShort.count),
+            unit:
+                "injected stalls that ended within the budget\(kinds.isEmpty ? "" : ": " + kinds.joined(separator: ", "))",
             goal: goals ? "0" : nil
         ).printLine()
         Result(name: "\(prefix).lost_records", value: Double(lost), unit: "records", goal: goals ? "0" : nil)
@@ -297,13 +309,15 @@ enum Recall {
 
         deinit { close(fd) }
 
-        func stall(_ kind: Kind, nanos: UInt64) {
+        /// Blocks for about `nanos`; returns whether a signal cut the wait short (EINTR).
+        func stall(_ kind: Kind, nanos: UInt64) -> Bool {
             switch kind {
             case .compute: MonitorBenchmarks.spin(nanoseconds: nanos)
-            case .sleep: usleep(UInt32(nanos / 1000))
+            case .sleep: return usleep(UInt32(nanos / 1000)) != 0 && errno == EINTR
             case .mutex: holder.block(for: nanos)
             case .fileIO: writeAndSync(for: nanos)
             }
+            return false
         }
 
         /// 256 KiB written and flushed to the disk, again and again, until `nanos` have passed.
