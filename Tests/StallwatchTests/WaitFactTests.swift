@@ -95,7 +95,12 @@ import Testing
         #expect(facts.contains { $0.kind == .file && $0.target == path }, "\(facts)")
     }
 
-    @Test func mappedEvictedFileTouchedPageByPageIsPageFault() async throws {
+    @Test(
+        .timingSensitive(
+            "the mapping is named by whose resident size grew most between two smaps readings; when the "
+                + "machine faults other pages of this process in meanwhile (the test binary's own, on a "
+                + "loaded machine) another mapping can win: a known weakness of the heuristic (issue 24)"))
+    func mappedEvictedFileTouchedPageByPageIsPageFault() async throws {
         let path = evictedFile(megabytes: 128)
         defer { unlink(path) }
         let run = try await monitored { loop, measure in

@@ -17,9 +17,14 @@ struct MappingGrowth {
         last = [:]
         lastTime = 0
         lastResult = nil
+        compared = false
     }
 
     private var lastResult: String?
+    /// Whether a reading was compared with an earlier one in this stall: until then the next
+    /// faulting sample reads again at once (a first reading alone names nothing, and a stall's
+    /// faults may not last another 50 ms).
+    private var compared = false
 
     /// smaps is read at most this often; in between, the last answer stands.
     static let minimumInterval: UInt64 = 50_000_000
@@ -28,7 +33,7 @@ struct MappingGrowth {
     /// call or when none grew.
     mutating func grownMapping() -> String? {
         let time = sw_monotonic_ns()
-        if lastTime != 0, time &- lastTime < Self.minimumInterval { return lastResult }
+        if lastTime != 0, compared, time &- lastTime < Self.minimumInterval { return lastResult }
         lastTime = time
         lastResult = compare()
         return lastResult
@@ -38,6 +43,7 @@ struct MappingGrowth {
         let now = Self.read()
         defer { last = now }
         guard !last.isEmpty else { return nil }
+        compared = true
         var best: (path: String, growth: UInt64)?
         for (start, mapping) in now {
             let before = last[start]?.rssKB ?? 0

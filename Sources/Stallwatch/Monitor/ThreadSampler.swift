@@ -148,9 +148,8 @@ struct ThreadSampler {
         // Self-sampling, unless a wait for the thread's own capture failed and not one tick ever
         // reached it (a thread that blocks the ticks' signal is signalled as without them).
         let selfSampling = own.map { !stacks.ownWaitFailed || $0.sampler.counters.ticks > 0 } ?? false
-        // 1. Blocked in a call a signal would end early (EINTR), or in any call while the thread
-        //    takes its own stacks (no signal at all then): read the stack.
-        if let call = kernel.syscall, selfSampling || StackScanner.neverRestarted.contains(call) {
+        // 1. Blocked in a call a signal would end early (EINTR): read the stack, never signal.
+        if let call = kernel.syscall, StackScanner.neverRestarted.contains(call) {
             let scanned = stacks.scanner.scan()
             return finish(scanned, scanned.isEmpty ? .none : .scan, timedOut: false)
         }
