@@ -1,3 +1,4 @@
+import CStallwatchSampler
 import CStallwatchShims
 import Glibc
 import StallwatchCore
@@ -18,6 +19,32 @@ final class StackCapture {
     var ownWaitFailed = false
     /// When the process was stopped while a sample waited for an own capture.
     var stoppedDuring: ClosedRange<UInt64>?
+    /// Whether the thread blocks the self-sampling signal, once read in this stall.
+    private var blocksTicks: Bool?
+
+    /// Whether thread `tid` blocks the self-sampling signal (its `SigBlk` in /proc), read once
+    /// per stall.
+    func ticksBlocked(tid: Int32) -> Bool {
+        if let blocksTicks { return blocksTicks }
+        let blocked = Self.blocks(signal: sw_self_default_signal(), tid: tid)
+        blocksTicks = blocked
+        return blocked
+    }
+
+    private static func blocks(signal: Int32, tid: Int32) -> Bool {
+        guard let file = fopen("/proc/self/task/\(tid)/status", "r") else { return false }
+        defer { fclose(file) }
+        var line: UnsafeMutablePointer<CChar>?
+        var capacity = 0
+        defer { free(line) }
+        while getline(&line, &capacity, file) > 0 {
+            let text = String(cString: line!)
+            guard text.hasPrefix("SigBlk:") else { continue }
+            let mask = UInt64(text.dropFirst(7).trimmingCharacters(in: .whitespacesAndNewlines), radix: 16) ?? 0
+            return mask & (1 << UInt64(signal - 1)) != 0
+        }
+        return false
+    }
     /// When the previous sample (or the stall's detection) was: perf samples older are not news.
     var lastSampleTime: UInt64 = 0
     /// The thread's latest perf sample was taken in the kernel: a signal would wait for the
@@ -61,6 +88,7 @@ final class StackCapture {
         lastStack = []
         lastTimedOut = false
         ownWaitFailed = false
+        blocksTicks = nil
         inKernelPerPerf = false
         enablePending = perf != nil
     }

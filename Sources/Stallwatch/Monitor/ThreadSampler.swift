@@ -145,9 +145,9 @@ struct ThreadSampler {
             return (addresses, source, timedOut)
         }
         var timedOut = false
-        // Self-sampling, unless a wait for the thread's own capture failed and not one tick ever
-        // reached it (a thread that blocks the ticks' signal is signalled as without them).
-        let selfSampling = own.map { !stacks.ownWaitFailed || $0.sampler.counters.ticks > 0 } ?? false
+        // Self-sampling, unless the thread blocks the ticks' signal (then it is signalled as
+        // without them): asked of /proc only once a wait for its own capture was in vain.
+        let selfSampling = own != nil && !(stacks.ownWaitFailed && stacks.ticksBlocked(tid: tid))
         // 1. Blocked in a call a signal would end early (EINTR): read the stack, never signal.
         if let call = kernel.syscall, StackScanner.neverRestarted.contains(call) {
             let scanned = stacks.scanner.scan()
