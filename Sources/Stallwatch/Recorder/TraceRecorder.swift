@@ -20,7 +20,7 @@ public final class TraceRecorder: @unchecked Sendable {
     public let mode: TraceMode
     /// The monitor whose stalls it records: the recorder's own, which it starts and stops; or,
     /// for the recorder `STALLWATCH_TRACE` started in an app that runs its own monitor, the
-    /// app's, which it only listens to.
+    /// app's, which it only listens to. Any thread.
     public var monitor: StallMonitor { source.withLock { $0.monitor } }
 
     /// Where the stalls come from, and whether the recorder owns (starts and stops) that monitor
