@@ -22,15 +22,14 @@ struct MappingGrowth {
 
     private var lastResult: String?
     /// Whether a reading was compared with an earlier one in this stall: until then the next
-    /// faulting sample reads again at once (a first reading alone names nothing, and a stall's
-    /// faults may not last another 50 ms).
+    /// faulting sample reads again at once (a stall's faults may not last another 50 ms).
     private var compared = false
 
     /// smaps is read at most this often; in between, the last answer stands.
     static let minimumInterval: UInt64 = 50_000_000
 
-    /// The path of the mapping that grew the most since the previous reading, nil on the first
-    /// call or when none grew.
+    /// The path of the mapping that grew the most since the previous reading (on the stall's
+    /// first call, during a second reading), nil when none grew.
     mutating func grownMapping() -> String? {
         let time = sw_monotonic_ns()
         if lastTime != 0, compared, time &- lastTime < Self.minimumInterval { return lastResult }
@@ -40,8 +39,14 @@ struct MappingGrowth {
     }
 
     private mutating func compare() -> String? {
-        let now = Self.read()
+        var now = Self.read()
         defer { last = now }
+        // The stall's first reading: a second one at once compares the growth while the first
+        // was read (a short stall may have no second faulting sample).
+        if last.isEmpty {
+            last = now
+            now = Self.read()
+        }
         guard !last.isEmpty else { return nil }
         compared = true
         var best: (path: String, growth: UInt64)?

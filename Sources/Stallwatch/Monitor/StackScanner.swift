@@ -41,8 +41,8 @@ final class StackScanner {
 
     deinit { if syscallFD >= 0 { close(syscallFD) } }
 
-    /// The PC (frame 0) and the return addresses found above SP; empty if the thread is not
-    /// in a system call any more.
+    /// The PC (frame 0) and the return addresses found above SP; empty if the thread is running
+    /// (it is no longer blocked in a system call or a page fault).
     func scan(maxFrames: Int = 64, maxBytes: UInt64 = 64 << 10) -> [UInt64] {
         guard let (sp, pc) = registers() else { return [] }
         if mapping(containing: pc) == nil { reloadMappings() }
@@ -96,7 +96,8 @@ final class StackScanner {
         return nil
     }
 
-    /// "nr arg1 … arg6 sp pc" while in a syscall ("running" or "-1 sp pc" otherwise).
+    /// "nr arg1 … arg6 sp pc" while in a syscall, "-1 sp pc" while blocked outside one (a
+    /// page fault being read in), "running" otherwise.
     private func registers() -> (UInt64, UInt64)? {
         guard syscallFD >= 0 else { return nil }
         var buffer = [UInt8](repeating: 0, count: 256)
@@ -105,9 +106,9 @@ final class StackScanner {
         let fields = String(decoding: buffer[0..<n], as: UTF8.self).split(whereSeparator: {
             $0 == " " || $0 == "\n"
         })
-        guard fields.count == 9, let sp = UInt64(hex: fields[7]), let pc = UInt64(hex: fields[8]) else {
-            return nil
-        }
+        guard fields.count == 9 || fields.count == 3, let sp = UInt64(hex: fields[fields.count - 2]),
+            let pc = UInt64(hex: fields[fields.count - 1])
+        else { return nil }
         return (sp, pc)
     }
 

@@ -203,7 +203,7 @@ struct ThreadSampler {
         if let fresh = perfStack ?? stacks.perf?.latest(notBefore: stacks.lastSampleTime) {
             return finish(fresh.addresses, .perf, timedOut: timedOut, perf: fresh)
         }
-        // 5. Caught blocked in a syscall: scan the stack /proc points at.
+        // 5. Caught blocked in a syscall or a page fault (-1): scan the stack /proc points at.
         if kernel.syscall != nil {
             let scanned = stacks.scanner.scan()
             if !scanned.isEmpty { return finish(scanned, .scan, timedOut: timedOut) }
