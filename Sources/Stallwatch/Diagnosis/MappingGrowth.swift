@@ -21,8 +21,8 @@ struct MappingGrowth {
     }
 
     private var lastResult: String?
-    /// Whether a reading was compared with an earlier one in this stall: until then the next
-    /// faulting sample reads again at once (a stall's faults may not last another 50 ms).
+    /// Whether a comparison in this stall named a mapping: until then the next faulting sample
+    /// reads again at once (a stall's faults may not last another 50 ms).
     private var compared = false
 
     /// smaps is read at most this often; in between, the last answer stands.
@@ -34,7 +34,8 @@ struct MappingGrowth {
         let time = sw_monotonic_ns()
         if lastTime != 0, compared, time &- lastTime < Self.minimumInterval { return lastResult }
         lastTime = time
-        lastResult = compare()
+        // None grew since a mapping was named: the thread waits for that file's next read-in.
+        lastResult = compare() ?? lastResult
         return lastResult
     }
 
@@ -48,7 +49,6 @@ struct MappingGrowth {
             now = Self.read()
         }
         guard !last.isEmpty else { return nil }
-        compared = true
         var best: (path: String, growth: UInt64)?
         for (start, mapping) in now {
             let before = last[start]?.rssKB ?? 0
@@ -56,6 +56,9 @@ struct MappingGrowth {
             let growth = mapping.rssKB - before
             if growth > (best?.growth ?? 0) { best = (mapping.path, growth) }
         }
+        // Until a mapping is named, every faulting sample reads again (none grew: the thread
+        // waited for one read-in between the two readings).
+        compared = best != nil
         return best?.path
     }
 
