@@ -98,8 +98,7 @@ import Testing
     @Test(
         .disabled(
             if: Sanitizer.address,
-            "under ASan the stall's first sample spends the rest of the stall reading /proc/self/smaps twice and "
-                + "sees no mapping grow (both attempts, 2 of 3 ASan runs here); the plain and TSan runs check it"),
+            "under ASan one sample reads smaps for the whole stall and sees no mapping grow (docs/sanitizers.md)"),
         .timingSensitive(
             "the mapping is named by whose resident size grew most between two smaps readings; when the "
                 + "machine faults other pages of this process in meanwhile (the test binary's own, on a "
