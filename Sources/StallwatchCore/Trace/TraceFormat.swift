@@ -11,6 +11,9 @@ public enum TraceFormat {
     /// The first four bytes of every trace: `"SWTR"`.
     public static let magic: (UInt8, UInt8, UInt8, UInt8) = (0x53, 0x57, 0x54, 0x52)
 
+    /// `magic` as an array.
+    public static let magicBytes: [UInt8] = [magic.0, magic.1, magic.2, magic.3]
+
     /// The version this code writes and the newest it reads. Adding a record kind does not
     /// change it (old readers skip the kind); changing the framing or an existing kind's
     /// payload does.

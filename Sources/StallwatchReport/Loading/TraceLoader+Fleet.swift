@@ -120,7 +120,19 @@ extension TraceLoader {
     /// How many workers `forEachIndex` runs for `count` items.
     static func workerCount(_ count: Int, _ workers: Int) -> Int { max(1, min(workers, count)) }
 
+    /// Adds the traces under `directory` to `found`. An entry named like a trace that is not
+    /// a regular file (a dangling or looping link, a directory, a FIFO) is added too, so loading
+    /// lists it as unreadable; a directory reached twice (a link to a parent) is walked once.
     private static func walk(_ directory: String, into found: inout [String]) {
+        var visited = Set<[UInt64]>()
+        walk(directory, into: &found, visited: &visited)
+    }
+
+    private static func walk(_ directory: String, into found: inout [String], visited: inout Set<[UInt64]>) {
+        var own = stat()
+        guard stat(directory, &own) == 0, visited.insert([UInt64(own.st_dev), UInt64(own.st_ino)]).inserted else {
+            return
+        }
         guard let handle = opendir(directory) else { return }
         defer { closedir(handle) }
         while let entry = readdir(handle) {
@@ -132,17 +144,21 @@ extension TraceLoader {
             // The entry's type as the directory gives it; `stat` only when it does not say, or
             // for a link (whose target decides). A fleet directory is 10,000 entries.
             var type = Int32(entry.pointee.d_type)
+            let named = name.hasSuffix(traceExtension)
             if type != Int32(DT_DIR) && type != Int32(DT_REG) {
                 var info = stat()
-                guard stat(path, &info) == 0 else { continue }
+                if stat(path, &info) != 0 {
+                    if named { found.append(path) }
+                    continue
+                }
                 type =
                     (info.st_mode & S_IFMT) == S_IFDIR
                     ? Int32(DT_DIR) : (info.st_mode & S_IFMT) == S_IFREG ? Int32(DT_REG) : 0
             }
-            if type == Int32(DT_DIR) {
-                walk(path, into: &found)
-            } else if type == Int32(DT_REG) && name.hasSuffix(traceExtension) {
+            if named {
                 found.append(path)
+            } else if type == Int32(DT_DIR) {
+                walk(path, into: &found, visited: &visited)
             }
         }
     }

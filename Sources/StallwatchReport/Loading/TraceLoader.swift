@@ -97,6 +97,9 @@ public enum TraceLoader {
     package static func load(
         bytes: [UInt8], path: String, includeCallouts: Bool, workers: Int, asColumns: Bool
     ) -> Result<LoadedTrace, TraceLoadError> {
+        if bytes.isEmpty {
+            return .failure(TraceLoadError(path: path, description: "\(path): byte 0: empty, not a trace"))
+        }
         let trace = bytes.withUnsafeBytes { decode($0, fileName: path, workers: workers, asColumns: asColumns) }
         if trace.outcome.recordCount == 0, let problem = trace.outcome.problems.first {
             return .failure(TraceLoadError(path: path, description: problem.description))
@@ -169,11 +172,24 @@ public enum TraceLoader {
                 TraceLoadError(
                     path: path, description: "\(path): byte 0: cannot \(what) (\(String(cString: strerror(errno))))"))
         }
-        let descriptor = open(path, O_RDONLY | O_CLOEXEC)
+        // Non-blocking, so a FIFO's open does not wait for a writer; only regular files are read.
+        let descriptor = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK)
         guard descriptor >= 0 else { return failure("open") }
         defer { close(descriptor) }
         var info = stat()
         guard fstat(descriptor, &info) == 0 else { return failure("stat") }
+        let type = info.st_mode & S_IFMT
+        guard type == S_IFREG else {
+            let what =
+                type == S_IFDIR
+                ? "a directory named like a trace"
+                : type == S_IFIFO ? "a FIFO" : type == S_IFSOCK ? "a socket" : "a device"
+            return .failure(
+                TraceLoadError(
+                    path: path,
+                    description: "\(path): byte 0: not a regular file (\(what)); give a stream on standard input as '-'"
+                ))
+        }
         // Read straight into the final buffer (no chunk copies); a file that grows while being
         // read is read up to the size it had.
         let size = Int(max(0, info.st_size))

@@ -74,16 +74,40 @@ struct InputSource: Sendable {
     /// Reads everything; `nil` when reading failed (`errno` says why).
     let read: @Sendable () -> [UInt8]?
 
-    /// The process's standard input, read to its end.
+    /// The process's standard input, read to its end once: every later read gets the same
+    /// bytes (`diff - -`). Reading stops early when the first bytes are not a trace's preamble
+    /// (the loader then says so) and fails with `EFBIG` past `standardInputLimit` bytes: a pipe
+    /// has no size to check first.
     static let standardInput = InputSource {
+        standardInputBytes.withLock { cached in
+            if let cached { return cached }
+            let bytes = readToEnd(descriptor: 0, limit: standardInputLimit)
+            let saved = errno
+            cached = .some(bytes)
+            errno = saved
+            return bytes
+        }
+    }
+
+    /// The most `standardInput` reads: 4 GiB.
+    static let standardInputLimit = 4 << 30
+
+    /// Everything on `descriptor` up to its end, nil on a read error or past `limit` bytes
+    /// (`errno` says which); only the preamble when that is not a trace's.
+    static func readToEnd(descriptor: Int32, limit: Int) -> [UInt8]? {
         var bytes: [UInt8] = []
         var chunk = [UInt8](repeating: 0, count: 1 << 16)
         while true {
-            let count = chunk.withUnsafeMutableBytes { Glibc.read(0, $0.baseAddress, $0.count) }
+            let count = chunk.withUnsafeMutableBytes { Glibc.read(descriptor, $0.baseAddress, $0.count) }
             if count < 0 && errno == EINTR { continue }
             if count < 0 { return nil }
             if count == 0 { return bytes }
             bytes += chunk[..<count]
+            if bytes.count >= 4 && !bytes.starts(with: TraceFormat.magicBytes) { return bytes }
+            if bytes.count > limit {
+                errno = EFBIG
+                return nil
+            }
         }
     }
 
@@ -198,6 +222,9 @@ func terminalWidth(of descriptor: Int32) -> Int? {
     guard ioctl(descriptor, UInt(TIOCGWINSZ), &size) == 0, size.ws_col > 0 else { return nil }
     return Int(size.ws_col)
 }
+
+/// What `InputSource.standardInput` read, once it has.
+private let standardInputBytes = Mutex<[UInt8]??>(nil)
 
 /// What `CommandContext.keepUntilExit` keeps.
 private let keptUntilExit = Mutex<[any Sendable]>([])

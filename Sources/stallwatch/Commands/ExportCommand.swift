@@ -59,6 +59,11 @@ struct ExportCommand: ParsableCommand {
     @Flag(help: "otlp-json: also one span per callout of a full-mode trace.")
     var callouts = false
 
+    /// The export is never written over its input.
+    func validate() throws(UsageError) {
+        if case .file(let path) = output { try refuseOverwritingInputs([("-o", path)], inputs: [trace]) }
+    }
+
     /// Reads the trace and writes the export.
     func run(in context: CommandContext) throws -> ExitCode {
         if format.takesMany { return try exportMany(in: context) }

@@ -93,6 +93,9 @@ struct GateCommand: ParsableCommand {
             throw UsageError(
                 "Give at least one limit (--max-stalls, --max-hangs, --max-hitch-ratio, --max, --max-regression)")
         }
+        if let junit {
+            try refuseOverwritingInputs([("--junit", junit)], inputs: traces + (baseline.map { [$0] } ?? []))
+        }
     }
 
     /// Reads the traces, checks the limits, writes the JUnit file and prints the results. An

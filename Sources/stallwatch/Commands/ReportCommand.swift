@@ -50,6 +50,11 @@ struct ReportCommand: ParsableCommand {
     @Flag(help: "With several traces, also print one line per trace.")
     var listTraces = false
 
+    /// The page is never written over an input.
+    func validate() throws(UsageError) {
+        if case .file(let path) = html { try refuseOverwritingInputs([("--html", path)], inputs: traces) }
+    }
+
     /// Reads the traces and prints the report.
     func run(in context: CommandContext) throws -> ExitCode {
         // The page draws the loop's busy time from every callout of a full-mode trace.

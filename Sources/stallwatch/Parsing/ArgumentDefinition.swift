@@ -9,7 +9,7 @@ struct ArgumentDefinition: Sendable, Hashable {
         /// A positional value. `repeating` takes every remaining positional; `capturesRest`
         /// also takes everything after its first value, options included (a command line).
         case positional(optional: Bool, repeating: Bool, capturesRest: Bool)
-        /// `--name <value>`; `repeating` keeps every occurrence, else the last wins.
+        /// `--name <value>`; `repeating` keeps every occurrence, else a second is an error.
         case option(required: Bool, repeating: Bool)
         /// `--name`, present or not.
         case flag

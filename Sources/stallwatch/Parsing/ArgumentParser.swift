@@ -138,6 +138,11 @@ enum ArgumentParser {
                 } else {
                     throw UsageError("Missing value for '\(name) <\(definition.valueName)>'")
                 }
+                // Given twice, a single-valued option is refused, not resolved: which of
+                // `--max-stalls 1 --max-stalls 100` was meant is not ours to guess.
+                if case .option(_, false) = definition.kind, let first = parsed.values[definition.name]?.first {
+                    throw UsageError("'\(name)' is given twice ('\(first)' and '\(value)'); give it once")
+                }
                 parsed.values[definition.name, default: []].append(value)
             case .positional:
                 break

@@ -1,3 +1,5 @@
+import StallwatchReport
+
 #if canImport(Glibc)
     import Glibc
 #endif
@@ -53,6 +55,20 @@ enum OutputDestination: Sendable, Hashable, ExpressibleByArgument {
         switch self {
         case .standardOutput: "-"
         case .file(let path): path
+        }
+    }
+}
+
+/// Refuses an output that is one of the command's input traces (or a trace under an input
+/// directory): writing it would destroy what the command reads. `outputs` pairs each path
+/// with its option's spelling; an output that does not exist yet is never an input.
+func refuseOverwritingInputs(_ outputs: [(option: String, path: String)], inputs: [String]) throws(UsageError) {
+    let existing = outputs.compactMap { output in FileStamp(path: output.path).map { (output, $0) } }
+    guard !existing.isEmpty else { return }
+    for input in TraceLoader.expand(inputs) where input != TraceInputs.standardInputName {
+        guard let stamp = FileStamp(path: input) else { continue }
+        for (output, written) in existing where written.device == stamp.device && written.inode == stamp.inode {
+            throw UsageError("\(output.option) \(output.path) is the input \(input): refusing to overwrite it")
         }
     }
 }

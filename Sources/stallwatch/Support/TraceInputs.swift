@@ -189,6 +189,11 @@ enum TraceInputs {
     /// All of standard input, or an error naming it.
     static func readStandardInput(context: CommandContext) throws(CommandFailure) -> [UInt8] {
         guard let bytes = context.standardInput.read() else {
+            if errno == EFBIG {
+                throw CommandFailure(
+                    "-: standard input holds more than \(InputSource.standardInputLimit >> 30) GiB; "
+                        + "save it to a file and name the file")
+            }
             throw CommandFailure("-: byte 0: cannot read standard input (\(String(cString: strerror(errno))))")
         }
         return bytes
