@@ -69,7 +69,7 @@ import Testing
     }
 
     @Test func foldedFrameNamesCannotBreakTheFormat() {
-        #expect(FoldedStacksExporter.sanitize("a;b\nc") == "a:b c")
+        #expect(FoldedStacksExporter.sanitize("a;b\nc") == #"a:b\nc"#)
         #expect(FoldedStacksExporter.sanitize("") == "?")
     }
 

@@ -37,16 +37,10 @@ public enum FoldedStacksExporter {
             .sorted { $0.stack < $1.stack }.map { "\($0.stack) \($0.micros)\n" }.joined()
     }
 
-    /// Frame names may not hold the separator or a line break.
+    /// Frame names may not hold the separator (`;` becomes `:`) nor a line break or any other
+    /// control character (shown escaped, as in text output: `terminalSafe(_:style:)`).
     static func sanitize(_ name: String) -> String {
-        var result = ""
-        for character in name {
-            switch character {
-            case ";": result.append(":")
-            case "\n", "\r": result.append(" ")
-            default: result.append(character)
-            }
-        }
+        let result = terminalSafe(name.contains(";") ? String(name.map { $0 == ";" ? ":" : $0 }) : name)
         return result.isEmpty ? "?" : result
     }
 }

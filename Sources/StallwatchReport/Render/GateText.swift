@@ -24,6 +24,6 @@ public enum GateText {
         } else {
             lines.append("Result: " + style.red("FAIL") + " (\(failed) of \(plural(checks.count, "limit")) exceeded)")
         }
-        return lines.joined(separator: "\n") + "\n"
+        return terminalText(lines, style: style)
     }
 }

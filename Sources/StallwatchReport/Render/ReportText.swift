@@ -89,7 +89,7 @@ public enum ReportText {
             lines += signatureLines(signature, rank: index + 1, style: style, width: width, verbose: options.verbose)
             if fleet { lines += FleetText.signatureLines(signature, traceCount: report.traces.count, width: width) }
         }
-        return lines.joined(separator: "\n") + "\n"
+        return terminalText(lines, style: style)
     }
 
     static func signatureLines(

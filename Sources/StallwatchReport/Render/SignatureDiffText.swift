@@ -27,6 +27,6 @@ extension SignatureDiff {
         section("Gone", gone, "-", style.green)
         lines.append("")
         lines.append("Unchanged: " + plural(unchanged.count, "signature"))
-        return lines.joined(separator: "\n") + "\n"
+        return terminalText(lines, style: style)
     }
 }

@@ -62,7 +62,7 @@ public enum StallText {
         lines.append("")
         if stall.samples.isEmpty {
             lines.append("No samples.")
-            return lines.joined(separator: "\n") + "\n"
+            return terminalText(lines, style: style)
         }
         // Where the stacks came from: in the heading when every sample says the same, else a
         // column (docs/watchdog.md, "Where a sample's stack comes from").
@@ -116,7 +116,7 @@ public enum StallText {
                 lines.append(stack.system ? style.dim(text) : text)
             }
         }
-        return lines.joined(separator: "\n") + "\n"
+        return terminalText(lines, style: style)
     }
 
     /// The innermost frame, then the next ones that are not compiler-generated glue, as many
@@ -155,7 +155,7 @@ public enum StallText {
         var lines = wrapItems(
             [style.bold("Stalls") + " in \(trace):", plural(stalls.count, "stall")], separator: " ", first: "",
             continuation: "  ", width: width.map { $0 + (options.colour ? 8 : 0) })
-        guard !stalls.isEmpty else { return lines.joined(separator: "\n") + "\n" }
+        guard !stalls.isEmpty else { return terminalText(lines, style: style) }
         // The site column gives way first so the signature keeps 20 columns.
         let siteWidth = min(stalls.map(\.site.count).max() ?? 4, width.map { min(28, max(12, $0 - 50 - 20)) } ?? 28)
         lines.append(
@@ -174,6 +174,6 @@ public enum StallText {
         }
         lines.append("")
         lines.append("Show one: stallwatch show \(trace) --stall ID")
-        return lines.joined(separator: "\n") + "\n"
+        return terminalText(lines, style: style)
     }
 }

@@ -122,3 +122,85 @@ extension String {
         return text
     }
 }
+
+/// `lines` as terminal text, one per line, each made safe by `terminalSafe(_:style:)`: a name
+/// from a trace cannot start a line of its own, move the cursor, retitle the window or turn
+/// text around. What every text renderer returns.
+func terminalText(_ lines: [String], style: Style) -> String {
+    var text = ""
+    for line in lines {
+        text += terminalSafe(line, style: style)
+        text += "\n"
+    }
+    return text
+}
+
+/// `text` with every character a terminal would act on shown instead: C0 and C1 controls
+/// (line breaks and escape included) and DEL as `\n`, `\r`, `\t` or `\u{1B}`, and the Unicode
+/// bidirectional controls (U+061C, U+200E–U+200F, U+202A–U+202E, U+2066–U+2069) and line
+/// separators (U+2028–U+2029) as `\u{202E}`. With `style` enabled, the exact sequences `Style`
+/// writes pass: a trace that holds one of them can only bold, dim or colour its own text.
+func terminalSafe(_ text: String, style: Style = Style(enabled: false)) -> String {
+    let scalars = text.unicodeScalars
+    guard scalars.contains(where: needsEscape) else { return text }
+    var result = String.UnicodeScalarView()
+    var index = scalars.startIndex
+    while index < scalars.endIndex {
+        let scalar = scalars[index]
+        if scalar == "\u{1B}", style.enabled, let end = Style.sequenceEnd(in: scalars, at: index) {
+            result.append(contentsOf: scalars[index..<end])
+            index = end
+            continue
+        }
+        index = scalars.index(after: index)
+        guard needsEscape(scalar) else {
+            result.append(scalar)
+            continue
+        }
+        let shown: String
+        switch scalar {
+        case "\n": shown = "\\n"
+        case "\r": shown = "\\r"
+        case "\t": shown = "\\t"
+        default: shown = "\\u{" + String(scalar.value, radix: 16, uppercase: true) + "}"
+        }
+        result.append(contentsOf: shown.unicodeScalars)
+    }
+    return String(result)
+}
+
+private func needsEscape(_ scalar: Unicode.Scalar) -> Bool {
+    switch scalar.value {
+    case 0x00..<0x20, 0x7F..<0xA0, 0x061C, 0x200E...0x200F, 0x2028...0x202E, 0x2066...0x2069: true
+    default: false
+    }
+}
+
+extension Style {
+    /// The codes `wrap` writes, between `ESC [` and `m`.
+    fileprivate static let codes: [String] = ["0", "1", "2", "31", "32", "33"]
+
+    /// The end of the `Style` sequence that starts at `index` (an escape), if it is one.
+    fileprivate static func sequenceEnd(
+        in scalars: String.UnicodeScalarView, at index: String.UnicodeScalarView.Index
+    ) -> String.UnicodeScalarView.Index? {
+        let rest = scalars[index...].dropFirst()
+        guard rest.first == "[" else { return nil }
+        let body = rest.dropFirst().prefix(3)
+        guard let end = body.firstIndex(of: "m") else { return nil }
+        return codes.contains(String(String.UnicodeScalarView(body[..<end]))) ? scalars.index(after: end) : nil
+    }
+}
+
+/// Text made safe for a terminal, for what the command line prints beside the renderers (its
+/// messages, which name files).
+///
+/// Pure; use it on any thread.
+public enum TerminalText {
+    /// `text` with its line breaks kept and every other character a terminal acts on shown
+    /// escaped (`terminalSafe(_:style:)`): for a message that names a file.
+    public static func message(_ text: String) -> String {
+        text.split(separator: "\n", omittingEmptySubsequences: false).map { terminalSafe(String($0)) }
+            .joined(separator: "\n")
+    }
+}

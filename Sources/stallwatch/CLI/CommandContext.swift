@@ -197,9 +197,10 @@ struct CommandContext: Sendable {
         standardOutput.write(text + "\n")
     }
 
-    /// Writes `text` and a newline to standard error.
+    /// Writes `text` and a newline to standard error, any control or bidirectional character
+    /// in it (a file's name can hold them) shown escaped.
     func printError(_ text: String) {
-        standardError.write(text + "\n")
+        standardError.write(TerminalText.message(text) + "\n")
     }
 }
 

@@ -1,0 +1,206 @@
+// Inputs a hostile or careless user gives: names from a trace that would drive a terminal or
+// forge a line, an output named over an input, endless or foreign standard input, a FIFO, a
+// repeated option, odd directory entries. None may change an exit status, hang, lose a file or
+// print what the trace did not say (docs/cli.md, "Inputs and exit codes").
+import Foundation
+import StallwatchCore
+import Testing
+
+@testable import StallwatchReport
+
+@Suite struct HostileInputTests {
+    /// What a hostile trace puts in names: a forged line, a window-title and a clear-screen
+    /// sequence, NUL, BEL, a right-to-left override, a folded-stack separator.
+    static let forgedLine = "\nFAKE: PASS"
+    static let title = "\u{1B}]0;owned\u{07}"
+    static let clear = "\u{1B}[2J\u{1B}[8m"
+    static let override = "\u{202E}fdp.exe"
+
+    /// One compute stall whose process, callout label and file, mode, annotation and frames
+    /// all hold control and bidirectional characters.
+    static func hostileTrace() -> [UInt8] {
+        var builder = TraceBuilder()
+        let ms = Fixture.millisecond
+        builder.add([
+            .header(
+                .init(
+                    processName: "App" + title, pid: 9, wallClockStart: 0, clockBase: Fixture.clockBase,
+                    mode: .stalls)),
+            .module(.init(index: 1, loadAddress: 0x1000, path: "/opt/App" + clear)),
+            .callSite(
+                .init(id: 1, kind: .post, label: "reload" + forgedLine, file: "App/Feed" + override + ".swift", line: 3)),
+            .modeName(.init(id: 0, name: "default" + clear)),
+            .annotation(.init(id: 1, annotation: Annotation(label: "scroll" + forgedLine + "\u{0}"))),
+            .symbol(.init(address: 0x1100, module: 1, name: "App.hash" + forgedLine + ";x" + title, file: "App/H.swift")),
+            .symbol(.init(address: 0x1200, module: 1, name: "App.main" + override)),
+            .stallBegan(.init(id: 1, start: 1_000 * ms, site: 1, mode: 0, phase: .beforeSources, tier: .hitch)),
+        ])
+        for offset: UInt64 in [17, 40, 70] {
+            builder.add(
+                .sample(
+                    .init(
+                        stall: 1, time: (1_000 + offset) * ms, state: .running, cpuTime: offset * ms, annotation: 1,
+                        frames: [0x1100, 0x1200])))
+        }
+        builder.add(.stallEnded(.init(id: 1, end: 1_090 * ms)))
+        return builder.bytes
+    }
+
+    /// Scalars a terminal acts on, or that turn text around.
+    static func controls(in text: String) -> [Unicode.Scalar] {
+        text.unicodeScalars.filter {
+            ($0.value < 0x20 && $0 != "\n") || (0x7F..<0xA0).contains($0.value) || $0 == "\u{202E}"
+        }
+    }
+
+    @Test(arguments: [
+        ["report", "-"], ["report", "-", "--wide", "--verbose"], ["show", "-"], ["show", "-", "--stall", "1"],
+        ["show", "-", "--stall", "1", "--wide", "--verbose"], ["gate", "-", "--max-stalls", "0"],
+    ])
+    func namesFromATraceCannotDriveTheTerminal(arguments: [String]) {
+        let run = CLIRun(arguments, input: Self.hostileTrace())
+        #expect(run.exitCode == (arguments[0] == "gate" ? 1 : 0), "\(run.error)")
+        #expect(Self.controls(in: run.output).isEmpty, "\(run.output)")
+        #expect(!run.output.split(separator: "\n").contains { $0.hasPrefix("FAKE") }, "\(run.output)")
+        if arguments[0] == "show" && arguments.count > 2 {
+            // The names are there, escaped.
+            #expect(run.output.contains("\\nFAKE: PASS"), "\(run.output)")
+            #expect(run.output.contains("\\u{202E}"), "\(run.output)")
+        }
+    }
+
+    @Test func colourKeepsOnlyStallwatchsOwnSequences() {
+        let run = CLIRun(["report", "-", "--wide"], terminal: true, input: Self.hostileTrace())
+        #expect(run.exitCode == 0)
+        let own: Set<String> = ["\u{1B}[0m", "\u{1B}[1m", "\u{1B}[2m", "\u{1B}[31m", "\u{1B}[32m", "\u{1B}[33m"]
+        let scalars = Array(run.output.unicodeScalars)
+        var styled = 0
+        for (index, scalar) in scalars.enumerated() where scalar == "\u{1B}" {
+            let sequence = String(String.UnicodeScalarView(scalars[index..<min(index + 4, scalars.count)]))
+            let sequence3 = String(String.UnicodeScalarView(scalars[index..<min(index + 5, scalars.count)]))
+            #expect(own.contains(sequence) || own.contains(sequence3), "\(sequence3.debugDescription)")
+            styled += 1
+        }
+        #expect(styled > 0, "colour is on for a terminal")
+        #expect(run.output.contains("\\u{1B}]0;owned\\u{7}"), "\(run.output)")
+    }
+
+    @Test func foldedStacksKeepOneStackALine() {
+        let run = CLIRun(["export", "-", "--format", "folded", "-o", "-"], input: Self.hostileTrace())
+        #expect(run.exitCode == 0, "\(run.error)")
+        let lines = run.output.split(separator: "\n", omittingEmptySubsequences: false).dropLast()
+        #expect(lines.count == 1, "\(run.output.debugDescription)")
+        for line in lines {
+            let fields = line.split(separator: " ")
+            #expect(Int(fields.last ?? "") != nil, "\(line)")
+            // category;main;hash: three frames, whatever the names held.
+            #expect(line.split(separator: ";").count == 3, "\(line)")
+            #expect(Self.controls(in: String(line)).isEmpty, "\(line.debugDescription)")
+        }
+    }
+
+    @Test func aFileNameCannotDriveTheTerminalEither() {
+        let directory = TemporaryDirectory()
+        let path = directory.write("bad" + Self.title + ".swtrace", Array("not a trace".utf8))
+        let run = CLIRun(["report", path])
+        #expect(run.exitCode == 2)
+        #expect(Self.controls(in: run.error).isEmpty, "\(run.error.debugDescription)")
+        #expect(run.error.contains("\\u{1B}]0;owned\\u{7}"), "\(run.error)")
+    }
+
+    // MARK: Files and streams
+
+    @Test(arguments: [
+        ["export", "T", "--format", "folded", "-o", "T"], ["report", "T", "--html", "T"],
+        ["gate", "T", "--max-stalls", "100", "--junit", "T"],
+        ["gate", "U", "--baseline", "T", "--max-regression", "10", "--junit", "T"],
+    ])
+    func anOutputOverAnInputIsRefusedAndTheInputKept(arguments: [String]) throws {
+        let directory = TemporaryDirectory()
+        let original = Fixture.standard()
+        let path = directory.write("t.swtrace", original)
+        let other = directory.write("u.swtrace", original)
+        // The same file spelled another way counts as the same file.
+        let spelled = directory.path + "/./t.swtrace"
+        let run = CLIRun(
+            arguments.enumerated().map { index, argument in
+                argument == "T" ? (index == 1 ? path : spelled) : argument == "U" ? other : argument
+            })
+        #expect(run.exitCode == 2, "\(run.output)")
+        #expect(run.error.contains("is the input") && run.error.contains("refusing to overwrite it"), "\(run.error)")
+        #expect(FileManager.default.contents(atPath: path).map(Array.init) == original)
+    }
+
+    @Test func endlessForeignStandardInputFailsAtOnce() throws {
+        // `yes` never ends: the preamble check must stop reading, not buffer all of it. The
+        // timeout only bounds a regression (it would otherwise read until memory runs out).
+        let run = try ChildRun("/bin/sh", ["-c", "yes | timeout 20 \"$0\" report -", BinaryRun.binary])
+        #expect(run.exitCode == 2, "\(run)")
+        #expect(run.error.hasPrefix("Error: -: byte 0: "), "\(run)")
+    }
+
+    @Test func standardInputIsReadOnceForEveryDash() throws {
+        let directory = TemporaryDirectory()
+        let path = directory.write("t.swtrace", Fixture.standard())
+        let run = try ChildRun("/bin/sh", ["-c", "\"$0\" diff - - < \"$1\"", BinaryRun.binary, path])
+        #expect(run.exitCode == 0, "\(run)")
+        #expect(run.output.contains("Signature diff"), "\(run.output)")
+    }
+
+    @Test func aFIFOIsRefusedNotWaitedOn() throws {
+        let directory = TemporaryDirectory()
+        let fifo = directory.path + "/p.swtrace"
+        #expect(mkfifo(fifo, 0o600) == 0)
+        // With no writer, opening the FIFO to read would block for ever: the timeout turns
+        // a regression into exit 124 rather than a hung suite.
+        let run = try ChildRun("/usr/bin/timeout", ["20", BinaryRun.binary, "report", fifo])
+        #expect(run.exitCode == 2, "\(run)")
+        #expect(run.error.contains("\(fifo): byte 0: not a regular file (a FIFO)"), "\(run)")
+        let folder = directory.path + "/d.swtrace"
+        try FileManager.default.createDirectory(atPath: folder + "/inner", withIntermediateDirectories: true)
+        let named = CLIRun(["show", folder + "/inner"])
+        #expect(named.exitCode == 2, "\(named.error)")
+    }
+
+    @Test func oddEntriesOfADirectoryAreListedAsUnreadable() throws {
+        let directory = TemporaryDirectory()
+        _ = directory.write("good.swtrace", Fixture.standard())
+        try FileManager.default.createDirectory(
+            atPath: directory.path + "/folder.swtrace", withIntermediateDirectories: false)
+        #expect(symlink(directory.path + "/missing", directory.path + "/dangling.swtrace") == 0)
+        #expect(symlink(directory.path + "/loop.swtrace", directory.path + "/loop.swtrace") == 0)
+        #expect(mkfifo(directory.path + "/pipe.swtrace", 0o600) == 0)
+        // A link back up the tree: walked once, not for ever.
+        #expect(symlink(directory.path, directory.path + "/up") == 0)
+        let run = CLIRun(["report", directory.path])
+        #expect(run.exitCode == 2, "\(run.error)")
+        for name in ["folder", "dangling", "loop", "pipe"] {
+            #expect(run.output.contains("\(name).swtrace") || run.error.contains("\(name).swtrace"), "\(name)")
+        }
+        #expect(run.output.contains("Stalls: 6,"), "\(run.output)")
+    }
+
+    @Test func emptyInputSaysEmpty() {
+        let directory = TemporaryDirectory()
+        let path = directory.write("empty.swtrace", [])
+        let run = CLIRun(["report", path])
+        #expect(run.exitCode == 2)
+        #expect(run.error.hasPrefix("Error: \(path): byte 0: empty, not a trace"), "\(run.error)")
+    }
+
+    @Test(arguments: [
+        ["gate", "-", "--max-stalls", "1", "--max-stalls", "100"], ["report", "-", "--top", "1", "--top", "3"],
+    ])
+    func aRepeatedOptionIsRefused(arguments: [String]) {
+        let run = CLIRun(arguments, input: Fixture.standard())
+        #expect(run.exitCode == 2)
+        #expect(run.error.contains("is given twice"), "\(run.error)")
+        #expect(run.output.isEmpty)
+    }
+
+    @Test func aZeroBudgetSaysWhatItWants() {
+        let run = CLIRun(["record", "-o", "-", "--budget", "0", "--", "true"])
+        #expect(run.exitCode == 2)
+        #expect(run.error.contains("above 0"), "\(run.error)")
+    }
+}
