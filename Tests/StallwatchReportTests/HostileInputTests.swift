@@ -28,10 +28,12 @@ import Testing
                     mode: .stalls)),
             .module(.init(index: 1, loadAddress: 0x1000, path: "/opt/App" + clear)),
             .callSite(
-                .init(id: 1, kind: .post, label: "reload" + forgedLine, file: "App/Feed" + override + ".swift", line: 3)),
+                .init(id: 1, kind: .post, label: "reload" + forgedLine, file: "App/Feed" + override + ".swift", line: 3)
+            ),
             .modeName(.init(id: 0, name: "default" + clear)),
             .annotation(.init(id: 1, annotation: Annotation(label: "scroll" + forgedLine + "\u{0}"))),
-            .symbol(.init(address: 0x1100, module: 1, name: "App.hash" + forgedLine + ";x" + title, file: "App/H.swift")),
+            .symbol(
+                .init(address: 0x1100, module: 1, name: "App.hash" + forgedLine + ";x" + title, file: "App/H.swift")),
             .symbol(.init(address: 0x1200, module: 1, name: "App.main" + override)),
             .stallBegan(.init(id: 1, start: 1_000 * ms, site: 1, mode: 0, phase: .beforeSources, tier: .hitch)),
         ])
@@ -202,5 +204,97 @@ import Testing
         let run = CLIRun(["record", "-o", "-", "--budget", "0", "--", "true"])
         #expect(run.exitCode == 2)
         #expect(run.error.contains("above 0"), "\(run.error)")
+    }
+
+    // MARK: Repeated records
+
+    /// `bytes`' records (sync markers included), each as its bytes.
+    static func records(_ bytes: [UInt8]) -> [ArraySlice<UInt8>] {
+        var offsets: [Int] = []
+        let outcome = bytes.withUnsafeBytes { buffer in
+            TraceDecoder.decode(buffer) { _, offset in offsets.append(offset) }
+        }
+        precondition(outcome.endedCleanly)
+        return zip(offsets, offsets.dropFirst() + [bytes.count]).map { bytes[$0..<$1] }
+    }
+
+    /// The report's figures a damaged copy could change.
+    static func figures(_ json: String) throws -> [String] {
+        let report = try #require(try JSONSerialization.jsonObject(with: Data(json.utf8)) as? [String: Any])
+        let stalls = try #require(report["stalls"] as? [String: Any])
+        let values = [
+            report["runTimeSeconds"], report["hitchRatioMsPerSecond"], report["frames"], stalls["total"],
+            stalls["totalMs"], stalls["categoryMs"],
+        ]
+        return try values.map {
+            String(
+                decoding: try JSONSerialization.data(
+                    withJSONObject: $0 ?? NSNull(), options: [.sortedKeys, .fragmentsAllowed]), as: UTF8.self)
+        }
+    }
+
+    @Test func everyRecordTwiceIsDamageAndAGateNeverPassesOnIt() throws {
+        let original = Fixture.standard(mode: .full, withCallouts: true)
+        let twice = Self.records(original).flatMap { Array($0) + Array($0) }
+        let directory = TemporaryDirectory()
+        let path = directory.write("twice.swtrace", TraceEncoder.preamble + twice)
+        let report = CLIRun(["report", path, "--json"])
+        #expect(report.exitCode == 2, "\(report.error)")
+        #expect(report.error.contains("byte 20: sync marker 0 follows marker 0"), "\(report.error)")
+        #expect(report.error.contains("records repeated, or two traces mixed"), "\(report.error)")
+        #expect(report.error.contains("the trace's header again: records repeated"), "\(report.error)")
+        #expect(report.error.contains("samples repeated"), "\(report.error)")
+        // What can be told apart is counted once: the stalls, their samples and the summaries.
+        let clean = try Self.figures(CLIRun(["report", "-", "--json"], input: original).output)
+        let damaged = try Self.figures(report.output)
+        #expect(damaged[1...] == clean[1...], "\(damaged) vs \(clean)")
+        // The original fails this limit; its damaged copy must not pass it.
+        let limit = ["--max-hitch-ratio", "10"]
+        #expect(CLIRun(["gate", "-"] + limit, input: original).exitCode == 1)
+        let gate = CLIRun(["gate", path] + limit)
+        #expect(gate.exitCode == 2, "\(gate.output)\(gate.error)")
+    }
+
+    @Test func stallRecordsRepeatedLaterAreCountedOnce() throws {
+        let original = Fixture.standard()
+        let records = Self.records(original)
+        // Every stall, sample and summary record again at the end, as a copy that wrote a
+        // buffer twice leaves (no sync marker between: the repeat is in the records alone).
+        let stallKinds: Set<UInt8> = [
+            TraceRecordKind.stallBegan.rawValue, TraceRecordKind.sample.rawValue, TraceRecordKind.stallEnded.rawValue,
+            TraceRecordKind.frameClock.rawValue, TraceRecordKind.latencyHistogram.rawValue,
+        ]
+        let again = records.filter { stallKinds.contains($0.first!) }.flatMap { Array($0) }
+        let bytes = original + again
+        let report = CLIRun(["report", "-", "--json"], input: bytes)
+        #expect(report.exitCode == 2, "\(report.error)")
+        #expect(
+            report.error.contains(
+                "records repeat earlier ones: 6 begun again (a stall id seen before), "
+                    + "13 samples repeated (a stall and time seen before), 3 summaries over time already summarised;"
+                    + " each counted once"), "\(report.error)")
+        #expect(
+            try Self.figures(report.output) == Self.figures(CLIRun(["report", "-", "--json"], input: original).output))
+        // The parallel decoder (a large trace's path) finds the same.
+        let decoded = bytes.withUnsafeBytes {
+            TraceLoader.decodeInChunks($0, fileName: "t", chunks: 4)
+        }
+        #expect(decoded?.outcome.problems == DecodedTrace(decoding: bytes, fileName: "t").outcome.problems)
+    }
+
+    @Test func twoTracesJoinedAreNamedSo() throws {
+        let first = Fixture.standard()
+        let joined = first + Fixture.hitches(count: 3, duration: 40 * Fixture.millisecond)
+        let report = CLIRun(["report", "-"], input: joined)
+        #expect(report.exitCode == 2, "\(report.error)")
+        #expect(
+            report.error.contains(
+                "-: byte \(first.count): a second trace starts here (its preamble): two trace files joined end to end;"
+                    + " read on as one trace; split the file to read each"), "\(report.error)")
+        #expect(report.error.contains("a second trace's header (Hitchy, pid 7): two traces joined"), "\(report.error)")
+        // The file is named after the first trace's process, not the last's.
+        #expect(CLIRun(["show", "-", "--json"], input: joined).exitCode == 2)
+        let decoded = DecodedTrace(decoding: joined)
+        #expect(decoded.header?.processName == "FixtureApp")
     }
 }

@@ -18,6 +18,10 @@ package struct TraceChunk: Sendable {
     var lastCalloutEnd: UInt64 = 0
     var recordCount = 0
     var unknownRecordCount = 0
+    /// Where the chunk ends in the file.
+    var end = 0
+    /// The sequences of the chunk's first and last sync markers.
+    var syncs: (first: UInt64, last: UInt64)?
 
     /// Decodes `bytes[start..<end]`, which must start with a record (a sync marker, or the
     /// first record after the preamble) and end with one. Nil when anything about the chunk
@@ -36,8 +40,22 @@ package struct TraceChunk: Sendable {
             }
         }
         guard parser.outcome.problems.isEmpty else { return nil }
+        self.end = end
         recordCount = parser.outcome.recordCount
         unknownRecordCount = parser.outcome.unknownRecordCount
+        if let first = parser.firstSync, let last = parser.lastSync { syncs = (first, last) }
+    }
+
+    /// Whether the sync markers of `chunks` (in file order) go up from one chunk to the next, as
+    /// they do within each: a repeat across a boundary is the serial path's to report.
+    package static func syncsAscend(_ chunks: [TraceChunk]) -> Bool {
+        var last: UInt64?
+        for chunk in chunks {
+            guard let syncs = chunk.syncs else { continue }
+            if let last, syncs.first <= last { return false }
+            last = syncs.last
+        }
+        return true
     }
 
     /// Where to split `bytes` (a whole trace) into about `count` chunks: the offsets of sync
@@ -59,8 +77,9 @@ package struct TraceChunk: Sendable {
 extension DecodedTrace {
     /// The trace whose chunks (from `TraceChunk(decoding:from:to:)`, in file order, covering
     /// the whole file after the preamble) are `chunks`: the same value
-    /// `DecodedTrace(decoding:fileName:)` gives for the same bytes.
-    package init(chunks: [TraceChunk], asColumns: Bool = false) {
+    /// `DecodedTrace(decoding:fileName:)` gives for the same bytes (`fileName` names the file
+    /// in its problems).
+    package init(chunks: [TraceChunk], fileName: String? = nil, asColumns: Bool = false) {
         var assembler = StallAssembler()
         for chunk in chunks {
             for record in chunk.records { add(record, to: &assembler) }
@@ -70,6 +89,6 @@ extension DecodedTrace {
             outcome.recordCount += chunk.recordCount
             outcome.unknownRecordCount += chunk.unknownRecordCount
         }
-        assemble(assembler, asColumns: asColumns)
+        assemble(assembler, asColumns: asColumns, fileName: fileName, inputLength: chunks.last?.end ?? 0)
     }
 }

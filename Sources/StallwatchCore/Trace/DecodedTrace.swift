@@ -8,7 +8,7 @@
 ///
 /// A plain value; use it on any thread.
 public struct DecodedTrace: Sendable {
-    /// The header, if the trace has one (the last, if several).
+    /// The header, if the trace has one (the first, if several: a second is damage).
     public var header: TraceRecord.Header?
     /// The architecture the trace was recorded on (its `platform` record), e.g. `"x86_64"`;
     /// nil for a trace written before that record existed (those were all recorded on x86_64,
@@ -45,6 +45,11 @@ public struct DecodedTrace: Sendable {
     public var orphanSamples = 0
     /// How decoding went.
     public var outcome = TraceOutcome()
+    /// Summaries (frame clock, latency, congestion) left out because an earlier one of their
+    /// kind started at the same time: repeated records.
+    var repeatedSummaries = 0
+    /// The start of every summary read, by kind (`isNew(_:_:)`).
+    private var summaryStarts: [Set<UInt64>] = [[], [], []]
     /// The stalls' samples as the decoder read them, when the trace was decoded `asColumns`
     /// (for an analysis that reads them so); then every stall's `samples` is empty.
     package var columns: SampleColumns?
@@ -79,7 +84,7 @@ public struct DecodedTrace: Sendable {
             }
         }
         outcome = parser.outcome
-        assemble(assembler, asColumns: asColumns)
+        assemble(assembler, asColumns: asColumns, fileName: fileName, inputLength: bytes.count)
     }
 
     /// Takes in one callout: the loop's busy time.
@@ -92,28 +97,55 @@ public struct DecodedTrace: Sendable {
     /// Takes in one record, in file order (the one place that says what each kind adds).
     mutating func add(_ record: TraceRecord, to assembler: inout StallAssembler) {
         switch record {
-        case .header(let header): self.header = header
+        case .header(let header): if self.header == nil { self.header = header }
         case .platform(let platform): architecture = platform.architecture
         case .origin(let origin): self.origin = origin
         case .module(let module): modules.append(module)
         case .callout(let callout): add(callout)
-        case .congestion(let record): congestion.append(record)
+        case .congestion(let record):
+            if isNew(record.intervalStart, 0) { congestion.append(record) }
         case .congestedIteration(let record): congestedIterations.append(record)
-        case .frameClock(let record): frameClock.append(record)
-        case .latencyHistogram(let record): latencyHistograms.append(record)
+        case .frameClock(let record):
+            if isNew(record.intervalStart, 1) { frameClock.append(record) }
+        case .latencyHistogram(let record):
+            if isNew(record.intervalStart, 2) { latencyHistograms.append(record) }
         case .lostRecords(let record): lostRecords &+= record.count
         default: assembler.add(record)
         }
     }
 
+    /// Whether no summary of kind `kind` (0 congestion, 1 frame clock, 2 latency) started at
+    /// `start` before: the recorder writes each kind's intervals back to back, so one that
+    /// starts where another did repeats it, and is counted in `repeatedSummaries` instead.
+    private mutating func isNew(_ start: UInt64, _ kind: Int) -> Bool {
+        if summaryStarts[kind].insert(start).inserted { return true }
+        repeatedSummaries += 1
+        return false
+    }
+
     /// Joins the stall records once every record is in: each stall's samples built, or kept
-    /// as columns.
-    mutating func assemble(_ assembler: StallAssembler, asColumns: Bool) {
+    /// as columns. Records that repeat earlier ones are counted once and reported in
+    /// `outcome` (`TraceError.Problem.repeatedRecords`).
+    mutating func assemble(_ assembler: StallAssembler, asColumns: Bool, fileName: String?, inputLength: Int) {
         callSites = assembler.sites
         let thresholds = header?.thresholds ?? .default
         let made = assembler.stalls(modules: modules, thresholds: thresholds)
-        (stalls, orphanSamples) = (made.0, made.1)
-        columns = made.2
+        (stalls, orphanSamples) = (made.stalls, made.orphans)
+        columns = made.columns
+        var repeats: [String] = []
+        if made.repeatedStalls > 0 { repeats.append("\(made.repeatedStalls) begun again (a stall id seen before)") }
+        if made.repeatedSamples > 0 {
+            repeats.append("\(made.repeatedSamples) samples repeated (a stall and time seen before)")
+        }
+        if repeatedSummaries > 0 {
+            repeats.append("\(repeatedSummaries) summaries over time already summarised")
+        }
+        if !repeats.isEmpty {
+            let what = "records repeat earlier ones: " + repeats.joined(separator: ", ")
+            outcome.problems.insert(
+                TraceError(fileName: fileName, offset: inputLength, problem: .repeatedRecords(what: what)),
+                at: outcome.problems.firstIndex { $0.problem.isTruncation } ?? outcome.problems.endIndex)
+        }
         if !asColumns { buildSamples() }
     }
 
@@ -206,9 +238,12 @@ struct StallAssembler {
         samples.append(sample)
     }
 
-    /// The stalls, by start time, each with no samples, the number of orphan samples, and
-    /// every stall's samples as columns (`ranges[i]` are `stalls[i]`'s).
-    func stalls(modules: [TraceRecord.Module], thresholds: TierThresholds) -> ([Stall], Int, SampleColumns) {
+    /// The stalls, by start time, each with no samples, the number of orphan samples, every
+    /// stall's samples as columns (`ranges[i]` are `stalls[i]`'s), and how many `stallBegan`
+    /// and sample records repeated earlier ones (left out).
+    func stalls(modules: [TraceRecord.Module], thresholds: TierThresholds) -> (
+        stalls: [Stall], orphans: Int, columns: SampleColumns, repeatedStalls: Int, repeatedSamples: Int
+    ) {
         // Of several modules with one index, the last counts.
         var modulePaths: [(index: UInt32, path: String)] = []
         for module in modules {
@@ -236,7 +271,9 @@ struct StallAssembler {
             slots[record.id] = stallRecords.count
             stallRecords.append(record)
         }
-        let (ordered, ranges, orphans) = Self.group(samples, slots: slots, stalls: stallRecords.count)
+        let grouped = Self.group(samples, slots: slots, stalls: stallRecords.count)
+        let (ordered, ranges, repeatedSamples) = Self.droppingRepeats(grouped.0, ranges: grouped.1)
+        let orphans = grouped.2
 
         var result: [(stall: Stall, slot: Int)] = []
         result.reserveCapacity(stallRecords.count)
@@ -272,7 +309,30 @@ struct StallAssembler {
             counters: counters, waits: waits, symbols: symbolizer)
         columns.samples = ordered
         columns.ranges = result.map { ranges[$0.slot] }
-        return (result.map(\.stall), orphans, columns)
+        return (result.map(\.stall), orphans, columns, began.count - stallRecords.count, repeatedSamples)
+    }
+
+    /// `samples` (each stall's in a row, in time order, `ranges` saying where) without the
+    /// samples whose stall and time repeat the one before, the ranges that then hold, and how
+    /// many were left out. A stall is sampled once at a time, so a repeat is a repeated record.
+    private static func droppingRepeats(_ samples: [PendingSample], ranges: [Range<Int>])
+        -> ([PendingSample], [Range<Int>], Int)
+    {
+        func repeats(_ index: Int) -> Bool { samples[index].time == samples[index - 1].time }
+        guard ranges.contains(where: { range in range.dropFirst().contains(where: repeats) }) else {
+            return (samples, ranges, 0)
+        }
+        var kept: [PendingSample] = []
+        kept.reserveCapacity(samples.count)
+        var keptRanges = ranges
+        // Samples of no stall lie outside every range and are dropped with the repeats.
+        for (slot, range) in ranges.enumerated() {
+            let start = kept.count
+            for index in range where index == range.lowerBound || !repeats(index) { kept.append(samples[index]) }
+            keptRanges[slot] = start..<kept.count
+        }
+        let inRanges = ranges.reduce(0) { $0 + $1.count }
+        return (kept, keptRanges, inRanges - kept.count)
     }
 
     /// `samples` arranged so that each stall's are in a row in time order: the samples and

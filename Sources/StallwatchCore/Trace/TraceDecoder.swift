@@ -55,6 +55,17 @@ struct TraceParser {
     private(set) var recordOffset = 0
     private var calloutBase: UInt64 = 0
     private(set) var outcome = TraceOutcome()
+    /// The sequence of the last sync marker read: each must be above the one before.
+    private(set) var lastSync: UInt64?
+    /// The sequence of the first sync marker read.
+    private(set) var firstSync: UInt64?
+    /// Where in `outcome.problems` the first out-of-order sync marker is.
+    private var repeatedSyncProblem: Int?
+    /// The header read: a trace has one.
+    private var header: TraceRecord.Header?
+    /// Whether the trace's header lies before where this parser started (a chunk past the
+    /// first): then any header it reads is another.
+    private var headerBehind = false
 
     init(fileName: String?) {
         self.fileName = fileName
@@ -66,6 +77,8 @@ struct TraceParser {
         self.fileName = fileName
         phase = .records
         self.offset = offset
+        // The first chunk holds the trace's header: one in a later chunk is another.
+        headerBehind = offset > TraceFormat.preambleSize
     }
 
     /// The next record. Callouts, the bulk of a `full` trace, take a short path; anything
@@ -170,6 +183,19 @@ struct TraceParser {
                 fail(at: start, .reservedKind(0), buffer)
                 continue
             }
+            if kind == TraceFormat.magicBytes[0], count - start >= TraceFormat.preambleSize,
+                (0..<TraceFormat.magicBytes.count).allSatisfy({ buffer[start + $0] == TraceFormat.magicBytes[$0] })
+            {
+                // Another trace's preamble: two files joined end to end. Its records follow.
+                outcome.problems.append(
+                    TraceError(
+                        fileName: fileName, offset: start, problem: .secondPreamble,
+                        skippedBytes: TraceFormat.preambleSize, resumed: true))
+                offset = start + TraceFormat.preambleSize
+                calloutBase = 0
+                lastSync = nil
+                continue
+            }
             var header = TraceByteReader(base: base, position: start + 1, end: count)
             let length: UInt64
             do {
@@ -205,6 +231,7 @@ struct TraceParser {
                 offset = end
                 recordOffset = start
                 outcome.recordCount += 1
+                checkSequence(record, at: start)
                 return record
             } catch {
                 fail(at: start, .malformedRecord(kind: kind, reason: error.reason), buffer)
@@ -232,6 +259,45 @@ struct TraceParser {
             return .sync(sync)
         default:
             return try TraceParser.parseColdPayload(kind, &reader)
+        }
+    }
+
+    /// Notes a sync marker that does not follow the one before and a header after the first:
+    /// records repeated, or traces joined. Both are read on (nothing is skipped), but the trace
+    /// is damaged: what follows may count records twice.
+    private mutating func checkSequence(_ record: TraceRecord, at start: Int) {
+        switch record {
+        case .sync(let sync):
+            if let lastSync, sync.sequence <= lastSync {
+                // The first is reported; later ones are counted in it (a copy that repeats
+                // records repeats them throughout).
+                if let first = repeatedSyncProblem,
+                    case .repeatedSync(let sequence, let previous, let later) = outcome.problems[first].problem
+                {
+                    outcome.problems[first].problem = .repeatedSync(
+                        sequence: sequence, previous: previous, later: later + 1)
+                } else {
+                    repeatedSyncProblem = outcome.problems.count
+                    outcome.problems.append(
+                        TraceError(
+                            fileName: fileName, offset: start,
+                            problem: .repeatedSync(sequence: sync.sequence, previous: lastSync, later: 0),
+                            resumed: true))
+                }
+            }
+            if firstSync == nil { firstSync = sync.sequence }
+            lastSync = sync.sequence
+        case .header(let header):
+            guard self.header != nil || headerBehind else {
+                self.header = header
+                return
+            }
+            let again = self.header == header
+            outcome.problems.append(
+                TraceError(
+                    fileName: fileName, offset: start,
+                    problem: .secondHeader(process: again ? nil : header.processName, pid: header.pid), resumed: true))
+        default: break
         }
     }
 

@@ -26,6 +26,19 @@ public struct TraceError: Error, Sendable, Hashable, CustomStringConvertible {
         /// record after them: the zero-filled or garbage tail a crash or power loss leaves
         /// after the last write. A truncation, like `truncated`.
         case junkTail(zeroFilled: Bool)
+        /// A sync marker whose sequence is not above the previous marker's: records repeated
+        /// (a copy that wrote some twice) or two traces' records mixed; `later` more such
+        /// markers follow (each one is not reported again).
+        case repeatedSync(sequence: UInt64, previous: UInt64, later: Int)
+        /// A header after the first: the same one again (`process` nil: records repeated) or
+        /// another process's (two traces joined).
+        case secondHeader(process: String?, pid: UInt32)
+        /// A trace's preamble where a record should start: two trace files joined end to end.
+        case secondPreamble
+        /// Records that say again what earlier ones said (the same stall begun twice, a sample
+        /// of a stall at the same time twice, a summary over time already summarised), each
+        /// counted once: `what` says which, and how many.
+        case repeatedRecords(what: String)
 
         /// One line saying what is wrong.
         public var description: String {
@@ -49,13 +62,26 @@ public struct TraceError: Error, Sendable, Hashable, CustomStringConvertible {
             case .junkTail(false):
                 "the input ends in bytes that are not records and hold no sync marker "
                     + "(as a crash or power loss leaves)"
+            case .repeatedSync(let sequence, let previous, let later):
+                "sync marker \(sequence) follows marker \(previous)"
+                    + (later > 0 ? " (and \(later) more out of order after it)" : "")
+                    + ": records repeated, or two traces mixed"
+            case .secondHeader(nil, _):
+                "the trace's header again: records repeated"
+            case .secondHeader(let process?, let pid):
+                "a second trace's header (\(process), pid \(pid)): two traces joined end to end"
+            case .secondPreamble:
+                "a second trace starts here (its preamble): two trace files joined end to end"
+            case .repeatedRecords(let what):
+                what
             }
         }
     }
 
     /// The file the trace came from, if known.
     public var fileName: String?
-    /// The byte offset (from the start of the input) where the problem starts.
+    /// The byte offset (from the start of the input) where the problem starts; for
+    /// `repeatedRecords`, found once every record is read, the input's length.
     public var offset: Int
     /// What went wrong.
     public var problem: Problem
@@ -79,9 +105,14 @@ public struct TraceError: Error, Sendable, Hashable, CustomStringConvertible {
 
     /// One line: `file: byte N: problem; what the decoder did`.
     public var description: String {
+        if case .repeatedRecords = problem { return "\(fileName ?? "the trace"): \(problem); each counted once" }
         let place = fileName.map { "\($0): byte \(offset)" } ?? "byte \(offset)"
         let action: String
         switch problem {
+        case .repeatedSync, .secondHeader:
+            action = "read on as one trace, so its figures may count records twice"
+        case .secondPreamble:
+            action = "read on as one trace; split the file to read each"
         case .truncated: action = "the last \(skippedBytes) bytes are an incomplete record"
         case .junkTail: action = "ignored the last \(skippedBytes) bytes"
         case .unsupportedVersion: action = "nothing decoded"

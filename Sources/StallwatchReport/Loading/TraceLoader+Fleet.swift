@@ -87,7 +87,9 @@ extension TraceLoader {
         }
         let chunksDecoded = parts.withLock { $0 }
         guard chunksDecoded.allSatisfy({ $0 != nil }) else { return nil }
-        return DecodedTrace(chunks: chunksDecoded.map { $0! }, asColumns: asColumns)
+        let decoded = chunksDecoded.map { $0! }
+        guard TraceChunk.syncsAscend(decoded) else { return nil }
+        return DecodedTrace(chunks: decoded, fileName: fileName, asColumns: asColumns)
     }
 
     /// Runs `body(index)` for `0..<count` on up to `workers` threads (a small pool pulling the
