@@ -161,6 +161,26 @@ import Testing
         #expect(stall.callout.file == "StallwatchTests/RemedyIdleTasksTests.swift")
     }
 
+    @Test func periodsAndTimeoutsPastTheClocksRangeMeanNeverNotNow() async {
+        // now + a duration past UInt64 nanoseconds must not wrap into the past: a wrapped cap
+        // would end every idle period before it began, a wrapped timeout fire at once.
+        let outcome = await onLoopThread { loop -> (runs: [Bool], remaining: Duration) in
+            let idle = IdleScheduler(loop: loop, maximumIdlePeriod: .seconds(Int64.max))
+            let runs = Box<[Bool]>([])  // each run's didTimeout
+            let remaining = Box<Duration>(.zero)
+            Self.keepBusy(loop, milliseconds: 60) {}
+            idle.schedule(timeout: .seconds(Int64.max)) { deadline in
+                runs.value.append(deadline.didTimeout)
+                remaining.value = deadline.timeRemaining
+                loop.stop()
+            }
+            loop.run(mode: .default, until: .now + .seconds(5))
+            return (runs.value, remaining.value)
+        }
+        #expect(outcome.runs == [false], "the task must run once, in an idle period, not at its timeout")
+        #expect(outcome.remaining > .seconds(3600))
+    }
+
     @Test func badPeriodsAndTimeoutsAreErrors() async {
         let child = ExitTestErrors()
         let zeroPeriod = await #expect(processExitsWith: .failure) { [path = child.path as String] in

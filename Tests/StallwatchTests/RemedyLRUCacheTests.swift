@@ -90,6 +90,31 @@ private final class Evictions<Key: Sendable, Value: Sendable>: Sendable {
         #expect(evictions.all.map(\.1) == [2, 3])
     }
 
+    @Test func costsWhoseSumPassesIntMaxEvictToFitInsteadOfOverflowing() {
+        let evictions = Evictions<String, Int>()
+        let cache = LRUCache<String, Int>(onEviction: evictions.record)  // totalCostLimit: Int.max
+        let half = Int.max / 2 + 1
+        cache.setValue(1, forKey: "a", cost: half)
+        cache.setValue(2, forKey: "b", cost: half)  // a + b is Int.max + 1: a goes
+        #expect(evictions.keys == ["a"])
+        #expect(cache.keysByRecency == ["b"])
+        #expect(cache.totalCost == half)
+        cache.setValue(3, forKey: "c", cost: .max)
+        #expect(evictions.keys == ["a", "b"])
+        cache.setValue(4, forKey: "d", cost: 0)  // exactly at the limit: nothing goes
+        #expect(cache.keysByRecency == ["d", "c"])
+        #expect(cache.totalCost == .max)
+        cache.setValue(5, forKey: "d", cost: half)  // a replacement makes room the same way
+        #expect(evictions.keys == ["a", "b", "c"])
+        #expect(cache.keysByRecency == ["d"])
+        #expect(cache.value(forKey: "d") == 5)
+        #expect(cache.totalCost == half)
+        cache.setValue(6, forKey: "e", cost: .max)
+        #expect(evictions.keys == ["a", "b", "c", "d"])
+        #expect(cache.keysByRecency == ["e"])
+        #expect(cache.totalCost == .max)
+    }
+
     @Test func purgeEvictsLeastRecentDownToTheGivenCost() {
         let evictions = Evictions<Int, Int>()
         let cache = LRUCache<Int, Int>(onEviction: evictions.record)

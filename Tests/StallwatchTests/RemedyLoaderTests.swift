@@ -233,6 +233,38 @@ private func decodeInt(_ bytes: [UInt8]) throws -> Int {
         #expect(statistics.loadsStarted == 20)
     }
 
+    @Test func aFreedPlaceIsNotQueuedBehindASlowLoad() async {
+        // Two places: "slow" holds one for up to 1.5 s while four 20 ms loads share the other.
+        // Each fast load that ends must start the next on an idle worker, not behind "slow".
+        let fast = ["f1", "f2", "f3", "f4"]
+        let (completions, statistics) = await onLoopThread { loop in
+            let slowMayEnd = DispatchSemaphore(value: 0)
+            let loader = Loader<Int>(loop: loop, concurrencyLimit: 2, memory: LRUCache()) { key in
+                if key == "slow" {
+                    // Released once every fast load has delivered; the timeout ends it if they
+                    // are stuck behind it, and then it completes first.
+                    _ = slowMayEnd.wait(timeout: .now() + .milliseconds(1500))
+                } else {
+                    usleep(20_000)
+                }
+                return key.utf8.count
+            }
+            let completions = Box<[String]>([])
+            for key in ["slow"] + fast {
+                loader.load(key) { _ in
+                    completions.value.append(key)
+                    if Set(completions.value).isSuperset(of: fast) { slowMayEnd.signal() }
+                    if completions.value.count == fast.count + 1 { loop.stop() }
+                }
+            }
+            loop.run(mode: .default, until: .now + .seconds(30))
+            return (completions.value, loader.statistics)
+        }
+        #expect(completions == fast + ["slow"], "a fast load waited for the slow one")
+        #expect(statistics.loadsStarted == 5)
+        #expect(statistics.maxConcurrentLoads == 2)
+    }
+
     @Test func aMemoryHitIsStillDeliveredLaterOnTheLoop() async {
         let (outcomes, inline, statistics) = await onLoopThread { loop in
             let loader = Loader<Int>(loop: loop, memory: LRUCache()) { _ in 3 }

@@ -119,6 +119,25 @@ import Testing
         #expect(outcome.executions == 1)
     }
 
+    @Test func periodsPastTheClocksRangeMeanNeverNotNow() async {
+        // A deadline of now + an interval past UInt64 nanoseconds must not wrap into the past.
+        let outcome = await onLoopThread { loop -> (throttled: [Int], debounced: Int, pending: Bool) in
+            let throttle = Throttle(loop: loop, minimumInterval: .seconds(Int64.max))
+            let debounce = Debounce(loop: loop, quietPeriod: .seconds(Int64.max))
+            let throttled = Box<[Int]>([])
+            throttle.request { throttled.value.append(1) }  // the first request runs at once
+            loop.schedule(after: .milliseconds(10)) { _ in
+                throttle.request { throttled.value.append(2) }  // not for 292 years
+            }
+            debounce.request {}
+            loop.run(mode: .default, until: .now + .milliseconds(100))
+            return (throttled.value, debounce.executions, debounce.isPending)
+        }
+        #expect(outcome.throttled == [1])
+        #expect(outcome.debounced == 0)
+        #expect(outcome.pending)
+    }
+
     @Test func intervalsThatAreNotPositiveAreErrors() async {
         let child = ExitTestErrors()
         let zeroInterval = await #expect(processExitsWith: .failure) { [path = child.path as String] in

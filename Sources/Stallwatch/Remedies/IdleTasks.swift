@@ -114,7 +114,8 @@ public final class IdleScheduler {
             var timerSite = site
             timerSite.kind = .timer
             task.timeoutTimer = loop.schedule(
-                at: sw_monotonic_ns() &+ timeout.nanoseconds, intervalNanos: nil, toleranceNanos: 0, modes: modes,
+                at: sw_monotonic_ns().saturatingAdding(timeout.nanoseconds), intervalNanos: nil, toleranceNanos: 0,
+                modes: modes,
                 site: timerSite
             ) { [unowned self, task] _ in
                 task.timeoutTimer = nil
@@ -142,7 +143,7 @@ public final class IdleScheduler {
     private func runIdlePeriod() {
         guard !queue.isEmpty, let mode = loop.currentMode else { return }
         let now = sw_monotonic_ns()
-        let cap = now &+ maximumIdleNanos
+        let cap = now.saturatingAdding(maximumIdleNanos)
         let nextTimer = loop.nextTimerWake(loop.state(for: mode)) ?? UInt64.max
         let deadline = min(nextTimer, cap)
         guard now < deadline else { return }

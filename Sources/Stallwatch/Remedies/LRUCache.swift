@@ -13,6 +13,11 @@ public final class LRUCache<Key: Hashable & Sendable, Value: Sendable>: @uncheck
     /// The most entries the cache keeps. Any thread.
     public let countLimit: Int
     /// The largest sum of entry costs the cache keeps. Any thread.
+    ///
+    /// The sum never passes it, not even for a moment: an insert evicts to make room before it
+    /// adds its cost. So costs up to `Int.max` are exact (neither saturated nor wrapped): with
+    /// the default limit, `Int.max`, entries whose costs would sum past it evict the least recent
+    /// ones instead of overflowing.
     public let totalCostLimit: Int
 
     private let state: Locked<LRUList<Key, Value>>
@@ -43,32 +48,25 @@ public final class LRUCache<Key: Hashable & Sendable, Value: Sendable>: @uncheck
     }
 
     /// Stores `value` as the most recent entry (replacing any entry for `key`, with its new cost),
-    /// then evicts least-recent entries until both limits hold. An item whose `cost` alone exceeds
-    /// `totalCostLimit` is not stored: it is reported to `onEviction` at once, and an older entry
-    /// for `key` is removed so a stale value is never served. `cost` must not be negative.
+    /// evicting least-recent entries first until it fits within both limits. An item whose `cost`
+    /// alone exceeds `totalCostLimit` is not stored: it is reported to `onEviction` at once, and
+    /// an older entry for `key` is removed so a stale value is never served. `cost` must not be
+    /// negative; any cost up to `Int.max` is exact (see `totalCostLimit`).
     /// Any thread; `onEviction` runs on this thread after the lock is released.
     public func setValue(_ value: Value, forKey key: Key, cost: Int = 1) {
         precondition(cost >= 0, "LRUCache cost must not be negative, got \(cost)")
         // The replaced value is released after unlocking too: its deinit is user code.
         let (victims, replaced): ([(Key, Value)], Value?) = state.withLock { list in
-            if cost > totalCostLimit {
-                let replaced = list.index[key].map { list.remove($0).1 }
-                return ([(key, value)], replaced)
-            }
-            var replaced: Value?
-            if let slot = list.index[key] {
-                replaced = list.nodes[slot]!.value
-                list.totalCost += cost - list.nodes[slot]!.cost
-                list.nodes[slot]!.value = value
-                list.nodes[slot]!.cost = cost
-                list.moveToFront(slot)
-            } else {
-                list.insertAtFront(key: key, value: value, cost: cost)
-            }
+            let replaced = list.index[key].map { list.remove($0).1 }
+            if cost > totalCostLimit { return ([(key, value)], replaced) }
+            // Room first, then the cost: `totalCost + cost` could pass Int.max, while
+            // `totalCostLimit - cost` is at least 0. The loop stops before the list is empty.
+            let room = totalCostLimit - cost
             var victims: [(Key, Value)] = []
-            while list.count > countLimit || list.totalCost > totalCostLimit {
+            while list.count >= countLimit || list.totalCost > room {
                 victims.append(list.removeLast())
             }
+            list.insertAtFront(key: key, value: value, cost: cost)
             return (victims, replaced)
         }
         _ = consume replaced
@@ -157,6 +155,7 @@ struct LRUList<Key: Hashable, Value> {
     var index: [Key: Int] = [:]
     var head = LRUList.none
     var tail = LRUList.none
+    /// At most the cache's `totalCostLimit`: `LRUCache.setValue` evicts before it inserts.
     var totalCost = 0
 
     var count: Int { index.count }

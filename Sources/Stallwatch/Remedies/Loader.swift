@@ -57,12 +57,12 @@ public final class LoadRequest: Sendable {
 ///
 /// A request for a key is answered from memory, else from disk (read and decoded on a serial
 /// background queue), else by the `load` closure. Requests for a key that is already being
-/// fetched wait for that fetch. At most `concurrencyLimit` `load` closures run at once, each on
-/// a queue of its own in a `QueuePool` as wide as the limit (its own thread: a blocking load
-/// does not hold back a shared pool);
-/// the rest wait first in, first out. A value is stored in memory, then on disk (if `disk` and
-/// `encode` are given), and only then delivered, so a later request or Loader finds it. Errors
-/// are delivered, not cached.
+/// fetched wait for that fetch. At most `concurrencyLimit` `load` closures run at once, each in
+/// a place of its own with its own serial queue, so its own thread (a blocking load does not
+/// hold back a shared pool); the rest wait first in, first out, and a load that ends hands its
+/// place to the next at once, never to a queue behind a load still running. A value is stored
+/// in memory, then on disk (if `disk` and `encode` are given), and only then delivered, so a
+/// later request or Loader finds it. Errors are delivered, not cached.
 public final class Loader<Value: Sendable>: @unchecked Sendable {
     /// The loop completions are posted to.
     let loop: MainLoop
@@ -75,9 +75,12 @@ public final class Loader<Value: Sendable>: @unchecked Sendable {
     private let decode: (@Sendable ([UInt8]) throws -> Value)?
     private let cost: (@Sendable (Value) -> Int)?
     private let body: @Sendable (String) throws -> Value
-    /// As wide as the limit and never given more loads than that, so each load lands on an idle
-    /// queue.
-    private let workers: QueuePool
+    /// One serial queue per place (`Start.place`). A load runs on the queue of the place it was
+    /// granted under the lock, so it waits at most for the tail of the block that freed that
+    /// place. Not a `QueuePool`: least-loaded placement cannot promise this, because a load frees
+    /// its place from inside its own block, which the pool still counts on that queue, so the
+    /// next load ties with a queue running a slow load and can land behind it.
+    private let workers: [DispatchQueue]
     private let diskQueue: DispatchQueue
     /// Entered for every disk read and load that starts, left when it has finished (after any
     /// load it lets start has entered), so it is empty only when nothing is running or due.
@@ -105,8 +108,9 @@ public final class Loader<Value: Sendable>: @unchecked Sendable {
         self.decode = decode
         self.cost = cost
         self.body = load
-        workers = QueuePool(label: "stallwatch.loader", qos: qos, width: concurrencyLimit)
-        diskQueue = DispatchQueue(label: "stallwatch.loader.disk", qos: DispatchQoS(qosClass: qos, relativePriority: 0))
+        let serviceClass = DispatchQoS(qosClass: qos, relativePriority: 0)
+        workers = (0..<concurrencyLimit).map { DispatchQueue(label: "stallwatch.loader.\($0)", qos: serviceClass) }
+        diskQueue = DispatchQueue(label: "stallwatch.loader.disk", qos: serviceClass)
         state = Locked(LoaderState(limit: concurrencyLimit))
     }
 
@@ -227,14 +231,15 @@ public final class Loader<Value: Sendable>: @unchecked Sendable {
     private func start(_ ready: [Start<Value>]) {
         for start in ready {
             inFlight.enter()
-            workers.submit {
+            workers[start.place].async {
                 self.run(start)
                 self.inFlight.leave()
             }
         }
     }
 
-    /// A worker queue: runs the load, caches its value, frees its place, delivers.
+    /// The place's queue: runs the load, caches its value, frees its place (for the next queued
+    /// load, which then runs on this queue after this block), delivers.
     private func run(_ start: Start<Value>) {
         let key = start.flight.key
         let result = Result { try body(key) }
@@ -244,7 +249,7 @@ public final class Loader<Value: Sendable>: @unchecked Sendable {
             if let disk, let encode { try? disk.store(encode(value), forKey: key) }
         }
         let (waiters, ready) = state.withLock { state -> ([Waiter<Value>], [Start<Value>]) in
-            state.running -= 1
+            state.idlePlaces.append(start.place)
             let waiters = state.finish(start.flight)
             return (waiters, state.startReady())
         }
@@ -266,9 +271,10 @@ private enum LoadOutcome<Value> {
     case readDisk(UInt64, Flight<Value>)
 }
 
-/// A load granted one of the `concurrencyLimit` places.
+/// A load granted one of the `concurrencyLimit` places: `place` indexes `Loader.workers`.
 private struct Start<Value: Sendable>: Sendable {
     let flight: Flight<Value>
+    let place: Int
 }
 
 private struct Waiter<Value: Sendable>: Sendable {
@@ -299,14 +305,17 @@ private struct LoaderState<Value: Sendable> {
     /// cancelled entries stay until they reach the head.
     var pending: [Flight<Value>?] = []
     var pendingHead = 0
-    /// Loads started and not finished: at most `limit`.
-    var running = 0
+    /// The places no load holds, the next to grant last: a load holds its place from
+    /// `startReady` until its value is stored, so `limit - idlePlaces.count` loads run. Last in,
+    /// first out, so a freed place (and its warm thread) is the first given again.
+    var idlePlaces: [Int]
     var nextWaiter: UInt64 = 0
     var statistics = LoaderStatistics()
     let limit: Int
 
     init(limit: Int) {
         self.limit = limit
+        idlePlaces = Array((0..<limit).reversed())
     }
 
     mutating func enqueue(_ flight: Flight<Value>) {
@@ -314,19 +323,18 @@ private struct LoaderState<Value: Sendable> {
         pending.append(flight)
     }
 
-    /// Starts queued loads, oldest first, while fewer than `limit` run.
+    /// Grants idle places to queued loads, oldest first.
     mutating func startReady() -> [Start<Value>] {
         var ready: [Start<Value>] = []
-        while running < limit, pendingHead < pending.count {
+        while !idlePlaces.isEmpty, pendingHead < pending.count {
             let flight = pending[pendingHead]!
             pending[pendingHead] = nil
             pendingHead += 1
             guard flight.phase == .queued else { continue }
             flight.phase = .running
-            ready.append(Start(flight: flight))
-            running += 1
+            ready.append(Start(flight: flight, place: idlePlaces.removeLast()))
             statistics.loadsStarted += 1
-            statistics.maxConcurrentLoads = max(statistics.maxConcurrentLoads, running)
+            statistics.maxConcurrentLoads = max(statistics.maxConcurrentLoads, limit - idlePlaces.count)
         }
         if pendingHead > 64, pendingHead * 2 > pending.count {
             pending.removeFirst(pendingHead)

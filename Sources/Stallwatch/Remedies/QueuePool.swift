@@ -70,8 +70,10 @@ public final class QueuePool: Sendable {
     }
 
     /// Queues `work` on the least-loaded queue; a tie goes to the lowest index, so an idle pool
-    /// keeps reusing queue 0 (and its warm thread) and placement is predictable. Any thread;
-    /// `work` runs on that queue after the tasks queued there before it.
+    /// keeps reusing queue 0 (and its warm thread) and placement is predictable. A task that
+    /// calls this is still counted on its own queue, so its follow-up may go behind another
+    /// queue's running task. Any thread; `work` runs on that queue after the tasks queued there
+    /// before it.
     @discardableResult
     public func submit(_ work: @escaping @Sendable () -> Void) -> PoolTask {
         let index = loadCounts.withLock { loads in

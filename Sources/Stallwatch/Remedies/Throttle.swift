@@ -76,9 +76,9 @@ public final class Throttle {
         switch pacing {
         case .frames(let clock):
             if let tick = clock.nextTickNanos { return tick }
-            return lastRun.map { max(now, $0 &+ clock.intervalNanos) } ?? now
+            return lastRun.map { max(now, $0.saturatingAdding(clock.intervalNanos)) } ?? now
         case .interval(let interval):
-            return lastRun.map { max(now, $0 &+ interval) } ?? now
+            return lastRun.map { max(now, $0.saturatingAdding(interval)) } ?? now
         }
     }
 
@@ -130,7 +130,8 @@ public final class Debounce {
         pending = body
         timer?.cancel()
         timer = loop.schedule(
-            at: sw_monotonic_ns() &+ quietPeriod.nanoseconds, intervalNanos: nil, toleranceNanos: 0, modes: modes,
+            at: sw_monotonic_ns().saturatingAdding(quietPeriod.nanoseconds), intervalNanos: nil, toleranceNanos: 0,
+            modes: modes,
             site: CalloutSite(kind: .timer, label: "Debounce", file: file, line: UInt32(truncatingIfNeeded: line))
         ) { [unowned self] _ in fire() }
     }
