@@ -114,23 +114,28 @@ import Testing
     }
 
     @Test func aStarvedTaskRunsAtItsTimeout() async {
-        let outcome = await onLoopThread { loop -> (didTimeout: Bool, beforeBusyEnded: Bool) in
+        // The loop is kept busy with 1 ms posts until the task has run (at most 10 s): never
+        // idle, so the task can only run at its timeout. (Busy for a fixed 300 ms failed on a
+        // loaded machine: slowed posts all fitted one loop iteration, which ended in `stop()`
+        // before the timer's turn came.)
+        let outcome = await onLoopThread { loop -> (didTimeout: Bool, ranWhileBusy: Bool) in
             let idle = IdleScheduler(loop: loop)
-            let busyEnded = Box<UInt64>(0)
-            let seen = Box<(Bool, UInt64)>((false, 0))
-            Self.keepBusy(loop, milliseconds: 300) {
-                busyEnded.value = MainLoop.monotonicNanos()
-                loop.stop()
+            let seen = Box<(didTimeout: Bool, ran: Bool)>((false, false))
+            let giveUp = MainLoop.monotonicNanos() + 10_000_000_000
+            @Sendable func link() {
+                spin(milliseconds: 1)
+                if !seen.value.ran && MainLoop.monotonicNanos() < giveUp { loop.post(link) } else { loop.stop() }
             }
+            loop.post(link)
             idle.schedule(timeout: .milliseconds(50)) { deadline in
-                seen.value = (deadline.didTimeout, MainLoop.monotonicNanos())
+                seen.value = (deadline.didTimeout, true)
                 #expect(deadline.timeRemaining == .zero)
             }
-            loop.run(mode: .default, until: .now + .seconds(10))
-            return (seen.value.0, seen.value.1 != 0 && seen.value.1 < busyEnded.value)
+            loop.run(mode: .default, until: .now + .seconds(20))
+            return (seen.value.didTimeout, seen.value.ran && MainLoop.monotonicNanos() < giveUp)
         }
         #expect(outcome.didTimeout)
-        #expect(outcome.beforeBusyEnded)
+        #expect(outcome.ranWhileBusy)
     }
 
     @Test func aCancelledTaskNeverRuns() async {
