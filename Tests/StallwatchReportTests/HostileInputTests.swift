@@ -297,4 +297,22 @@ import Testing
         let decoded = DecodedTrace(decoding: joined)
         #expect(decoded.header?.processName == "FixtureApp")
     }
+
+    @Test func aCopyOfOneRecordingIsCountedOnce() throws {
+        let directory = TemporaryDirectory()
+        let trace = FleetFixture.trace(host: "a", version: "1", buildByte: 1, offset: 0, stalls: [(.parse, 60)])
+        let first = directory.write("first.swtrace", trace)
+        let copy = directory.write("copy.swtrace", trace)
+        // Another recording: a different trace id, counted.
+        let other = directory.write(
+            "other.swtrace",
+            FleetFixture.trace(host: "a", version: "1", buildByte: 1, offset: 5, stalls: [(.parse, 60)]))
+        let run = CLIRun(["report", first, copy, other])
+        #expect(run.exitCode == 0, "\(run.error)")
+        #expect(
+            run.error.hasPrefix("warning: \(copy) is a copy of \(first) (the same recording, trace id "), "\(run.error)"
+        )
+        #expect(run.error.hasSuffix("…); counted once\n"), "\(run.error)")
+        #expect(run.output.contains("Stalls: 2,"), "\(run.output)")
+    }
 }

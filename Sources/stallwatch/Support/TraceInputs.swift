@@ -19,8 +19,9 @@ import StallwatchReport
 ///   prints what it read and then exits 2, the other commands exit 2 at once.
 ///
 /// - `-` is standard input, read to its end (once, however often it is given);
-/// - the same file named twice (`a.swtrace ./a.swtrace`, a hard link) is read once, with a
-///   `warning:` line, so it is not counted twice.
+/// - the same file named twice (`a.swtrace ./a.swtrace`, a hard link), or a copy of one
+///   recording (the same trace id in its origin record), is read once, with a `warning:` line,
+///   so it is not counted twice.
 ///
 /// Call from the command's thread.
 enum TraceInputs {
@@ -149,28 +150,60 @@ enum TraceInputs {
     static func distinct(_ paths: [String], context: CommandContext) -> [String] {
         // Every file examined on every core, in runs (a `stat` each: for 10,000 files a fortieth
         // of a fleet report, all of it before any file is read).
-        let identities = Locked([FileIdentity?](repeating: nil, count: paths.count))
+        // And each file's trace id, from its first records.
+        let identities = Locked([(file: FileIdentity?, trace: [UInt8]?)](repeating: (nil, nil), count: paths.count))
         let run = 256
         DispatchQueue.concurrentPerform(iterations: (paths.count + run - 1) / run) { chunk in
             let range = chunk * run..<min(paths.count, (chunk + 1) * run)
-            let found = range.map { identity(of: paths[$0]) }
+            let found = range.map { (identity(of: paths[$0]), traceID(of: paths[$0])) }
             identities.withLock { $0.replaceSubrange(range, with: found) }
         }
         var seen: [FileIdentity: String] = [:]
+        var recordings: [[UInt8]: String] = [:]
         seen.reserveCapacity(paths.count)
         var result: [String] = []
         for (path, identity) in zip(paths, identities.withLock { $0 }) {
-            if let identity {
-                if let first = seen[identity] {
+            if let file = identity.file {
+                if let first = seen[file] {
                     let same = first == path ? "given twice" : "the same file as \(first)"
                     context.printError("warning: \(path) is \(same); counted once")
                     continue
                 }
-                seen[identity] = path
+                seen[file] = path
+            }
+            if let trace = identity.trace {
+                if let first = recordings[trace] {
+                    let id = trace.prefix(4).map { ($0 < 16 ? "0" : "") + String($0, radix: 16) }.joined()
+                    context.printError(
+                        "warning: \(path) is a copy of \(first) (the same recording, trace id \(id)…); counted once")
+                    continue
+                }
+                recordings[trace] = path
             }
             result.append(path)
         }
         return result
+    }
+
+    /// The trace id in the origin record at the start of the trace file at `path`, nil for
+    /// standard input, a file that cannot be read, or a trace without one. The origin follows
+    /// the header, so the first kilobyte holds it.
+    private static func traceID(of path: String) -> [UInt8]? {
+        guard path != standardInputName else { return nil }
+        let descriptor = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC)
+        guard descriptor >= 0 else { return nil }
+        defer { close(descriptor) }
+        var info = stat()
+        guard fstat(descriptor, &info) == 0, info.st_mode & S_IFMT == S_IFREG else { return nil }
+        var head = [UInt8](repeating: 0, count: 1024)
+        let count = head.withUnsafeMutableBytes { pread(descriptor, $0.baseAddress, $0.count, 0) }
+        guard count > 0 else { return nil }
+        var decoder = TraceDecoder(Array(head.prefix(count)))
+        for _ in 0..<8 {
+            guard let record = decoder.next() else { return nil }
+            if case .origin(let origin) = record { return origin.traceID.isEmpty ? nil : origin.traceID }
+        }
+        return nil
     }
 
     private struct FileIdentity: Hashable, Sendable {
