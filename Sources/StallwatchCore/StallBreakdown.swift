@@ -22,11 +22,11 @@ public struct ReasonTime: Sendable, Hashable, Codable {
 
 /// What a stall was made of: time per category, the dominant category, the top reasons.
 ///
-/// Time-weighted: each sample stands for the time until the next sample; the last one until
-/// the stall's end (nothing if the stall is unfinished). Time before the first sample (the
-/// budget that elapsed before detection) is not attributed. When no time can be attributed
-/// (e.g. the only sample of an unfinished stall), shares are by sample count and all
-/// `nanos` are 0. A plain value; use it on any thread.
+/// Time-weighted by `StallAccounting`: each sample stands for the time until the next sample,
+/// the last one until the stall's end (nothing if the stall is unfinished), and the first one
+/// also for the time before it (the budget that elapsed before detection). When no time can
+/// be attributed (the only sample of an unfinished stall that began when it was taken), shares
+/// are by sample count and all `nanos` are 0. A plain value; use it on any thread.
 public struct StallBreakdown: Sendable, Hashable, Codable {
     /// Attributed nanoseconds per category; every category is present (0 if none).
     public var nanos: [StallCategory: UInt64] {
@@ -138,29 +138,21 @@ public struct StallBreakdown: Sendable, Hashable, Codable {
 }
 
 extension Classifier {
-    /// The time-weighted breakdown of `stall`, keeping the `maxReasons` largest reasons.
+    /// The time-weighted breakdown of `stall` (`StallAccounting`'s rule, the report's),
+    /// keeping the `maxReasons` largest reasons.
     public func breakdown(of stall: Stall, maxReasons: Int = 5) -> StallBreakdown {
-        let samples = stall.samples.sorted { $0.time < $1.time }
+        var sorted = stall
+        sorted.samples.sort { $0.time < $1.time }
         return StallBreakdown(
-            samples: samples, classifications: samples.map(classify), end: stall.end,
-            maxReasons: maxReasons)
+            samples: sorted.samples, classifications: sorted.samples.map(classify),
+            weights: StallAccounting.sampleWeights(sorted), maxReasons: maxReasons)
     }
 }
 
 extension StallBreakdown {
-    /// Weighs already-classified samples (sorted by time); `end` is the stall's end, if any.
-    /// For callers that classify once and reuse the verdicts.
-    public init(
-        samples: [Sample], classifications: [Classification], end: UInt64?, maxReasons: Int = 5
-    ) {
-        self.init(
-            samples: samples, classifications: classifications,
-            weights: StallBreakdown.sampleWeights(samples, end: end), maxReasons: maxReasons)
-    }
-
     /// Weighs already-classified samples by `weights` (`weights[i]` nanoseconds for
-    /// `samples[i]`): for callers that share time out by a rule of their own, such as the
-    /// report's, which also gives the first sample the time before it.
+    /// `samples[i]`, as `StallAccounting.sampleWeights(_:)` gives): for callers that classify
+    /// once and reuse the verdicts.
     public init(
         samples: [Sample], classifications: [Classification], weights: [UInt64], maxReasons: Int = 5
     ) {
@@ -287,8 +279,8 @@ extension StallBreakdown {
 
 extension StallBreakdown {
     /// The nanoseconds each of `samples` (sorted by time) stands for: until the next sample,
-    /// the last one until `end` (nothing when the stall is unfinished, `end` nil). The one
-    /// definition of sample weight: breakdowns, folded stacks and speedscope all use it.
+    /// the last one until `end` (nothing when the stall is unfinished, `end` nil): what
+    /// `StallAccounting` adds the first sample's lead-in to.
     package static func sampleWeights(_ samples: [Sample], end: UInt64?) -> [UInt64] {
         samples.indices.map { index in
             sampleWeight(

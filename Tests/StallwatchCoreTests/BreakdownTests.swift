@@ -1,5 +1,6 @@
 // A stall's breakdown weighs each sample by the time until the next one (the last until the
-// stall's end); the largest category dominates.
+// stall's end, the first also for the time before it: `StallAccounting`); the largest category
+// dominates.
 
 import Testing
 
@@ -30,29 +31,31 @@ import Testing
     @Test func mixedStallIsTimeWeighted() {
         let breakdown = classifier.breakdown(of: mixedStall)
         #expect(breakdown.sampleCount == 5)
-        #expect(breakdown.totalNanos == 280 * ms)
-        #expect(breakdown.nanos(for: .compute) == 90 * ms)  // 50 + 40
+        #expect(breakdown.totalNanos == 300 * ms)
+        #expect(breakdown.nanos(for: .compute) == 110 * ms)  // 20 before the first sample + 50 + 40
         #expect(breakdown.nanos(for: .io) == 100 * ms)
         #expect(breakdown.nanos(for: .lockWait) == 30 * ms)
         #expect(breakdown.nanos(for: .database) == 60 * ms)
         #expect(breakdown.nanos(for: .other) == 0)
-        #expect(breakdown.dominant == .io)
-        #expect(abs(breakdown.dominantShare - 100.0 / 280.0) < 1e-9)
-        #expect(abs(breakdown.share(of: .compute) - 90.0 / 280.0) < 1e-9)
+        #expect(breakdown.dominant == .compute)
+        #expect(abs(breakdown.dominantShare - 110.0 / 300.0) < 1e-9)
+        #expect(abs(breakdown.share(of: .io) - 100.0 / 300.0) < 1e-9)
         #expect(
             breakdown.topReasons.map(\.reason) == [
-                "fsync", "FeedApp.ImageResizer.resize(_: FeedApp.Bitmap, to: Swift.Int)", "sqlite3_step",
+                "FeedApp.ImageResizer.resize(_: FeedApp.Bitmap, to: Swift.Int)", "fsync", "sqlite3_step",
                 "Foundation.NSLock.lock()",
             ])
-        #expect(breakdown.topReasons[1].nanos == 90 * ms)
-        #expect(breakdown.topReasons[1].category == .compute)
+        #expect(breakdown.topReasons[0].nanos == 110 * ms)
+        #expect(breakdown.topReasons[0].category == .compute)
+        // The same shares as the report's rule gives.
+        #expect(StallAccounting.sampleWeights(mixedStall) == [70, 100, 30, 60, 40].map { $0 * ms })
     }
 
     @Test func reasonsAreLimited() {
         let breakdown = classifier.breakdown(of: mixedStall, maxReasons: 2)
         #expect(
             breakdown.topReasons.map(\.reason) == [
-                "fsync", "FeedApp.ImageResizer.resize(_: FeedApp.Bitmap, to: Swift.Int)",
+                "FeedApp.ImageResizer.resize(_: FeedApp.Bitmap, to: Swift.Int)", "fsync",
             ])
     }
 
@@ -67,15 +70,25 @@ import Testing
         stall.end = nil
         stall.flags = [.unfinished]
         let breakdown = classifier.breakdown(of: stall)
-        #expect(breakdown.totalNanos == 260 * ms - 20 * ms)
-        #expect(breakdown.nanos(for: .compute) == 50 * ms)
+        #expect(breakdown.totalNanos == 260 * ms)
+        #expect(breakdown.nanos(for: .compute) == 70 * ms)
         #expect(breakdown.topReasons.count == 4)
     }
 
-    @Test func singleSampleOfAnUnfinishedStallStillHasAVerdict() {
+    @Test func singleSampleOfAnUnfinishedStallStandsForTheTimeBeforeIt() {
         let stall = Stall(
             id: 1, start: 0, end: nil, tier: .severe, callout: callout,
-            samples: [Fixture.fsyncTimedOut], flags: [.unfinished, .captureTimedOut])
+            samples: [at(20 * ms, Fixture.fsyncTimedOut)], flags: [.unfinished, .captureTimedOut])
+        let breakdown = classifier.breakdown(of: stall)
+        #expect(breakdown.totalNanos == 20 * ms)
+        #expect(breakdown.topReasons == [ReasonTime(category: .io, reason: "fsync", nanos: 20 * ms, share: 1)])
+    }
+
+    @Test func aSampleWithoutMeasurableTimeStillHasAVerdict() {
+        // Unfinished, and its only sample taken as the callout started: no time to share out.
+        let stall = Stall(
+            id: 1, start: 20 * ms, end: nil, tier: .severe, callout: callout,
+            samples: [at(20 * ms, Fixture.fsyncTimedOut)], flags: [.unfinished, .captureTimedOut])
         let breakdown = classifier.breakdown(of: stall)
         #expect(breakdown.totalNanos == 0)
         #expect(breakdown.dominant == .io)
@@ -96,7 +109,8 @@ import Testing
     @Test func precomputedClassificationsGiveTheSameBreakdown() {
         let stall = mixedStall
         let direct = StallBreakdown(
-            samples: stall.samples, classifications: classifier.classify(stall.samples), end: stall.end)
+            samples: stall.samples, classifications: classifier.classify(stall.samples),
+            weights: StallAccounting.sampleWeights(stall))
         #expect(direct == classifier.breakdown(of: stall))
     }
 }

@@ -54,8 +54,9 @@ import Testing
         }
         let interval: UInt64 = 10_000_000
         #expect(result.count == 12)
-        let skipped = result.skipped
-        #expect(skipped >= 3 && skipped <= 6)
+        // The 45 ms fire passes at least 3 grid points (more on a loaded machine, whose sleep
+        // wakes late: no upper bound). That each one passed is counted is the no-drift check below.
+        #expect(result.skipped >= 3)
         for (previous, fire) in zip(result.fires, result.fires.dropFirst()) {
             #expect(fire.index > previous.index)
         }

@@ -236,6 +236,27 @@ import Testing
         #expect(stall.callout.line == UInt32(run.postedAt?.line ?? 0))
     }
 
+    @Test func aStallEndsWithItsCalloutWhenTheNextOneOverranBeforeTheWatchdogLooked() async throws {
+        // The watchdog times the first spin; when it ends, the watchdog gets no CPU for 150 ms,
+        // while the second spin overruns too and leaves its own end on the board. The first
+        // stall still ends where its callout did (the loop's log has it), not when the watchdog
+        // looked, and the second is a stall of its own.
+        let late: @Sendable (inout StallMonitor.Configuration) -> Void = {
+            $0.watchdogLatenessAtStallEndForTesting = .milliseconds(150)
+        }
+        let run = try await monitored(configure: late) { loop, measure in
+            measure.post(loop) { spinForStallTest(milliseconds: 60) }
+            measure.post(loop) { spinForStallTest(milliseconds: 60) }
+        }
+        #expect(run.ended.count == 2, "\(run.ended.map(\.durationNanos))")
+        for (stall, window) in zip(run.ended.sorted { $0.start < $1.start }, run.windows) {
+            #expect(stall.start <= window.lowerBound + 100_000 && (stall.end ?? 0) + 100_000 >= window.upperBound)
+            #expect(
+                stall.durationNanos < window.upperBound - window.lowerBound + 1_000_000,
+                "a \(stall.durationNanos) ns stall of a \(window.upperBound - window.lowerBound) ns callout")
+        }
+    }
+
     @Test func stopStartStopIsClean() async throws {
         try await onLoopThreadThrowing { loop in
             let monitor = StallMonitor(loop: loop)

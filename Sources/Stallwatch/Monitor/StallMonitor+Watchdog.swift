@@ -65,8 +65,7 @@ extension StallMonitor {
             let suspended = sleeper.takeOverslept()
             timeStall(
                 current, id: nextID, start: start, deadline: deadline, suspended: suspended, sampler: sampler,
-                facts: facts,
-                sleeper: &sleeper)
+                facts: facts, overruns: cursor, sleeper: &sleeper)
             nextID += 1
         }
         // Stopped: the overruns that ended before stop() are stalls still to be recorded.
@@ -148,8 +147,7 @@ extension StallMonitor {
 
     private func timeStall(
         _ callout: CalloutSnapshot, id: UInt64, start: UInt64, deadline: UInt64, suspended: Bool,
-        sampler: ThreadSampler, facts: SampleFacts,
-        sleeper: inout Sleeper
+        sampler: ThreadSampler, facts: SampleFacts, overruns cursor: UInt64, sleeper: inout Sleeper
     ) {
         let board = loop.board
         board.declareStall(callout.sequence)
@@ -178,12 +176,24 @@ extension StallMonitor {
             sleeper.sleep(until: stall.samples.last!.time &+ sampleInterval(after: elapsed))
             if sleeper.takeOverslept() { stall.flags.insert(.suspended) }
             if board.sequence != callout.sequence {
-                let exact = board.stallEndSequence.load(ordering: .acquiring) == callout.sequence
                 // Exact: both ends are the loop's own cycle stamps, so the duration carries no
-                // conversion error beyond the rate's.
-                let end = board.stallEndCycles.load(ordering: .relaxed)
+                // conversion error beyond the rate's. The end on the board is this callout's
+                // unless a later callout overran too before the watchdog looked (a loaded
+                // machine): then it is in the loop's overrun log, which the watchdog has not
+                // read past this callout (`cursor`). Only if the log lapped is the end "now".
+                if configuration.watchdogLatenessAtStallEndForTesting > .zero {
+                    sleepForTesting(configuration.watchdogLatenessAtStallEndForTesting)
+                }
+                var end: UInt64?
+                if board.stallEndSequence.load(ordering: .acquiring) == callout.sequence {
+                    end = board.stallEndCycles.load(ordering: .relaxed)
+                } else {
+                    var peek = cursor
+                    end = board.overruns.read(from: &peek).entries.last { $0.sequence == callout.sequence }?.endCycles
+                }
                 stall.end =
-                    exact ? start &+ Timebase.shared.duration(from: callout.startCycles, to: end) : sw_monotonic_ns()
+                    end.map { start &+ Timebase.shared.duration(from: callout.startCycles, to: $0) }
+                    ?? sw_monotonic_ns()
                 break
             }
             if !isRunning {

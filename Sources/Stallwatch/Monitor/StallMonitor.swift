@@ -50,6 +50,9 @@ public final class StallMonitor: @unchecked Sendable {
         /// Tests: the watchdog gets no CPU for this long after it first sees each callout, as an
         /// unprivileged watchdog on a busy machine may wait for one.
         var watchdogLatenessForTesting: Duration = .zero
+        /// Tests: the watchdog gets no CPU for this long when it finds that a stall it timed has
+        /// ended, before it reads the end.
+        var watchdogLatenessAtStallEndForTesting: Duration = .zero
 
         /// The frame budget (1/60 s by default).
         public var budget: Duration {
