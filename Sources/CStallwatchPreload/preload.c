@@ -1,7 +1,13 @@
 #include "CStallwatchPreload.h"
+#include "internal.h"
 
 // Runs when the dynamic loader maps the library (LD_PRELOAD: before main, after the
 // constructors of the libraries it depends on, libdispatch and the Swift runtime included).
-__attribute__((constructor)) static void stallwatch_preload_constructor(void) { stallwatch_preload_start(); }
+// A program that is not a Swift program first gets back the crash signals the Swift runtime
+// took when it was loaded for this library: the preload never changes how a program dies.
+__attribute__((constructor)) static void stallwatch_preload_constructor(void) {
+    if (!swp_program_needs_swift_runtime()) swp_restore_signals_taken_by_swift_runtime();
+    stallwatch_preload_start();
+}
 
 __attribute__((visibility("default"))) void stallwatch_preload_yield(void) { stallwatch_preload_stop(); }

@@ -11,20 +11,34 @@ struct ChildRun: Sendable, CustomStringConvertible {
     var exitCode: Int32
     var output: String
     var error: String
+    /// Whether it was killed, with everything it started, for outliving its timeout.
+    var timedOut = false
 
     /// The status and the standard error, for a check's comment.
-    var description: String { "\(name) exited \(exitCode); its standard error:\n\(error)" }
+    var description: String {
+        let ending = timedOut ? "was killed at its timeout" : "exited \(exitCode)"
+        return "\(name) \(ending); its standard error:\n\(error)"
+    }
 
     /// Runs `executable` with `arguments` and `environment` (nil: this process's) and waits;
     /// both streams are read at once, so neither pipe fills while the other is read. A sanitizer
-    /// report in its standard error is recorded as an issue.
+    /// report in its standard error is recorded as an issue. With a `timeout`, it runs under
+    /// `/usr/bin/timeout` (when there is one) in a process group of its own, which is sent SIGKILL
+    /// when the time is up: a hung child or grandchild fails its test instead of blocking the suite.
     init(
         _ executable: String, _ arguments: [String], environment: [String: String]? = nil,
-        sourceLocation: SourceLocation = #_sourceLocation
+        timeout: Duration? = nil, sourceLocation: SourceLocation = #_sourceLocation
     ) throws {
         let process = Process()
-        process.executableURL = URL(fileURLWithPath: executable)
-        process.arguments = arguments
+        let killer = "/usr/bin/timeout"
+        if let timeout, FileManager.default.isExecutableFile(atPath: killer) {
+            // SIGKILL: the test runner may have SIGTERM ignored, which its children inherit.
+            process.executableURL = URL(fileURLWithPath: killer)
+            process.arguments = ["-s", "KILL", "\(timeout.components.seconds)s", executable] + arguments
+        } else {
+            process.executableURL = URL(fileURLWithPath: executable)
+            process.arguments = arguments
+        }
         if let environment { process.environment = environment }
         let output = Pipe()
         let error = Pipe()
@@ -42,6 +56,8 @@ struct ChildRun: Sendable, CustomStringConvertible {
         process.waitUntilExit()
         name = URL(fileURLWithPath: executable).lastPathComponent
         exitCode = process.terminationStatus
+        // timeout's SIGKILL goes to its own process group, timeout included.
+        timedOut = timeout != nil && process.terminationReason == .uncaughtSignal && exitCode == SIGKILL
         self.output = String(decoding: outputData, as: UTF8.self)
         self.error = errorText.withLock { $0 }
         expectNoSanitizerReport(self.error, from: name, sourceLocation: sourceLocation)

@@ -37,7 +37,9 @@ private let commandHelpTexts: [String: String] = [
     by the preload library libStallwatchPreload.so, found next to stallwatch or
     named by STALLWATCH_PRELOAD, which record adds to LD_PRELOAD. Exits with the
     command's status, 128+N if signal N killed it, 127 if it was not found, 126 if
-    it could not run.
+    it could not run. The preload library never changes how the command dies: a
+    program that is not a Swift program gets no Swift crash handler, and
+    SWIFT_BACKTRACE is passed on unchanged.
 
     USAGE: stallwatch record -o <trace> [--budget <ms>] [--mode <mode>]
            [--no-preload] -- <command> ...

@@ -3,11 +3,16 @@ import Dispatch
 import Foundation
 import Glibc
 import StallwatchCore
+import Synchronization
 
 extension HeartbeatRecorder {
     /// The monitor the preload library started for `DispatchQueue.main`, and its recorder
     /// once the main queue ran a heartbeat.
     private static let preloaded = Locked<(monitor: HeartbeatMonitor?, recorder: HeartbeatRecorder?)>((nil, nil))
+
+    /// The process that started them. A child it forks inherits the atexit handler but none of
+    /// the threads that handler waits for, nor the right to write the parent's trace.
+    private static let preloadedProcess = Atomic<pid_t>(0)
 
     /// For the preload library's constructor (`stallwatch record` sets `LD_PRELOAD`): when
     /// `STALLWATCH_TRACE` asks for a trace, watches `DispatchQueue.main` with a heartbeat
@@ -56,7 +61,8 @@ extension HeartbeatRecorder {
         do {
             preloaded.withLock { $0.monitor = monitor }
             try monitor.start()
-            atexit { HeartbeatRecorder.stopPreloaded() }
+            preloadedProcess.store(getpid(), ordering: .relaxed)
+            atexit { HeartbeatRecorder.stopPreloadedAtExit() }
         } catch {
             preloaded.withLock { $0 = (nil, nil) }
             report("not recording \(request.path): \(error)")
@@ -75,6 +81,15 @@ extension HeartbeatRecorder {
         guard let monitor else { return false }
         if let recorder { recorder.stop() } else { monitor.stop() }
         return true
+    }
+
+    /// At exit: `stopPreloaded`, in the process that started them only. A forked child that
+    /// leaves with exit() (a shell's command substitution, a Python child) would wait forever for
+    /// the monitor's and writer's threads, which it does not have; and it touches no lock, which a
+    /// thread of the parent may have held at the fork.
+    private static func stopPreloadedAtExit() {
+        guard preloadedProcess.load(ordering: .relaxed) == getpid() else { return }
+        stopPreloaded()
     }
 
     /// After `stopPreloaded` stopped the recorder, when the program's own Stallwatch takes
