@@ -164,6 +164,25 @@ case "read-file":
     loop.post(label: "load document") { loadDocumentForHost(path) }
     loop.schedule(after: .milliseconds(100)) { _ in loop.stop() }
     loop.run()
+case "fork-exit":
+    // STALLWATCH_TRACE set by the test: the loop records; a callout forks a child that leaves
+    // with exit() (as a shell's command substitution does), and the parent waits for it.
+    let loop = MainLoop.main
+    loop.post(label: "spin") { spinForHost(milliseconds: 80) }
+    loop.post(label: "fork") {
+        let child = fork()
+        if child == 0 {
+            // A child that hangs in exit() is killed by its alarm: the test fails, not hangs.
+            alarm(10)
+            exit(7)
+        }
+        var status: Int32 = 0
+        waitpid(child, &status, 0)
+        print("child=\((status >> 8) & 0xFF)")
+    }
+    loop.schedule(after: .milliseconds(200)) { _ in loop.stop() }
+    loop.run()
+    report("returned", true)
 case "hang":
     // Hangs forever in a callout; the test kills the process mid-hang.
     let loop = MainLoop.main
@@ -175,7 +194,8 @@ case "hang":
 default:
     FileHandle.standardError.write(
         Data(
-            "usage: StallwatchTestHost main-queue|stalls|exports|hang|busy|annotate-async|perf-status|read-file\n".utf8)
+            "usage: StallwatchTestHost main-queue|stalls|exports|hang|busy|annotate-async|perf-status|read-file|fork-exit\n"
+                .utf8)
     )
     exit(2)
 }

@@ -131,6 +131,22 @@ import Testing
         #expect(!hang.samples.isEmpty)
     }
 
+    @Test func aForkedChildThatCallsExitDoesNotHangOrTouchTheTrace() throws {
+        // The child inherits the recorder's atexit handler but not its threads: stopping the
+        // recorder there would wait for ever. The child's alarm (10 s) and the timeout turn that
+        // regression into a failure (the child killed, not 7) rather than a hung suite.
+        let path = temporaryTrace("fork-exit")
+        defer { unlink(path) }
+        let run = try runChild(
+            "/usr/bin/timeout", ["30", builtProduct("StallwatchTestHost"), "fork-exit"],
+            environment: ProcessInfo.processInfo.environment.merging(["STALLWATCH_TRACE": path]) { $1 })
+        #expect(run.status == 0, "\(run)")
+        #expect(run.output.contains("child=7\n") && run.output.contains("returned=1\n"), "\(run.output)")
+        let trace = DecodedTrace(decoding: try readBytes(path), fileName: path)
+        #expect(trace.outcome.endedCleanly, "\(trace.outcome.problems)")
+        #expect(trace.stalls.contains { $0.callout.label == "spin" }, "\(trace.stalls.map(\.callout))")
+    }
+
     @Test func anAppWithItsOwnMonitorKeepsItAndTheEnvironmentRecordsThatMonitor() throws {
         // DetectStalls starts its own StallMonitor on the main loop (a second one would trap):
         // the environment's recorder records the app's monitor, which keeps its own callbacks.

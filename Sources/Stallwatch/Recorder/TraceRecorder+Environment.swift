@@ -1,4 +1,5 @@
 import Foundation
+import Synchronization
 
 extension TraceRecorder {
     /// What the environment asks for: `STALLWATCH_TRACE=path` turns recording on;
@@ -38,6 +39,10 @@ extension TraceRecorder {
     public static var fromEnvironment: TraceRecorder? { environmentRecorder.withLock { $0 } }
 
     private static let environmentRecorder = Locked<TraceRecorder?>(nil)
+
+    /// The process that started it: a child it forks inherits the atexit handler but none of
+    /// the threads `stop()` waits for, nor the right to write the parent's trace.
+    private static let environmentProcess = Atomic<pid_t>(0)
 
     /// An app starts its own `StallMonitor` on `loop` while the environment's recorder watches
     /// it with a monitor of its own: that monitor stops so the app's can start (a second one
@@ -84,7 +89,12 @@ extension TraceRecorder {
             }
             try recorder.start()
             environmentRecorder.withLock { $0 = recorder }
-            atexit { TraceRecorder.fromEnvironment?.stop() }
+            environmentProcess.store(getpid(), ordering: .relaxed)
+            atexit {
+                // In the process that started it only; a forked child touches no lock either.
+                guard TraceRecorder.environmentProcess.load(ordering: .relaxed) == getpid() else { return }
+                TraceRecorder.fromEnvironment?.stop()
+            }
         } catch {
             FileHandle.standardError.write(Data("stallwatch: not recording \(request.path): \(error)\n".utf8))
         }
