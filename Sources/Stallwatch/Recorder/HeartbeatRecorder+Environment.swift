@@ -24,9 +24,6 @@ extension HeartbeatRecorder {
         guard let request = TraceRecorder.EnvironmentRequest(environment) else { return }
         PreloadYield.isPreloadInstance.store(true, ordering: .relaxed)
         for warning in request.warnings { report(warning) }
-        if request.mode == .full {
-            report("STALLWATCH_MODE=full needs MainLoop (callouts are its own); recording stalls only")
-        }
         var configuration = HeartbeatMonitor.Configuration()
         if let budget = request.budgetMilliseconds { configuration.budget = .nanoseconds(Int64(budget * 1_000_000)) }
         if let text = environment["STALLWATCH_UNSERVICED_MS"] {
@@ -87,9 +84,17 @@ extension HeartbeatRecorder {
     /// leaves with exit() (a shell's command substitution, a Python child) would wait forever for
     /// the monitor's and writer's threads, which it does not have; and it touches no lock, which a
     /// thread of the parent may have held at the fork.
+    /// Said then, not at start: a program that runs `MainLoop` takes the trace over (and
+    /// records full mode itself) after the preload started, so only a program that never did
+    /// is told its full-mode trace holds stalls only.
     private static func stopPreloadedAtExit() {
         guard preloadedProcess.load(ordering: .relaxed) == getpid() else { return }
-        stopPreloaded()
+        let recorded = preloaded.withLock { $0.recorder != nil }
+        if stopPreloaded(), recorded,
+            TraceRecorder.EnvironmentRequest(ProcessInfo.processInfo.environment)?.mode == .full
+        {
+            report("STALLWATCH_MODE=full needs MainLoop (callouts are its own); the trace holds stalls only")
+        }
     }
 
     /// After `stopPreloaded` stopped the recorder, when the program's own Stallwatch takes
