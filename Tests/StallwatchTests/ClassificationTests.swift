@@ -219,14 +219,11 @@ enum Scenarios {
         let stall = try #require(run.ended.first)
         let breakdown = Classifier().breakdown(of: stall)
         let (middle, end) = phases.withLock { $0 }
-        let firstSample = try #require(stall.samples.first).time
-        // The breakdown starts at the first sample, so compare with the parts of each phase
-        // that were sampled.
-        let sampledCompute = Double(middle > firstSample ? middle - firstSample : 0)
-        let sampledIO = Double(end - max(middle, firstSample))
+        // The breakdown covers the whole stall (the first sample also stands for the time
+        // before it, `StallAccounting`), so compare with the phases as they ran.
         let computeNanos = middle - stall.start
         let ioNanos = end - middle
-        let expectedCompute = sampledCompute / (sampledCompute + sampledIO)
+        let expectedCompute = Double(computeNanos) / Double(computeNanos + ioNanos)
         let compute = breakdown.share(of: .compute)
         let io = breakdown.share(of: .io)
         print(
