@@ -39,10 +39,38 @@ public struct Frame: Sendable, Hashable, Codable {
         return Frame.isSystemModule(module)
     }
 
-    /// Stallwatch's own run loop and monitor, compiled into the app: not the app's code.
+    /// Stallwatch's own run loop and monitor, compiled into the app: not the app's code, in
+    /// any form the optimizer gives it (`function signature specialization <…> of
+    /// Stallwatch.MainLoop.fireTimers(…)`, a partial-apply forwarder, a merged function).
     static func isInfrastructure(_ symbol: String) -> Bool {
-        StallwatchSymbols.infrastructurePrefixes.contains { symbol.utf8HasPrefix($0) }
+        let function = standsFor(symbol)
+        return StallwatchSymbols.infrastructurePrefixes.contains { function.utf8.starts(with: $0.utf8) }
     }
+
+    /// The function a demangled `symbol` stands for, without the wrappers the optimizer adds:
+    /// `generic specialization <…> of`, `function signature specialization <…> of` (whose
+    /// `<…>` the demangler leaves with an unclosed `[`), `partial apply forwarder for`,
+    /// `merged`. The symbol itself when it has none.
+    package static func standsFor(_ symbol: String) -> Substring {
+        var rest = Substring(symbol)
+        while let first = rest.utf8.first, wrapperInitials.contains(first) {
+            if let tail = rest.dropping("partial apply forwarder for ") ?? rest.dropping("merged ") {
+                rest = tail
+                continue
+            }
+            guard
+                let opening = rest.dropping("generic specialization <")
+                    ?? rest.dropping("function signature specialization <"),
+                let tail = opening.afterClosingAngle()?.dropping(" of ")
+            else { break }
+            rest = tail
+        }
+        return rest
+    }
+
+    private static let wrapperInitials: Set<UInt8> = [
+        UInt8(ascii: "g"), UInt8(ascii: "f"), UInt8(ascii: "p"), UInt8(ascii: "m"),
+    ]
 
     static func isSystemModule(_ path: String) -> Bool {
         for prefix in systemDirectories where path.utf8HasPrefix(prefix) { return true }
@@ -71,5 +99,32 @@ public struct Frame: Sendable, Hashable, Codable {
             return path[path.utf8.index(after: slash)...]
         }
         return path[...]
+    }
+}
+
+extension Substring {
+    /// What follows `prefix`, if this starts with it.
+    fileprivate func dropping(_ prefix: String) -> Substring? {
+        utf8.starts(with: prefix.utf8) ? Substring(utf8.dropFirst(prefix.utf8.count)) : nil
+    }
+
+    /// What follows the `>` that closes an angle bracket already open (counting only angle
+    /// brackets, an arrow's `>` not among them), nil if none does.
+    fileprivate func afterClosingAngle() -> Substring? {
+        var depth = 1
+        var previous: UInt8 = 0
+        var index = utf8.startIndex
+        while index != utf8.endIndex {
+            let byte = utf8[index]
+            if byte == UInt8(ascii: "<") {
+                depth += 1
+            } else if byte == UInt8(ascii: ">") && previous != UInt8(ascii: "-") {
+                depth -= 1
+                if depth == 0 { return Substring(utf8[utf8.index(after: index)...]) }
+            }
+            previous = byte
+            index = utf8.index(after: index)
+        }
+        return nil
     }
 }

@@ -29,7 +29,7 @@ extension Fixture {
                 "partial apply forwarder for closure #1 (Swift.UnsafeRawBufferPointer) -> Swift.UInt64 in static "
                     + "SampleSupport.PhotoLibrary.(hash in _7CEFA7E567FCEEB50EE460ADD21164F8)(_: Swift.Array<Swift.UInt8>, "
                     + "chunk: Swift.Int, seed: Swift.UInt64) -> Swift.UInt64",
-                "partial apply forwarder for closure #1 in PhotoLibrary.hash(_:chunk:seed:)"
+                "closure #1 in PhotoLibrary.hash(_:chunk:seed:)"
             ),
             (
                 "Swift.Array.withUnsafeBytes<A>((Swift.UnsafeRawBufferPointer) throws -> A1) throws -> A1",

@@ -56,8 +56,12 @@ import Testing
         #expect(stack.first?["name"] as? String == "fnv1a(_:seed:)")
         #expect(stack.first?["symbol"] as? String == Fixture.App.names[0].full)
         #expect(stack.first?["source"] as? String == "Sources/FeedApp/Hash.swift:34")
+        // The forwarder is named by the closure it stands for; it has no source line.
         #expect(
-            stack.contains { $0["source"] is NSNull && ($0["name"] as? String)?.hasPrefix("partial apply") == true })
+            stack.contains {
+                $0["source"] is NSNull && $0["name"] as? String == "closure #1 in PhotoLibrary.hash(_:chunk:seed:)"
+            })
+        #expect(!text.contains("partial apply"))
         // Folded stacks and speedscope name frames the same way.
         let folded = CLIRun(["export", path, "--format", "folded", "-o", "-"]).output
         #expect(folded.contains("database;main();FeedDatabase.loadFeed(rows:);sqlite3_step;libsqlite3.so.0+0x4f1a3 "))
@@ -65,5 +69,68 @@ import Testing
         #expect(speedscope.contains("\"name\": \"libsqlite3.so.0+0x4f1a3\""))
         #expect(speedscope.contains("\"file\": \"Sources/FeedApp/Hash.swift\""))
         #expect(!speedscope.contains("compiler-generated"))
+    }
+
+    /// Names a release build gives (a release recording of the demo, and `swiftc -O`),
+    /// demangled: each stands for the function it wraps.
+    static let optimized: [(full: String, short: String)] = [
+        (
+            "partial apply forwarder for closure #1 (Stallwatch.MainLoop.Timer) -> () in closure #2 "
+                + "(SampleSupport.SampleRun) -> () in Demo",
+            "closure #1 in closure #2 in Demo"
+        ),
+        (
+            "function signature specialization <Arg[0] = [Closure Propagated : $s1myyXEfU_, Argument Types : []> "
+                + "of static m.Run.run(() -> ()) -> ()",
+            "Run.run(_:)"
+        ),
+        (
+            "function signature specialization <Arg[0] = Dead> of function signature specialization <Arg[0] = "
+                + "[Closure Propagated : $s1myyXEfU_, Argument Types : []> of static m.Run.run(() -> ()) -> ()",
+            "Run.run(_:)"
+        ),
+        (
+            "function signature specialization <Arg[0] = [Closure Propagated : $s1myyXEfU_yyXEfU0_, Argument Types "
+                + ": []> of generic specialization <Swift.String> of m.Loop.run<A>(mode: A, _: () -> ()) -> ()",
+            "Loop.run(mode:_:)"
+        ),
+        ("merged SampleSupport.LockedSettings.value(_: Swift.String) -> Swift.Int", "LockedSettings.value(_:)"),
+    ]
+
+    @Test(arguments: optimized.indices)
+    func optimizedNamesAreTheFunctionTheyStandFor(index: Int) {
+        let (full, short) = Self.optimized[index]
+        #expect(SwiftNames.simplify(full) == short)
+        #expect(!isCompilerGenerated(Frame(address: 1, symbol: full, module: "/app/App")))
+    }
+
+    @Test func stallwatchsOwnFramesAreInfrastructureInAnyForm() {
+        for symbol in [
+            // From a release recording of the demo.
+            "function signature specialization <Arg[3] = [Closure Propagated : $s10Stallwatch8MainLoopC10fireTimers_"
+                + "3nowSbAA9ModeStateC_s6UInt64VtFyyXEfU_, Argument Types : [@escaping @callee_guaranteed (@guaranteed "
+                + "Stallwatch.MainLoop.Timer) -> ()Stallwatch.MainLoop.Timer]> of Stallwatch.MainLoop.watchedCallout(_: "
+                + "Stallwatch.CalloutSite, phase: StallwatchCore.LoopActivity, mode: Stallwatch.MainLoop.Mode, _: () -> ()) "
+                + "-> ()",
+            "generic specialization <Swift.Int> of Stallwatch.MainLoop.callout<A>(_: A) -> ()",
+            "partial apply forwarder for closure #1 () -> () in Stallwatch.MainLoop.fireTimers(_: "
+                + "Stallwatch.ModeState, now: Swift.UInt64) -> Swift.Bool",
+        ] {
+            #expect(Frame(address: 1, symbol: symbol, module: "/app/App").isSystem, "\(symbol)")
+        }
+        #expect(
+            !Frame(address: 1, symbol: "generic specialization <Swift.Int> of App.f<A>(A) -> ()", module: "/app/App")
+                .isSystem)
+    }
+
+    @Test func thunksAreGlueWhateverWrapsThem() {
+        for symbol in [
+            "partial apply forwarder for reabstraction thunk helper from @escaping @callee_guaranteed () -> () to "
+                + "@escaping @callee_guaranteed () -> (@out ())",
+            "reabstraction thunk helper from @callee_guaranteed () -> () to @escaping @callee_guaranteed () -> ()",
+            "thunk for @escaping @callee_guaranteed () -> ()", "outlined copy of App.Row",
+        ] {
+            #expect(isCompilerGenerated(Frame(address: 1, symbol: symbol, module: "/app/App")), "\(symbol)")
+        }
     }
 }

@@ -105,7 +105,7 @@ import Testing
            stack (83 % of the longest stall's time had this stack):
              fnv1a(_:seed:) (Sources/FeedApp/Hash.swift:34)
              closure #1 in PhotoL….hash(_:chunk:seed:) (Sources/FeedApp/Photos.swift:46)
-             partial apply forwarder for closure #1 in PhotoLibrary.hash(_:chunk:seed:)
+             closure #1 in PhotoLibrary.hash(_:chunk:seed:)
              main() (Sources/FeedApp/main.swift:10)
 
         2. database: FeedDatabase.loadFeed(rows:) ← main()
@@ -155,7 +155,7 @@ import Testing
            stack (83 % of the longest stall's time had this stack):
              fnv1a(_:seed:) (Sources/FeedApp/Hash.swift:34)
              closure #1 in PhotoLibrary.hash(_:chunk:seed:) (Sources/FeedApp/Photos.swift:46)
-             partial apply forwarder for closure #1 in PhotoLibrary.hash(_:chunk:seed:)
+             closure #1 in PhotoLibrary.hash(_:chunk:seed:)
              main() (Sources/FeedApp/main.swift:10)
 
         2. database: FeedDatabase.loadFeed(rows:) ← main()
@@ -192,7 +192,7 @@ import Testing
           3 of 4 samples
           fnv1a(_:seed:) (Sources/FeedApp/Hash.swift:34)  FeedApp
           closure #1 in Pho…sh(_:chunk:seed:) (Sources/FeedApp/Photos.swift:46)  FeedApp
-          partial apply forwarder for closur…n PhotoLibrary.hash(_:chunk:seed:)  FeedApp
+          closure #1 in PhotoLibrary.hash(_:chunk:seed:)  FeedApp
           main() (Sources/FeedApp/main.swift:10)  FeedApp
 
         """
@@ -214,7 +214,7 @@ import Testing
         Representative stack (sample 1, innermost first): 83 % of the stall's time, 3 of 4 samples
           fnv1a(_:seed:) (Sources/FeedApp/Hash.swift:34)  FeedApp
           closure #1 in PhotoLibrary.hash(_:chunk:seed:) (Sources/FeedApp/Photos.swift:46)  FeedApp
-          partial apply forwarder for closure #1 in PhotoLibrary.hash(_:chunk:seed:)  FeedApp
+          closure #1 in PhotoLibrary.hash(_:chunk:seed:)  FeedApp
           main() (Sources/FeedApp/main.swift:10)  FeedApp
 
         """

@@ -74,27 +74,33 @@ final class DwarfSession {
             location.symbol = String(cString: name)
             symbolStart = address &- offset
         }
-        if let cu = compileUnit(in: module, containing: address),
-            let line = dw.getSrcDie(cu.die, address &- cu.bias)
-        {
+        if let (cu, line) = sourceLine(in: module, at: address) {
             var number: Int32 = 0
-            if dw.lineNo(line, &number) == 0, number > 0 {
+            location.file = dw.lineSrc(line, nil, nil).map { String(cString: $0) }
+            if dw.lineNo(line, &number) == 0, number > 0, !Self.isCompilerGenerated(location.file) {
                 location.line = UInt32(number)
-            } else if let start = symbolStart {
-                location.line = precedingLine(
-                    in: cu, before: address &- cu.bias, notBefore: start &- cu.bias)
+            } else if let start = symbolStart,
+                let row = precedingLine(in: cu, before: address &- cu.bias, notBefore: start &- cu.bias)
+            {
+                location.line = row.line
+                location.file = row.file ?? location.file
             }
-            if let source = dw.lineSrc(line, nil, nil) { location.file = String(cString: source) }
         }
         return location
     }
 
-    /// Line 0 marks compiler-generated code (common in optimised Swift: retain/release,
-    /// inlined generic code). A sample there belongs to the statement the code was emitted for,
-    /// so take the nearest earlier row with a line, staying within the function and its
-    /// line-table sequence.
+    /// The file optimised Swift gives code it made itself (inlined generic code, retains): no
+    /// source a person can open.
+    private static func isCompilerGenerated(_ file: String?) -> Bool {
+        file?.hasSuffix("<compiler-generated>") ?? true
+    }
+
+    /// Line 0, or the file `<compiler-generated>`, marks code the compiler made (common in
+    /// optimised Swift: retain/release, inlined generic code). A sample there belongs to the
+    /// statement the code was emitted for, so take the nearest earlier row with a line in a
+    /// real file (its line and file), staying within the function and its line-table sequence.
     private func precedingLine(in cu: CURange, before address: UInt64, notBefore start: UInt64)
-        -> UInt32?
+        -> (line: UInt32, file: String?)?
     {
         var lines: OpaquePointer?
         var count = 0
@@ -112,10 +118,29 @@ final class DwarfSession {
             var endsSequence = false
             if dw.lineEndSequence(row, &endsSequence) == 0, endsSequence, index != after - 1 { break }
             var number: Int32 = 0
-            if dw.lineNo(row, &number) == 0, number > 0 { return UInt32(number) }
+            if dw.lineNo(row, &number) == 0, number > 0 {
+                let file = dw.lineSrc(row, nil, nil).map { String(cString: $0) }
+                if !Self.isCompilerGenerated(file) { return (UInt32(number), file) }
+            }
             index -= 1
         }
         return nil
+    }
+
+    /// The compile unit holding `address` and its line-table row there. libdw's own answer
+    /// (from .debug_aranges) is taken only when it has a row for the address: a module whose
+    /// aranges cover some CUs only (clang's C beside Swift, which emits none) can be answered
+    /// with a CU that does not hold the address, depending on what was looked up before; then
+    /// the session's own index of every CU's ranges decides.
+    private func sourceLine(in module: LibDW.DwflModule, at address: UInt64) -> (CURange, LibDW.DwarfLine)? {
+        if let cu = compileUnit(in: module, containing: address), let line = dw.getSrcDie(cu.die, address &- cu.bias) {
+            return (cu, line)
+        }
+        let ranges = cuIndex[module] ?? buildIndex(module)
+        guard let cu = Self.search(ranges, address), let line = dw.getSrcDie(cu.die, address &- cu.bias) else {
+            return nil
+        }
+        return (cu, line)
     }
 
     private func compileUnit(in module: LibDW.DwflModule, containing address: UInt64) -> CURange? {

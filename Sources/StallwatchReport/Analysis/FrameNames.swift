@@ -80,20 +80,26 @@ public struct FrameNamer: Sendable, Hashable {
     }
 }
 
-/// Whether a frame is glue the compiler generated (thunks, partial-apply forwarders, merged
-/// or outlined functions): it tells nothing about the app, so signatures and representative
-/// stacks skip it.
+/// Whether a frame is glue the compiler generated (thunks, outlined copies, a forwarder to a
+/// thunk): it tells nothing about the app, so signatures and representative stacks skip it. A
+/// specialization, a partial-apply forwarder to a function or a merged function stands for that
+/// function (`Frame.standsFor`) and is not glue: in a release build it is often the only frame
+/// of the app's code.
 func isCompilerGenerated(_ frame: Frame) -> Bool {
-    if frame.file?.utf8HasSuffix("<compiler-generated>") == true { return true }
-    // Every prefix starts with one of r, p, m, t, o; most symbols start with a module's name.
-    guard let symbol = frame.symbol, let first = symbol.utf8.first, compilerGeneratedInitials.contains(first) else {
-        return false
-    }
-    for prefix in compilerGeneratedPrefixes where symbol.utf8HasPrefix(prefix) { return true }
-    return false
+    if frame.file?.utf8HasSuffix("<compiler-generated>") == true, frame.symbol.map(isGlue) ?? true { return true }
+    return frame.symbol.map(isGlue) ?? false
 }
 
-private let compilerGeneratedPrefixes = ["reabstraction thunk", "partial apply", "merged ", "thunk for ", "outlined "]
+/// Whether the demangled `symbol` is a thunk or outlined code, whatever wraps it.
+private func isGlue(_ symbol: String) -> Bool {
+    // Every glue prefix starts with r, t or o; most symbols start with a module's name.
+    guard let first = symbol.utf8.first else { return false }
+    let function = compilerGeneratedInitials.contains(first) ? Substring(symbol) : Frame.standsFor(symbol)
+    guard let initial = function.utf8.first, compilerGeneratedInitials.contains(initial) else { return false }
+    return compilerGeneratedPrefixes.contains { function.utf8.starts(with: $0.utf8) }
+}
+
+private let compilerGeneratedPrefixes = ["reabstraction thunk", "thunk for ", "outlined "]
 private let compilerGeneratedInitials = Set(compilerGeneratedPrefixes.compactMap(\.utf8.first))
 
 /// How a frame is named without its trace's module map (no load addresses, no build root):

@@ -72,10 +72,18 @@ public struct RepresentativeStack: Sendable, Hashable {
     static func groupKey(_ frames: [Frame]) -> [String] {
         var key: [String] = []
         for frame in frames where !isCompilerGenerated(frame) {
-            let name = frame.symbol ?? frame.module.map { "[\(Frame.basename($0))]" } ?? "[?]"
-            // Recursion and re-entered generic wrappers (`withUnsafeBytes` twice) are one step.
+            let name = frame.symbol.map(function) ?? frame.module.map { "[\(Frame.basename($0))]" } ?? "[?]"
+            // Recursion, re-entered generic wrappers (`withUnsafeBytes` twice) and a forwarder
+            // with the function it stands for are one step.
             if key.last != name { key.append(name) }
         }
         return key
+    }
+
+    /// The function `symbol` stands for (`Frame.standsFor`), the symbol itself when it has no
+    /// wrapper.
+    private static func function(_ symbol: String) -> String {
+        let function = Frame.standsFor(symbol)
+        return function.startIndex == symbol.startIndex ? symbol : String(function)
     }
 }

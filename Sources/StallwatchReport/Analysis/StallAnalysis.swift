@@ -194,7 +194,7 @@ final class AppFrameMemo {
 
     /// The app frames of stack `number` (innermost first, at most `SignatureKey.frameCount`):
     /// frames whose module is not the system's and that are not compiler-generated, named by
-    /// `names`. Each portable stack's once per worker when every frame has a symbol (then the
+    /// `names`, a name repeated in a row once. Each portable stack's once per worker when every frame has a symbol (then the
     /// names depend on the symbols alone); else each stack's once per trace, each address
     /// judged and named once (the module tests are string searches; naming per sample was most
     /// of a fleet report).
@@ -209,7 +209,8 @@ final class AppFrameMemo {
                     name = !frame.isSystem && !isCompilerGenerated(frame) ? portable.name(frame, namer) : nil
                     names[frame.address] = .some(name)
                 }
-                guard let name else { continue }
+                // A forwarder and the function it stands for, both on the stack, are one step.
+                guard let name, result.last != name else { continue }
                 result.append(name)
                 if result.count == SignatureKey.frameCount { break }
             }

@@ -4,7 +4,8 @@
 ///
 /// The rules: the module prefix goes (the frame's module says it), so do argument types,
 /// result types, generic parameters, `static`, private discriminators (`(hash in _7CEF…)`
-/// becomes `hash`) and specialization wrappers; a closure keeps its number and what it is in
+/// becomes `hash`), specialization wrappers, partial-apply forwarders and `merged` (each stands
+/// for the function it wraps: `Frame.standsFor`); a closure keeps its number and what it is in
 /// (`closure #1 in PhotoLibrary.hash(_:chunk:seed:)`). Names that are not Swift (C, C++,
 /// addresses) are returned unchanged, and so is anything the simplifier cannot parse.
 ///
@@ -31,15 +32,18 @@ package enum SwiftNames {
         mutating func entity() -> String? {
             for wrapper in ["generic specialization ", "function signature specialization "]
             where consume(wrapper) {
-                // `generic specialization <Swift.Int> of X`: the specialization is noise.
-                guard skipBalanced(), consume(" of ") else { return nil }
+                // `generic specialization <Swift.Int> of X`: the specialization is noise. A
+                // function signature specialization's `<Arg[0] = [Closure Propagated : …]>`
+                // leaves a `[` open, so only angle brackets count here.
+                guard skipAngles(), consume(" of ") else { return nil }
                 return entity()
             }
+            // A forwarder to a function and a merged function stand for that function.
+            for dropped in ["partial apply forwarder for ", "merged "] where consume(dropped) { return entity() }
             for dropped in ["static ", "protocol witness for ", "dispatch thunk of ", "@objc "] where consume(dropped) {
                 return witnessTail(entity())
             }
-            for kept in ["partial apply forwarder for ", "merged ", "reabstraction thunk helper for "]
-            where consume(kept) {
+            for kept in ["reabstraction thunk helper for "] where consume(kept) {
                 return entity().map { kept + $0 }
             }
             for closure in ["implicit closure #", "closure #"] where consume(closure) {
@@ -195,6 +199,23 @@ package enum SwiftNames {
                 position += 1
                 if depth == 0 { return true }
                 if depth < 0 { return false }
+            }
+            return false
+        }
+
+        /// Skips one `<…>` group starting at the current position, counting only angle
+        /// brackets (an arrow's `>` does not close anything).
+        mutating func skipAngles() -> Bool {
+            guard peek("<") else { return false }
+            var depth = 0
+            while !atEnd {
+                switch text[position] {
+                case "<": depth += 1
+                case ">": if position == 0 || text[position - 1] != "-" { depth -= 1 }
+                default: break
+                }
+                position += 1
+                if depth == 0 { return true }
             }
             return false
         }
