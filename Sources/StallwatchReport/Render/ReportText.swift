@@ -109,7 +109,8 @@ public enum ReportText {
             ], separator: ", ", first: "   ", continuation: "     ", width: width)
         let shares = StallCategory.allCases.compactMap { category -> String? in
             let share = signature.categoryShares[category] ?? 0
-            return share > 0 ? "\(category.rawValue) \(format(share * 100, 0)) %" : nil
+            // A share that rounds to 0 % is left out, not shown as "0 %".
+            return share >= 0.005 ? "\(category.rawValue) \(format(share * 100, 0)) %" : nil
         }
         if !shares.isEmpty { lines.append("   breakdown: " + shares.joined(separator: ", ")) }
         if !signature.reason.isEmpty {

@@ -42,7 +42,8 @@ public enum StallText {
             ], separator: ", ", first: "  callout   ", continuation: "            ", width: width)
         let shares = StallCategory.allCases.compactMap { category -> String? in
             let share = analyzed.breakdown.share(of: category)
-            return share > 0 ? "\(category.rawValue) \(format(share * 100, 0)) %" : nil
+            // A share that rounds to 0 % is left out, not shown as "0 %".
+            return share >= 0.005 ? "\(category.rawValue) \(format(share * 100, 0)) %" : nil
         }
         lines.append(
             "  category  \(analyzed.category.rawValue)" + (shares.isEmpty ? "" : ": \(shares.joined(separator: ", "))"))
