@@ -68,4 +68,20 @@ import Testing
         // No drift: the 12th fire is due exactly where the grid says, skipped fires included.
         #expect(result.fires.last!.index == 11 + result.skipped)
     }
+
+    @Test func delaysAndIntervalsPastTheClocksRangeMeanNever() async {
+        // `.seconds(Int64.max)` is past the nanosecond clock: such a deadline is never due (it
+        // used to wrap into the past and fire at once), and a grid point past it is never
+        // either (it used to trap on the multiplication).
+        let fired = await onLoopThread { loop -> (once: Int, repeating: UInt64) in
+            let once = Box(0)
+            loop.schedule(after: .seconds(Int64.max)) { _ in once.value += 1 }
+            let repeating = loop.schedule(after: .zero, repeating: .seconds(Int64.max)) { _ in }
+            for _ in 0..<5 { loop.runOnce(timeout: .milliseconds(10)) }
+            repeating.cancel()
+            return (once.value, repeating.fireCount)
+        }
+        #expect(fired.once == 0)
+        #expect(fired.repeating == 1)
+    }
 }

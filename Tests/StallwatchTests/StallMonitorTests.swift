@@ -257,6 +257,21 @@ import Testing
         }
     }
 
+    @Test func durationsPastTheClocksRangeInTheConfigurationDoNotTrap() async throws {
+        // A budget and tick period of 292 billion years: each conversion to cycles or
+        // nanoseconds saturates (the budget's to cycles used to trap; its deadline wrapped into
+        // the past and made every callout a stall), so nothing is a stall and the monitor
+        // starts and stops.
+        let huge: @Sendable (inout StallMonitor.Configuration) -> Void = {
+            $0.budget = .seconds(Int64.max)
+            $0.selfSamplingPeriod = .seconds(Int64.max)
+        }
+        let run = try await monitored(configure: huge) { loop, measure in
+            measure.post(loop) { spinForStallTest(milliseconds: 40) }
+        }
+        #expect(run.ended.isEmpty, "\(run.ended.map(\.durationNanos))")
+    }
+
     @Test func stopStartStopIsClean() async throws {
         try await onLoopThreadThrowing { loop in
             let monitor = StallMonitor(loop: loop)

@@ -31,13 +31,13 @@ extension MainLoop {
     /// something to run, runs what is ready, and says why it returned. Loop thread only.
     @discardableResult
     public func runOnce(mode: Mode = .default, timeout: Duration? = nil) -> RunResult {
-        let deadline = timeout.map { sw_monotonic_ns() &+ $0.nanoseconds } ?? UInt64.max
+        let deadline = timeout.map { sw_monotonic_ns().saturatingAdding($0.nanoseconds) } ?? UInt64.max
         return run(mode, deadline: deadline, returnAfterWork: true)
     }
 
     func monotonicDeadline(_ deadline: ContinuousClock.Instant?) -> UInt64 {
         guard let deadline else { return UInt64.max }
-        return sw_monotonic_ns() &+ ContinuousClock.now.duration(to: deadline).nanoseconds
+        return sw_monotonic_ns().saturatingAdding(ContinuousClock.now.duration(to: deadline).nanoseconds)
     }
 
     func run(_ mode: Mode, deadline: UInt64, returnAfterWork: Bool) -> RunResult {

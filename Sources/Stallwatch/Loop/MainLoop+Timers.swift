@@ -79,7 +79,8 @@ extension MainLoop {
             let next = now < origin ? due + 1 : max(due + 1, (now - origin) / interval + 1)
             skippedFires += next - due - 1
             fireIndex = next
-            deadline = origin + next * interval
+            // A grid point past the clock (a huge interval) is never: saturate, not trap.
+            deadline = origin.saturatingAdding(next.saturatingMultiplied(by: interval))
             generation += 1
             for state in states {
                 state.timers.push(
@@ -105,7 +106,7 @@ extension MainLoop {
         _ body: @escaping (Timer) -> Void
     ) -> Timer {
         schedule(
-            at: sw_monotonic_ns() &+ delay.nanoseconds, intervalNanos: interval.map(\.nanoseconds),
+            at: sw_monotonic_ns().saturatingAdding(delay.nanoseconds), intervalNanos: interval.map(\.nanoseconds),
             toleranceNanos: tolerance.nanoseconds, modes: modes,
             site: CalloutSite(
                 kind: .timer, label: label, file: file, line: UInt32(truncatingIfNeeded: line)), body)

@@ -102,11 +102,22 @@ final class Timebase: Sendable {
     /// Nanoseconds between two cycle stamps.
     func duration(from start: UInt64, to end: UInt64) -> UInt64 {
         guard end > start else { return 0 }
-        return state.withLock { UInt64(Double(end - start) * $0.nanosPerCycle) }
+        return state.withLock { UInt64(saturating: Double(end - start) * $0.nanosPerCycle) }
     }
 
-    /// Cycles in `nanos` nanoseconds.
+    /// Cycles in `nanos` nanoseconds (`UInt64.max` for a count past it: a budget of centuries).
     func cycles(_ nanos: UInt64) -> UInt64 {
-        state.withLock { UInt64(Double(nanos) / $0.nanosPerCycle) }
+        state.withLock { UInt64(saturating: Double(nanos) / $0.nanosPerCycle) }
+    }
+}
+
+extension UInt64 {
+    /// `value` rounded down, `UInt64.max` past it, 0 below 0 or for NaN.
+    fileprivate init(saturating value: Double) {
+        if value >= 18_446_744_073_709_551_616 {  // 2^64
+            self = .max
+        } else {
+            self = value > 0 ? UInt64(value) : 0
+        }
     }
 }

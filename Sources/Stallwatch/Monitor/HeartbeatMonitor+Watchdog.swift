@@ -61,15 +61,15 @@ extension HeartbeatMonitor {
                 } else if watches[index].sampler != nil {
                     // A heartbeat in flight becomes a stall at due + budget: look exactly then.
                     let pending = watches[index].executor.pending.load(ordering: .relaxed)
-                    if pending != 0, pending &+ budget &+ 1 < wakeAt {
-                        wakeAt = max(pending &+ budget &+ 1, now)
+                    if pending != 0, pending.saturatingAdding(budget).saturatingAdding(1) < wakeAt {
+                        wakeAt = max(pending.saturatingAdding(budget).saturatingAdding(1), now)
                         forDeadline = true
                     }
                 }
             }
             expected = max(wakeAt, sw_monotonic_ns())
             let delay = expected > sw_monotonic_ns() ? expected - sw_monotonic_ns() : 0
-            _ = wake.wait(timeout: .now() + .nanoseconds(Int(delay)))
+            _ = wake.wait(timeout: .now() + .nanoseconds(Int(clamping: delay)))
             if forDeadline, configuration.watchdogLatenessForTesting > .zero {
                 sleepForTesting(configuration.watchdogLatenessForTesting)
                 expected = sw_monotonic_ns()  // not a stop of the process
@@ -155,7 +155,7 @@ extension HeartbeatMonitor {
             sampler.beginStall(sequence: sequence)
             stall.samples.append(sample(sampler))
             let first = stall.samples[0].time
-            let deadline = pending &+ budget
+            let deadline = pending.saturatingAdding(budget)
             record { stats in
                 stats.stalls += 1
                 stats.detectionLatencyNanos.appendBounded(first > deadline ? first - deadline : 0)
@@ -163,7 +163,7 @@ extension HeartbeatMonitor {
             var began = stall
             began.flags.insert(.unfinished)
             deliver(began, began: true)
-            watch.nextSample = first &+ configuration.sampleInterval.nanoseconds
+            watch.nextSample = first.saturatingAdding(configuration.sampleInterval.nanoseconds)
             watch.stall = stall
             return
         }
@@ -224,7 +224,7 @@ extension HeartbeatMonitor {
             flags: suspended ? [.suspended] : [])
         nextID += 1
         stall.samples = captures.map { $0.sample() }
-        let deadline = watch.sentDue &+ configuration.tiers.budget.nanoseconds
+        let deadline = watch.sentDue.saturatingAdding(configuration.tiers.budget.nanoseconds)
         record { stats in
             stats.stalls += 1
             stats.missedByWatchdog += 1

@@ -22,7 +22,7 @@ final class SelfSampler: Sendable {
         let signal = sw_self_default_signal()
         var error: Int32 = 0
         let handle = sw_self_open(
-            tid, clock, Int64(period.nanoseconds), Timebase.shared.cycles(budget.nanoseconds),
+            tid, clock, Int64(clamping: period.nanoseconds), Timebase.shared.cycles(budget.nanoseconds),
             cycles(interval: interval, period: period), max(1, Timebase.shared.cycles(1_000_000)), &error)
         guard handle >= 0 else { return (nil, .unavailable(reason: describe(handle, signal: signal, errno: error))) }
         return (SelfSampler(handle: handle), .on(period: period))
@@ -61,7 +61,7 @@ final class SelfSampler: Sendable {
     /// previous sample, finds one taken since (the tick after a capture falls due comes within
     /// one period of it).
     private static func cycles(interval: Duration, period: Duration) -> UInt64 {
-        let (interval, lead) = (interval.nanoseconds, 2 * period.nanoseconds)
+        let (interval, lead) = (interval.nanoseconds, period.nanoseconds.saturatingMultiplied(by: 2))
         return Timebase.shared.cycles(interval > lead ? max(interval / 2, interval - lead) : interval / 2)
     }
 

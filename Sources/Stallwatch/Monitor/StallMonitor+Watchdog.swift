@@ -42,7 +42,7 @@ extension StallMonitor {
                     park(board)
                 } else {
                     // Between callouts of a busy iteration: look again one budget later.
-                    sleeper.sleep(until: sw_monotonic_ns() &+ budget)
+                    sleeper.sleep(until: sw_monotonic_ns().saturatingAdding(budget))
                 }
                 continue
             }
@@ -51,7 +51,7 @@ extension StallMonitor {
             // The loop judges each callout against the budget in cycles: keep it at the best rate.
             board.budgetCycles.store(timebase.cycles(budget), ordering: .relaxed)
             let start = timebase.nanos(current.startCycles)
-            let deadline = start &+ budget
+            let deadline = start.saturatingAdding(budget)
             if sw_monotonic_ns() < deadline {
                 facts.sawCallout(current.sequence)
                 sleeper.sleep(until: deadline)
@@ -104,7 +104,7 @@ extension StallMonitor {
             id: id, start: start, end: nil, tier: .hitch, callout: identity(of: callout),
             flags: suspended ? [.suspended] : [])
         stall.samples = captures.map { $0.sample() }
-        let deadline = start &+ configuration.tiers.budget.nanoseconds
+        let deadline = start.saturatingAdding(configuration.tiers.budget.nanoseconds)
         // Detected when the loop thread took its first capture past the deadline, else now.
         let detected = captures.first?.time ?? sw_monotonic_ns()
         record { stats in
@@ -260,7 +260,7 @@ struct Sleeper {
             overslept = false
             return
         }
-        _ = board.watchdogWake.wait(timeout: .now() + .nanoseconds(Int(deadline - now)))
+        _ = board.watchdogWake.wait(timeout: .now() + .nanoseconds(Int(clamping: deadline - now)))
         // Only the latest sleep counts: an old oversleep must not mark a later, real stall.
         let woke = sw_monotonic_ns()
         overslept = woke > deadline && woke - deadline > threshold
@@ -293,6 +293,6 @@ extension Array where Element == UInt64 {
 
 /// Sleeps `duration` whole, whatever signals arrive meanwhile (tests' lateness hooks).
 func sleepForTesting(_ duration: Duration) {
-    let until = sw_monotonic_ns() &+ duration.nanoseconds
+    let until = sw_monotonic_ns().saturatingAdding(duration.nanoseconds)
     while sw_monotonic_ns() < until { usleep(UInt32(max(1, (until &- sw_monotonic_ns()) / 1000))) }
 }

@@ -105,7 +105,7 @@ struct ThreadSampler {
     private func awaitOwnCapture(_ kernel: ThreadStateReader.Reading) -> SelfSampler.Capture? {
         guard let own, stacks.stallSequence != nil, kernel.syscall == nil, !stacks.ownWaitFailed else { return nil }
         var last = sw_monotonic_ns()
-        let until = last &+ captureTimeout.nanoseconds
+        let until = last.saturatingAdding(captureTimeout.nanoseconds)
         // Polled at half a tick period (the capture's own time is the sample's: the poll's delay
         // costs the watchdog, not the sample's accuracy).
         let step = UInt32(max(50, min(own.period.nanoseconds / 2_000, 1_000)))
@@ -177,7 +177,7 @@ struct ThreadSampler {
             // capture was in vain, or there was none to wait for.
             timedOut = stacks.ownWaitFailed
         } else if canCapture && !(kernel.state == .diskSleep && stacks.lastTimedOut) {
-            let capture = Sampler.capture(tid: tid, timeoutNanos: Int64(captureTimeout.nanoseconds))
+            let capture = Sampler.capture(tid: tid, timeoutNanos: Int64(clamping: captureTimeout.nanoseconds))
             record { stats in
                 stats.captures += 1
                 if capture.timedOut {

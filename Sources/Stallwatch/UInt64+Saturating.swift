@@ -7,4 +7,11 @@ extension UInt64 {
         let (sum, overflow) = addingReportingOverflow(other)
         return overflow ? .max : sum
     }
+
+    /// `self × other`, or `UInt64.max` if the product would pass it (a grid point past the
+    /// clock's range: never). Pure; any thread.
+    func saturatingMultiplied(by other: UInt64) -> UInt64 {
+        let (product, overflow) = multipliedReportingOverflow(by: other)
+        return overflow ? .max : product
+    }
 }
