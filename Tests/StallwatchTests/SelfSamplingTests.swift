@@ -96,7 +96,12 @@ import Testing
 
     /// A callout that computes past its budget (ticks arrive) and then sleeps: the sleep is not cut
     /// short (a wall-clock timer signal would end nanosleep with EINTR), and the stall is whole.
-    @Test func aSleepInAStalledCalloutIsNeverInterrupted() async throws {
+    @Test(
+        .disabled(
+            if: Sanitizer.thread,
+            "self-sampling stands aside under TSan, whose deferred signal handlers let the signal path that replaces it land in the sleep (docs/watchdog.md, the lost stall)"
+        ))
+    func aSleepInAStalledCalloutIsNeverInterrupted() async throws {
         let results = Locked<[Int32]>([])
         let run = try await monitored(
             configure: { $0.selfSampling = true },
