@@ -48,8 +48,10 @@ public struct DecodedTrace: Sendable {
     /// Summaries (frame clock, latency, congestion) left out because an earlier one of their
     /// kind started at the same time: repeated records.
     var repeatedSummaries = 0
-    /// The start of every summary read, by kind (`isNew(_:_:)`).
-    private var summaryStarts: [Set<UInt64>] = [[], [], []]
+    /// The start of every summary read, by kind (`isNew(_:in:)`).
+    private var congestionStarts: Set<UInt64> = []
+    private var frameClockStarts: Set<UInt64> = []
+    private var latencyStarts: Set<UInt64> = []
     /// The stalls' samples as the decoder read them, when the trace was decoded `asColumns`
     /// (for an analysis that reads them so); then every stall's `samples` is empty.
     package var columns: SampleColumns?
@@ -103,23 +105,29 @@ public struct DecodedTrace: Sendable {
         case .module(let module): modules.append(module)
         case .callout(let callout): add(callout)
         case .congestion(let record):
-            if isNew(record.intervalStart, 0) { congestion.append(record) }
+            if Self.isNew(record.intervalStart, in: &congestionStarts, counting: &repeatedSummaries) {
+                congestion.append(record)
+            }
         case .congestedIteration(let record): congestedIterations.append(record)
         case .frameClock(let record):
-            if isNew(record.intervalStart, 1) { frameClock.append(record) }
+            if Self.isNew(record.intervalStart, in: &frameClockStarts, counting: &repeatedSummaries) {
+                frameClock.append(record)
+            }
         case .latencyHistogram(let record):
-            if isNew(record.intervalStart, 2) { latencyHistograms.append(record) }
+            if Self.isNew(record.intervalStart, in: &latencyStarts, counting: &repeatedSummaries) {
+                latencyHistograms.append(record)
+            }
         case .lostRecords(let record): lostRecords &+= record.count
         default: assembler.add(record)
         }
     }
 
-    /// Whether no summary of kind `kind` (0 congestion, 1 frame clock, 2 latency) started at
-    /// `start` before: the recorder writes each kind's intervals back to back, so one that
-    /// starts where another did repeats it, and is counted in `repeatedSummaries` instead.
-    private mutating func isNew(_ start: UInt64, _ kind: Int) -> Bool {
-        if summaryStarts[kind].insert(start).inserted { return true }
-        repeatedSummaries += 1
+    /// Whether no summary of its kind started at `start` before (`starts` holds that kind's
+    /// starts): the recorder writes each kind's intervals back to back, so one that starts
+    /// where another did repeats it, and is counted in `repeats` instead.
+    private static func isNew(_ start: UInt64, in starts: inout Set<UInt64>, counting repeats: inout Int) -> Bool {
+        if starts.insert(start).inserted { return true }
+        repeats += 1
         return false
     }
 
