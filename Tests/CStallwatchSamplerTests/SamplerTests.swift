@@ -291,7 +291,10 @@ func checkLateHandler() {
     let before = samplerStats()
 
     let lock = swt_loader_lock_hold()
-    let late = Capture(tid, timeout: .milliseconds(50))
+    // 500 ms for the handler to be scheduled and claim the slot (with 50 ms, a loaded 2-core
+    // machine sometimes ran it later, after the timeout, where this test needs it blocked);
+    // once it has, it waits on the lock held here, so it is late whatever the timeout.
+    let late = Capture(tid, timeout: .milliseconds(500))
     usleep(10_000)
     let busy = Capture(tid, timeout: .milliseconds(50))
     swt_loader_lock_release(lock)
