@@ -21,8 +21,8 @@ final class FrameCache: Sendable {
 
     /// The same frame by what its analysis depends on (`FrameMatcher.analyze`), hashed in full:
     /// found when the address is new but the function is not, as in every trace of a fleet
-    /// (each at its own load address), where analyzing each trace's frames again was most of
-    /// classifying.
+    /// (each at its own load address), where each trace's frames would otherwise be analyzed
+    /// again.
     private struct Name: Hashable {
         var symbol: String?
         var module: String?

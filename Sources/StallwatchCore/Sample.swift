@@ -141,31 +141,19 @@ public struct Sample: Sendable, Hashable, Codable {
     }
 
     /// Whether `other` equals this sample but for `time` and `cpuTimeNanos` (what a verdict
-    /// does not depend on), compared in place: no copy of either. Pure; any thread.
-    package func equalsIgnoringTimes(_ other: Sample) -> Bool {
-        withUnsafePointer(to: self) { this in withUnsafePointer(to: other) { Sample.equalIgnoringTimes(this, $0) } }
-    }
-
-    /// `equalsIgnoringTimes` on the samples in place (field by field through the pointers:
-    /// a method call on an array element copied the whole sample first).
-    @inline(__always)
-    private static func equalIgnoringTimes(_ a: UnsafePointer<Sample>, _ b: UnsafePointer<Sample>) -> Bool {
-        a.pointee.frames == b.pointee.frames && a.pointee.state == b.pointee.state
-            && a.pointee.syscall == b.pointee.syscall && a.pointee.wchan == b.pointee.wchan
-            && a.pointee.annotation == b.pointee.annotation && a.pointee.captureTimedOut == b.pointee.captureTimedOut
-            && a.pointee.source == b.pointee.source && a.pointee.kernel == b.pointee.kernel
+    /// does not depend on). Pure; any thread.
+    package func equalsIgnoringTimes(_ other: borrowing Sample) -> Bool {
+        frames == other.frames && state == other.state && syscall == other.syscall && wchan == other.wchan
+            && annotation == other.annotation && captureTimedOut == other.captureTimedOut && source == other.source
+            && kernel == other.kernel
     }
 
     /// For each of `samples`, whether it equals the one before it but for its times (false for
-    /// the first): compared in place, where the other module's caller copied both samples.
-    /// Pure; any thread.
+    /// the first). Pure; any thread.
     package static func repeatsOfPrevious(_ samples: [Sample]) -> [Bool] {
         var result = [Bool](repeating: false, count: samples.count)
-        samples.withUnsafeBufferPointer { buffer in
-            guard let base = buffer.baseAddress else { return }
-            for index in buffer.indices.dropFirst() {
-                result[index] = Sample.equalIgnoringTimes(base + index, base + index - 1)
-            }
+        for index in samples.indices.dropFirst() {
+            result[index] = samples[index].equalsIgnoringTimes(samples[index - 1])
         }
         return result
     }

@@ -6,21 +6,34 @@
 /// end (nothing for an unfinished stall, whose duration also stops at its last sample), and
 /// the **first sample also for the time since the callout started**: the budget that elapsed
 /// before the watchdog could look, spent (as far as anyone can tell) in what the first sample
-/// shows. So the weights of a stall with samples add up to its duration exactly; a stall
-/// without samples has all of its duration unsampled.
+/// shows. Only the stall's own time is shared out: a sample taken as the stall ended, stamped
+/// after its end, stands for nothing past it. So the weights of a stall with samples add up to
+/// its duration exactly; a stall without samples has all of its duration unsampled.
 ///
 /// Pure; use it on any thread.
 public enum StallAccounting {
     /// The nanoseconds each of `stall`'s samples (sorted by time) stands for.
     public static func sampleWeights(_ stall: Stall) -> [UInt64] {
-        var weights = StallBreakdown.sampleWeights(stall.samples, end: stall.end)
-        if let first = stall.samples.first { weights[0] += leadIn(first: first.time, start: stall.start) }
-        return weights
+        let samples = stall.samples
+        return samples.indices.map { index in
+            weight(
+                at: samples[index].time, next: index + 1 < samples.count ? samples[index + 1].time : nil,
+                isFirst: index == 0, start: stall.start, end: stall.end)
+        }
     }
 
-    /// What the first sample, taken at `first`, stands for beyond its own weight: the time
-    /// since the callout started at `start`.
-    package static func leadIn(first: UInt64, start: UInt64) -> UInt64 { first > start ? first - start : 0 }
+    /// The nanoseconds a sample taken at `time` stands for, in a stall from `start` to `end`
+    /// (nil: unfinished): from `time` (from `start` for the first sample, `isFirst`) until
+    /// `next`, the next sample's time, or for the last sample (`next` nil) until `end`; never
+    /// outside the stall.
+    @inline(__always)
+    package static func weight(at time: UInt64, next: UInt64?, isFirst: Bool, start: UInt64, end: UInt64?)
+        -> UInt64
+    {
+        let from = isFirst ? start : max(time, start)
+        let until = min(next ?? end ?? time, end ?? .max)
+        return until > from ? until - from : 0
+    }
 
     /// How long `stall` lasted: until its end, or for an unfinished stall until its last
     /// sample.

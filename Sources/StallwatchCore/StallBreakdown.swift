@@ -50,8 +50,8 @@ public struct StallBreakdown: Sendable, Hashable, Codable {
     /// The number of samples weighed.
     public var sampleCount: Int
 
-    /// `nanos` and `shares` by `StallCategory.ordinal`: one breakdown is made per stall, and
-    /// filling two dictionaries for each was a twentieth of a fleet report.
+    /// `nanos` and `shares` by `StallCategory.ordinal`: arrays, not dictionaries, as one
+    /// breakdown is made per stall.
     @usableFromInline var categoryNanos: [UInt64]
     @usableFromInline var categoryShares: [Double]
 
@@ -172,18 +172,16 @@ extension StallBreakdown {
     /// with the same verdict may be added at once (its units summed). The one rule every
     /// breakdown is made by.
     package struct Weigher {
-        // Literals, not `Array(repeating:count:)`: that allocated through the standard
-        // library's unspecialized path, which looked the array's type up at run time (a
-        // twentieth of a fleet report, for the two arrays of every stall).
-        private var perCategory: [UInt64] = [0, 0, 0, 0, 0]
+        /// Units by `StallCategory.ordinal`.
+        private var perCategory = StallCategory.zeros
         // The reasons in the order first seen: the first one held here (most stalls have one),
         // the rest found by a linear search while they are few (a stall has a handful, whose
         // strings are mostly shared, so compare at once), by a dictionary beyond that.
         private var first: (key: ReasonKey, units: UInt64)?
         private var reasons: [(key: ReasonKey, units: UInt64)] = []
         private var reasonIndex: [ReasonKey: Int] = [:]
-        // Samples in a row mostly share their verdict: add each run of equal ones at once
-        // (hashing the reason per sample was a fleet report's cost).
+        // Samples in a row mostly share their verdict: each run of equal ones is added at once,
+        // its reason hashed once, not per sample.
         private var run: (key: ReasonKey, units: UInt64)?
         private var unitTotal: UInt64 = 0
 
@@ -262,10 +260,7 @@ extension StallBreakdown {
                     .map { time(all[$0]) }
                 }
             }
-            var shares: [Double] = [0, 0, 0, 0, 0]
-            if unitTotal > 0 {
-                for index in perCategory.indices { shares[index] = Double(perCategory[index]) / Double(unitTotal) }
-            }
+            let shares = perCategory.map { unitTotal > 0 ? Double($0) / Double(unitTotal) : 0 }
             if total == 0 {
                 for index in perCategory.indices { perCategory[index] = 0 }
             }
@@ -274,26 +269,6 @@ extension StallBreakdown {
                 dominantShare: unitTotal == 0 ? 0 : Double(dominantUnits) / Double(unitTotal),
                 topReasons: top, sampleCount: sampleCount)
         }
-    }
-}
-
-extension StallBreakdown {
-    /// The nanoseconds each of `samples` (sorted by time) stands for: until the next sample,
-    /// the last one until `end` (nothing when the stall is unfinished, `end` nil): what
-    /// `StallAccounting` adds the first sample's lead-in to.
-    package static func sampleWeights(_ samples: [Sample], end: UInt64?) -> [UInt64] {
-        samples.indices.map { index in
-            sampleWeight(
-                at: samples[index].time, next: index + 1 < samples.count ? samples[index + 1].time : nil, end: end)
-        }
-    }
-
-    /// The nanoseconds a sample taken at `time` stands for: until `next`, the next sample's
-    /// time; for the last sample (`next` nil) until `end`, nothing when that is nil.
-    @inline(__always)
-    package static func sampleWeight(at time: UInt64, next: UInt64?, end: UInt64?) -> UInt64 {
-        let until = next ?? end ?? time
-        return until > time ? until - time : 0
     }
 }
 

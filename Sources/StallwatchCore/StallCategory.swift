@@ -18,8 +18,8 @@ public enum StallCategory: String, CaseIterable, Sendable, Hashable, Codable,
 }
 
 extension StallCategory {
-    // The raw-value defaults compare and hash the name, a String: that was most of the cost of
-    // the category-keyed dictionaries a fleet report fills per stall.
+    // Categories key per-stall tallies (a fleet report fills several per stall): they compare
+    // and hash by their position, not by their raw value, a String.
 
     /// Whether two categories are the same case. Pure; any thread.
     public static func == (lhs: StallCategory, rhs: StallCategory) -> Bool { lhs.ordinal == rhs.ordinal }
@@ -27,21 +27,17 @@ extension StallCategory {
     /// Hashes the case, not its name. Pure; any thread.
     public func hash(into hasher: inout Hasher) { hasher.combine(ordinal) }
 
+    /// The cases in declaration order, made once.
+    @usableFromInline static let cases = allCases
+
     /// How many cases there are.
-    package static let count = 5
+    package static let count = cases.count
 
     /// The case at position `ordinal` in `allCases`.
-    @usableFromInline package init(ordinal: Int) {
-        switch ordinal {
-        case 0: self = .compute
-        case 1: self = .io
-        case 2: self = .lockWait
-        case 3: self = .database
-        default: self = .other
-        }
-    }
+    @usableFromInline package init(ordinal: Int) { self = StallCategory.cases[ordinal] }
 
-    /// The case's position in `allCases`.
+    /// The case's position in `allCases` (the switch is exhaustive, so a new case is a compile
+    /// error here until it has its position: the next one).
     @usableFromInline package var ordinal: Int {
         switch self {
         case .compute: 0
@@ -51,4 +47,7 @@ extension StallCategory {
         case .other: 4
         }
     }
+
+    /// One zero per category, by `ordinal`: the start of a per-category tally.
+    package static let zeros = [UInt64](repeating: 0, count: count)
 }

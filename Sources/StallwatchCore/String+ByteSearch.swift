@@ -1,7 +1,7 @@
 extension String {
     /// The UTF-8 offset of the first occurrence of `needle` in this string, byte for byte (no
-    /// Unicode equivalence: module paths and symbols are compared as bytes). The standard
-    /// library's generic `contains`/`range(of:)` cost a tenth of a fleet report.
+    /// Unicode equivalence: module paths and symbols are compared as bytes), where the standard
+    /// library's `contains`/`range(of:)` would compare grapheme by grapheme.
     ///
     /// Pure; use it on any thread.
     package func utf8Offset(of needle: StaticString) -> Int? {

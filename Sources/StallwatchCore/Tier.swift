@@ -14,10 +14,12 @@ public enum Tier: String, CaseIterable, Comparable, Sendable, Hashable, Codable,
 
     /// Orders tiers by severity: `hitch < microHang < hang < severe`.
     public static func < (lhs: Tier, rhs: Tier) -> Bool {
-        lhs.severity < rhs.severity
+        lhs.ordinal < rhs.ordinal
     }
 
-    fileprivate var severity: Int {
+    /// The tier's position in `allCases`, mildest first (an exhaustive switch: a new tier is a
+    /// compile error here until it has its place).
+    package var ordinal: Int {
         switch self {
         case .hitch: 0
         case .microHang: 1
@@ -74,8 +76,8 @@ extension Tier {
     // a fleet report counts stalls by tier in dictionaries.
 
     /// Whether two tiers are the same case. Pure; any thread.
-    public static func == (lhs: Tier, rhs: Tier) -> Bool { lhs.severity == rhs.severity }
+    public static func == (lhs: Tier, rhs: Tier) -> Bool { lhs.ordinal == rhs.ordinal }
 
     /// Hashes the case, not its name. Pure; any thread.
-    public func hash(into hasher: inout Hasher) { hasher.combine(severity) }
+    public func hash(into hasher: inout Hasher) { hasher.combine(ordinal) }
 }

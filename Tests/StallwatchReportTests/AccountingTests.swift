@@ -65,6 +65,38 @@ import Testing
         #expect(analyzed.unsampledNanos == 0)
     }
 
+    @Test func aSampleStampedAfterTheEndStandsForNothingPastIt() throws {
+        // The watchdog's capture can finish as the callout ends: its sample is stamped after the
+        // stall's end (seen on a loaded machine: weights 28 µs over the duration).
+        let samples = [17_000, 30_000, 45_000].map { Sample(time: $0, frames: [], state: .running) }
+        let stall = Stall(
+            id: 1, start: 1_000, end: 41_000, tier: .hitch,
+            callout: CalloutIdentity(kind: .post, file: "A/a.swift", line: 1, mode: "default", phase: .beforeSources),
+            samples: samples)
+        #expect(StallAccounting.sampleWeights(stall) == [29_000, 11_000, 0])
+        let analyzed = AnalyzedStall(stall, tracePath: "t", budget: .milliseconds(16), classifier: Classifier())
+        #expect(analyzed.breakdown.totalNanos == 40_000 && analyzed.unsampledNanos == 0)
+        // The report's own path (the decoder's sample table) shares out the same 40 ms.
+        let ms = Fixture.millisecond
+        var builder = TraceBuilder()
+        builder.add([
+            .header(
+                .init(
+                    processName: "Late", pid: 1, wallClockStart: 0, clockBase: Fixture.clockBase, mode: .stalls,
+                    thresholds: .default, sampleInterval: .milliseconds(5))),
+            .callSite(.init(id: 1, kind: .post, file: "A/a.swift", line: 1)),
+            .modeName(.init(id: 0, name: "default")),
+            .stallBegan(.init(id: 1, start: 2_000 * ms, site: 1, mode: 0, phase: .beforeSources, tier: .hitch)),
+        ])
+        for offset: UInt64 in [17, 30, 45] {
+            builder.add(
+                .sample(.init(stall: 1, time: 2_000 * ms + offset * ms, state: .running, cpuTime: 0, frames: [])))
+        }
+        builder.add(.stallEnded(.init(id: 1, end: 2_040 * ms)))
+        let sums = try sums(builder.bytes)
+        #expect(sums.report == 40 && abs(sums.categories - 40) < 0.001, "\(sums)")
+    }
+
     @Test func aStallWithoutSamplesIsUnsampledTime() {
         let stall = Stall(
             id: 1, start: 1_000, end: 51_000, tier: .hitch,

@@ -59,7 +59,7 @@ final class AnnotationScopes: @unchecked Sendable {
 
     func push(_ label: StaticString, _ category: StallCategory?) -> UInt64 {
         nextToken += 1
-        let code = category.map { UInt8(StallCategory.allCases.firstIndex(of: $0)! + 1) } ?? 0
+        let code = category.map { UInt8($0.ordinal + 1) } ?? 0
         entries.append((nextToken, CalloutSite.pack(label), code))
         publish()
         return nextToken

@@ -263,8 +263,7 @@ struct StallAssembler {
         }
         let symbolizer = FrameSymbols(symbols: symbols, modulePaths: modulePaths)
         // Each distinct address list becomes one `[Frame]` that its samples share, instead of a
-        // copy per sample (a fleet report held every sample at once, and copying frames was most
-        // of its memory).
+        // copy per sample: a fleet report holds every sample at once.
         let stackFrames = stacks.stacks.map { $0.map(symbolizer.frame) }
 
         // Each stall's samples, by the first `stallBegan` of its id (a later one is ignored).

@@ -189,8 +189,8 @@ struct StallTotals: Sendable {
     /// By position in `Tier.allCases`.
     var tiers = [Int](repeating: 0, count: Tier.allCases.count)
     /// By `StallCategory.ordinal`.
-    var categories = [Int](repeating: 0, count: StallCategory.allCases.count)
-    var categoryNanos = [UInt64](repeating: 0, count: StallCategory.allCases.count)
+    var categories = [Int](repeating: 0, count: StallCategory.count)
+    var categoryNanos = [UInt64](repeating: 0, count: StallCategory.count)
     var overrun: UInt64 = 0
     var total: UInt64 = 0
     var unsampled: UInt64 = 0
@@ -207,7 +207,7 @@ struct StallTotals: Sendable {
             if stalls[index].unfinished { unfinished += 1 }
             let tier = stalls[index].tier
             if tier >= .hang { hangs += 1 }
-            tiers[Tier.allCases.firstIndex(of: tier) ?? 0] += 1
+            tiers[tier.ordinal] += 1
             categories[stalls[index].category.ordinal] += 1
             stalls[index].breakdown.addCategoryNanos(to: &categoryNanos)
             overrun += stalls[index].overrunNanos

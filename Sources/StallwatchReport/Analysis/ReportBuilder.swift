@@ -97,8 +97,8 @@ public struct ReportBuilder: Sendable {
         result.analyzed.reserveCapacity(keepStalls ? count : 0)
         for index in parts.indices {
             var part = parts[index].take()!
-            // Each result moved out of its run (appending the run's array copied every trace:
-            // a fortieth of a fleet report, all of it on one core at the end).
+            // Each result moved out of its run: appending the run's array would copy every
+            // trace, on one core, at the end.
             for taken in part.results.indices { result.results.append(part.results[taken].take()!) }
             result.analyzed += part.analyzed
             result.tally.merge(part.tally)

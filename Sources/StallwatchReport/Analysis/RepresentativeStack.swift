@@ -32,8 +32,7 @@ public struct RepresentativeStack: Sendable, Hashable {
     ) -> (stack: RepresentativeStack, number: Int)? {
         let unitTotal = total == 0 ? UInt64(sampleCount) : total
         func confidence(_ units: UInt64) -> Double { unitTotal == 0 ? 0 : round(Double(units) / Double(unitTotal), 4) }
-        // A stall of one run (most of a fleet's) is its own group, without the table of groups
-        // (which cost 3 % of a fleet report's instructions).
+        // A stall of one run (most stalls are) is its own group: no table of groups to fill.
         if runs.count == 1 {
             let run = runs[0]
             guard run.stack >= 0 && verdicts[run.verdict].category == category else { return nil }

@@ -174,12 +174,9 @@ struct StallFigures: Sendable {
             var waits: [String] = []
             for index in range {
                 let sample = columns.samples[index]
-                // The weight: until the next sample, the last one until the end; the first also
-                // since the callout started (`StallAccounting`).
-                var weight = StallBreakdown.sampleWeight(
+                let weight = StallAccounting.weight(
                     at: sample.time, next: index + 1 < range.upperBound ? columns.samples[index + 1].time : nil,
-                    end: end)
-                if index == range.lowerBound { weight += StallAccounting.leadIn(first: sample.time, start: start) }
+                    isFirst: index == range.lowerBound, start: start, end: end)
                 total += weight
                 let verdict: Int
                 if columns.anyKernelFacts && columns.hasKernelFacts(index, stall: id) {

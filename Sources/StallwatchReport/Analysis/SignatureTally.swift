@@ -26,7 +26,7 @@ struct SignatureTally: Sendable {
     /// By position in `Tier.allCases`.
     var tiers = [Int](repeating: 0, count: Tier.allCases.count)
     /// Duration-weighted category shares, in `StallCategory.allCases` order.
-    var categoryNanos = [Double](repeating: 0, count: StallCategory.allCases.count)
+    var categoryNanos = [Double](repeating: 0, count: StallCategory.count)
     var reasons = TallyTable<String, Double>()
     var sites = TallyTable<Site, Int>()
     var waits = WaitSummary.Tally()
@@ -36,25 +36,25 @@ struct SignatureTally: Sendable {
     var firstSeen: UInt64?
     var lastSeen: UInt64?
 
-    /// Adds `stall`, of signature `key`, from trace number `trace` (`facts` are its facts),
-    /// read in place (an array element passed or read whole was copied). Traces come in order:
-    /// every stall of one before any of the next.
-    mutating func add(_ stall: UnsafePointer<StallFigures>, trace: Int, key: SignatureKey, facts: TraceFacts?) {
-        let nanos = stall.pointee.durationNanos
-        let start = stall.pointee.start
+    /// Adds `stalls[index]`, of signature `key`, from trace number `trace` (`facts` are its
+    /// facts), reading its fields where they lie. Traces come in order: every stall of one
+    /// before any of the next.
+    mutating func add(_ stalls: [StallFigures], at index: Int, trace: Int, key: SignatureKey, facts: TraceFacts?) {
+        let nanos = stalls[index].durationNanos
+        let start = stalls[index].start
         count += 1
         totalNanos += nanos
-        if isLonger(nanos, start) { longest = (stall.pointee, nanos, start) }
-        tiers[Tier.allCases.firstIndex(of: stall.pointee.tier) ?? 0] += 1
-        sites.add(1, to: Site(file: stall.pointee.file, line: stall.pointee.line))
+        if isLonger(nanos, start) { longest = (stalls[index], nanos, start) }
+        tiers[stalls[index].tier.ordinal] += 1
+        sites.add(1, to: Site(file: stalls[index].file, line: stalls[index].line))
         let weight = Double(max(1, nanos))
-        for category in 0..<StallCategory.count {
-            categoryNanos[category] += stall.pointee.breakdown.share(of: StallCategory(ordinal: category)) * weight
+        for category in StallCategory.allCases {
+            categoryNanos[category.ordinal] += stalls[index].breakdown.share(of: category) * weight
         }
-        for reason in stall.pointee.breakdown.topReasons where reason.category == key.category {
+        for reason in stalls[index].breakdown.topReasons where reason.category == key.category {
             reasons.add(reason.share * weight, to: reason.reason)
         }
-        waits.add(sampleCount: stall.pointee.sampleCount, waits: stall.pointee.waits)
+        waits.add(sampleCount: stalls[index].sampleCount, waits: stalls[index].waits)
         durations.append(nanos)
         if let last = traceStalls.indices.last, traceStalls[last].trace == trace {
             traceStalls[last].stalls += 1
@@ -159,13 +159,10 @@ struct SignatureTallies: Sendable {
     /// Adds `stalls`, the stalls of trace number `trace` (with `facts`), after every trace
     /// added so far.
     mutating func add(_ stalls: [StallFigures], trace: Int, facts: TraceFacts?) {
-        stalls.withUnsafeBufferPointer { buffer in
-            guard let base = buffer.baseAddress else { return }
-            for index in buffer.indices {
-                let key = base[index].key
-                byKey.values[byKey.slot(key) { SignatureTally() }].add(
-                    base + index, trace: trace, key: key, facts: facts)
-            }
+        for index in stalls.indices {
+            let key = stalls[index].key
+            byKey.values[byKey.slot(key) { SignatureTally() }].add(
+                stalls, at: index, trace: trace, key: key, facts: facts)
         }
     }
 

@@ -194,10 +194,10 @@ final class AppFrameMemo {
 
     /// The app frames of stack `number` (innermost first, at most `SignatureKey.frameCount`):
     /// frames whose module is not the system's and that are not compiler-generated, named by
-    /// `names`, a name repeated in a row once. Each portable stack's once per worker when every frame has a symbol (then the
-    /// names depend on the symbols alone); else each stack's once per trace, each address
-    /// judged and named once (the module tests are string searches; naming per sample was most
-    /// of a fleet report).
+    /// `names`, a name repeated in a row once. Worked out once per portable stack and worker
+    /// when every frame has a symbol (then the names depend on the symbols alone); else once
+    /// per stack and trace, each address judged and named once: the module tests are string
+    /// searches and naming simplifies symbols, both too slow to repeat per sample.
     func appFrames(ofStack number: Int, names namer: TraceNames) -> [String] {
         stacks.appFrames(ofStack: number) { frames in
             var result: [String] = []
@@ -222,13 +222,12 @@ final class AppFrameMemo {
 /// What one worker learns from the traces it analyzes that holds in every trace (each trace
 /// has its own addresses, but a fleet's traces share their functions):
 /// - `FrameNamer.name(_:)` of symbolicated frames by symbol: that name depends on the symbol
-///   alone (`SwiftNames.simplify`), and simplifying the same symbol in every trace of a fleet
-///   was a tenth of analyzing it;
+///   alone (`SwiftNames.simplify`), which need not run again for each trace of a fleet;
 /// - stacks by what their analysis reads of each frame (`PortableFunction`), numbered: a
 ///   stack's group (`RepresentativeStack.groupKey`) and, when every frame has a symbol, its
-///   app frames, worked out once, not once per trace (that was a sixth of a fleet report);
+///   app frames, worked out once, not once per trace;
 /// - the classifier's verdict by what it reads of a sample (`PortableSample`): classifying
-///   each trace's few distinct samples again was a sixteenth.
+///   each trace's few distinct samples again would repeat the same verdicts.
 ///
 /// Unchecked `Sendable`: `ReportBuilder` hands each one to a single worker, which uses it
 /// from one thread at a time (and always with the same classifier).
@@ -299,8 +298,8 @@ struct PortableFunction: Hashable {
     }
 
     /// Hashed by the symbol alone (equal functions have equal symbols; a symbol seldom comes
-    /// from two modules or files): hashing all three strings of every frame of every trace's
-    /// stacks was most of numbering them.
+    /// from two modules or files), so numbering a stack hashes one string per frame, not
+    /// three; equality still compares all three.
     func hash(into hasher: inout Hasher) {
         hasher.combine(symbol)
     }
@@ -330,8 +329,8 @@ struct PortableSample: Hashable {
 }
 
 /// A sample as the key of its verdict: equal when the samples are but for their times, hashed
-/// by the cheap parts only (addresses, state, syscall). Hashing whole samples (every frame's
-/// strings) was a tenth of a fleet report.
+/// by the cheap parts only (addresses, state, syscall), not every frame's strings; equality
+/// still compares the rest.
 struct VerdictKey: Hashable {
     var sample: Sample
 

@@ -135,8 +135,8 @@ public enum TraceLoader {
             let result = read(index)
             results.withLock { $0[index] = result }
         }
-        // Moved out, not copied: a copy of each of 10,000 traces was a tenth of a fleet report's
-        // serial part.
+        // Moved out, not copied: this runs on one core after the parallel part, and copying
+        // every trace would add work in proportion to the whole input.
         return results.withLock { storage in storage.indices.map { storage[$0].take()! } }
     }
 

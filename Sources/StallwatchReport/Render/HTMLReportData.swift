@@ -207,8 +207,8 @@ struct HTMLReportData {
             row.number(start)
             row.raw(",")
             row.number(duration)
-            row.raw(",\(Tier.allCases.firstIndex(of: stall.tier) ?? 0)")
-            row.raw(",\(StallCategory.allCases.firstIndex(of: analyzed.category) ?? 0)")
+            row.raw(",\(stall.tier.ordinal)")
+            row.raw(",\(analyzed.category.ordinal)")
             row.raw(",\(intern(analyzed.site)),\(signatures[analyzed.key] ?? -1),\(stack)")
             row.raw(",\(stall.end == nil ? 1 : 0),\(stall.samples.count),")
             row.array(StallCategory.allCases) { $0.int(Int((analyzed.breakdown.share(of: $1) * 1_000).rounded())) }
@@ -227,7 +227,7 @@ struct HTMLReportData {
     private mutating func signatureJSON(_ signature: StallReport.Signature) -> String {
         var row = HTMLJSONWriter()
         row.key("category", first: true)
-        row.int(StallCategory.allCases.firstIndex(of: signature.category) ?? 0)
+        row.int(signature.category.ordinal)
         row.key("frames")
         let frameNames = signature.frames.map { intern($0) }
         row.array(frameNames) { $0.int($1) }

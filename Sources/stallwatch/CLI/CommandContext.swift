@@ -173,8 +173,8 @@ struct CommandContext: Sendable {
     }
 
     /// Keeps `value` until the process exits when the command is the process's last work
-    /// (`exitsAfterCommand`): freeing a fleet's traces and stalls object by object took a tenth
-    /// of `report`'s time, and exiting frees them all at once. In-process callers free as usual.
+    /// (`exitsAfterCommand`): freeing a fleet's traces and stalls object by object is work
+    /// that exiting does at once. In-process callers free as usual.
     func keepUntilExit(_ value: some Sendable) {
         guard exitsAfterCommand else { return }
         keptUntilExit.withLock { $0.append(value) }

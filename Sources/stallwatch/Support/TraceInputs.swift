@@ -148,8 +148,7 @@ enum TraceInputs {
     /// `-` again), each with a warning; paths that cannot be examined stay (loading reports
     /// them).
     static func distinct(_ paths: [String], context: CommandContext) -> [String] {
-        // Every file examined on every core, in runs (a `stat` each: for 10,000 files a fortieth
-        // of a fleet report, all of it before any file is read).
+        // Every file examined on every core, in runs: a `stat` each, before any file is read.
         // And each file's trace id, from its first records.
         let identities = Locked([(file: FileIdentity?, trace: [UInt8]?)](repeating: (nil, nil), count: paths.count))
         let run = 256
