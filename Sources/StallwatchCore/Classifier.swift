@@ -76,6 +76,12 @@ public struct Classifier: Sendable {
 
     /// Classifies one sample.
     public func classify(_ sample: Sample) -> Classification {
+        classify(ClassifierInput(sample))
+    }
+
+    /// Classifies what a sample comes to for the classifier: the verdict depends on `sample`
+    /// alone.
+    public func classify(_ sample: ClassifierInput) -> Classification {
         if let annotation = sample.annotation, let category = annotation.category {
             return Classification(
                 category: category, reason: annotation.label,
@@ -100,7 +106,7 @@ public struct Classifier: Sendable {
     }
 
     private func verdict(
-        _ rule: CompiledRule, _ hit: CompiledRule.Hit, _ sample: Sample,
+        _ rule: CompiledRule, _ hit: CompiledRule.Hit, _ sample: ClassifierInput,
         _ frames: [FrameMatcher.AnalyzedFrame]
     ) -> Classification {
         func named(_ index: Int?) -> Classification? {
@@ -129,7 +135,7 @@ public struct Classifier: Sendable {
     }
 
     /// The syscall name, else the wait channel, else the state name.
-    static func kernelReason(_ sample: Sample) -> String {
-        sample.syscallName ?? sample.wchan ?? sample.state.name
+    static func kernelReason(_ sample: ClassifierInput) -> String {
+        sample.syscall.flatMap(SyscallTable.name(for:)) ?? sample.wchan ?? sample.state.name
     }
 }

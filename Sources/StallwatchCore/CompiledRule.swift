@@ -53,7 +53,7 @@ struct CompiledRule: Sendable {
     }
 
     /// Whether the rule holds for `sample`, given which frames match which rules.
-    func match(_ sample: Sample, _ hits: FrameMatcher.Hits) -> Hit? {
+    func match(_ sample: ClassifierInput, _ hits: FrameMatcher.Hits) -> Hit? {
         if stateMask != 0, stateMask & (1 << UInt16(sample.state.rawValue)) == 0 { return nil }
         if !syscalls.isEmpty {
             guard let syscall = sample.syscall, syscalls.contains(syscall) else { return nil }

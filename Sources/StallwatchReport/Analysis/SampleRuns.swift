@@ -221,8 +221,10 @@ struct StallFigures: Sendable {
     }
 }
 
-/// What a column sample's verdict depends on when it has no kernel facts: its stack, state,
-/// syscall, wait channel and annotation (by their numbers in the trace).
+/// A column sample's `ClassifierInput` within its trace when it has no kernel facts (so no
+/// wait fact or counters): its stack, state, syscall, wait channel and annotation, the strings
+/// by their numbers in the trace. `ClassifierInputTests` fails when the input gains a field,
+/// so that it is added here too.
 private struct ColumnKey: Hashable {
     var stack: Int32
     var wchan: Int32

@@ -275,9 +275,10 @@ final class PortableMemo: @unchecked Sendable {
     /// `classifier`'s verdict on `sample`, whose stack is portable stack `stack`, once per
     /// portable sample.
     func verdict(_ sample: Sample, stack: Int, _ classifier: Classifier) -> Classification {
-        let key = PortableSample(sample, stack: stack)
+        let input = ClassifierInput(sample)
+        let key = PortableSample(input, stack: stack)
         if let known = verdicts[key] { return known }
-        let verdict = classifier.classify(sample)
+        let verdict = classifier.classify(input)
         verdicts[key] = verdict
         return verdict
     }
@@ -305,26 +306,19 @@ struct PortableFunction: Hashable {
     }
 }
 
-/// The parts of a sample `Classifier.classify(_:)` reads, without addresses: its portable
-/// stack (by number), the kernel state and facts, the annotation. Two samples of different
-/// traces with equal portable samples get the same verdict.
+/// A sample's `ClassifierInput` across traces: its frames by the worker's number for their
+/// functions (`PortableFunction`s, which say at least what the classifier reads of a frame),
+/// the rest of the input as it is. Two samples of different traces with equal portable samples
+/// get the same verdict.
 struct PortableSample: Hashable {
     var stack: Int
-    var state: ThreadState
-    var syscall: Int32?
-    var wchan: String?
-    var annotation: Annotation?
-    var wait: WaitFact?
-    var countersDelta: KernelCounters?
+    /// The input without its frames (`stack` stands for them).
+    var rest: ClassifierInput
 
-    init(_ sample: Sample, stack: Int) {
+    init(_ input: ClassifierInput, stack: Int) {
         self.stack = stack
-        state = sample.state
-        syscall = sample.syscall
-        wchan = sample.wchan
-        annotation = sample.annotation
-        wait = sample.wait
-        countersDelta = sample.countersDelta
+        rest = input
+        rest.frames = []
     }
 }
 
