@@ -30,13 +30,16 @@ struct DiffCommand: ParsableCommand {
 
     /// Reads both traces and prints the diff.
     func run(in context: CommandContext) throws -> ExitCode {
-        let baseTraces = try TraceInputs.load([base], context: context).traces
-        let newTraces = try TraceInputs.load([new], context: context).traces
+        // Each side read and added up as `report` does, every signature kept.
         let builder = ReportBuilder()
+        func signatures(_ path: String) throws -> [StallReport.Signature] {
+            let loaded = try TraceInputs.load([path], context: context, tallyingWith: builder)
+            defer { context.keepUntilExit(loaded) }
+            return builder.report(loaded.tallied ?? TalliedTraces(), top: .max).signatures
+        }
         let diff = SignatureDiff(
-            base: ReportBuilder.signatures(builder.analyze(baseTraces).flatMap { $0 }),
-            new: ReportBuilder.signatures(builder.analyze(newTraces).flatMap { $0 }),
-            basePaths: [base], newPaths: [new], thresholdPercent: threshold)
+            base: try signatures(base), new: try signatures(new), basePaths: [base], newPaths: [new],
+            thresholdPercent: threshold)
         context.standardOutput.write(json ? try JSONOutput.encode(diff) : diff.render(colour: context.usesColour))
         return .success
     }

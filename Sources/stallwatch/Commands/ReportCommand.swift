@@ -64,9 +64,11 @@ struct ReportCommand: ParsableCommand {
             keepStalls: html != nil)
         defer { context.keepUntilExit(loaded) }
         let tallied = loaded.tallied ?? TalliedTraces()
-        let report = builder.report(tallied, top: top, unreadable: loaded.unreadable)
+        // Made once: the page lists every signature, the text and JSON the `top` ones.
+        let everySignature = builder.report(tallied, top: html == nil ? top : .max, unreadable: loaded.unreadable)
+        var report = everySignature
+        report.signatures = Array(report.signatures.prefix(max(0, top)))
         if let html {
-            let everySignature = builder.report(tallied, top: .max, unreadable: loaded.unreadable)
             let page = HTMLReport.render(everySignature, traces: loaded.traces, analyzed: loaded.analyzed)
             switch html {
             case .standardOutput:
