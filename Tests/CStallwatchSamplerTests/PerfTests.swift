@@ -56,9 +56,9 @@ func checkPerfSpinning() {
     for userOnly in [false, true] {
         guard let (perf, info) = openPerf(swt_target_tid(target), userOnly: userOnly) else { return }
         defer { sw_perf_close(perf) }
-        #expect(info.dwarf_unwinder == 1, "libunwind-x86_64.so.8 not loaded")
-        #expect(info.kernel_samples == (userOnly ? 0 : 1) || (!userOnly && info.paranoid > 1 && getuid() != 0))
-        #expect(sw_perf_enable(perf) == SW_PERF_OK)
+        childExpect(info.dwarf_unwinder == 1, "libunwind-x86_64.so.8 not loaded")
+        childExpect(info.kernel_samples == (userOnly ? 0 : 1) || (!userOnly && info.paranoid > 1 && getuid() != 0))
+        childExpect(sw_perf_enable(perf) == SW_PERF_OK)
         // Several samples: each is the thread at one instant; all must be the spin.
         var frames = [UInt](repeating: 0, count: 128)
         var sample = sw_perf_sample()
@@ -72,7 +72,7 @@ func checkPerfSpinning() {
             }
             if count > 0 { samples += 1 }
         }
-        #expect(samples == 5, "userOnly \(userOnly): \(samples) samples in 2 s")
+        childExpect(samples == 5, "userOnly \(userOnly): \(samples) samples in 2 s")
         guard count >= 3 else {
             let first = Array(frames.prefix(4))
             Issue.record(
@@ -90,19 +90,19 @@ func checkPerfSpinning() {
             return pc >= start && pc < start + 512
         }
         let spin = stack.indices.prefix(3).first { within(stack[$0], inner, $0) }
-        #expect(spin == 0 || (Sanitizer.thread && spin != nil), "\(stack)")
+        childExpect(spin == 0 || (Sanitizer.thread && spin != nil), "\(stack)")
         if let spin, spin + 1 < stack.count {
-            #expect(within(stack[spin + 1], outer, spin + 1), "\(stack)")
+            childExpect(within(stack[spin + 1], outer, spin + 1), "\(stack)")
         }
-        #expect(stack.suffix(2).allSatisfy { objectName($0)?.contains("libc.so") == true }, "\(stack)")
+        childExpect(stack.suffix(2).allSatisfy { objectName($0)?.contains("libc.so") == true }, "\(stack)")
         // Without exclude_kernel a sample can land while the kernel handles an interrupt or
         // switches the spinning thread out (more often on a loaded machine: this failed in CI
         // with the suite running beside it); its user registers are still the spin's, as above.
-        #expect(sample.in_kernel == 0 || !userOnly, "userOnly \(userOnly): a sample in the kernel")
-        #expect(sample.tid == swt_target_tid(target) && sample.stack_bytes > 0)
+        childExpect(sample.in_kernel == 0 || !userOnly, "userOnly \(userOnly): a sample in the kernel")
+        childExpect(sample.tid == swt_target_tid(target) && sample.stack_bytes > 0)
         // Times are CLOCK_MONOTONIC, the monitor's clock.
-        #expect(sample.time_ns > 0 && sample.time_ns <= monotonicNanos())
-        #expect(sw_perf_disable(perf) == SW_PERF_OK)
+        childExpect(sample.time_ns > 0 && sample.time_ns <= monotonicNanos())
+        childExpect(sw_perf_disable(perf) == SW_PERF_OK)
     }
 }
 
@@ -163,7 +163,7 @@ func checkPerfKernelSamples() {
         if !userOnly && info.kernel_samples == 0 {
             print("perf: kernel samples not allowed here (paranoid \(info.paranoid)); only exclude_kernel=1 checked")
         }
-        #expect(sw_perf_enable(perf) == SW_PERF_OK)
+        childExpect(sw_perf_enable(perf) == SW_PERF_OK)
         var records: Int32 = 0
         var inKernel: Int32 = 0
         var sampled: Int32 = 0
@@ -195,19 +195,19 @@ func checkPerfKernelSamples() {
     if let kernel = perThread[false] {
         // 300 ms of the thread's CPU time at 1 ms: most samples land in the kernel, and their
         // user registers are those of the read() call: frame 0 is in libc, its callers above it.
-        #expect(
+        childExpect(
             kernel.records >= 30 && kernel.sampled >= 10 && kernel.inKernel * 2 >= kernel.sampled,
             "\(kernel.records) records, \(kernel.inKernel) of \(kernel.sampled) polls in the kernel")
-        #expect(objectName(kernel.frames.first ?? 0)?.contains("libc.so") == true, "\(kernel.frames)")
-        #expect(kernel.frames.count >= 3, "\(kernel.frames)")
+        childExpect(objectName(kernel.frames.first ?? 0)?.contains("libc.so") == true, "\(kernel.frames)")
+        childExpect(kernel.frames.count >= 3, "\(kernel.frames)")
     }
     // exclude_kernel=1: the kernel drops every sample that fires while the thread is in the
     // kernel; only the few instructions between two reads can be sampled.
     // (Far fewer than with the kernel's samples; under ASan the user code between reads is
     // slower, so the count is compared, not fixed.)
     if let user = perThread[true] {
-        #expect(user.inKernel == 0)
+        childExpect(user.inKernel == 0)
         let bound = max(15, perThread[false].map { $0.records / 2 } ?? 0)
-        #expect(user.records <= bound, "\(user.records) records in user mode, bound \(bound)")
+        childExpect(user.records <= bound, "\(user.records) records in user mode, bound \(bound)")
     }
 }
