@@ -77,6 +77,7 @@ extension HeartbeatMonitor {
         for index in watches.indices where watches[index].stall != nil {
             var stall = watches[index].stall!
             stall.flags.insert(.unfinished)
+            watches[index].sampler?.endStall()
             core.deliverEnded(stall)
         }
     }
@@ -93,9 +94,12 @@ extension HeartbeatMonitor {
             watch.probe = IdleProbe(tid: tid)
             watch.own = nil  // closes the last thread's ticks first
             watch.own = openSelfSampler(tid: tid, executor: executor)
-            watch.sampler = ThreadSampler(
+            watch.sampler?.endStall()
+            let sampler = ThreadSampler(
                 tid: tid, configuration: configuration.common, canCapture: samplerError == nil,
-                annotations: executor.scopes.withLock { $0 }, own: watch.own)
+                annotations: executor.scopes.withLock { $0 }, usePerf: configuration.perfSampling, own: watch.own)
+            core.recordCommon { $0.perfSampling = sampler.stacks.perfStatus }
+            watch.sampler = sampler
         }
         if var stall = watch.stall {
             if suspended { stall.flags.insert(.suspended) }
@@ -103,6 +107,7 @@ extension HeartbeatMonitor {
                 // The heartbeat ran: the stall ended when it did.
                 stall.end = executor.ranAt.load(ordering: .relaxed)
                 watch.stall = nil
+                watch.sampler?.endStall()
                 core.deliverEnded(stall)
             } else {
                 if now >= watch.nextSample, stall.samples.count < configuration.maxSamplesPerStall,
@@ -111,8 +116,9 @@ extension HeartbeatMonitor {
                     stall.samples.append(sample(sampler))
                 }
                 if now >= watch.nextSample {
-                    watch.nextSample =
-                        sw_monotonic_ns() &+ configuration.common.sampleInterval(after: now &- stall.start)
+                    let interval = configuration.common.sampleInterval(after: now &- stall.start)
+                    watch.sampler?.follow(interval: interval)
+                    watch.nextSample = sw_monotonic_ns() &+ interval
                 }
                 watch.stall = stall
             }

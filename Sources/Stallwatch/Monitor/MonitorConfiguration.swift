@@ -22,6 +22,10 @@ public struct MonitorConfiguration: Sendable {
     /// A watchdog that oversleeps by more than this was stopped (SIGSTOP, a debugger): the
     /// stall it then sees is flagged `suspended`.
     public var suspendThreshold: Duration = .milliseconds(50)
+    /// Whether stacks the signal cannot take (a thread inside a long read or write) come from
+    /// a perf_event sample of the thread's user stack, enabled only during stalls. The
+    /// environment variable `STALLWATCH_PERF=0` turns it off too.
+    public var perfSampling = true
     /// Whether the watched thread samples itself on time: a perf task-clock tick on its user-mode
     /// CPU time lets its own handler take the stack of a callout (a heartbeat) past its budget,
     /// however late the watchdog is scheduled (docs/watchdog.md, "On time without privileges").

@@ -19,6 +19,9 @@ public struct MonitorStatistics: Sendable {
     /// How the watchdog thread is scheduled (`description`: "SCHED_FIFO 1", "nice -10",
     /// "slice 100 us" or "normal").
     public var watchdogScheduling = StallMonitor.WatchdogScheduling.normal
+    /// How the perf path runs (set once the watchdog thread has started; a heartbeat monitor's,
+    /// for the last thread a heartbeat ran on).
+    public var perfSampling = StallMonitor.PerfSampling.disabled
     /// Samples taken, by where their stack came from.
     public var stackSources: [SampleSource: Int] = [:]
     /// Time to unwind a perf sample's stack copy on the watchdog, for the last ones (ns, at

@@ -16,7 +16,7 @@ extension StallMonitor {
         let sampler = ThreadSampler(
             tid: loop.threadID, configuration: configuration.common, canCapture: samplerError == nil,
             annotations: loop.annotations, usePerf: configuration.perfSampling, own: selfSampler)
-        core.record { $0.perfSampling = sampler.stacks.perfStatus }
+        core.recordCommon { $0.perfSampling = sampler.stacks.perfStatus }
         let facts = SampleFacts(tid: loop.threadID, statements: loop.annotations.statement)
         let budget = configuration.tiers.budget.nanoseconds
         var nextID: UInt64 = 1

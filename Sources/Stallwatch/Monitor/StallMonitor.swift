@@ -15,15 +15,11 @@ import Synchronization
 public final class StallMonitor: @unchecked Sendable {
     /// How the monitor decides what a stall is and how it samples one: what every monitor is
     /// configured with (`common`, whose fields read and write as this configuration's own:
-    /// `configuration.budget`, `configuration.sampleInterval`…), and the perf path.
+    /// `configuration.budget`, `configuration.sampleInterval`…), and its tests' hooks.
     @dynamicMemberLookup
     public struct Configuration: Sendable {
-        /// The tiers, sampling, signal and self-sampling, as `HeartbeatMonitor`'s.
+        /// The tiers, sampling, signal, perf and self-sampling, as `HeartbeatMonitor`'s.
         public var common = MonitorConfiguration()
-        /// Whether stacks the signal cannot take (a thread inside a long read or write) come from
-        /// a perf_event sample of the thread's user stack, enabled only during stalls. The
-        /// environment variable `STALLWATCH_PERF=0` turns it off too.
-        public var perfSampling = true
 
         /// Tests: the watchdog gets no CPU for this long when it finds that a stall it timed has
         /// ended, before it reads the end.
@@ -47,8 +43,6 @@ public final class StallMonitor: @unchecked Sendable {
         public var common = MonitorStatistics()
         /// Iterations whose callouts together overran the budget though none alone did.
         public var congestedIterations: UInt64 = 0
-        /// How the perf path runs (set once the watchdog thread has started).
-        public var perfSampling = PerfSampling.disabled
         /// Overrun callouts the loop logged that the watchdog fell too far behind to read (it
         /// was stopped for longer than 64 stalls): stalls lost, 0 in any healthy run.
         public var lostOverruns = 0
