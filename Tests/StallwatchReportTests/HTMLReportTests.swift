@@ -96,7 +96,8 @@ import Testing
 
     @Test func theWriterEscapesWhatHTMLReads() {
         #expect(
-            HTMLJSONWriter.quoted("a<b>&\"\\\n\u{2028}\u{1}") == "\"a\\u003cb\\u003e\\u0026\\\"\\\\\\n\\u2028\\u0001\"")
+            JSONOutput.htmlSafeString("a<b>&\"\\\n\u{2028}\u{1}")
+                == "\"a\\u003cb\\u003e\\u0026\\\"\\\\\\n\\u2028\\u0001\"")
         #expect(HTMLJSONWriter.number(12.5) == "12.5")
         #expect(HTMLJSONWriter.number(3) == "3")
         #expect(HTMLJSONWriter.number(-0.0001) == "0")

@@ -154,14 +154,7 @@ final class HeartbeatHarness: @unchecked Sendable {
         nonisolated(unsafe) let mutex = UnsafeMutablePointer<pthread_mutex_t>.allocate(capacity: 1)
         pthread_mutex_init(mutex, nil)
         defer { mutex.deallocate() }
-        let held = DispatchSemaphore(value: 0)
-        Thread {
-            pthread_mutex_lock(mutex)
-            held.signal()
-            usleep(70_000)
-            pthread_mutex_unlock(mutex)
-        }.start()
-        held.wait()
+        holdElsewhere(milliseconds: 70, lock: { pthread_mutex_lock(mutex) }, unlock: { pthread_mutex_unlock(mutex) })
         executor.execute { lockMutexForStallTest(mutex) }
         #expect(eventually { !harness.ended.withLock({ $0 }).isEmpty })
         harness.monitor.stop()

@@ -1,6 +1,7 @@
-// A sample taken while the loop thread is inside one long read() or write() — where the sampling
-// signal waits for the syscall to return — still carries a stack with the culprit, and says where
-// it came from: perf when the perf path runs, else the /proc scan or the stall's last stack.
+// A sample taken while the loop thread (an executor's thread) is inside one long read() or write()
+// — where the sampling signal waits for the syscall to return — still carries a stack with the
+// culprit, and says where it came from: perf when the perf path runs, else the /proc scan or the
+// stall's last stack.
 import Foundation
 import Testing
 
@@ -80,7 +81,7 @@ import Testing
     /// whole sample interval, and a thread that does not run takes no perf sample (nor moves).
     /// For the same reason the first few samples (at most 20 ms) may have none yet: the thread got
     /// less than a perf period of CPU since the stall was detected. Never a later one.
-    func expectEveryStack(_ stall: Stall, _ statistics: StallMonitor.Statistics, culprit: String) {
+    func expectEveryStack(_ stall: Stall, _ statistics: MonitorStatistics, culprit: String) {
         let seen = sources(stall, culprit: culprit)
         print("[stack sources] perf \(statistics.perfSampling), \(culprit): \(seen)")
         let leading = stall.samples.prefix { $0.source == .none }.count
@@ -94,7 +95,7 @@ import Testing
 
     /// Without perf: no perf samples; what has a stack came from the signal, a scan or the stall's
     /// last stack, and a scan or stale stack still shows the culprit.
-    func expectFallback(_ stall: Stall, _ statistics: StallMonitor.Statistics, culprit: String) {
+    func expectFallback(_ stall: Stall, _ statistics: MonitorStatistics, culprit: String) {
         let seen = sources(stall, culprit: culprit)
         print("[stack sources] perf \(statistics.perfSampling), \(culprit): \(seen)")
         #expect(statistics.perfSampling == .disabled)
@@ -113,9 +114,37 @@ import Testing
         defer { unlink(path) }
         let (stall, statistics) = try await run(perf: perf) { readWholeFileForStallTest(path) }
         if perf {
-            expectEveryStack(stall, statistics, culprit: "readWholeFileForStallTest")
+            expectEveryStack(stall, statistics.common, culprit: "readWholeFileForStallTest")
         } else {
-            expectFallback(stall, statistics, culprit: "readWholeFileForStallTest")
+            expectFallback(stall, statistics.common, culprit: "readWholeFileForStallTest")
+        }
+    }
+
+    /// A heartbeat monitor samples an executor's thread as `StallMonitor` samples a loop's: inside
+    /// one long read, with perf as without.
+    @Test(arguments: [true, false])
+    func largeReadOnAnExecutor(perf: Bool) throws {
+        let path = try Self.evictedFile(bytes: Self.fileBytes)
+        defer { unlink(path) }
+        let executor = TestExecutor(name: "reader")
+        defer { executor.stop() }
+        let harness = try HeartbeatHarness([("reader", { executor.execute($0) })]) { $0.perfSampling = perf }
+        harness.waitUntilSettled()
+        let done = Locked(false)
+        executor.execute {
+            readWholeFileForStallTest(path)
+            done.withLock { $0 = true }
+        }
+        #expect(eventually(timeout: .seconds(20)) { done.withLock { $0 } })
+        #expect(eventually { !harness.ended.withLock({ $0 }).isEmpty })
+        usleep(100_000)
+        harness.monitor.stop()
+        let stall = try #require(harness.ended.withLock { $0 }.max { $0.durationNanos < $1.durationNanos })
+        #expect(stall.durationNanos > 30_000_000)
+        if perf {
+            expectEveryStack(stall, harness.monitor.statistics.common, culprit: "readWholeFileForStallTest")
+        } else {
+            expectFallback(stall, harness.monitor.statistics.common, culprit: "readWholeFileForStallTest")
         }
     }
 
@@ -126,9 +155,9 @@ import Testing
         let buffer = LargeBuffer(bytes: Self.fileBytes)
         let (stall, statistics) = try await run(perf: perf) { writeWholeBufferForStallTest(path, buffer) }
         if perf {
-            expectEveryStack(stall, statistics, culprit: "writeWholeBufferForStallTest")
+            expectEveryStack(stall, statistics.common, culprit: "writeWholeBufferForStallTest")
         } else {
-            expectFallback(stall, statistics, culprit: "writeWholeBufferForStallTest")
+            expectFallback(stall, statistics.common, culprit: "writeWholeBufferForStallTest")
         }
     }
 

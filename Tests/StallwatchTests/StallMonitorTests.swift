@@ -76,14 +76,7 @@ import Testing
         nonisolated(unsafe) let mutex = UnsafeMutablePointer<pthread_mutex_t>.allocate(capacity: 1)
         pthread_mutex_init(mutex, nil)
         defer { mutex.deallocate() }
-        let held = DispatchSemaphore(value: 0)
-        Thread {
-            pthread_mutex_lock(mutex)
-            held.signal()
-            usleep(70_000)
-            pthread_mutex_unlock(mutex)
-        }.start()
-        held.wait()
+        holdElsewhere(milliseconds: 70, lock: { pthread_mutex_lock(mutex) }, unlock: { pthread_mutex_unlock(mutex) })
         let run = try await monitored { loop, measure in
             measure.post(loop) { lockMutexForStallTest(mutex) }
         }

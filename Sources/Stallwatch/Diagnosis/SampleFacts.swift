@@ -207,15 +207,6 @@ final class SampleFacts {
     }
 }
 
-extension StallMonitor {
-    /// Symbolicates what a sample's facts hold besides its own frames (the lock owner's stack).
-    /// Delivery queue.
-    func symbolicateFacts(_ sample: inout Sample) {
-        guard let frames = sample.wait?.owner?.frames, !frames.isEmpty else { return }
-        sample.wait?.owner?.frames = symbolicator.symbolicate(frames.map(\.address))
-    }
-}
-
 /// Which regular file of the process a long syscall on CPU works on (/proc shows no arguments
 /// then): for a buffered `write()` the file whose size grows (page by page while the syscall
 /// runs), for a `read()` from storage the file whose page-cache pages grow (cachestat(2),

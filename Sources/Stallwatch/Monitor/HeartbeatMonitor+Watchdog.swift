@@ -32,13 +32,12 @@ extension HeartbeatMonitor {
     /// The watchdog sleeps on `wake` with a timeout (no signal needed from the executors).
     func watch() {
         _ = sw_set_timer_slack(1_000)
-        let scheduling = StallMonitor.WatchdogScheduling.raiseCurrentThread()
-        record { $0.watchdogScheduling = scheduling }
+        core.raiseWatchdogPriority()
         var watches: [Watch] = []
         let budget = configuration.tiers.budget.nanoseconds
         let check = configuration.effectiveCheckInterval
         let warnAfter = configuration.unservicedWarning.nanoseconds
-        let threshold: UInt64 = 50_000_000
+        let threshold = configuration.suspendThreshold.nanoseconds
         var nextID: UInt64 = 1
         var suspended = false
         var expected = sw_monotonic_ns()
@@ -46,7 +45,7 @@ extension HeartbeatMonitor {
             let now = sw_monotonic_ns()
             // A watchdog that overslept by far was stopped (SIGSTOP, a debugger).
             suspended = now > expected && now - expected > threshold
-            record { $0.watchdogWakeups += 1 }
+            core.record { $0.watchdogWakeups += 1 }
             let all = executors.withLock { $0 }
             for executor in all.dropFirst(watches.count) { watches.append(Watch(executor: executor)) }
             guard isRunning else { break }
@@ -78,7 +77,8 @@ extension HeartbeatMonitor {
         for index in watches.indices where watches[index].stall != nil {
             var stall = watches[index].stall!
             stall.flags.insert(.unfinished)
-            finish(&stall)
+            watches[index].sampler?.endStall()
+            core.deliverEnded(stall)
         }
     }
 
@@ -94,10 +94,12 @@ extension HeartbeatMonitor {
             watch.probe = IdleProbe(tid: tid)
             watch.own = nil  // closes the last thread's ticks first
             watch.own = openSelfSampler(tid: tid, executor: executor)
-            watch.sampler = ThreadSampler(
-                tid: tid, captureTimeout: configuration.captureTimeout, canCapture: samplerError == nil,
-                annotations: executor.scopes.withLock { $0 },
-                own: watch.own.map { ($0, configuration.selfSamplingPeriod) })
+            watch.sampler?.endStall()
+            let sampler = ThreadSampler(
+                tid: tid, configuration: configuration.common, canCapture: samplerError == nil,
+                annotations: executor.scopes.withLock { $0 }, usePerf: configuration.perfSampling, own: watch.own)
+            core.recordCommon { $0.perfSampling = sampler.stacks.perfStatus }
+            watch.sampler = sampler
         }
         if var stall = watch.stall {
             if suspended { stall.flags.insert(.suspended) }
@@ -105,7 +107,8 @@ extension HeartbeatMonitor {
                 // The heartbeat ran: the stall ended when it did.
                 stall.end = executor.ranAt.load(ordering: .relaxed)
                 watch.stall = nil
-                finish(&stall)
+                watch.sampler?.endStall()
+                core.deliverEnded(stall)
             } else {
                 if now >= watch.nextSample, stall.samples.count < configuration.maxSamplesPerStall,
                     let sampler = watch.sampler
@@ -113,7 +116,9 @@ extension HeartbeatMonitor {
                     stall.samples.append(sample(sampler))
                 }
                 if now >= watch.nextSample {
-                    watch.nextSample = sw_monotonic_ns() &+ sampleInterval(after: now &- stall.start)
+                    let interval = configuration.common.sampleInterval(after: now &- stall.start)
+                    watch.sampler?.follow(interval: interval)
+                    watch.nextSample = sw_monotonic_ns() &+ interval
                 }
                 watch.stall = stall
             }
@@ -155,14 +160,8 @@ extension HeartbeatMonitor {
             sampler.beginStall(sequence: sequence)
             stall.samples.append(sample(sampler))
             let first = stall.samples[0].time
-            let deadline = pending.saturatingAdding(budget)
-            record { stats in
-                stats.stalls += 1
-                stats.detectionLatencyNanos.appendBounded(first > deadline ? first - deadline : 0)
-            }
-            var began = stall
-            began.flags.insert(.unfinished)
-            deliver(began, began: true)
+            core.recordDetection(at: first, deadline: pending.saturatingAdding(budget))
+            core.deliverBegan(stall)
             watch.nextSample = first.saturatingAdding(configuration.sampleInterval.nanoseconds)
             watch.stall = stall
             return
@@ -174,12 +173,12 @@ extension HeartbeatMonitor {
             watch.ranPromptly = false
             switch probe.state() {
             case .idle:
-                record { $0.idleChecks += 1 }
+                core.record { $0.idleChecks += 1 }
                 return
             case .unknownWait(let signature) where afterHeartbeat:
                 // Back in a wait right after a heartbeat ran: where the executor parks.
                 probe.learn(signature)
-                record { $0.idleChecks += 1 }
+                core.record { $0.idleChecks += 1 }
                 return
             case .unknownWait(let signature):
                 watch.probing = signature
@@ -192,7 +191,7 @@ extension HeartbeatMonitor {
         watch.sentDue = now
         watch.sentSequence = executor.sent()
         executor.pending.store(now, ordering: .releasing)
-        record { $0.heartbeatsSent += 1 }
+        core.record { $0.heartbeatsSent += 1 }
         executor.schedule { [executor] in executor.beat() }
     }
 
@@ -200,17 +199,12 @@ extension HeartbeatMonitor {
     /// where they are off or impossible (`statistics.selfSampling` says which).
     private func openSelfSampler(tid: Int32, executor: HeartbeatMonitor.Executor) -> SelfSampler? {
         guard configuration.selfSampling, samplerError == nil else {
-            record { $0.selfSampling = .disabled }
+            core.recordCommon { $0.selfSampling = .disabled }
             return nil
         }
-        let (own, status) = SelfSampler.open(
-            tid: tid, clock: executor.clock, period: configuration.selfSamplingPeriod,
-            budget: configuration.tiers.budget, interval: configuration.sampleInterval)
-        guard let own, own.enable() else {
-            record { $0.selfSampling = status }
-            return nil
-        }
-        record { $0.selfSampling = status }
+        let (own, status) = SelfSampler.open(tid: tid, clock: executor.clock, configuration: configuration.common)
+        core.recordCommon { $0.selfSampling = status }
+        guard let own, own.enable() else { return nil }
         return own
     }
 
@@ -219,55 +213,15 @@ extension HeartbeatMonitor {
         // thread that merely waited for a CPU, as the watchdog did, takes no tick).
         let captures = watch.own?.takeAll(sequence: watch.sentSequence) ?? []
         guard !captures.isEmpty else { return }
-        var stall = Stall(
+        let stall = Stall(
             id: nextID, start: watch.sentDue, end: nil, tier: .hitch, callout: identity(of: watch.executor),
             flags: suspended ? [.suspended] : [])
         nextID += 1
-        stall.samples = captures.map { $0.sample() }
         let deadline = watch.sentDue.saturatingAdding(configuration.tiers.budget.nanoseconds)
-        record { stats in
-            stats.stalls += 1
-            stats.missedByWatchdog += 1
-            stats.selfSamples += captures.count
-            let first = captures[0].time
-            stats.detectionLatencyNanos.appendBounded(first > deadline ? first - deadline : 0)
-        }
-        var began = stall
-        began.samples = [stall.samples[0]]
-        began.flags.insert(.unfinished)
-        deliver(began, began: true)
-        stall.end = ranAt
-        finish(&stall)
+        core.deliverMissed(stall, captures: captures, deadline: deadline, end: ranAt)
     }
 
-    private func finish(_ stall: inout Stall) {
-        if let duration = stall.duration {
-            stall.tier = configuration.tiers.tier(for: duration) ?? .hitch
-        }
-        if stall.samples.contains(where: \.captureTimedOut) { stall.flags.insert(.captureTimedOut) }
-        deliver(stall, began: false)
-    }
-
-    private func sample(_ sampler: ThreadSampler) -> Sample {
-        sampler.sample { update in
-            var counters = StallMonitor.Statistics()
-            update(&counters)
-            record { stats in
-                stats.captures += counters.captures
-                stats.selfSamples += counters.selfSamples
-                stats.captureTimeouts += counters.captureTimeouts
-                for latency in counters.captureLatencyNanos { stats.captureLatencyNanos.appendBounded(latency) }
-            }
-        }
-    }
-
-    /// 5 ms by default; ×4 after 250 ms and ×20 after 1 s, as `StallMonitor`.
-    private func sampleInterval(after elapsed: UInt64) -> UInt64 {
-        let base = configuration.sampleInterval.nanoseconds
-        if elapsed > 1_000_000_000 { return base * 20 }
-        if elapsed > 250_000_000 { return base * 4 }
-        return base
-    }
+    private func sample(_ sampler: ThreadSampler) -> Sample { sampler.sample(record: core.recordCommon) }
 
     /// A heartbeat stall's callout: the executor, by its label (the work that blocked it is
     /// in the samples' stacks).

@@ -23,53 +23,40 @@ public final class HeartbeatMonitor: @unchecked Sendable {
     /// or `{ eventLoop.execute($0) }`. Called on the watchdog thread; it must not block.
     public typealias Schedule = @Sendable (@escaping @Sendable () -> Void) -> Void
 
-    /// How the monitor decides what a stall is and how it samples one.
+    /// How the monitor decides what a stall is and how it samples one: what every monitor is
+    /// configured with (`common`, whose fields read and write as this configuration's own:
+    /// `configuration.budget`, `configuration.sampleInterval`…), and how it sends heartbeats.
+    @dynamicMemberLookup
     public struct Configuration: Sendable {
-        /// The budget and the tier thresholds; a heartbeat later than `tiers.budget` is a stall.
-        public var tiers = TierThresholds()
-        /// Time between samples of a stall; it grows for long hangs (×4 after 250 ms, ×20
-        /// after 1 s).
-        public var sampleInterval: Duration = .milliseconds(5)
-        /// Samples kept per stall at most; the stall is still timed to its end.
-        public var maxSamplesPerStall = 200
-        /// The real-time signal used to interrupt an executor's thread (nil: SIGRTMIN+4, the
-        /// same as `StallMonitor`'s, which may run in the same process).
-        public var signal: Int32? = nil
-        /// How long one stack capture may wait for the thread to run the handler.
-        public var captureTimeout: Duration = .milliseconds(5)
+        /// The tiers, sampling, signal and self-sampling, as `StallMonitor`'s (a heartbeat later
+        /// than `tiers.budget` is a stall; the ticks run while a heartbeat is overdue).
+        public var common = MonitorConfiguration()
         /// How often the watchdog looks at a busy executor (sends the next heartbeat); nil:
         /// half the budget. It bounds how much a stall's duration is understated.
         public var checkInterval: Duration? = nil
         /// An executor whose first heartbeat has not run after this long gets one warning
         /// (it is not serviced: e.g. a program that never drains `DispatchQueue.main`).
         public var unservicedWarning: Duration = .seconds(3)
-        /// Whether an executor's thread samples itself while a heartbeat is overdue, on time
-        /// however late the watchdog is scheduled (as `StallMonitor.Configuration.selfSampling`;
-        /// `STALLWATCH_PERF=0` turns it off too). On by default; where it cannot run,
-        /// `statistics.selfSampling` says why.
-        public var selfSampling = true
-        /// The finest tick, in the executor thread's user-mode CPU time.
-        public var selfSamplingPeriod: Duration = .microseconds(500)
-        /// Tests: the watchdog oversleeps a heartbeat's deadline by this much, as an unprivileged
-        /// watchdog on a busy machine may wait for a CPU.
-        var watchdogLatenessForTesting: Duration = .zero
-
-        /// The frame budget (1/60 s by default).
-        public var budget: Duration {
-            get { tiers.budget }
-            set { tiers.budget = newValue }
-        }
 
         /// The defaults: 60 Hz budget, Apple's tiers, 5 ms samples, checks every 8.3 ms.
         public init() {}
 
-        var effectiveCheckInterval: UInt64 { (checkInterval ?? tiers.budget / 2).nanoseconds }
+        /// A field of `common`, as this configuration's own.
+        public subscript<Value>(dynamicMember field: WritableKeyPath<MonitorConfiguration, Value>) -> Value {
+            get { common[keyPath: field] }
+            set { common[keyPath: field] = newValue }
+        }
+
+        var effectiveCheckInterval: UInt64 { (checkInterval ?? common.tiers.budget / 2).nanoseconds }
     }
 
-    /// What the monitor has seen so far.
-    public struct Statistics: Sendable {
-        /// Stalls detected, over all executors.
-        public var stalls = 0
+    /// What the monitor has seen so far: what every monitor counts (`common`, over all
+    /// executors, whose fields read as this value's own: `statistics.stalls`…), and its
+    /// heartbeats.
+    @dynamicMemberLookup
+    public struct Statistics: Sendable, MonitorCounters {
+        /// Stalls, captures, latencies, scheduling and self-sampling, as `StallMonitor`'s.
+        public var common = MonitorStatistics()
         /// Heartbeats sent, over all executors.
         public var heartbeatsSent: UInt64 = 0
         /// Heartbeats that ran: each one a wake-up or one closure more for its executor.
@@ -78,27 +65,17 @@ public final class HeartbeatMonitor: @unchecked Sendable {
         public var idleChecks: UInt64 = 0
         /// Times the watchdog thread woke up.
         public var watchdogWakeups: UInt64 = 0
-        /// Stack captures attempted.
-        public var captures = 0
-        /// Captures whose handler did not run within `captureTimeout`.
-        public var captureTimeouts = 0
-        /// Signal sent → stack ready, for the last captures (ns, at most 4096 kept).
-        public var captureLatencyNanos: [UInt64] = []
-        /// Heartbeat due + budget → first sample taken, for the last stalls (ns, at most 4096).
-        public var detectionLatencyNanos: [UInt64] = []
         /// Warnings given (an executor that never ran its first heartbeat).
         public var warnings: [String] = []
-        /// How the watchdog thread is scheduled (as `StallMonitor`'s: SCHED_FIFO where allowed).
-        public var watchdogScheduling = StallMonitor.WatchdogScheduling.normal
-        /// Whether executor threads sample themselves (as `StallMonitor`'s loop thread does:
-        /// on a tick of their own CPU time while a heartbeat is overdue), for the last thread
-        /// a heartbeat ran on.
-        public var selfSampling = StallMonitor.SelfSampling.disabled
-        /// Samples whose stack an executor's thread took of itself.
-        public var selfSamples = 0
-        /// Stalls that ended before the watchdog looked (it got no CPU meanwhile): timed from
-        /// the heartbeat, with the thread's own captures (counted in `stalls` too).
-        public var missedByWatchdog = 0
+
+        /// All zero.
+        public init() {}
+
+        /// A field of `common`, as this value's own.
+        public subscript<Value>(dynamicMember field: WritableKeyPath<MonitorStatistics, Value>) -> Value {
+            get { common[keyPath: field] }
+            set { common[keyPath: field] = newValue }
+        }
     }
 
     /// One watched executor. Its counters may be read from any thread.
@@ -192,24 +169,18 @@ public final class HeartbeatMonitor: @unchecked Sendable {
     public let configuration: Configuration
 
     let executors = Locked<[Executor]>([])
-    private let callbacks = Locked<
-        (
-            began: (@Sendable (Stall) -> Void)?, ended: (@Sendable (Stall) -> Void)?,
-            warning: (@Sendable (String) -> Void)?
-        )
-    >((nil, nil, nil))
-    let stats = Locked(Statistics())
-    private let running = Atomic<Bool>(false)
+    /// The callbacks, statistics, delivery and watchdog thread, as `StallMonitor`'s.
+    let core: MonitorCore<Statistics>
+    private let warning = Locked<(@Sendable (String) -> Void)?>(nil)
     let wake = DispatchSemaphore(value: 0)
-    private let finished = DispatchSemaphore(value: 0)
-    private let delivery = DispatchQueue(label: "stallwatch.heartbeat.delivery")
-    let symbolicator = Symbolicator.shared
+    var symbolicator: Symbolicator { core.symbolicator }
     /// Why stacks cannot be captured, if they cannot. Read it after `start()`.
-    public private(set) var samplerError: StallMonitor.SamplerError?
+    public var samplerError: StallMonitor.SamplerError? { core.samplerError }
 
     /// A monitor with `configuration`; it watches nothing until `watch` is called. Any thread.
     public init(configuration: Configuration = Configuration()) {
         self.configuration = configuration
+        self.core = MonitorCore(configuration: configuration.common, deliveryLabel: "stallwatch.heartbeat.delivery")
     }
 
     /// Watches an executor: `schedule` runs a closure on it, `label` names it in stalls
@@ -232,28 +203,28 @@ public final class HeartbeatMonitor: @unchecked Sendable {
     /// Called as soon as a stall is detected, with its first sample (flagged `unfinished`).
     /// Runs on the monitor's delivery queue. Set before `start()`.
     public var onStallBegan: (@Sendable (Stall) -> Void)? {
-        get { callbacks.withLock { $0.began } }
-        set { callbacks.withLock { $0.began = newValue } }
+        get { core.onStallBegan }
+        set { core.onStallBegan = newValue }
     }
 
     /// Called when a stall has ended (its heartbeat ran), with all samples (symbolicated).
     /// Runs on the monitor's delivery queue.
     public var onStallEnded: (@Sendable (Stall) -> Void)? {
-        get { callbacks.withLock { $0.ended } }
-        set { callbacks.withLock { $0.ended = newValue } }
+        get { core.onStallEnded }
+        set { core.onStallEnded = newValue }
     }
 
     /// Called once per executor whose first heartbeat did not run within
     /// `unservicedWarning`, with a sentence saying so; nil prints it on stderr. Runs on the
     /// delivery queue.
     public var onWarning: (@Sendable (String) -> Void)? {
-        get { callbacks.withLock { $0.warning } }
-        set { callbacks.withLock { $0.warning = newValue } }
+        get { warning.withLock { $0 } }
+        set { warning.withLock { $0 = newValue } }
     }
 
     /// A snapshot of the counters. Any thread.
     public var statistics: Statistics {
-        var snapshot = stats.withLock { $0 }
+        var snapshot = core.statistics
         snapshot.heartbeatsRun = executors.withLock { $0 }.reduce(0) { $0 + $1.heartbeatsRun }
         return snapshot
     }
@@ -261,58 +232,35 @@ public final class HeartbeatMonitor: @unchecked Sendable {
     /// Starts the watchdog thread. Throws if the sampling signal is taken by someone else; if
     /// libunwind cannot be loaded, the monitor still runs and `samplerError` says why. Any thread.
     public func start() throws {
-        precondition(!running.load(ordering: .acquiring), "HeartbeatMonitor.start called twice")
+        precondition(!core.isRunning, "HeartbeatMonitor.start called twice")
         PreloadYield.yield()  // a preloaded heartbeat monitor frees the sampling signal
-        let signal = configuration.signal ?? Sampler.defaultSignal
-        do {
-            try Sampler.install(signal: signal)
-        } catch {
-            guard error.isMissingUnwinder else { throw error }
-            samplerError = .unwinderUnavailable(signal: error.signal)
-        }
+        try core.installSampler()
         // Before the first heartbeat prepares an executor's thread: it unblocks only signals
         // already installed. (Why not, if not: `statistics.selfSampling`, once a thread is known.)
         if configuration.selfSampling && samplerError == nil { SelfSampler.installSignal() }
-        running.store(true, ordering: .releasing)
-        let thread = Thread { [self] in
-            sw_set_thread_name("stallwatchbeat")
-            watch()
-            finished.signal()
-        }
-        thread.start()
+        core.startWatchdog(name: "stallwatchbeat") { [self] in watch() }
     }
 
     /// Stops watching and waits for the watchdog (a stall in progress is delivered as
     /// unfinished) and the delivery queue. Any thread but the delivery queue.
     public func stop() {
-        guard running.exchange(false, ordering: .acquiringAndReleasing) else { return }
-        for executor in executors.withLock({ $0 }) { executor.active.store(false, ordering: .releasing) }
-        wake.signal()
-        finished.wait()
-        delivery.sync {}
+        guard
+            core.stopWatchdog(wake: {
+                for executor in executors.withLock({ $0 }) { executor.active.store(false, ordering: .releasing) }
+                wake.signal()
+            })
+        else { return }
+        core.drainDeliveries()
     }
 
     deinit { stop() }
 
-    var isRunning: Bool { running.load(ordering: .acquiring) }
-
-    func record(_ update: (inout Statistics) -> Void) { stats.withLock { update(&$0) } }
-
-    func deliver(_ stall: Stall, began: Bool) {
-        delivery.async { [self] in
-            var stall = stall
-            for index in stall.samples.indices {
-                stall.samples[index].frames = symbolicator.symbolicate(stall.samples[index].frames.map(\.address))
-            }
-            let callback = callbacks.withLock { began ? $0.began : $0.ended }
-            callback?(stall)
-        }
-    }
+    var isRunning: Bool { core.isRunning }
 
     func warn(_ message: String) {
-        record { $0.warnings.append(message) }
-        delivery.async { [self] in
-            if let callback = callbacks.withLock({ $0.warning }) {
+        core.record { $0.warnings.append(message) }
+        core.onDeliveryQueue { [self] in
+            if let callback = warning.withLock({ $0 }) {
                 callback(message)
             } else {
                 FileHandle.standardError.write(Data("stallwatch: \(message)\n".utf8))

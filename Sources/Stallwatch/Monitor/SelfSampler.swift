@@ -11,13 +11,16 @@ final class SelfSampler: Sendable {
     private init(handle: Int32) { self.handle = handle }
 
     /// Opens the ticks on thread `tid`, disabled, for the callouts `clock` publishes: a capture
-    /// once a callout has run more than `budget`, then every `interval`; `period` is the shortest
-    /// time between ticks (the handler sets each next one). The status says why
-    /// not when it cannot (perf denied, the signal taken, no libunwind).
+    /// once a callout has run more than the `configuration`'s budget, then every sampling
+    /// interval; its `selfSamplingPeriod` is the shortest time between ticks (the handler sets
+    /// each next one). The status says why not when it cannot (perf denied, the signal taken, no
+    /// libunwind).
     static func open(
-        tid: Int32, clock: UnsafeMutablePointer<sw_callout_clock>, period: Duration, budget: Duration,
-        interval: Duration
+        tid: Int32, clock: UnsafeMutablePointer<sw_callout_clock>, configuration: MonitorConfiguration
     ) -> (SelfSampler?, StallMonitor.SelfSampling) {
+        let (period, budget, interval) = (
+            configuration.selfSamplingPeriod, configuration.tiers.budget, configuration.sampleInterval
+        )
         if let refused = installSignal() { return (nil, refused) }
         let signal = sw_self_default_signal()
         var error: Int32 = 0

@@ -11,14 +11,12 @@ extension StallMonitor {
     /// `armed` is signalled once the watchdog is ready to time a stall.
     func watch(overruns cursor: UInt64, since: UInt64, armed: DispatchSemaphore) {
         _ = sw_set_timer_slack(1_000)
-        raiseWatchdogPriority()
+        core.raiseWatchdogPriority()
         let board = loop.board
         let sampler = ThreadSampler(
-            tid: loop.threadID, captureTimeout: configuration.captureTimeout, canCapture: samplerError == nil,
-            annotations: loop.annotations, usePerf: configuration.perfSampling,
-            sampleInterval: configuration.sampleInterval.nanoseconds,
-            own: selfSampler.map { ($0, configuration.selfSamplingPeriod) })
-        record { $0.perfSampling = sampler.stacks.perfStatus }
+            tid: loop.threadID, configuration: configuration.common, canCapture: samplerError == nil,
+            annotations: loop.annotations, usePerf: configuration.perfSampling, own: selfSampler)
+        core.recordCommon { $0.perfSampling = sampler.stacks.perfStatus }
         let facts = SampleFacts(tid: loop.threadID, statements: loop.annotations.statement)
         let budget = configuration.tiers.budget.nanoseconds
         var nextID: UInt64 = 1
@@ -80,7 +78,7 @@ extension StallMonitor {
         from cursor: inout UInt64, except timed: UInt64, since: UInt64, nextID: inout UInt64, sleeper: inout Sleeper
     ) {
         let (entries, lost) = loop.board.overruns.read(from: &cursor)
-        if lost > 0 { record { $0.lostOverruns += Int(lost) } }
+        if lost > 0 { core.record { $0.lostOverruns += Int(lost) } }
         for entry in entries where entry.sequence != timed && entry.startCycles >= since {
             recordOverrun(entry, id: nextID, sleeper: &sleeper)
             nextID += 1
@@ -100,39 +98,11 @@ extension StallMonitor {
             sequence: entry.sequence, startCycles: entry.startCycles, kind: entry.callout.descriptor.kind,
             phase: entry.callout.descriptor.phase, mode: entry.callout.descriptor.mode,
             line: entry.callout.descriptor.line, label: entry.callout.label, file: entry.callout.file)
-        var stall = Stall(
+        let stall = Stall(
             id: id, start: start, end: nil, tier: .hitch, callout: identity(of: callout),
             flags: suspended ? [.suspended] : [])
-        stall.samples = captures.map { $0.sample() }
         let deadline = start.saturatingAdding(configuration.tiers.budget.nanoseconds)
-        // Detected when the loop thread took its first capture past the deadline, else now.
-        let detected = captures.first?.time ?? sw_monotonic_ns()
-        record { stats in
-            stats.stalls += 1
-            stats.missedByWatchdog += 1
-            if suspended { stats.suspendedStalls += 1 }
-            stats.detectionLatencyNanos.appendBounded(detected > deadline ? detected - deadline : 0)
-            stats.selfSamples += captures.count
-            stats.stackSources[.signal, default: 0] += captures.count
-            for captured in captures { stats.selfCaptureNanos.appendBounded(captured.unwindNanos) }
-        }
-        var began = stall
-        began.samples = Array(stall.samples.prefix(1))
-        began.flags.insert(.unfinished)
-        deliver(began, began: true)
-        stall.end = end
-        if let duration = stall.duration { stall.tier = configuration.tiers.tier(for: duration) ?? .hitch }
-        deliver(stall, began: false)
-    }
-
-    /// A watchdog that does not get a CPU until the stall is over misses it, and on a busy
-    /// machine the stalled app itself keeps the CPUs busy. Where allowed (root or
-    /// CAP_SYS_NICE), the watchdog runs SCHED_FIFO priority 1 — it only ever sleeps or
-    /// samples, so it cannot hog a CPU, and the kernel's RT throttling bounds it anyway —
-    /// else with nice -10, else as it is. `watchdogScheduling` says which.
-    private func raiseWatchdogPriority() {
-        let scheduling = WatchdogScheduling.raiseCurrentThread()
-        record { $0.watchdogScheduling = scheduling }
+        core.deliverMissed(stall, captures: captures, deadline: deadline, end: end)
     }
 
     /// Sleeps until the loop leaves its idle wait (no timer: an idle loop costs no wake-ups).
@@ -161,19 +131,14 @@ extension StallMonitor {
         // little for the thread's own stack, which then carries its own, later time.
         let looked = sw_monotonic_ns()
         stall.samples.append(facts.sample { sample(sampler, &sleeper) })
-        let detected = min(looked, stall.samples[0].time)
-        record { stats in
-            stats.stalls += 1
-            stats.detectionLatencyNanos.appendBounded(detected > deadline ? detected - deadline : 0)
-        }
-        var began = stall
-        began.flags.insert(.unfinished)
-        deliver(began, began: true)
+        core.recordDetection(at: min(looked, stall.samples[0].time), deadline: deadline)
+        core.deliverBegan(stall)
 
         while true {
             let elapsed = sw_monotonic_ns() &- start
-            sampler.follow(interval: sampleInterval(after: elapsed))
-            sleeper.sleep(until: stall.samples.last!.time &+ sampleInterval(after: elapsed))
+            let interval = configuration.common.sampleInterval(after: elapsed)
+            sampler.follow(interval: interval)
+            sleeper.sleep(until: stall.samples.last!.time &+ interval)
             if sleeper.takeOverslept() { stall.flags.insert(.suspended) }
             if board.sequence != callout.sequence {
                 // Exact: both ends are the loop's own cycle stamps, so the duration carries no
@@ -204,31 +169,17 @@ extension StallMonitor {
                 stall.samples.append(facts.sample { sample(sampler, &sleeper) })
             }
         }
-        if let duration = stall.duration {
-            stall.tier = configuration.tiers.tier(for: duration) ?? .hitch
-        }
-        if stall.samples.contains(where: \.captureTimedOut) { stall.flags.insert(.captureTimedOut) }
         // Stopped while a sample waited (not in a sleep whose oversleep flagged it already).
         if sleeper.overslept(during: start...max(start, stall.end ?? sw_monotonic_ns())) {
             stall.flags.insert(.suspended)
         }
-        if stall.flags.contains(.suspended) { record { $0.suspendedStalls += 1 } }
-        deliver(stall, began: false)
-    }
-
-    /// 5 ms by default; ×4 after 250 ms and ×20 after 1 s, so a long hang keeps a bounded
-    /// number of samples spread over its whole length.
-    private func sampleInterval(after elapsed: UInt64) -> UInt64 {
-        let base = configuration.sampleInterval.nanoseconds
-        if elapsed > 1_000_000_000 { return base * 20 }
-        if elapsed > 250_000_000 { return base * 4 }
-        return base
+        core.deliverEnded(stall)
     }
 
     /// One sample of the loop thread (`ThreadSampler`, shared with `HeartbeatMonitor`); a stop of
     /// the process while it waited is noted as the sleeper's oversleep.
     private func sample(_ sampler: ThreadSampler, _ sleeper: inout Sleeper) -> Sample {
-        let sample = sampler.sample(record: record)
+        let sample = sampler.sample(record: core.recordCommon)
         if let stopped = sampler.takeStoppedGap() { sleeper.noteOversleep(stopped) }
         return sample
     }

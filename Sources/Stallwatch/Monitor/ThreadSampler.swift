@@ -18,23 +18,25 @@ struct ThreadSampler {
     /// The thread's annotation scopes, if it has any.
     let annotations: AnnotationScopes?
 
-    /// The thread's own ticks (`StallMonitor` only) and their period.
+    /// The thread's own ticks and their period.
     let own: (sampler: SelfSampler, period: Duration)?
 
-    /// A sampler of thread `tid`; `usePerf` opens a perf event on it (enabled only during a
-    /// stall, `beginStall` to `endStall`) with a period following `sampleInterval`. With `own`,
+    /// A sampler of thread `tid` with the monitor's `configuration` (capture timeout, sampling
+    /// interval, tick period); `usePerf` opens a perf event on it (enabled only during a stall,
+    /// `beginStall` to `endStall`) with a period following the sampling interval. With `own`,
     /// the thread's own captures come first.
     init(
-        tid: Int32, captureTimeout: Duration, canCapture: Bool, annotations: AnnotationScopes?,
-        usePerf: Bool = false, sampleInterval: UInt64 = 5_000_000, own: (SelfSampler, Duration)? = nil
+        tid: Int32, configuration: MonitorConfiguration, canCapture: Bool, annotations: AnnotationScopes?,
+        usePerf: Bool = false, own: SelfSampler? = nil
     ) {
         self.tid = tid
         self.reader = ThreadStateReader(tid: tid)
-        self.stacks = StackCapture(tid: tid, usePerf: usePerf, sampleInterval: sampleInterval)
-        self.captureTimeout = captureTimeout
+        self.stacks = StackCapture(
+            tid: tid, usePerf: usePerf, sampleInterval: configuration.sampleInterval.nanoseconds)
+        self.captureTimeout = configuration.captureTimeout
         self.canCapture = canCapture
         self.annotations = annotations
-        self.own = own.map { (sampler: $0.0, period: $0.1) }
+        self.own = own.map { (sampler: $0, period: configuration.selfSamplingPeriod) }
     }
 
     /// A stall of callout `sequence` (the loop's clock; nil for an executor) was detected:
@@ -53,7 +55,7 @@ struct ThreadSampler {
     /// One sample: the thread's own capture since the previous sample if it took one, else /proc
     /// first (a signal would disturb the syscall it reports), then the stack. `record` receives
     /// the capture counters.
-    func sample(record: ((inout StallMonitor.Statistics) -> Void) -> Void) -> Sample {
+    func sample(record: ((inout MonitorStatistics) -> Void) -> Void) -> Sample {
         let time = sw_monotonic_ns()
         var kernel = reader.read()
         if let captured = ownCapture() ?? awaitOwnCapture(kernel) {
@@ -86,7 +88,7 @@ struct ThreadSampler {
     }
 
     /// A gap in the watchdog's own time longer than this was the process being stopped (as
-    /// `StallMonitor.Configuration.suspendThreshold`'s default).
+    /// `MonitorConfiguration.suspendThreshold`'s default).
     static let stoppedGap: UInt64 = 50_000_000
 
     /// When the process was stopped while a sample waited, if it was (and forgets it).
@@ -126,7 +128,7 @@ struct ThreadSampler {
     /// gives one. May re-read `kernel` (a running thread that missed the signal was in the kernel).
     private func captureStack(
         kernel: inout ThreadStateReader.Reading, time: UInt64,
-        record: ((inout StallMonitor.Statistics) -> Void) -> Void
+        record: ((inout MonitorStatistics) -> Void) -> Void
     ) -> (addresses: [UInt64], source: SampleSource, timedOut: Bool) {
         stacks.enableIfPending()
         defer {

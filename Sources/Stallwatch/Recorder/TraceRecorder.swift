@@ -15,7 +15,7 @@ import Foundation
 /// `start()` and `stop()` may be called from any thread.
 public final class TraceRecorder: @unchecked Sendable {
     /// Where the trace goes.
-    public let path: String
+    public var path: String { output.path }
     /// What it records.
     public let mode: TraceMode
     /// The monitor whose stalls it records: the recorder's own, which it starts and stops; or,
@@ -37,25 +37,15 @@ public final class TraceRecorder: @unchecked Sendable {
     /// Full mode carries every callout: a ring of 256 Ki events (10 MiB) rides out the
     /// writer's 50 ms naps at millions of callouts per second; stalls mode carries iterations.
     let ring: EventRing
-    let pending = Locked<[PendingStall]>([])
-    let wake = DispatchSemaphore(value: 0)
-    private let finished = DispatchSemaphore(value: 0)
-    private let running = Locked(false)
-    let fd: Int32
-    private let observer = Locked<(@Sendable (Stall) -> Void)?>(nil)
+    /// The file and its writer, as `HeartbeatRecorder`'s.
+    let output: TraceOutput
 
     /// Called with every finished stall after it is queued for the file (the monitor's own
     /// callbacks belong to the recorder), e.g. for an app's own summary. Runs on the monitor's
     /// delivery queue, never on the loop thread. Any thread.
     public var onStallEnded: (@Sendable (Stall) -> Void)? {
-        get { observer.withLock { $0 } }
-        set { observer.withLock { $0 = newValue } }
-    }
-
-    /// A stall event from the monitor, waiting for the writer.
-    enum PendingStall {
-        case began(Stall)
-        case ended(Stall)
+        get { output.onStallEnded }
+        set { output.onStallEnded = newValue }
     }
 
     /// A recorder writing to `path` (created or truncated) for `loop`, with a monitor of
@@ -65,15 +55,9 @@ public final class TraceRecorder: @unchecked Sendable {
         path: String, loop: MainLoop = .main, mode: TraceMode = .stalls,
         configuration: StallMonitor.Configuration = StallMonitor.Configuration(), appVersion: String? = nil
     ) throws {
-        // A preloaded recorder writing the same file (stallwatch record) finishes first.
-        PreloadYield.yield()
-        let fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o644)
-        guard fd >= 0 else { throw SystemError(call: "open(\(path))", errno: errno) }
-        self.fd = fd
-        self.path = path
+        self.output = try TraceOutput(path: path)
         self.mode = mode
-        let environmentVersion = ProcessInfo.processInfo.environment["STALLWATCH_APP_VERSION"]
-        self.appVersion = appVersion ?? (environmentVersion?.isEmpty == false ? environmentVersion : nil)
+        self.appVersion = appVersion ?? TraceOutput.environmentAppVersion
         self.loop = loop
         self.source = Locked((StallMonitor(loop: loop, configuration: configuration), true, nil))
         self.ring = EventRing(capacity: mode == .full ? 1 << 18 : 1 << 12)
@@ -85,67 +69,49 @@ public final class TraceRecorder: @unchecked Sendable {
         source.withLock { $0 = (monitor, false, nil) }
     }
 
-    deinit {
-        stop()
-        close(fd)
-    }
+    deinit { stop() }
 
     /// Starts the monitor and the writer. Any thread.
     public func start() throws {
-        guard
-            running.withLock({ running in
-                defer { running = true }
-                return !running
-            })
-        else { return }
-        let (monitor, owned, _) = source.withLock { $0 }
-        if owned {
-            monitor.onStallBegan = { [weak self] stall in self?.record(stall, began: true) }
-            monitor.onStallEnded = { [weak self] stall in self?.record(stall, began: false) }
-            try monitor.start()
-        } else {
-            listen(to: monitor)
+        try output.start(self) {
+            let (monitor, owned, _) = source.withLock { $0 }
+            if owned {
+                monitor.onStallBegan = { [weak self] stall in self?.record(stall, began: true) }
+                monitor.onStallEnded = { [weak self] stall in self?.record(stall, began: false) }
+                try monitor.start()
+            } else {
+                listen(to: monitor)
+            }
+            // The loop's callout stream, unless another recorder of the app's already takes it.
+            let attach: @Sendable () -> Void = { [loop, ring, mode] in
+                guard loop.calloutState.pointee.ring == nil else { return }
+                loop.calloutState.pointee.ring = ring
+                loop.calloutState.pointee.recordCallouts = mode == .full
+            }
+            if loop.isCurrent { attach() } else { loop.post(label: "TraceRecorder.attach", attach) }
         }
-        // The loop's callout stream, unless another recorder of the app's already takes it.
-        let attach: @Sendable () -> Void = { [loop, ring, mode] in
-            guard loop.calloutState.pointee.ring == nil else { return }
-            loop.calloutState.pointee.ring = ring
-            loop.calloutState.pointee.recordCallouts = mode == .full
-        }
-        if loop.isCurrent { attach() } else { loop.post(label: "TraceRecorder.attach", attach) }
-        let thread = Thread { [self] in
-            sw_set_thread_name("stallwatchtrace")
-            var writer = TraceWriter(recorder: self)
-            writer.run()
-            finished.signal()
-        }
-        thread.start()
     }
 
     /// Stops recording: the monitor stops (a stall in progress is written unfinished), the
     /// writer drains everything and the file is complete. Any thread but the loop's while it
     /// is inside a callout that the monitor is timing.
     public func stop() {
-        guard running.withLock({ $0 }) else { return }
-        // The monitor first: its last stalls reach `pending` before the writer's final drain.
-        let (monitor, owned, listener) = source.withLock { $0 }
-        if owned {
-            monitor.stop()
-        } else if let listener {
-            monitor.removeListener(listener)
+        output.stop {
+            // The monitor first: its last stalls reach the output before the writer's final drain.
+            let (monitor, owned, listener) = source.withLock { $0 }
+            if owned {
+                monitor.stop()
+            } else if let listener {
+                monitor.removeListener(listener)
+            }
+            let detach: @Sendable () -> Void = { [loop, ring] in
+                guard loop.calloutState.pointee.ring === ring else { return }
+                loop.calloutState.pointee.ring = nil
+                loop.calloutState.pointee.recordCallouts = false
+            }
+            if loop.isCurrent { detach() } else { loop.post(label: "TraceRecorder.detach", detach) }
         }
-        let detach: @Sendable () -> Void = { [loop, ring] in
-            guard loop.calloutState.pointee.ring === ring else { return }
-            loop.calloutState.pointee.ring = nil
-            loop.calloutState.pointee.recordCallouts = false
-        }
-        if loop.isCurrent { detach() } else { loop.post(label: "TraceRecorder.detach", detach) }
-        running.withLock { $0 = false }
-        wake.signal()
-        finished.wait()
     }
-
-    var isRunning: Bool { running.withLock { $0 } }
 
     /// Stops the monitor it owns, so that an app's own can watch the loop; goes on writing (its
     /// callout stream too) and records nothing more until `adopt`. Any thread.
@@ -176,12 +142,6 @@ public final class TraceRecorder: @unchecked Sendable {
             ids.highest = max(ids.highest, ids.offset + stall.id)
             return ids.offset + stall.id
         }
-        enqueue(began ? .began(stall) : .ended(stall))
-        if !began { observer.withLock { $0 }?(stall) }
-    }
-
-    private func enqueue(_ stall: PendingStall) {
-        pending.withLock { $0.append(stall) }
-        wake.signal()  // a stall's first record goes to disk now, not at the next flush
+        output.enqueue(stall, began: began)
     }
 }

@@ -5,14 +5,11 @@ import StallwatchCore
 /// `HeartbeatRecorder` (executors watched by heartbeats: stalls only, no callout ring and no
 /// loop board). Internal; the writer thread reads it.
 protocol TraceSource: AnyObject, Sendable {
-    var path: String { get }
+    /// The file, the writer's state and the stalls waiting for it.
+    var output: TraceOutput { get }
     var mode: TraceMode { get }
-    var fd: Int32 { get }
-    var pending: Locked<[TraceRecorder.PendingStall]> { get }
-    var wake: DispatchSemaphore { get }
-    var isRunning: Bool { get }
-    var tiers: TierThresholds { get }
-    var sampleInterval: Duration { get }
+    /// The monitor's configuration (its tiers and sampling interval go into the header).
+    var monitorConfiguration: MonitorConfiguration { get }
     var symbolicator: Symbolicator { get }
     /// The app's version for the trace's `origin` record; nil if unknown.
     var appVersion: String? { get }
@@ -23,8 +20,7 @@ protocol TraceSource: AnyObject, Sendable {
 }
 
 extension TraceRecorder: TraceSource {
-    var tiers: TierThresholds { monitor.configuration.tiers }
-    var sampleInterval: Duration { monitor.configuration.sampleInterval }
+    var monitorConfiguration: MonitorConfiguration { monitor.configuration.common }
     var symbolicator: Symbolicator { monitor.symbolicator }
     var board: CalloutBoard? { loop.board }
     var callouts: EventRing? { ring }

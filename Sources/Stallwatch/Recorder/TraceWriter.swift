@@ -57,8 +57,8 @@ struct TraceWriter {
         writeHeader()
         intervalStart = sw_monotonic_ns()
         lastCongested = recorder.board?.congestedIterations.load(ordering: .relaxed) ?? 0
-        while recorder.isRunning {
-            _ = recorder.wake.wait(timeout: .now() + .milliseconds(Self.flushPeriod))
+        while recorder.output.isRunning {
+            _ = recorder.output.wake.wait(timeout: .now() + .milliseconds(Self.flushPeriod))
             drain()
         }
         drain()
@@ -67,7 +67,7 @@ struct TraceWriter {
     }
 
     private mutating func drain() {
-        let stalls = recorder.pending.withLock { pending in
+        let stalls = recorder.output.pending.withLock { pending in
             defer { pending.removeAll() }
             return pending
         }
@@ -110,7 +110,8 @@ struct TraceWriter {
                 TraceRecord.Header(
                     processName: name, pid: UInt32(getpid()),
                     wallClockStart: UInt64(wall.tv_sec) * 1_000_000_000 + UInt64(wall.tv_nsec), clockBase: clockBase,
-                    mode: recorder.mode, thresholds: recorder.tiers, sampleInterval: recorder.sampleInterval))
+                    mode: recorder.mode, thresholds: recorder.monitorConfiguration.tiers,
+                    sampleInterval: recorder.monitorConfiguration.sampleInterval))
         )
         append(.platform(TraceRecord.Platform(architecture: Platform.architecture)))
         let modules = recorder.symbolicator.modules()
@@ -320,13 +321,15 @@ struct TraceWriter {
         var offset = 0
         while offset < bytes.count {
             let written = bytes.withUnsafeBytes {
-                Glibc.write(recorder.fd, $0.baseAddress! + offset, $0.count - offset)
+                Glibc.write(recorder.output.fd, $0.baseAddress! + offset, $0.count - offset)
             }
             if written < 0 && errno == EINTR { continue }
             if written <= 0 {
                 failed = true
                 FileHandle.standardError.write(
-                    Data("stallwatch: cannot write trace \(recorder.path): \(String(cString: strerror(errno)))\n".utf8))
+                    Data(
+                        "stallwatch: cannot write trace \(recorder.output.path): \(String(cString: strerror(errno)))\n"
+                            .utf8))
                 return
             }
             offset += written

@@ -9,7 +9,7 @@ struct HTMLJSONWriter {
 
     mutating func raw(_ fragment: String) { text += fragment }
 
-    mutating func string(_ value: String) { text += Self.quoted(value) }
+    mutating func string(_ value: String) { text += JSONOutput.htmlSafeString(value) }
 
     mutating func int<Value: BinaryInteger>(_ value: Value) { text += String(value) }
 
@@ -31,33 +31,7 @@ struct HTMLJSONWriter {
 
     /// `"key":` (after a comma unless `first`).
     mutating func key(_ name: String, first: Bool = false) {
-        text += (first ? "" : ",") + Self.quoted(name) + ":"
-    }
-
-    /// A JSON string literal for `value`, quotes included, with the HTML-significant
-    /// characters escaped.
-    static func quoted(_ value: String) -> String {
-        var result = "\""
-        result.reserveCapacity(value.utf8.count + 2)
-        for scalar in value.unicodeScalars {
-            switch scalar {
-            case "\"": result += "\\\""
-            case "\\": result += "\\\\"
-            case "\n": result += "\\n"
-            case "\r": result += "\\r"
-            case "\t": result += "\\t"
-            case "<": result += "\\u003c"
-            case ">": result += "\\u003e"
-            case "&": result += "\\u0026"
-            case "\u{2028}": result += "\\u2028"
-            case "\u{2029}": result += "\\u2029"
-            case _ where scalar.value < 0x20:
-                let hex = String(scalar.value, radix: 16)
-                result += "\\u" + String(repeating: "0", count: 4 - hex.count) + hex
-            default: result.unicodeScalars.append(scalar)
-            }
-        }
-        return result + "\""
+        text += (first ? "" : ",") + JSONOutput.htmlSafeString(name) + ":"
     }
 
     /// A finite number with at most three decimals and no trailing zeros (`12.5`, `3`);

@@ -13,8 +13,18 @@ public enum JSONOutput {
     }
 
     /// A JSON string literal for `text` (quotes included), for hand-written JSON.
-    static func string(_ text: String) -> String {
+    static func string(_ text: String) -> String { quoted(text, forHTML: false) }
+
+    /// A JSON string literal for `text` that is also safe inside `<script type="application/json">`
+    /// (the HTML report's data block): every `<`, `>` and `&` (and U+2028/U+2029) is a `\u`
+    /// escape, so no name from a trace can close the block or open a tag.
+    static func htmlSafeString(_ text: String) -> String { quoted(text, forHTML: true) }
+
+    /// The one escaper: quotes, backslashes and control characters escaped; with `forHTML`, the
+    /// HTML-significant characters too.
+    private static func quoted(_ text: String, forHTML: Bool) -> String {
         var result = "\""
+        result.reserveCapacity(text.utf8.count + 2)
         for scalar in text.unicodeScalars {
             switch scalar {
             case "\"": result += "\\\""
@@ -22,12 +32,20 @@ public enum JSONOutput {
             case "\n": result += "\\n"
             case "\r": result += "\\r"
             case "\t": result += "\\t"
-            case _ where scalar.value < 0x20:
+            case _ where scalar.value < 0x20 || (forHTML && isHTMLSignificant(scalar)):
                 let hex = String(scalar.value, radix: 16)
                 result += "\\u" + String(repeating: "0", count: 4 - hex.count) + hex
             default: result.unicodeScalars.append(scalar)
             }
         }
         return result + "\""
+    }
+
+    /// What `htmlSafeString` escapes besides what every JSON string must.
+    private static func isHTMLSignificant(_ scalar: Unicode.Scalar) -> Bool {
+        switch scalar {
+        case "<", ">", "&", "\u{2028}", "\u{2029}": true
+        default: false
+        }
     }
 }
