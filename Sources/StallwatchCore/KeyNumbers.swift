@@ -3,23 +3,24 @@
 /// from a small set (a trace's samples repeat a stack, a fleet's stalls repeat a handful of
 /// signatures), and equal keys that share storage compare at once.
 ///
-/// A plain value; one thread at a time.
-public struct KeyNumbers<Key: Hashable> {
+/// A plain value; one thread at a time. Package access, inlinable, so the modules that number
+/// keys (the decoder here, the analysis in the report) get it specialised for their key types.
+package struct KeyNumbers<Key: Hashable> {
     @usableFromInline var storedKeys: [Key] = []
     @usableFromInline var numbers: [Key: Int] = [:]
     @usableFromInline var last = -1
 
     /// No keys.
-    @inlinable public init() {}
+    @inlinable package init() {}
 
     /// Up to how many keys a key is looked for by comparing it with each.
     @usableFromInline static var compared: Int { 8 }
 
     /// The keys, by number.
-    @inlinable public var keys: [Key] { storedKeys }
+    @inlinable package var keys: [Key] { storedKeys }
 
     /// The number of `key`, the next number if it is new.
-    @inlinable public mutating func number(of key: Key) -> Int {
+    @inlinable package mutating func number(of key: Key) -> Int {
         if last >= 0 && storedKeys[last] == key { return last }
         if storedKeys.count <= Self.compared {
             for index in storedKeys.indices where storedKeys[index] == key {
