@@ -38,7 +38,7 @@ let package = Package(
         .executableTarget(name: "stallwatch", dependencies: ["StallwatchReport", "StallwatchCore"]),
         .executableTarget(
             name: "stallwatch-bench",
-            dependencies: ["Stallwatch", "StallwatchReport"],
+            dependencies: ["Stallwatch", "StallwatchReport", "StallwatchTestSupport"],
             path: "Benchmarks/stallwatch-bench"
         ),
         .executableTarget(name: "HelloLoop", dependencies: ["Stallwatch"], path: "Samples/HelloLoop"),
@@ -75,7 +75,9 @@ let package = Package(
             name: "CStallwatchTestSupport", dependencies: ["CStallwatchSampler"], path: "Tests/CStallwatchTestSupport"),
         // The sampler's own tests: its C API directly, each test in a fresh child process.
         .testTarget(name: "CStallwatchSamplerTests", dependencies: ["CStallwatchSampler", "CStallwatchTestSupport"]),
-        .testTarget(name: "StallwatchCoreTests", dependencies: ["StallwatchCore"]),
+        // Test support in Swift, in no product: the trace fuzzer the tests and the benchmark share.
+        .target(name: "StallwatchTestSupport", dependencies: ["StallwatchCore"], path: "Tests/StallwatchTestSupport"),
+        .testTarget(name: "StallwatchCoreTests", dependencies: ["StallwatchCore", "StallwatchTestSupport"]),
         .testTarget(
             name: "StallwatchReportTests",
             dependencies: [
@@ -88,7 +90,7 @@ let package = Package(
         .testTarget(
             name: "StallwatchTests",
             dependencies: [
-                "Stallwatch", "StallwatchTestHost", "CSQLite", "CStallwatchTestSupport",
+                "Stallwatch", "StallwatchTestSupport", "StallwatchTestHost", "CSQLite", "CStallwatchTestSupport",
                 // Built for the sample tests, which run them as subprocesses.
                 "FeedScreen", "BlockingMain", "GalleryScroll", "AsyncRender", "Demo", "DetectStalls",
                 // The heartbeat tests: programs without MainLoop, and the CLI that records them.
