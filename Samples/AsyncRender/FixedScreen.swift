@@ -4,6 +4,7 @@
 // per row and transaction, the newest version winning), as seed 001's async layer does.
 import SampleSupport
 import Stallwatch
+import StallwatchRemedies
 
 final class FixedScreen: Screen, @unchecked Sendable {
     private let rows: [RowView]

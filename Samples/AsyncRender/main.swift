@@ -10,6 +10,7 @@
 //   stallwatch record -o render.swtrace -- .build/debug/AsyncRender --fixed
 import SampleSupport
 import Stallwatch
+import StallwatchRemedies
 
 let run = SampleRun(name: "AsyncRender")
 let renderer = RowRenderer.calibrated()

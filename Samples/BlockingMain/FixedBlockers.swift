@@ -3,6 +3,7 @@
 import Foundation
 import SampleSupport
 import Stallwatch
+import StallwatchRemedies
 
 /// The remedies of seed 000: chunking, offloading, and a read-mostly cache.
 struct FixedBlockers: Blockers {

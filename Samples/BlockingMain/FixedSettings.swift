@@ -4,6 +4,7 @@
 import Foundation
 import SampleSupport
 import Stallwatch
+import StallwatchRemedies
 
 extension FixedBlockers {
     func refreshSettings() {

@@ -7,6 +7,7 @@
 import CSQLite
 import SampleSupport
 import Stallwatch
+import StallwatchRemedies
 
 /// The screen's state; only the main loop's thread touches it.
 final class FeedScreen: @unchecked Sendable {

@@ -5,6 +5,7 @@
 import Foundation
 import SampleSupport
 import Stallwatch
+import StallwatchRemedies
 
 final class FixedGallery: Gallery {
     private let loader: Loader<Thumbnail>

@@ -2,6 +2,7 @@
 // clock whose ticks "render" rows, for a fixed time, then a one-screen summary.
 import Foundation
 import Stallwatch
+import StallwatchCore
 import Synchronization
 
 /// One run of a sample: the loop, the frame clock, the recorder and what they measured.

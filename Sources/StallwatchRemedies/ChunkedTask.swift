@@ -1,4 +1,6 @@
 import CStallwatchShims
+import Stallwatch
+import StallwatchCore
 
 /// Processes a large collection on the loop in slices bounded by *time*, one slice per loop
 /// iteration, so timers, descriptors, posts and frame ticks run between slices and no slice

@@ -1,4 +1,6 @@
 import CStallwatchShims
+import Stallwatch
+import StallwatchCore
 
 /// What an idle task may spend: the time until the loop has other work, as the web's
 /// `requestIdleCallback` gives it. A plain value; any thread.
@@ -144,7 +146,7 @@ public final class IdleScheduler {
         guard !queue.isEmpty, let mode = loop.currentMode else { return }
         let now = sw_monotonic_ns()
         let cap = now.saturatingAdding(maximumIdleNanos)
-        let nextTimer = loop.nextTimerWake(loop.state(for: mode)) ?? UInt64.max
+        let nextTimer = loop.nextTimerWake(in: mode) ?? UInt64.max
         let deadline = min(nextTimer, cap)
         guard now < deadline else { return }
         idlePeriods += 1

@@ -1,4 +1,6 @@
 import Dispatch
+import Stallwatch
+import StallwatchCore
 
 /// Counters of what a `Loader` did since it was created: a snapshot value from
 /// `Loader.statistics`, usable on any thread.

@@ -1,4 +1,6 @@
 import Dispatch
+import Stallwatch
+import StallwatchCore
 
 /// Work started by `MainLoop.offload`: cancel it before it starts and it never runs.
 /// Any thread.

@@ -1,4 +1,6 @@
 import CStallwatchShims
+import Stallwatch
+import StallwatchCore
 
 /// Turns many requests into at most one run per `FrameClock` tick, or per minimum interval:
 /// the latest requested body runs, earlier ones since the last run are dropped. With a frame

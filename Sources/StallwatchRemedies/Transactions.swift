@@ -1,3 +1,6 @@
+import Stallwatch
+import StallwatchCore
+
 /// Coalesces repeated "needs update" requests into one run each per commit, as Core
 /// Animation's transactions (and YYTransaction) do: requests are deduplicated by
 /// (target, action) and run at `beforeWaiting` and `exit` — when the loop has finished its

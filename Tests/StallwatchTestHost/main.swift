@@ -1,6 +1,7 @@
 import Dispatch
 import Foundation
 import Stallwatch
+import StallwatchCore
 
 // A helper the tests run as a subprocess: unlike the test runner, it owns the process's
 // real main thread, so it can run `MainLoop.main`. Prints one `key=value` line per check.

@@ -2,6 +2,7 @@
 // signal waits for the syscall to return — still carries a stack with the culprit, and says where
 // it came from: perf when the perf path runs, else the /proc scan or the stall's last stack.
 import Foundation
+import StallwatchCore
 import Testing
 
 @testable import Stallwatch

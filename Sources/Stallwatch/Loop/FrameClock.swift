@@ -1,4 +1,5 @@
 import CStallwatchShims
+import StallwatchCore
 import Synchronization
 
 /// One frame of a `FrameClock`.
@@ -20,7 +21,7 @@ public final class FrameClock {
     /// The loop it ticks on.
     public let loop: MainLoop
     /// The modes its ticks fire in (what a `Throttle` on this clock uses too).
-    let modes: [MainLoop.Mode]
+    package let modes: [MainLoop.Mode]
     private let onFrame: (FrameTick) -> Void
     private var timer: MainLoop.Timer?
     private var droppedBefore: UInt64 = 0
@@ -80,10 +81,10 @@ public final class FrameClock {
     /// Frames dropped so far because the loop was busy.
     public var framesDropped: UInt64 { droppedBefore + (timer?.skippedFires ?? 0) }
     /// When the next tick is due (CLOCK_MONOTONIC ns), or nil while stopped.
-    var nextTickNanos: UInt64? { timer?.deadline }
+    package var nextTickNanos: UInt64? { timer?.deadline }
 
     /// The interval between ticks, in nanoseconds.
-    var intervalNanos: UInt64 { 1_000_000_000 / UInt64(framesPerSecond) }
+    package var intervalNanos: UInt64 { 1_000_000_000 / UInt64(framesPerSecond) }
 
     /// Frames that were due: delivered plus dropped.
     public var framesExpected: UInt64 { framesDelivered + framesDropped }

@@ -1,3 +1,5 @@
+import StallwatchCore
+
 extension MainLoop {
     /// The activities an observer subscribes to (CFRunLoop's, in the order an iteration
     /// passes them). A plain value; any thread.

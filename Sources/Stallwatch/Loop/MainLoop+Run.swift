@@ -1,5 +1,6 @@
 import CStallwatchShims
 import Glibc
+import StallwatchCore
 
 extension MainLoop {
     /// Why a run returned.

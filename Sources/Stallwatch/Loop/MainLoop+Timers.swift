@@ -1,4 +1,5 @@
 import CStallwatchShims
+import StallwatchCore
 
 extension MainLoop {
     /// A scheduled timer. Its handle cancels it and counts its fires. A repeating timer fires on
@@ -112,7 +113,7 @@ extension MainLoop {
                 kind: .timer, label: label, file: file, line: UInt32(truncatingIfNeeded: line)), body)
     }
 
-    func schedule(
+    package func schedule(
         at deadline: UInt64, intervalNanos: UInt64?, toleranceNanos: UInt64, modes: [Mode],
         site: CalloutSite,
         _ body: @escaping (Timer) -> Void
@@ -144,6 +145,10 @@ extension MainLoop {
         }
         return fired
     }
+
+    /// When the earliest live timer of `mode` wants to fire (deadline plus tolerance), if any.
+    /// Loop thread (idle tasks end their period there).
+    package func nextTimerWake(in mode: Mode) -> UInt64? { nextTimerWake(state(for: mode)) }
 
     /// When the earliest live timer of `state` wants to fire (deadline plus tolerance), if any.
     func nextTimerWake(_ state: ModeState) -> UInt64? {

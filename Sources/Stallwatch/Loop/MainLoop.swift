@@ -1,6 +1,7 @@
 import CStallwatchShims
 import Dispatch
 import Glibc
+import StallwatchCore
 import Synchronization
 
 /// An instrumented run loop: posted closures, timers, file-descriptor sources and observers,
