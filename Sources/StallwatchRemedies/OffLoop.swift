@@ -108,3 +108,20 @@ extension MainLoop {
         return task
     }
 }
+
+extension MainLoop.MainActorCallouts {
+    /// `MainLoop.offload` with a `@MainActor` completion: `work` runs on a global queue of
+    /// `qos`, and its result comes back to `completion` on the main thread inside the loop, as a
+    /// posted callout at the caller's `#fileID:#line`, so it may use main-actor state. Any thread.
+    @discardableResult
+    public func offload<T: Sendable>(
+        qos: DispatchQoS.QoSClass = .userInitiated,
+        label: StaticString? = nil,
+        file: StaticString = #fileID,
+        line: UInt = #line,
+        _ work: @escaping @Sendable () throws -> T,
+        completion: @escaping @MainActor (Result<T, any Error>) -> Void
+    ) -> OffloadTask {
+        loop.offload(qos: qos, label: label, file: file, line: line, work, completion: Self.callout(completion))
+    }
+}

@@ -44,6 +44,9 @@ case "main-queue":
     }
     loop.run()
     report("returned", true)
+case "main-actor":
+    runMainActorCallouts()
+    report("returned", true)
 case "stalls":
     // Zero-code recording: STALLWATCH_TRACE set by the test makes MainLoop.main record.
     let loop = MainLoop.main
