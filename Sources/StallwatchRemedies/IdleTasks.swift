@@ -52,7 +52,8 @@ public final class IdleTask {
 ///
 /// Tasks run in the order scheduled, each as a callout of its own (a slow one is reported at
 /// the place that scheduled it); a task that needs more time schedules a continuation of
-/// itself. Create, schedule and cancel on the loop thread; tasks run there.
+/// itself. Create, schedule and cancel on the loop thread; tasks run there, isolated like the
+/// code that schedules them (main-actor code on `MainLoop.main`: they may use main-actor state).
 public final class IdleScheduler {
     /// The loop it runs on.
     public let loop: MainLoop

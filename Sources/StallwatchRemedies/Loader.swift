@@ -143,7 +143,7 @@ public final class Loader<Value: Sendable>: @unchecked Sendable {
     /// Requests the value for `key`. `completion` is called exactly once, on the loop, as a posted
     /// callout at `file`/`line`: with the value, the load's error, or `CancellationError` if the
     /// request was cancelled. It is never called inline, even for a memory hit, so callers see
-    /// one behaviour. Any thread.
+    /// one behaviour. Any thread. (`mainActor.load` takes a `@MainActor` completion.)
     @discardableResult
     public func load(
         _ key: String, file: StaticString = #fileID, line: UInt = #line,

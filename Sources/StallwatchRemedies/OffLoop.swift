@@ -37,7 +37,8 @@ extension MainLoop {
     ///
     /// The seeds' first remedy: the main thread only starts heavy work and applies its
     /// result. Cancelling the returned task before the work starts means it never runs and
-    /// `completion` receives `CancellationError`, at once.
+    /// `completion` receives `CancellationError`, at once. On `MainLoop.main`, main-actor code
+    /// offloads through `mainActor.offload`, whose completion is `@MainActor`.
     @discardableResult
     public func offload<T: Sendable>(
         qos: DispatchQoS.QoSClass = .userInitiated,

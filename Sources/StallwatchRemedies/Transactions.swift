@@ -9,7 +9,8 @@ import StallwatchCore
 /// actions of a freed target are skipped.
 ///
 /// Create it, request and invalidate on the loop thread; actions run there, each as a callout
-/// of its own named by its action and the place that first requested it.
+/// of its own named by its action and the place that first requested it, isolated like the code
+/// that requests them (main-actor code on `MainLoop.main`: they may use main-actor state).
 public final class LoopTransactions {
     /// The loop it commits on.
     public let loop: MainLoop

@@ -14,7 +14,9 @@ public struct FrameTick: Sendable, Equatable {
 
 /// Display-link-style ticks on a `MainLoop`: one callout per frame at a fixed rate (60 Hz by
 /// default) on a fixed grid. Frames the loop was too busy to deliver are not delivered late;
-/// they are dropped and counted. Built on a repeating loop timer. Loop thread only.
+/// they are dropped and counted. Built on a repeating loop timer. Loop thread only; `onFrame`
+/// is isolated like the code that creates the clock (main-actor code on `MainLoop.main`: it may
+/// use main-actor state).
 public final class FrameClock {
     /// Frames per second.
     public let framesPerSecond: Int

@@ -91,7 +91,8 @@ extension MainLoop {
     }
 
     /// Schedules `body` to run on the loop thread `delay` from now, and then every `interval`
-    /// if given. Loop thread only.
+    /// if given. Loop thread only; `body` is isolated like the caller (main-actor code, on
+    /// `MainLoop.main`: it may use main-actor state).
     /// - Parameters:
     ///   - tolerance: how much later the loop may fire it so wake-ups coalesce.
     ///   - modes: the modes it fires in (`[.common]` for all common modes).
