@@ -6,7 +6,7 @@ import SampleSupport
 import Stallwatch
 import StallwatchRemedies
 
-final class FixedScreen: Screen, @unchecked Sendable {
+final class FixedScreen: Screen {
     private let rows: [RowView]
     private let loop: MainLoop
     private let throttle: Throttle
@@ -35,14 +35,13 @@ final class FixedScreen: Screen, @unchecked Sendable {
     }
 
     private func renderDirtyRows() {
-        let bound = LoopBound(self, loop: loop)
         for row in dirty.sorted() {
             versions[row] += 1
             let version = versions[row]
             renders += 1
             pool.submit { [loop] in
                 let bitmap = renderer.draw(row: row, version: version)
-                loop.post(label: "row drawn") { bound.value.show(bitmap, row: row) }
+                loop.mainActor.post(label: "row drawn") { self.show(bitmap, row: row) }
             }
         }
         dirty.removeAll()
