@@ -58,7 +58,9 @@ import StallwatchRemedies
     idle.schedule { _ in screen.ran("idle") }
     let transactions = LoopTransactions(loop: loop)
     transactions.request(screen, "commit") { $0.ran("transaction") }
-    loop.mainActor.offload({ 21 * 2 }) { result in
+    loop.mainActor.offload {
+        21 * 2
+    } completion: { result in
         screen.total += (try? result.get()) ?? 0
         screen.ran("offload")
     }
