@@ -3,24 +3,28 @@
 /// from a small set (a trace's samples repeat a stack, a fleet's stalls repeat a handful of
 /// signatures), and equal keys that share storage compare at once.
 ///
-/// A plain value; one thread at a time. Package access, inlinable, so the modules that number
-/// keys (the decoder here, the analysis in the report) get it specialised for their key types.
-package struct KeyNumbers<Key: Hashable> {
+/// A plain value; one thread at a time.
+///
+/// For the package's modules only, as SPI (`@_spi(StallwatchPackage) import StallwatchCore`):
+/// public and inlinable so the report's analysis gets it specialised for its key types. With
+/// `package` access it is not: without library evolution and package CMO the compiler does not
+/// serialise a package declaration's inlinable body, and every lookup calls the generic code.
+@_spi(StallwatchPackage) public struct KeyNumbers<Key: Hashable> {
     @usableFromInline var storedKeys: [Key] = []
     @usableFromInline var numbers: [Key: Int] = [:]
     @usableFromInline var last = -1
 
     /// No keys.
-    @inlinable package init() {}
+    @inlinable public init() {}
 
     /// Up to how many keys a key is looked for by comparing it with each.
     @usableFromInline static var compared: Int { 8 }
 
     /// The keys, by number.
-    @inlinable package var keys: [Key] { storedKeys }
+    @inlinable public var keys: [Key] { storedKeys }
 
     /// The number of `key`, the next number if it is new.
-    @inlinable package mutating func number(of key: Key) -> Int {
+    @inlinable public mutating func number(of key: Key) -> Int {
         if last >= 0 && storedKeys[last] == key { return last }
         if storedKeys.count <= Self.compared {
             for index in storedKeys.indices where storedKeys[index] == key {
