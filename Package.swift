@@ -5,6 +5,7 @@ let package = Package(
     name: "Stallwatch",
     products: [
         .library(name: "Stallwatch", targets: ["Stallwatch"]),
+        .library(name: "StallwatchRemedies", targets: ["StallwatchRemedies"]),
         .library(name: "StallwatchCore", targets: ["StallwatchCore"]),
         // Preloadable (LD_PRELOAD) by `stallwatch record`: watches DispatchQueue.main of a program
         // that never heard of Stallwatch.
@@ -26,6 +27,9 @@ let package = Package(
             name: "Stallwatch",
             dependencies: ["StallwatchCore", "CStallwatchSampler", "CStallwatchShims"]
         ),
+        // The seeds' fixes as tools on the loop: off-loop work, chunking, idle tasks, throttles,
+        // transactions, caches, a loader and a prefetcher. Apps that want them import this too.
+        .target(name: "StallwatchRemedies", dependencies: ["Stallwatch", "StallwatchCore", "CStallwatchShims"]),
         // The system's zlib, for the gzip'ed pprof export.
         .systemLibrary(name: "CZlib", pkgConfig: "zlib", providers: [.apt(["zlib1g-dev"])]),
         // The preload library: a C constructor that starts a heartbeat monitor and recorder.
@@ -38,35 +42,44 @@ let package = Package(
         .executableTarget(name: "stallwatch", dependencies: ["StallwatchReport", "StallwatchCore"]),
         .executableTarget(
             name: "stallwatch-bench",
-            dependencies: ["Stallwatch", "StallwatchReport"],
+            dependencies: [
+                "Stallwatch", "StallwatchCore", "StallwatchRemedies", "StallwatchReport", "StallwatchTestSupport",
+            ],
             path: "Benchmarks/stallwatch-bench"
         ),
         .executableTarget(name: "HelloLoop", dependencies: ["Stallwatch"], path: "Samples/HelloLoop"),
-        .executableTarget(name: "DetectStalls", dependencies: ["Stallwatch"], path: "Samples/DetectStalls"),
+        .executableTarget(
+            name: "DetectStalls", dependencies: ["Stallwatch", "StallwatchCore"], path: "Samples/DetectStalls"),
         // The samples' one workload target: the run (monitor + frame clock + recorder, the summary
         // they print) and the seed's blockers that BlockingMain and the demo share.
-        .target(name: "SampleSupport", dependencies: ["Stallwatch", "CSQLite"], path: "Samples/SampleSupport"),
+        .target(
+            name: "SampleSupport", dependencies: ["Stallwatch", "StallwatchCore", "CSQLite"],
+            path: "Samples/SampleSupport"),
         .executableTarget(
-            name: "FeedScreen", dependencies: ["Stallwatch", "SampleSupport", "CSQLite"], path: "Samples/FeedScreen"),
+            name: "FeedScreen", dependencies: ["Stallwatch", "StallwatchRemedies", "SampleSupport", "CSQLite"],
+            path: "Samples/FeedScreen"),
         .executableTarget(
-            name: "BlockingMain", dependencies: ["Stallwatch", "SampleSupport", "CSQLite"],
+            name: "BlockingMain", dependencies: ["Stallwatch", "StallwatchRemedies", "SampleSupport", "CSQLite"],
             path: "Samples/BlockingMain"),
         .executableTarget(
-            name: "GalleryScroll", dependencies: ["Stallwatch", "SampleSupport"], path: "Samples/GalleryScroll"),
+            name: "GalleryScroll", dependencies: ["Stallwatch", "StallwatchRemedies", "SampleSupport"],
+            path: "Samples/GalleryScroll"),
         // The README's main job (scripts/demo.sh records and reports it).
         .executableTarget(name: "Demo", dependencies: ["Stallwatch", "SampleSupport"], path: "Samples/Demo"),
         .executableTarget(
-            name: "AsyncRender", dependencies: ["Stallwatch", "SampleSupport"], path: "Samples/AsyncRender"),
+            name: "AsyncRender", dependencies: ["Stallwatch", "StallwatchCore", "StallwatchRemedies", "SampleSupport"],
+            path: "Samples/AsyncRender"),
         // Programs that never heard of Stallwatch (no dependency): `stallwatch record` watches
         // them through the preload library. And a stand-in for swift-nio that adopts the
         // heartbeat monitor in three lines.
         .executableTarget(name: "DispatchMainApp", path: "Samples/DispatchMainApp"),
         .executableTarget(name: "RunLoopApp", path: "Samples/RunLoopApp"),
-        .executableTarget(name: "EventLoopServer", dependencies: ["Stallwatch"], path: "Samples/EventLoopServer"),
+        .executableTarget(
+            name: "EventLoopServer", dependencies: ["Stallwatch", "StallwatchCore"], path: "Samples/EventLoopServer"),
         // A helper executable the tests run as a subprocess: it owns the process's real main thread.
         .executableTarget(
             name: "StallwatchTestHost",
-            dependencies: ["Stallwatch"],
+            dependencies: ["Stallwatch", "StallwatchCore", "StallwatchRemedies"],
             path: "Tests/StallwatchTestHost"
         ),
         // Test-only C: which sanitizer the tests were built with, and the threads and probes the
@@ -75,7 +88,9 @@ let package = Package(
             name: "CStallwatchTestSupport", dependencies: ["CStallwatchSampler"], path: "Tests/CStallwatchTestSupport"),
         // The sampler's own tests: its C API directly, each test in a fresh child process.
         .testTarget(name: "CStallwatchSamplerTests", dependencies: ["CStallwatchSampler", "CStallwatchTestSupport"]),
-        .testTarget(name: "StallwatchCoreTests", dependencies: ["StallwatchCore"]),
+        // Test support in Swift, in no product: the trace fuzzer the tests and the benchmark share.
+        .target(name: "StallwatchTestSupport", dependencies: ["StallwatchCore"], path: "Tests/StallwatchTestSupport"),
+        .testTarget(name: "StallwatchCoreTests", dependencies: ["StallwatchCore", "StallwatchTestSupport"]),
         .testTarget(
             name: "StallwatchReportTests",
             dependencies: [
@@ -88,7 +103,8 @@ let package = Package(
         .testTarget(
             name: "StallwatchTests",
             dependencies: [
-                "Stallwatch", "StallwatchTestHost", "CSQLite", "CStallwatchTestSupport",
+                "Stallwatch", "StallwatchRemedies", "StallwatchCore", "StallwatchTestSupport", "StallwatchTestHost",
+                "CSQLite", "CStallwatchTestSupport",
                 // Built for the sample tests, which run them as subprocesses.
                 "FeedScreen", "BlockingMain", "GalleryScroll", "AsyncRender", "Demo", "DetectStalls",
                 // The heartbeat tests: programs without MainLoop, and the CLI that records them.

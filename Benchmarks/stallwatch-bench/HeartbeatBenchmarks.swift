@@ -1,6 +1,7 @@
 import Dispatch
 import Foundation
 import Stallwatch
+import StallwatchCore
 
 /// `stallwatch-bench heartbeat`: what a heartbeat monitor costs an executor it does not own,
 /// busy and idle, and how fast and how exactly it catches stalls there.

@@ -1,6 +1,7 @@
 import Dispatch
 import Foundation
 import Stallwatch
+import StallwatchCore
 
 /// `stallwatch-bench monitor`: what watching costs and how fast stalls are caught.
 enum MonitorBenchmarks {

@@ -1,5 +1,6 @@
 import Foundation
 import Stallwatch
+import StallwatchCore
 
 /// `stallwatch-bench soak [SECONDS]`: the loop at a sustained rate of posted tasks (1 M/s by
 /// default) for a minute with the monitor on and the recorder in `full` mode (every callout

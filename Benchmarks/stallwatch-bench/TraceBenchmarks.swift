@@ -1,5 +1,7 @@
 import Foundation
 import Stallwatch
+import StallwatchCore
+import StallwatchTestSupport
 
 /// `stallwatch-bench trace`: what recording costs the loop, how compact the file is, how
 /// fast it parses, and a long fuzz run of the reader.

@@ -1,5 +1,6 @@
 import Foundation
 import Stallwatch
+import StallwatchCore
 
 // stallwatch-bench: the performance harness. One JSON object per line on stdout.
 let usage = """

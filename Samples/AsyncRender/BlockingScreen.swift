@@ -3,9 +3,8 @@
 import SampleSupport
 import Stallwatch
 
-/// A screen that takes update requests and draws on frame ticks. Loop thread only (the
-/// `@unchecked Sendable` lets a post carry it; posts run on the loop).
-protocol Screen: Sendable {
+/// A screen that takes update requests and draws on frame ticks. Main actor (the main loop).
+@MainActor protocol Screen {
     func update(rows: [Int])
     /// Draws what the frame needs; returns the rows drawn.
     func frame() -> Int
@@ -13,7 +12,7 @@ protocol Screen: Sendable {
     var statistics: [(label: String, text: String)] { get }
 }
 
-final class BlockingScreen: Screen, @unchecked Sendable {
+final class BlockingScreen: Screen {
     private let rows: [RowView]
     private var pending: [[Int]] = []
     private var requests = 0

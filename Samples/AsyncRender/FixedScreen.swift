@@ -4,8 +4,9 @@
 // per row and transaction, the newest version winning), as seed 001's async layer does.
 import SampleSupport
 import Stallwatch
+import StallwatchRemedies
 
-final class FixedScreen: Screen, @unchecked Sendable {
+final class FixedScreen: Screen {
     private let rows: [RowView]
     private let loop: MainLoop
     private let throttle: Throttle
@@ -34,14 +35,13 @@ final class FixedScreen: Screen, @unchecked Sendable {
     }
 
     private func renderDirtyRows() {
-        let bound = LoopBound(self, loop: loop)
         for row in dirty.sorted() {
             versions[row] += 1
             let version = versions[row]
             renders += 1
             pool.submit { [loop] in
                 let bitmap = renderer.draw(row: row, version: version)
-                loop.post(label: "row drawn") { bound.value.show(bitmap, row: row) }
+                loop.mainActor.post(label: "row drawn") { self.show(bitmap, row: row) }
             }
         }
         dirty.removeAll()

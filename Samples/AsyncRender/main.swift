@@ -10,6 +10,7 @@
 //   stallwatch record -o render.swtrace -- .build/debug/AsyncRender --fixed
 import SampleSupport
 import Stallwatch
+import StallwatchRemedies
 
 let run = SampleRun(name: "AsyncRender")
 let renderer = RowRenderer.calibrated()
@@ -29,7 +30,7 @@ run.run { run in
     run.loop.schedule(after: .milliseconds(100), repeating: .milliseconds(250), label: "feed burst") { _ in
         for request in 0..<UpdateFeed.requestsPerBurst {
             let touched = UpdateFeed.rows(burst: burst, request: request)
-            run.loop.post(label: "row update") { screen.update(rows: touched) }
+            run.loop.mainActor.post(label: "row update") { screen.update(rows: touched) }
         }
         burst += 1
     }

@@ -3,6 +3,7 @@
 import Foundation
 import SampleSupport
 import Stallwatch
+import StallwatchRemedies
 
 /// The remedies of seed 000: chunking, offloading, and a read-mostly cache.
 struct FixedBlockers: Blockers {
@@ -34,24 +35,22 @@ struct FixedBlockers: Blockers {
     }
 
     func loadDocument() {
-        let bound = LoopBound(run)
-        run.loop.offload(label: "document loaded") {
+        run.loop.mainActor.offload(label: "document loaded") {
             documents.loadAndSave(minimum: blockerDuration)
-        } completion: { result in
+        } completion: { [run] result in
             guard case .success(let result) = result else { return }
-            bound.value.note(
+            run.note(
                 "file I/O",
                 "read \(result.bytesRead >> 20) MiB, saved \(result.chunksSaved) × 256 KiB with fsync (offloaded)")
         }
     }
 
     func searchPosts() {
-        let bound = LoopBound(run)
-        run.loop.offload(label: "posts found") {
+        run.loop.mainActor.offload(label: "posts found") {
             posts.search(minimum: blockerDuration)
-        } completion: { result in
+        } completion: { [run] result in
             guard case .success(let result) = result else { return }
-            bound.value.note(
+            run.note(
                 "database",
                 "\(result.queries) LIKE queries over \(posts.rowCount) rows, \(result.matches) matches (offloaded)")
         }

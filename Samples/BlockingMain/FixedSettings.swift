@@ -4,24 +4,25 @@
 import Foundation
 import SampleSupport
 import Stallwatch
+import StallwatchRemedies
 
 extension FixedBlockers {
     func refreshSettings() {
         let settings = self.settings
+        let run = self.run
         let loop = run.loop
-        let bound = LoopBound(run)
         Thread.detachNewThread {
             // The screen reads while the refresh is under way, as in the blocking variant.
-            loop.post(label: "read settings") {
+            loop.mainActor.post(label: "read settings") {
                 let watch = Stopwatch()
                 let version = settings.value(forKey: "version") ?? "?"
-                bound.value.note(
+                run.note(
                     "lock", "read settings v\(version) after waiting \(ms(watch.elapsedMilliseconds)) ms (refreshing)")
             }
             let next = SettingsRefresh.build(version: 2, minimum: blockerDuration)
             for (key, value) in next { settings.setValue(value, forKey: key) }
-            loop.post(label: "settings refreshed") {
-                bound.value.note("settings", "now v\(settings.value(forKey: "version") ?? "?")")
+            loop.mainActor.post(label: "settings refreshed") {
+                run.note("settings", "now v\(settings.value(forKey: "version") ?? "?")")
             }
         }
     }

@@ -4,8 +4,8 @@ import Foundation
 import SampleSupport
 import Stallwatch
 
-/// The four jobs a screen starts; a variant decides where they run. Loop thread only.
-protocol Blockers {
+/// The four jobs a screen starts; a variant decides where they run. Main actor (the main loop).
+@MainActor protocol Blockers {
     func hashPhotos()
     func loadDocument()
     func searchPosts()
@@ -34,16 +34,16 @@ struct MainThreadBlockers: Blockers {
 
     func refreshSettings() {
         let settings = LockedSettings()
-        let bound = LoopBound((run: run, settings: settings))
+        let run = self.run
         let loop = run.loop
         // The refresher holds the lock for its whole refresh; the screen reads as soon as it
         // is held, and waits.
         Thread.detachNewThread {
             settings.refresh(version: 2) {
-                loop.post(label: "read settings") {
+                loop.mainActor.post(label: "read settings") {
                     let watch = Stopwatch()
-                    let version = bound.value.settings.value("version") ?? "?"
-                    bound.value.run.note(
+                    let version = settings.value("version") ?? "?"
+                    run.note(
                         "lock", "read settings v\(version) after waiting \(ms(watch.elapsedMilliseconds)) ms")
                 }
             }

@@ -11,6 +11,7 @@
 import Foundation
 import SampleSupport
 import Stallwatch
+import StallwatchRemedies
 
 let run = SampleRun(name: "BlockingMain")
 // Setup happens before the loop runs, so it is neither a stall nor part of the run time.

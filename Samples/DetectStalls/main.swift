@@ -2,6 +2,7 @@
 // compute, one in a sleep and one in an annotated section. swift run DetectStalls
 import Foundation
 import Stallwatch
+import StallwatchCore
 
 let loop = MainLoop.main
 let monitor = StallMonitor(loop: loop)  // 1/60 s budget, 5 ms samples

@@ -6,6 +6,7 @@
 import Foundation
 import Glibc
 import Stallwatch
+import StallwatchCore
 
 let arguments = CommandLine.arguments
 func value(_ flag: String, _ fallback: Double) -> Double {

@@ -7,9 +7,10 @@
 import CSQLite
 import SampleSupport
 import Stallwatch
+import StallwatchRemedies
 
-/// The screen's state; only the main loop's thread touches it.
-final class FeedScreen: @unchecked Sendable {
+/// The screen's state: main-actor state, as an app's is.
+@MainActor final class FeedScreen {
     var rows = 0
 }
 let screen = FeedScreen()
@@ -33,7 +34,7 @@ run.run { run in  // the frame clock keeps the screen rendering meanwhile
     run.loop.schedule(after: .milliseconds(100), label: "open feed") { _ in
         if run.options.fixed {
             // The remedy: heavy work off the main thread, only the UI update back on it.
-            run.loop.offload(label: "show feed") {
+            run.loop.mainActor.offload(label: "show feed") {
                 loadFeedRows(count: 1_000_000)
             } completion: { result in
                 screen.rows = (try? result.get()) ?? 0

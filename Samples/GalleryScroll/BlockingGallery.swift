@@ -11,8 +11,8 @@ struct GalleryStatistics {
     var decodes = ""
 }
 
-/// A gallery screen: renders the visible items each frame. Loop thread only.
-protocol Gallery {
+/// A gallery screen: renders the visible items each frame. Main actor (the main loop).
+@MainActor protocol Gallery {
     /// Renders `visible`; returns the grid rows drawn.
     func frame(_ visible: Range<Int>) -> Int
     var statistics: GalleryStatistics { get }

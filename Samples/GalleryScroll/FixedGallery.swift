@@ -5,6 +5,7 @@
 import Foundation
 import SampleSupport
 import Stallwatch
+import StallwatchRemedies
 
 final class FixedGallery: Gallery {
     private let loader: Loader<Thumbnail>
@@ -37,13 +38,12 @@ final class FixedGallery: Gallery {
             request.cancel()
             waiting[index] = nil
         }
-        let bound = LoopBound(self)
         for index in visible where cells[index] == nil {
             if let thumbnail = loader.cachedValue(forKey: PhotoFiles.key(index)) {
                 cells[index] = thumbnail
                 fromMemory += 1
             } else if waiting[index] == nil {
-                waiting[index] = loader.load(PhotoFiles.key(index)) { result in bound.value.loaded(index, result) }
+                waiting[index] = loader.mainActor.load(PhotoFiles.key(index)) { result in self.loaded(index, result) }
             }
         }
         // After the cells' own loads: the loader starts loads first in, first out, and what is on

@@ -11,6 +11,7 @@
 import Foundation
 import SampleSupport
 import Stallwatch
+import StallwatchRemedies
 
 let run = SampleRun(name: "GalleryScroll")
 let directory = makeTemporaryDirectory("GalleryScroll", removedAfter: run)

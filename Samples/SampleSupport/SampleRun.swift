@@ -2,20 +2,21 @@
 // clock whose ticks "render" rows, for a fixed time, then a one-screen summary.
 import Foundation
 import Stallwatch
+import StallwatchCore
 import Synchronization
 
 /// One run of a sample: the loop, the frame clock, the recorder and what they measured.
 ///
 /// Create it on the main thread, configure `onFrame`, then call `run(_:)`, which starts the
-/// workload once the loop runs and returns after the summary is printed. Loop thread only,
-/// except `stop()`.
-public final class SampleRun {
+/// workload once the loop runs and returns after the summary is printed. Main actor (the main
+/// loop's thread), except `stop()`.
+@MainActor public final class SampleRun {
     /// The sample's name, as the summary prints it.
-    public let name: String
+    public nonisolated let name: String
     /// `--fixed` and `--seconds`.
-    public let options: SampleOptions
+    public nonisolated let options: SampleOptions
     /// The loop the sample runs on: the process's main thread.
-    public let loop = MainLoop.main
+    public nonisolated let loop = MainLoop.main
     /// The 60 Hz clock; exists from the moment the workload starts.
     public private(set) var frameClock: FrameClock?
     /// Called on every frame tick; returns the rows it rendered (the summary counts them).
@@ -54,7 +55,7 @@ public final class SampleRun {
     }
 
     /// Whether the sample has a remedy to switch to; without one the summary names no variant.
-    public let hasFixedVariant: Bool
+    public nonisolated let hasFixedVariant: Bool
 
     /// What the summary and the temporary trace are called: the name and, if any, the variant.
     var title: String { hasFixedVariant ? "\(name)-\(options.variant)" : name }
@@ -73,7 +74,7 @@ public final class SampleRun {
     public func addCleanup(_ body: @escaping () -> Void) { cleanups.append(body) }
 
     /// Ends the run early (at the next loop iteration). Any thread.
-    public func stop() { loop.stop() }
+    public nonisolated func stop() { loop.stop() }
 
     /// Runs the loop: starts recording, the frame clock and then `workload` inside the loop,
     /// stops after `options.seconds`, prints the summary and returns. Main thread, once.
@@ -81,9 +82,8 @@ public final class SampleRun {
         let environmentPath = ProcessInfo.processInfo.environment["STALLWATCH_TRACE"].flatMap { $0.isEmpty ? nil : $0 }
         if environmentPath == nil { startOwnRecorder() }
         // `TraceRecorder.fromEnvironment` is set when the loop first runs, before this post runs.
-        let bound = LoopBound((run: self, workload: workload), loop: loop)
-        loop.post(label: "SampleRun.start") {
-            bound.value.run.begin(environmentPath: environmentPath, workload: bound.value.workload)
+        loop.mainActor.post(label: "SampleRun.start") {
+            self.begin(environmentPath: environmentPath, workload: workload)
         }
         loop.run()
         endNanos = MainLoop.monotonicNanos()

@@ -35,7 +35,8 @@ public func fnv1a(_ bytes: [UInt8], seed: UInt64 = 0xcbf2_9ce4_8422_2325) -> UIn
 }
 
 /// A new empty directory under the temporary directory; `run` removes it after its summary.
-public func makeTemporaryDirectory(_ prefix: String, removedAfter run: SampleRun) -> String {
+/// Main actor, as `run` is.
+@MainActor public func makeTemporaryDirectory(_ prefix: String, removedAfter run: SampleRun) -> String {
     let path = FileManager.default.temporaryDirectory.appendingPathComponent("\(prefix)-\(getpid())-\(UUID())").path
     try! FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true)
     run.addCleanup { try? FileManager.default.removeItem(atPath: path) }

@@ -8,6 +8,12 @@ public struct SystemError: Error, CustomStringConvertible, Sendable {
     /// The errno it set.
     public var errno: Int32
 
+    /// `call` failed with `errno` (the remedies throw it too).
+    package init(call: String, errno: Int32) {
+        self.call = call
+        self.errno = errno
+    }
+
     /// "call failed: reason (errno N)". Any thread.
     public var description: String {
         "\(call) failed: \(String(cString: strerror(errno))) (errno \(errno))"

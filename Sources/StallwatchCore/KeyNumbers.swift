@@ -4,7 +4,12 @@
 /// signatures), and equal keys that share storage compare at once.
 ///
 /// A plain value; one thread at a time.
-public struct KeyNumbers<Key: Hashable> {
+///
+/// For the package's modules only, as SPI (`@_spi(StallwatchPackage) import StallwatchCore`):
+/// public and inlinable so the report's analysis gets it specialised for its key types. With
+/// `package` access it is not: without library evolution and package CMO the compiler does not
+/// serialise a package declaration's inlinable body, and every lookup calls the generic code.
+@_spi(StallwatchPackage) public struct KeyNumbers<Key: Hashable> {
     @usableFromInline var storedKeys: [Key] = []
     @usableFromInline var numbers: [Key: Int] = [:]
     @usableFromInline var last = -1

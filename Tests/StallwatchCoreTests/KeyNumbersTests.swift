@@ -3,7 +3,7 @@
 // same number.
 import Testing
 
-@testable import StallwatchCore
+@_spi(StallwatchPackage) @testable import StallwatchCore
 
 @Suite struct KeyNumbersTests {
     @Test func keysAreNumberedInTheOrderFirstSeenHoweverTheyAreFound() {

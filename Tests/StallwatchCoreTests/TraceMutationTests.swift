@@ -1,6 +1,7 @@
 // No damage to a trace (flipped bits, changed, inserted or deleted bytes) makes the decoder
 // trap or hang: it always yields records and an outcome whose problems are well formed.
 
+import StallwatchTestSupport
 import Testing
 
 @testable import StallwatchCore

@@ -1,6 +1,7 @@
 import Dispatch
 import Foundation
 import Stallwatch
+import StallwatchCore
 
 // A helper the tests run as a subprocess: unlike the test runner, it owns the process's
 // real main thread, so it can run `MainLoop.main`. Prints one `key=value` line per check.
@@ -42,6 +43,9 @@ case "main-queue":
         loop.stop()
     }
     loop.run()
+    report("returned", true)
+case "main-actor":
+    runMainActorCallouts()
     report("returned", true)
 case "stalls":
     // Zero-code recording: STALLWATCH_TRACE set by the test makes MainLoop.main record.

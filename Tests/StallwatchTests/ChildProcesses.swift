@@ -2,6 +2,7 @@
 // child shows the child's standard error: the test host, the samples, the CLI and exit tests are
 // built with the test's sanitizer and inherit its options (scripts/sanitize.sh).
 import Foundation
+import StallwatchCore
 import Testing
 
 @testable import Stallwatch

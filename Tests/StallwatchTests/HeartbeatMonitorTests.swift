@@ -1,6 +1,7 @@
 // A heartbeat monitor sees a stall of an executor it does not own, once, with the culprit's
 // stack and the executor's label, and never wakes an executor that is idle.
 import Foundation
+import StallwatchCore
 import Testing
 
 @testable import Stallwatch

@@ -2,6 +2,7 @@
 // heartbeat library into dispatchMain() and RunLoop.main programs, and a server on its own
 // event loops adopts HeartbeatMonitor; each 60 ms stall is found once, idle loops stay asleep.
 import Foundation
+import StallwatchCore
 import Testing
 
 @testable import Stallwatch

@@ -1,6 +1,7 @@
 // The loop's platform boundary translates epoll's bits to `SourceEvents` and back one way
 // each, and a callout's identity word unpacks to exactly what was packed.
 import CStallwatchShims  // <sys/epoll.h>
+import StallwatchCore
 import Testing
 
 @testable import Stallwatch

@@ -2,6 +2,7 @@
 // monitor saw and what the scenario measured itself, and the named stalling work stacks show.
 import CSQLite
 import Foundation
+import StallwatchCore
 import Testing
 
 @testable import Stallwatch

@@ -5,6 +5,7 @@ import Foundation
 import Testing
 
 @testable import Stallwatch
+@testable import StallwatchRemedies
 
 /// Spins for `milliseconds` of wall time: an item of known cost however loaded the machine is.
 func spin(milliseconds: Double) {

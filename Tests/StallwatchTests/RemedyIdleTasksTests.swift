@@ -4,6 +4,7 @@ import Foundation
 import Testing
 
 @testable import Stallwatch
+@testable import StallwatchRemedies
 
 @Suite struct RemedyIdleTasksTests {
     /// Keeps `loop` busy with a chain of posts for `milliseconds`: no iteration goes idle.

@@ -1,8 +1,10 @@
 // An LRU cache evicts strictly least-recently-used first, within both limits, and calls back outside its lock.
 import Foundation
+import StallwatchCore
 import Testing
 
 @testable import Stallwatch
+@testable import StallwatchRemedies
 
 /// Eviction callbacks, recorded from whatever thread calls them.
 private final class Evictions<Key: Sendable, Value: Sendable>: Sendable {

@@ -1,9 +1,11 @@
 // A key is loaded once however many ask, within the concurrency limit, from memory, disk or the loader, and results arrive on the loop.
 import Foundation
+import StallwatchCore
 import Synchronization
 import Testing
 
 @testable import Stallwatch
+@testable import StallwatchRemedies
 
 /// A latch: `wait` blocks until `open` (or a generous timeout, so a broken test fails, not hangs).
 final class Latch: Sendable {

@@ -2,9 +2,11 @@
 // loop exactly once, as a callout named by the call site; cancelled before it starts, it never runs.
 import Dispatch
 import Foundation
+import StallwatchCore
 import Testing
 
 @testable import Stallwatch
+@testable import StallwatchRemedies
 
 @Suite struct RemedyOffLoopTests {
     struct Failure: Error, Equatable {}

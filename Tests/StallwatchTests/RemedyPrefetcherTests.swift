@@ -3,6 +3,7 @@ import Foundation
 import Testing
 
 @testable import Stallwatch
+@testable import StallwatchRemedies
 
 /// A loader with one slot whose load of `blocked` waits for `gate`, recording each key loaded.
 private struct Harness {

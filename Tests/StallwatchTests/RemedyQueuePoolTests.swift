@@ -3,9 +3,11 @@ import CStallwatchShims
 import Dispatch
 import Foundation
 import Glibc
+import StallwatchCore
 import Testing
 
 @testable import Stallwatch
+@testable import StallwatchRemedies
 
 /// Holds tasks until `open()`; waiting after that returns at once.
 private final class Gate: Sendable {

@@ -2,9 +2,11 @@
 import Dispatch
 import Foundation
 import Glibc
+import StallwatchCore
 import Testing
 
 @testable import Stallwatch
+@testable import StallwatchRemedies
 
 /// Runs `body(index)` on `count` fresh threads at once and returns when all have finished (or
 /// false after `timeout`). Fresh threads, unlike concurrentPerform's, outnumber the cores.

@@ -2,6 +2,7 @@
 // SQLite on the main thread records a database stall; the fixed one records no database stall
 // and no stall of the query's size (100 ms or more).
 import Foundation
+import StallwatchCore
 import Testing
 
 @testable import Stallwatch

@@ -3,6 +3,7 @@
 // demo stalls at least five times, in every category, on every run.
 import Foundation
 import Stallwatch
+import StallwatchCore
 import Testing
 
 /// One recorded run of a sample: its trace and what it printed.

@@ -4,6 +4,7 @@ import Foundation
 import Testing
 
 @testable import Stallwatch
+@testable import StallwatchRemedies
 
 @Suite struct RemedyThrottleTests {
     @Test func manyRequestsPerFrameRunAtMostOncePerTickWithTheLatestBody() async {

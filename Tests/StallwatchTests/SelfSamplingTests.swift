@@ -2,6 +2,7 @@
 // a late watchdog no longer delays detection or the first stack, a sleeping callout is never cut
 // short, and an idle loop takes no ticks.
 import Foundation
+import StallwatchCore
 import Testing
 
 @testable import Stallwatch

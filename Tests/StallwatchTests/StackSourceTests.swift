@@ -3,6 +3,7 @@
 // culprit, and says where it came from: perf when the perf path runs, else the /proc scan or the
 // stall's last stack.
 import Foundation
+import StallwatchCore
 import Testing
 
 @testable import Stallwatch

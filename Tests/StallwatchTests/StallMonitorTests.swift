@@ -5,6 +5,7 @@
 // culprit shows up in the symbolicated stack; short or nested work is never a stall.
 import CSQLite
 import Foundation
+import StallwatchCore
 import Testing
 
 @testable import Stallwatch

@@ -4,6 +4,7 @@
 // error, a system issue or a sanitizer report.
 import CStallwatchTestSupport
 import Foundation
+import StallwatchCore
 import Testing
 
 @testable import Stallwatch

@@ -1,6 +1,7 @@
 // A congested iteration (callouts that overran the budget together, none alone) is recorded
 // one by one: its time, and in full mode the call sites whose callouts took it.
 import Foundation
+import StallwatchCore
 import Testing
 
 @testable import Stallwatch

@@ -2,6 +2,7 @@
 // its GNU build id (as readelf reads it from the file), and the app version given or set in
 // STALLWATCH_APP_VERSION.
 import Foundation
+import StallwatchCore
 import Testing
 
 @testable import Stallwatch

@@ -2,6 +2,8 @@
 // a SIGKILL mid-hang; recording is enabled from the environment without code; a real trace
 // cut at any byte still decodes up to its last whole record.
 import Foundation
+import StallwatchCore
+import StallwatchTestSupport
 import Testing
 
 @testable import Stallwatch

@@ -5,6 +5,7 @@ import CSQLite
 import CStallwatchShims
 import Dispatch
 import Foundation
+import StallwatchCore
 import Testing
 
 @testable import Stallwatch

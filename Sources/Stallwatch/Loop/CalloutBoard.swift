@@ -1,6 +1,7 @@
 import CStallwatchSampler
 import CStallwatchShims
 import Dispatch
+import StallwatchCore
 import Synchronization
 
 /// What the loop thread publishes about the callout it is running, for a watchdog thread.
@@ -98,11 +99,19 @@ final class CalloutBoard: @unchecked Sendable {  // `clock` is only touched atom
 }
 
 /// A callout's identity as the loop keeps it on its own thread (no allocation: static strings).
-struct CalloutSite {
-    var kind: CalloutKind
-    var label: StaticString?
-    var file: StaticString
-    var line: UInt32
+/// Package access: the remedies name the callouts they schedule.
+package struct CalloutSite {
+    package var kind: CalloutKind
+    package var label: StaticString?
+    package var file: StaticString
+    package var line: UInt32
+
+    package init(kind: CalloutKind, label: StaticString?, file: StaticString, line: UInt32) {
+        self.kind = kind
+        self.label = label
+        self.file = file
+        self.line = line
+    }
 
     static func pack(_ string: StaticString?) -> UInt64 {
         guard let string, string.hasPointerRepresentation, string.utf8CodeUnitCount < 1 << 16 else {

@@ -2,6 +2,8 @@
 /// pushes into the recorder's `EventRing`: `kind | phase << 8 | mode << 16 | line << 32`.
 /// Packed and unpacked only here. A zero kind byte marks an iteration event in the ring
 /// (`CalloutKind` raw values start at 1). A plain value; any thread.
+import StallwatchCore
+
 struct CalloutDescriptor: Hashable, Sendable {
     /// The packed word.
     var rawValue: UInt64

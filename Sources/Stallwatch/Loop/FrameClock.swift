@@ -1,4 +1,5 @@
 import CStallwatchShims
+import StallwatchCore
 import Synchronization
 
 /// One frame of a `FrameClock`.
@@ -13,14 +14,16 @@ public struct FrameTick: Sendable, Equatable {
 
 /// Display-link-style ticks on a `MainLoop`: one callout per frame at a fixed rate (60 Hz by
 /// default) on a fixed grid. Frames the loop was too busy to deliver are not delivered late;
-/// they are dropped and counted. Built on a repeating loop timer. Loop thread only.
+/// they are dropped and counted. Built on a repeating loop timer. Loop thread only; `onFrame`
+/// is isolated like the code that creates the clock (main-actor code on `MainLoop.main`: it may
+/// use main-actor state).
 public final class FrameClock {
     /// Frames per second.
     public let framesPerSecond: Int
     /// The loop it ticks on.
     public let loop: MainLoop
     /// The modes its ticks fire in (what a `Throttle` on this clock uses too).
-    let modes: [MainLoop.Mode]
+    package let modes: [MainLoop.Mode]
     private let onFrame: (FrameTick) -> Void
     private var timer: MainLoop.Timer?
     private var droppedBefore: UInt64 = 0
@@ -80,10 +83,10 @@ public final class FrameClock {
     /// Frames dropped so far because the loop was busy.
     public var framesDropped: UInt64 { droppedBefore + (timer?.skippedFires ?? 0) }
     /// When the next tick is due (CLOCK_MONOTONIC ns), or nil while stopped.
-    var nextTickNanos: UInt64? { timer?.deadline }
+    package var nextTickNanos: UInt64? { timer?.deadline }
 
     /// The interval between ticks, in nanoseconds.
-    var intervalNanos: UInt64 { 1_000_000_000 / UInt64(framesPerSecond) }
+    package var intervalNanos: UInt64 { 1_000_000_000 / UInt64(framesPerSecond) }
 
     /// Frames that were due: delivered plus dropped.
     public var framesExpected: UInt64 { framesDelivered + framesDropped }

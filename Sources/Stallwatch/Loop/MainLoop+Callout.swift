@@ -1,4 +1,5 @@
 import CStallwatchShims
+import StallwatchCore
 
 /// The loop thread's callout bookkeeping. It lives behind a pointer owned by the loop so the
 /// per-callout path pays no dynamic exclusivity checks (the loop thread is its only user).
@@ -128,7 +129,7 @@ extension MainLoop {
     /// Runs `body` as a callout of its own inside the current one (an observer or timer that
     /// runs several independent pieces of work, such as idle tasks or transaction actions):
     /// while it runs, a stall names `site`, not the enclosing callout. Loop thread only.
-    func subCallout(_ site: CalloutSite, phase: LoopActivity, _ body: () -> Void) {
+    package func subCallout(_ site: CalloutSite, phase: LoopActivity, _ body: () -> Void) {
         guard board.enabled.load(ordering: .relaxed) else { return body() }
         let outer = suspendOuterCallout()
         watchedCallout(site, phase: phase, mode: currentMode ?? .default, body)

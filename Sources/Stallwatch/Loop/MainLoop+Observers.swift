@@ -1,3 +1,5 @@
+import StallwatchCore
+
 extension MainLoop {
     /// The activities an observer subscribes to (CFRunLoop's, in the order an iteration
     /// passes them). A plain value; any thread.
@@ -77,7 +79,9 @@ extension MainLoop {
         }
     }
 
-    /// Calls `body` on the loop thread at each of `activities` in `modes`. Loop thread only.
+    /// Calls `body` on the loop thread at each of `activities` in `modes`. Loop thread only;
+    /// `body` is isolated like the caller (main-actor code, on `MainLoop.main`: it may use
+    /// main-actor state).
     @discardableResult
     public func addObserver(
         _ activities: Activities,

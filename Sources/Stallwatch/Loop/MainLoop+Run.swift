@@ -1,5 +1,6 @@
 import CStallwatchShims
 import Glibc
+import StallwatchCore
 
 extension MainLoop {
     /// Why a run returned.
@@ -70,7 +71,10 @@ extension MainLoop {
         // sampler's through (and prime libunwind on this thread) if a monitor installed it.
         if Sampler.isInstalled { Sampler.prepareCurrentThread() }
         annotations.bindToCurrentThread()
-        if isMain { TraceRecorder.startFromEnvironment(loop: self) }
+        if isMain {
+            checkMainActor()
+            TraceRecorder.startFromEnvironment(loop: self)
+        }
     }
 
     /// The loop proper; the phases of one iteration are documented in docs/run-loop.md.

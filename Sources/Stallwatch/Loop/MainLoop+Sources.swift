@@ -1,5 +1,6 @@
 import CStallwatchShims
 import Glibc
+import StallwatchCore
 
 extension MainLoop {
     /// What a file-descriptor source waits for.
@@ -93,7 +94,8 @@ extension MainLoop {
     }
 
     /// Watches `fd` and calls `handler` on the loop thread whenever it is ready.
-    /// Loop thread only.
+    /// Loop thread only; `handler` is isolated like the caller (main-actor code, on
+    /// `MainLoop.main`: it may use main-actor state).
     /// - Throws: `SystemError` if the descriptor cannot be watched (e.g. EBADF: it is closed;
     ///   EPERM: regular files are always ready and cannot be polled).
     @discardableResult

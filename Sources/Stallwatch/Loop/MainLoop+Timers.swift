@@ -1,4 +1,5 @@
 import CStallwatchShims
+import StallwatchCore
 
 extension MainLoop {
     /// A scheduled timer. Its handle cancels it and counts its fires. A repeating timer fires on
@@ -90,7 +91,8 @@ extension MainLoop {
     }
 
     /// Schedules `body` to run on the loop thread `delay` from now, and then every `interval`
-    /// if given. Loop thread only.
+    /// if given. Loop thread only; `body` is isolated like the caller (main-actor code, on
+    /// `MainLoop.main`: it may use main-actor state).
     /// - Parameters:
     ///   - tolerance: how much later the loop may fire it so wake-ups coalesce.
     ///   - modes: the modes it fires in (`[.common]` for all common modes).
@@ -112,7 +114,7 @@ extension MainLoop {
                 kind: .timer, label: label, file: file, line: UInt32(truncatingIfNeeded: line)), body)
     }
 
-    func schedule(
+    package func schedule(
         at deadline: UInt64, intervalNanos: UInt64?, toleranceNanos: UInt64, modes: [Mode],
         site: CalloutSite,
         _ body: @escaping (Timer) -> Void
@@ -144,6 +146,10 @@ extension MainLoop {
         }
         return fired
     }
+
+    /// When the earliest live timer of `mode` wants to fire (deadline plus tolerance), if any.
+    /// Loop thread (idle tasks end their period there).
+    package func nextTimerWake(in mode: Mode) -> UInt64? { nextTimerWake(state(for: mode)) }
 
     /// When the earliest live timer of `state` wants to fire (deadline plus tolerance), if any.
     func nextTimerWake(_ state: ModeState) -> UInt64? {

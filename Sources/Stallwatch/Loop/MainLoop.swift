@@ -1,6 +1,7 @@
 import CStallwatchShims
 import Dispatch
 import Glibc
+import StallwatchCore
 import Synchronization
 
 /// An instrumented run loop: posted closures, timers, file-descriptor sources and observers,
@@ -11,6 +12,11 @@ import Synchronization
 /// services the libdispatch main queue, so `DispatchQueue.main` and `@MainActor` work runs
 /// inside it), `MainLoop()` to the thread that creates it. `post(_:)`, `stop()` and
 /// `wakeUp()` may be called from any thread; everything else only on the loop's thread.
+///
+/// Callouts of `MainLoop.main` are main-actor code. A timer, source or observer closure is
+/// isolated like the code that registers it (on the loop's thread), so main-actor code uses
+/// main-actor state in it; what crosses threads goes through `mainActor` (`@MainActor`
+/// closures). Other loops take `@Sendable` closures for what crosses threads.
 public final class MainLoop: @unchecked Sendable {
     /// The loop of the process's main thread. Run it from `main` (top-level code), e.g.
     /// `MainLoop.main.run()`. Any thread may use it to `post`.
@@ -91,7 +97,8 @@ public final class MainLoop: @unchecked Sendable {
     /// thread. Any thread. From the loop's own thread it makes no syscall; from another it
     /// writes the loop's eventfd only if the loop is (about to be) waiting.
     ///
-    /// `label`, `file` and `line` identify the callout in stall reports.
+    /// `label`, `file` and `line` identify the callout in stall reports. On `MainLoop.main`,
+    /// main-actor code posts through `mainActor.post`, whose closure is `@MainActor`.
     public func post(
         label: StaticString? = nil,
         file: StaticString = #fileID,

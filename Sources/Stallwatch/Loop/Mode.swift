@@ -1,3 +1,4 @@
+import StallwatchCore
 import Synchronization
 
 extension MainLoop {

@@ -1,6 +1,7 @@
 // Posted closures: the loop thread's own FIFO (`JobRing`) and the queue other threads post into
 // (`RemoteQueue`).
 
+import StallwatchCore
 import Synchronization
 
 /// A posted closure and where it was posted from.

@@ -1,4 +1,5 @@
 import CStallwatchShims
+import StallwatchCore
 import Synchronization
 
 /// Converts `sw_cycles()` stamps (what the loop publishes per callout, because reading the

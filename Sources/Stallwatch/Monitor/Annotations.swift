@@ -1,5 +1,6 @@
 import CStallwatchShims
 import Glibc
+import StallwatchCore
 import Synchronization
 
 /// Runs `body` inside a named scope that stall samples record (the innermost scope of the

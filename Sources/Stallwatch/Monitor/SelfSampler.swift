@@ -1,5 +1,6 @@
 import CStallwatchSampler
 import Glibc
+import StallwatchCore
 
 /// The loop thread's own stacks, taken on time by a kernel tick on that thread
 /// (`CStallwatchSelfSample`; docs/watchdog.md, "On time without privileges"): the watchdog only

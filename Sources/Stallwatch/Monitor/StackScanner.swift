@@ -1,5 +1,6 @@
 import CStallwatchShims
 import Glibc
+import StallwatchCore
 
 /// Reads the stack of a thread blocked in a system call *without* interrupting it.
 ///

@@ -1,6 +1,7 @@
 import CStallwatchShims
 import Dispatch
 import Glibc
+import StallwatchCore
 
 extension StallMonitor {
     /// The watchdog thread's loop: sleep to the running callout's deadline, park while the

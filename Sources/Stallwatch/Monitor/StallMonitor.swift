@@ -1,6 +1,7 @@
 import CStallwatchShims
 import Dispatch
 import Foundation
+import StallwatchCore
 import Synchronization
 
 /// The stall detector: a watchdog thread that notices any callout of a `MainLoop` that runs

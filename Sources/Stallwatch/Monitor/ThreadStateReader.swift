@@ -1,4 +1,5 @@
 import Glibc
+import StallwatchCore
 
 /// Reads a thread's kernel state from /proc/self/task/<tid>: state (stat), current syscall
 /// (syscall), wait channel (wchan) and CPU time (schedstat, in ns). The files stay open and

@@ -1,4 +1,5 @@
 import Foundation
+import StallwatchCore
 import Synchronization
 
 extension TraceRecorder {

@@ -1,6 +1,7 @@
 import CStallwatchShims
 import Dispatch
 import Foundation
+import StallwatchCore
 
 /// Records a `MainLoop` to a trace file: stalls with their samples and symbols as the
 /// monitor finds them, per-second summaries (loop-latency histogram, congestion, frame

@@ -2,6 +2,7 @@ import CStallwatchShims
 import Dispatch
 import Foundation
 import Glibc
+import StallwatchCore
 
 /// The recorder's writer thread: drains the ring and the monitor's stalls, encodes records
 /// and writes them. Everything here runs on that one thread.

@@ -1,6 +1,8 @@
 import CStallwatchShims
 import Dispatch
 import Glibc
+import Stallwatch
+import StallwatchCore
 
 /// Serial dispatch queues, as many as the active cores, for one QoS; each submitted task goes
 /// to the queue with the fewest tasks queued or running. Work that would stall the loop (decoding,

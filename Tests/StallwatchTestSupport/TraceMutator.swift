@@ -1,8 +1,10 @@
+import StallwatchCore
+
 /// Damages trace bytes the way disks, truncating copies and bugs do — bit flips, changed,
 /// inserted and deleted bytes, plausible record headers in the wrong place — from a seeded,
-/// repeatable generator (SplitMix64). A test helper, published (like swift-log's
-/// InMemoryLogging) so the package's tests, its benchmark and users' own reader tests fuzz the
-/// same way. A plain value; use it on one thread at a time.
+/// repeatable generator (SplitMix64). Test support, not part of any product: the package's
+/// tests and its benchmark fuzz the reader the same way. A plain value; use it on one thread at
+/// a time.
 public struct TraceMutator: Sendable {
     private var state: UInt64
 

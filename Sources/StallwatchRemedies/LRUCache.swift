@@ -1,3 +1,6 @@
+import Stallwatch
+import StallwatchCore
+
 /// A count- and cost-limited cache that evicts strictly least-recently-used first, with O(1)
 /// lookups and inserts. Any thread: one internal lock guards all state.
 ///

@@ -1,4 +1,5 @@
 import Glibc
+import Stallwatch
 
 /// A directory of byte blobs keyed by string. Any thread; no callbacks.
 ///

@@ -1,4 +1,6 @@
 import Dispatch
+import Stallwatch
+import StallwatchCore
 
 /// Work started by `MainLoop.offload`: cancel it before it starts and it never runs.
 /// Any thread.
@@ -35,7 +37,8 @@ extension MainLoop {
     ///
     /// The seeds' first remedy: the main thread only starts heavy work and applies its
     /// result. Cancelling the returned task before the work starts means it never runs and
-    /// `completion` receives `CancellationError`, at once.
+    /// `completion` receives `CancellationError`, at once. On `MainLoop.main`, main-actor code
+    /// offloads through `mainActor.offload`, whose completion is `@MainActor`.
     @discardableResult
     public func offload<T: Sendable>(
         qos: DispatchQoS.QoSClass = .userInitiated,
@@ -104,5 +107,22 @@ extension MainLoop {
             deliver(Result { try work() })
         }
         return task
+    }
+}
+
+extension MainLoop.MainActorCallouts {
+    /// `MainLoop.offload` with a `@MainActor` completion: `work` runs on a global queue of
+    /// `qos`, and its result comes back to `completion` on the main thread inside the loop, as a
+    /// posted callout at the caller's `#fileID:#line`, so it may use main-actor state. Any thread.
+    @discardableResult
+    public func offload<T: Sendable>(
+        qos: DispatchQoS.QoSClass = .userInitiated,
+        label: StaticString? = nil,
+        file: StaticString = #fileID,
+        line: UInt = #line,
+        _ work: @escaping @Sendable () throws -> T,
+        completion: @escaping @MainActor (Result<T, any Error>) -> Void
+    ) -> OffloadTask {
+        loop.offload(qos: qos, label: label, file: file, line: line, work, completion: Self.callout(completion))
     }
 }

@@ -1,4 +1,6 @@
 import Dispatch
+import Stallwatch
+import StallwatchCore
 
 /// Counters of what a `Loader` did since it was created: a snapshot value from
 /// `Loader.statistics`, usable on any thread.
@@ -114,10 +116,34 @@ public final class Loader<Value: Sendable>: @unchecked Sendable {
         state = Locked(LoaderState(limit: concurrencyLimit))
     }
 
+    /// A loader on `MainLoop.main` for main-actor code: its `load` takes a `@MainActor`
+    /// completion (checked: the loader's loop must be the main loop). Any thread.
+    public var mainActor: MainActorLoads {
+        precondition(loop === MainLoop.main, "only a loader on MainLoop.main completes on the main actor")
+        return MainActorLoads(loader: self)
+    }
+
+    /// A main-loop loader's `load` with a `@MainActor` completion (from `Loader.mainActor`). A
+    /// plain value; any thread.
+    public struct MainActorLoads: Sendable {
+        /// The loader.
+        public let loader: Loader
+
+        /// `Loader.load`, whose `completion` runs on the main thread inside the loop, so it may
+        /// use main-actor state. Any thread.
+        @discardableResult
+        public func load(
+            _ key: String, file: StaticString = #fileID, line: UInt = #line,
+            completion: @escaping @MainActor (Result<Value, any Error>) -> Void
+        ) -> LoadRequest {
+            loader.load(key, file: file, line: line, completion: MainLoop.MainActorCallouts.callout(completion))
+        }
+    }
+
     /// Requests the value for `key`. `completion` is called exactly once, on the loop, as a posted
     /// callout at `file`/`line`: with the value, the load's error, or `CancellationError` if the
     /// request was cancelled. It is never called inline, even for a memory hit, so callers see
-    /// one behaviour. Any thread.
+    /// one behaviour. Any thread. (`mainActor.load` takes a `@MainActor` completion.)
     @discardableResult
     public func load(
         _ key: String, file: StaticString = #fileID, line: UInt = #line,

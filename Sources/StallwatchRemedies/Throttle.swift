@@ -1,4 +1,6 @@
 import CStallwatchShims
+import Stallwatch
+import StallwatchCore
 
 /// Turns many requests into at most one run per `FrameClock` tick, or per minimum interval:
 /// the latest requested body runs, earlier ones since the last run are dropped. With a frame
@@ -7,7 +9,8 @@ import CStallwatchShims
 /// at the next loop iteration and later ones no sooner than `minimumInterval` after the
 /// previous run. Every request is eventually served by a run that follows it.
 ///
-/// Create, request and cancel on the loop thread; bodies run there.
+/// Create, request and cancel on the loop thread; bodies run there, isolated like the code that
+/// requests them (main-actor code on `MainLoop.main`: they may use main-actor state).
 public final class Throttle {
     private enum Pacing {
         case frames(FrameClock)
@@ -95,7 +98,8 @@ public final class Throttle {
 /// Runs only the last of a burst of requests, once `quietPeriod` has passed with no new
 /// request (each request restarts the period and replaces the pending body), like a search
 /// box that queries when typing pauses. Create, request, flush and cancel on the loop thread;
-/// bodies run there.
+/// bodies run there, isolated like the code that requests them (main-actor code on
+/// `MainLoop.main`: they may use main-actor state).
 public final class Debounce {
     /// The loop it runs on.
     public let loop: MainLoop

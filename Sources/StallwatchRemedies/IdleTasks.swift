@@ -1,4 +1,6 @@
 import CStallwatchShims
+import Stallwatch
+import StallwatchCore
 
 /// What an idle task may spend: the time until the loop has other work, as the web's
 /// `requestIdleCallback` gives it. A plain value; any thread.
@@ -50,7 +52,8 @@ public final class IdleTask {
 ///
 /// Tasks run in the order scheduled, each as a callout of its own (a slow one is reported at
 /// the place that scheduled it); a task that needs more time schedules a continuation of
-/// itself. Create, schedule and cancel on the loop thread; tasks run there.
+/// itself. Create, schedule and cancel on the loop thread; tasks run there, isolated like the
+/// code that schedules them (main-actor code on `MainLoop.main`: they may use main-actor state).
 public final class IdleScheduler {
     /// The loop it runs on.
     public let loop: MainLoop
@@ -144,7 +147,7 @@ public final class IdleScheduler {
         guard !queue.isEmpty, let mode = loop.currentMode else { return }
         let now = sw_monotonic_ns()
         let cap = now.saturatingAdding(maximumIdleNanos)
-        let nextTimer = loop.nextTimerWake(loop.state(for: mode)) ?? UInt64.max
+        let nextTimer = loop.nextTimerWake(in: mode) ?? UInt64.max
         let deadline = min(nextTimer, cap)
         guard now < deadline else { return }
         idlePeriods += 1

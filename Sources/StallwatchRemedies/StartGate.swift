@@ -1,3 +1,4 @@
+import Stallwatch
 import Synchronization
 
 /// Decides, once, between "the work starts" and "the work is cancelled before it starts": one

@@ -1,3 +1,5 @@
+import Stallwatch
+
 /// Warms the items just beyond the visible range, in the scroll direction, through a `Loader`,
 /// and cancels the warm-ups whose item left that window. Loop thread only (the loader's loop);
 /// it has no callbacks: a prefetched value simply lands in the loader's caches.

@@ -1,4 +1,5 @@
 import Glibc
+import Stallwatch
 
 /// A dictionary for values read far more often than written (parsed configuration, decoded
 /// thumbnails, interned strings): readers run concurrently, a writer runs alone, behind one

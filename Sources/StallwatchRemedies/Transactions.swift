@@ -1,3 +1,6 @@
+import Stallwatch
+import StallwatchCore
+
 /// Coalesces repeated "needs update" requests into one run each per commit, as Core
 /// Animation's transactions (and YYTransaction) do: requests are deduplicated by
 /// (target, action) and run at `beforeWaiting` and `exit` — when the loop has finished its
@@ -6,7 +9,8 @@
 /// actions of a freed target are skipped.
 ///
 /// Create it, request and invalidate on the loop thread; actions run there, each as a callout
-/// of its own named by its action and the place that first requested it.
+/// of its own named by its action and the place that first requested it, isolated like the code
+/// that requests them (main-actor code on `MainLoop.main`: they may use main-actor state).
 public final class LoopTransactions {
     /// The loop it commits on.
     public let loop: MainLoop

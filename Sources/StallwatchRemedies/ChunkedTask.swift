@@ -1,9 +1,12 @@
 import CStallwatchShims
+import Stallwatch
+import StallwatchCore
 
 /// Processes a large collection on the loop in slices bounded by *time*, one slice per loop
 /// iteration, so timers, descriptors, posts and frame ticks run between slices and no slice
 /// overruns the frame. Create, start and cancel it on the loop thread; `process`, `progress`
-/// and `completion` run there too.
+/// and `completion` run there too, isolated like the code that creates it (main-actor code on
+/// `MainLoop.main`: they may use main-actor state).
 ///
 /// Batching by a count of items (Texture's `ASRunLoopQueue`) still stalls when some items are
 /// slow; a time budget does not, as long as one item is shorter than the budget. A slice
