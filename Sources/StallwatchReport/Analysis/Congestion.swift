@@ -3,39 +3,39 @@ import StallwatchCore
 extension StallReport {
     /// Iterations that overran the frame budget through many short callouts, none of them a
     /// stall: how many, how far over, and the call sites whose callouts took their time.
-    public struct CongestionStats: Sendable, Hashable, Codable {
+    package struct CongestionStats: Sendable, Hashable, Codable {
         /// Congested iterations, as the loop counted them (`congestion` records).
-        public var iterations: UInt64
+        package var iterations: UInt64
         /// How many of them the traces describe one by one (`congestedIteration` records;
         /// traces from before that record have counts only).
-        public var described: Int
+        package var described: Int
         /// Their time beyond the budget, summed, in milliseconds (of the described ones).
-        public var overBudgetMs: Double
+        package var overBudgetMs: Double
         /// Their whole time, summed, in milliseconds (of the described ones).
-        public var totalMs: Double
+        package var totalMs: Double
         /// The call sites that took most of the described iterations' time, largest first
         /// (empty unless a trace was recorded in `full` mode, which records every callout).
-        public var sites: [CongestionSite]
+        package var sites: [CongestionSite]
         /// How many distinct sites there were in all.
-        public var siteCount: Int
+        package var siteCount: Int
     }
 
     /// One call site's part in congested iterations.
-    public struct CongestionSite: Sendable, Hashable, Codable {
+    package struct CongestionSite: Sendable, Hashable, Codable {
         /// The registration's `#fileID:#line`.
-        public var site: String
+        package var site: String
         /// The registration's kind (`post`, `timer`, `source`, `observer`, `dispatch`).
-        public var kind: String
+        package var kind: String
         /// The label given at registration (`""` if none).
-        public var label: String
+        package var label: String
         /// How many congested iterations it ran in.
-        public var iterations: Int
+        package var iterations: Int
         /// How many of its callouts ran in them.
-        public var callouts: UInt64
+        package var callouts: UInt64
         /// Their summed duration, in milliseconds.
-        public var totalMs: Double
+        package var totalMs: Double
         /// Its fraction (0…1) of the described congested iterations' time.
-        public var share: Double
+        package var share: Double
     }
 }
 

@@ -8,23 +8,23 @@ import StallwatchCore
 /// trace's header facts only).
 ///
 /// A plain value; use it on any thread.
-public struct TraceFacts: Sendable, Hashable {
+package struct TraceFacts: Sendable, Hashable {
     /// The trace id as 32 lowercase hex digits: the origin's, else one derived from the
     /// header (process, pid, start time), so old traces get a stable id too.
-    public var traceID: String
+    package var traceID: String
     /// The recording host, nil if the trace does not say.
-    public var host: String?
+    package var host: String?
     /// The main executable's build id in hex, nil if unknown.
-    public var buildID: String?
+    package var buildID: String?
     /// The app version, nil if unknown.
-    public var appVersion: String?
+    package var appVersion: String?
     /// The wall-clock time (ns since 1970) of the trace's clock base, nil without a header.
-    public var wallClockStart: UInt64?
+    package var wallClockStart: UInt64?
     /// The header's clock base (CLOCK_MONOTONIC ns).
-    public var clockBase: UInt64
+    package var clockBase: UInt64
 
     /// How builds are named in reports: `1.4.2 (3f9a01c4)`, `3f9a01c4`, `1.4.2`, or `unknown`.
-    public var build: String {
+    package var build: String {
         let id = buildID.map { String($0.prefix(8)) }
         switch (appVersion, id) {
         case (let version?, let id?): return "\(version) (\(id))"
@@ -35,7 +35,7 @@ public struct TraceFacts: Sendable, Hashable {
     }
 
     /// The facts of `loaded`.
-    public init(_ loaded: LoadedTrace) {
+    package init(_ loaded: LoadedTrace) {
         if let origin = loaded.trace.origin {
             traceID = origin.traceID.count == 16 ? hex(origin.traceID) : derivedID(loaded)
             host = origin.host.isEmpty ? nil : origin.host
@@ -50,7 +50,7 @@ public struct TraceFacts: Sendable, Hashable {
 
     /// The wall-clock time of the monotonic instant `time`, in ns since 1970; nil without a
     /// header.
-    public func wallClock(_ time: UInt64) -> UInt64? {
+    package func wallClock(_ time: UInt64) -> UInt64? {
         guard let wallClockStart else { return nil }
         return time >= clockBase ? wallClockStart &+ (time - clockBase) : wallClockStart &- (clockBase - time)
     }
@@ -112,32 +112,32 @@ func isoTime(_ nanoseconds: UInt64) -> String {
 extension StallReport {
     /// What a set of traces is: how many, from how many processes, hosts and builds, over
     /// what time, and which files could not be read.
-    public struct FleetSummary: Sendable, Hashable, Codable {
+    package struct FleetSummary: Sendable, Hashable, Codable {
         /// Traces read.
-        public var traces: Int
+        package var traces: Int
         /// Distinct process names.
-        public var processes: Int
+        package var processes: Int
         /// Distinct hosts (traces that do not say are left out).
-        public var hosts: Int
+        package var hosts: Int
         /// Distinct builds (`TraceFacts.build`, `unknown` included).
-        public var builds: Int
+        package var builds: Int
         /// Distinct app versions (traces that do not say are left out).
-        public var appVersions: Int
+        package var appVersions: Int
         /// Bytes read.
-        public var bytes: Int
+        package var bytes: Int
         /// The earliest trace start, ISO 8601 UTC; nil without headers.
-        public var firstStart: String?
+        package var firstStart: String?
         /// The latest trace end, ISO 8601 UTC; nil without headers.
-        public var lastEnd: String?
+        package var lastEnd: String?
         /// Inputs that could not be read at all, with the reason.
-        public var unreadable: [Unreadable]
+        package var unreadable: [Unreadable]
 
         private enum CodingKeys: String, CodingKey {
             case traces, processes, hosts, builds, appVersions, bytes, firstStart, lastEnd, unreadable
         }
 
         /// Encodes every key (`null` for unknown times).
-        public func encode(to encoder: any Encoder) throws {
+        package func encode(to encoder: any Encoder) throws {
             var container = encoder.container(keyedBy: CodingKeys.self)
             try container.encode(traces, forKey: .traces)
             try container.encode(processes, forKey: .processes)
@@ -152,27 +152,27 @@ extension StallReport {
     }
 
     /// An input that could not be read, and why (the one-line `TraceLoadError`).
-    public struct Unreadable: Sendable, Hashable, Codable {
+    package struct Unreadable: Sendable, Hashable, Codable {
         /// The path as given.
-        public var path: String
+        package var path: String
         /// One line naming the file and the byte offset.
-        public var reason: String
+        package var reason: String
 
         /// Creates an entry.
-        public init(path: String, reason: String) {
+        package init(path: String, reason: String) {
             self.path = path
             self.reason = reason
         }
     }
 
     /// A signature's stalls in one build or on one host.
-    public struct GroupCount: Sendable, Hashable, Codable {
+    package struct GroupCount: Sendable, Hashable, Codable {
         /// The build (`TraceFacts.build`) or host name.
-        public var name: String
+        package var name: String
         /// The signature's stalls there.
-        public var stalls: Int
+        package var stalls: Int
         /// The traces there that have the signature.
-        public var traces: Int
+        package var traces: Int
     }
 }
 

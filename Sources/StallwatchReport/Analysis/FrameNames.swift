@@ -13,15 +13,15 @@ import StallwatchCore
 ///   `<compiler-generated>` pseudo-file is no source at all.
 ///
 /// A plain value; use it on any thread.
-public struct FrameNamer: Sendable, Hashable {
+package struct FrameNamer: Sendable, Hashable {
     /// Each module's load address, by path.
     var loadAddresses: [String: UInt64]
     /// Where source paths are made relative to (ends with `/`), `nil` when not known.
-    public var buildRoot: String?
+    package var buildRoot: String?
 
     /// A namer for a trace with the module map `modules`; the build root is the directory
     /// that holds a module's `.build/` directory (a SwiftPM build), unless given.
-    public init(modules: [TraceRecord.Module], buildRoot: String? = nil) {
+    package init(modules: [TraceRecord.Module], buildRoot: String? = nil) {
         var addresses: [String: UInt64] = [:]
         for module in modules where addresses[module.path] == nil { addresses[module.path] = module.loadAddress }
         loadAddresses = addresses
@@ -29,7 +29,7 @@ public struct FrameNamer: Sendable, Hashable {
     }
 
     /// The short name: simplified Swift name, `module+0xOFFSET`, or the address.
-    public func name(_ frame: Frame) -> String {
+    package func name(_ frame: Frame) -> String {
         guard let symbol = frame.symbol else { return unsymbolicatedName(frame) }
         return Self.name(ofSymbol: symbol)
     }
@@ -38,19 +38,19 @@ public struct FrameNamer: Sendable, Hashable {
     static func name(ofSymbol symbol: String) -> String { SwiftNames.simplify(symbol) }
 
     /// The full demangled symbol, or what `name(_:)` gives for a frame without one.
-    public func fullName(_ frame: Frame) -> String {
+    package func fullName(_ frame: Frame) -> String {
         frame.symbol ?? unsymbolicatedName(frame)
     }
 
     /// `file:line` in the one path style, `nil` when unknown or compiler-generated.
-    public func source(_ frame: Frame) -> String? {
+    package func source(_ frame: Frame) -> String? {
         guard let file = frame.file.flatMap(path) else { return nil }
         return frame.line.map { "\(file):\($0)" } ?? file
     }
 
     /// `file` relative to the build root when under it, else as given; `nil` for the
     /// compiler's pseudo-file.
-    public func path(_ file: String) -> String? {
+    package func path(_ file: String) -> String? {
         if file.isEmpty || file.hasSuffix("<compiler-generated>") { return nil }
         var file = file
         // `//foo` is the same file as `/foo`; DWARF sometimes joins a `/` directory and a

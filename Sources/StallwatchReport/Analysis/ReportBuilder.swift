@@ -11,24 +11,24 @@ import StallwatchCore
 /// ```
 ///
 /// A plain value; call it from any thread. Its methods block until done.
-public struct ReportBuilder: Sendable {
+package struct ReportBuilder: Sendable {
     /// The rules every sample is classified with: the built-in ones unless the builder was
     /// made with a classifier that adds the app's own (`Classifier(rules:)`, `RulesFile`).
-    public var classifier: Classifier
+    package var classifier: Classifier
     /// How many threads classify traces at once (every core by default); the result does not
     /// depend on it.
-    public var workers: Int
+    package var workers: Int
 
     /// Creates a builder that classifies with `classifier` (the built-in rules by default) on
     /// `workers` threads.
-    public init(classifier: Classifier = Classifier(), workers: Int = TraceLoader.availableCores) {
+    package init(classifier: Classifier = Classifier(), workers: Int = TraceLoader.availableCores) {
         self.classifier = classifier
         self.workers = workers
     }
 
     /// Classifies every stall of every trace: one array per trace, in the order given, each
     /// in start order. What the exporters take.
-    public func analyze(_ traces: [LoadedTrace]) -> [[AnalyzedStall]] {
+    package func analyze(_ traces: [LoadedTrace]) -> [[AnalyzedStall]] {
         let results = Locked([[AnalyzedStall]](repeating: [], count: traces.count))
         let workers = Workers(self, count: TraceLoader.workerCount(traces.count, workers))
         TraceLoader.forEachIndex(traces.count, workers: self.workers) { worker, index in
@@ -47,7 +47,7 @@ public struct ReportBuilder: Sendable {
     /// have no stalls (`trace.stalls` is empty) and `analyzed` is empty, so a fleet takes the
     /// memory of its summaries, not of its samples. With `keepStalls`, `analyzed[i]` is what
     /// `analyze(_:)` gives for input `i` (empty for an input that could not be read).
-    public func loadAndTally(
+    package func loadAndTally(
         paths: [String], includeCallouts: Bool = false, keepStalls: Bool = false,
         progress: (@Sendable (_ bytesRead: Int) -> Void)? = nil
     ) -> TalliedTraces {
@@ -151,7 +151,7 @@ public struct ReportBuilder: Sendable {
     /// The report of `traces` added up, listing the `top` largest signatures (all of them are
     /// counted in `signatureCount`).
     /// `unreadable` lists the inputs that could not be read, for the fleet summary.
-    public func report(
+    package func report(
         _ traces: [LoadedTrace], top: Int = 10, unreadable: [StallReport.Unreadable] = []
     ) -> StallReport {
         let analyzed = analyze(traces)
@@ -160,7 +160,7 @@ public struct ReportBuilder: Sendable {
 
     /// The report of `traces` whose stalls `analyze(_:)` already classified (`analyzed[i]`
     /// belongs to `traces[i]`), so a caller that also exports them classifies once.
-    public func report(
+    package func report(
         _ traces: [LoadedTrace], analyzed: [[AnalyzedStall]], top: Int, unreadable: [StallReport.Unreadable] = []
     ) -> StallReport {
         var tally = FleetTally()
@@ -178,7 +178,7 @@ public struct ReportBuilder: Sendable {
     /// The report of the traces `loadAndTally` read (the inputs that could not be read are in
     /// `unreadable`, for the fleet summary). Reports the same as `report(_:analyzed:top:
     /// unreadable:)` of the traces read and their analyzed stalls.
-    public func report(_ tallied: TalliedTraces, top: Int = 10, unreadable: [StallReport.Unreadable] = [])
+    package func report(_ tallied: TalliedTraces, top: Int = 10, unreadable: [StallReport.Unreadable] = [])
         -> StallReport
     {
         report(tallied.tally, numbers: tallied.results.count, top: top, unreadable: unreadable)
@@ -225,7 +225,7 @@ public struct ReportBuilder: Sendable {
     /// `SignatureDiff` compares between two runs.
     /// `facts` (by trace path) and `traceCount` feed each signature's fleet numbers (traces
     /// affected, builds, hosts, first and last seen).
-    public static func signatures(
+    package static func signatures(
         _ stalls: [AnalyzedStall], facts: [String: TraceFacts] = [:], traceCount: Int = 0
     ) -> [StallReport.Signature] {
         // Each trace's stalls together, traces in the order they first appear.
@@ -358,12 +358,12 @@ extension ReportBuilder {
 /// trace or why it could not be read, and what a report of them needs.
 ///
 /// A plain value; use it on any thread.
-public struct TalliedTraces: Sendable {
+package struct TalliedTraces: Sendable {
     /// Each input's trace, or why it could not be read, in the order given. Unless the stalls
     /// were kept, each trace's `trace.stalls` is empty: they were analyzed, added up and let go.
-    public var results: [Result<LoadedTrace, TraceLoadError>] = []
+    package var results: [Result<LoadedTrace, TraceLoadError>] = []
     /// `analyzed[i]` is input `i`'s stalls analyzed when the stalls were kept; else empty.
-    public var analyzed: [[AnalyzedStall]] = []
+    package var analyzed: [[AnalyzedStall]] = []
     /// The traces read, added up.
     var tally = FleetTally()
 

@@ -12,14 +12,14 @@ import StallwatchCore
 ///
 /// `AnalyzedStall` computes it once; `report`, `show`, the signature and every export use it.
 /// A plain value; use it on any thread.
-public struct RepresentativeStack: Sendable, Hashable {
+package struct RepresentativeStack: Sendable, Hashable {
     /// The index of the group's first sample in `stall.samples`: the stack shown.
-    public var sample: Int
+    package var sample: Int
     /// How many samples had this stack.
-    public var samples: Int
+    package var samples: Int
     /// The group's share (0…1) of the stall's attributed time (of its samples when no time
     /// could be attributed).
-    public var confidence: Double
+    package var confidence: Double
 
     /// The representative stack of a stall's samples, in `runs` (in time order; `verdicts`
     /// holds the runs' verdicts, `total` is the samples' summed weight, `sampleCount` how many

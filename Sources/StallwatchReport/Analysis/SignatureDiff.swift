@@ -5,31 +5,31 @@ import StallwatchCore
 /// diff` prints (`render(colour:)`) or encodes as JSON (`JSONOutput.encode(_:)`).
 ///
 /// A plain value; use it on any thread.
-public struct SignatureDiff: Sendable, Hashable, Codable {
+package struct SignatureDiff: Sendable, Hashable, Codable {
     /// One signature's numbers in both runs (0 where it is absent).
-    public struct Entry: Sendable, Hashable, Codable {
+    package struct Entry: Sendable, Hashable, Codable {
         /// The signature's dominant category.
-        public var category: StallCategory
+        package var category: StallCategory
         /// The signature's app frames, innermost first.
-        public var frames: [String]
+        package var frames: [String]
         /// How many stalls of the signature the base run had.
-        public var baseCount: Int
+        package var baseCount: Int
         /// How many the new run had.
-        public var newCount: Int
+        package var newCount: Int
         /// Their summed duration in the base run, in milliseconds.
-        public var baseTotalMs: Double
+        package var baseTotalMs: Double
         /// Their summed duration in the new run, in milliseconds.
-        public var newTotalMs: Double
+        package var newTotalMs: Double
         /// The change of the summed duration, in percent of the base's (`nil`, JSON `null`,
         /// when the base has none).
-        public var totalChangePercent: Double?
+        package var totalChangePercent: Double?
 
         private enum CodingKeys: String, CodingKey {
             case category, frames, baseCount, newCount, baseTotalMs, newTotalMs, totalChangePercent
         }
 
         /// Encodes every key (`null` for no percentage).
-        public func encode(to encoder: any Encoder) throws {
+        package func encode(to encoder: any Encoder) throws {
             var container = encoder.container(keyedBy: CodingKeys.self)
             try container.encode(category, forKey: .category)
             try container.encode(frames, forKey: .frames)
@@ -42,26 +42,26 @@ public struct SignatureDiff: Sendable, Hashable, Codable {
     }
 
     /// The paths of the base run's traces.
-    public var base: [String]
+    package var base: [String]
     /// The paths of the new run's traces.
-    public var new: [String]
+    package var new: [String]
     /// A change counts when it is more than this many percent of the base.
-    public var thresholdPercent: Double
+    package var thresholdPercent: Double
     /// Signatures only in the new run.
-    public var added: [Entry]
+    package var added: [Entry]
     /// Signatures only in the base run.
-    public var gone: [Entry]
+    package var gone: [Entry]
     /// Signatures whose total time or count grew by more than the threshold.
-    public var worse: [Entry]
+    package var worse: [Entry]
     /// Signatures whose total time or count shrank by more than the threshold, neither
     /// growing past it.
-    public var better: [Entry]
+    package var better: [Entry]
     /// Signatures that moved by no more than the threshold.
-    public var unchanged: [Entry]
+    package var unchanged: [Entry]
 
     /// Compares the signatures of two runs (each from `ReportBuilder.signatures(_:)`, largest
     /// first); the paths only label the result. Pure; any thread.
-    public init(
+    package init(
         base: [StallReport.Signature], new: [StallReport.Signature], basePaths: [String], newPaths: [String],
         thresholdPercent: Double
     ) {

@@ -5,15 +5,15 @@
 /// thunks), innermost first. Two stalls with equal keys are "the same stall" in a report.
 ///
 /// A plain value; use it on any thread.
-public struct SignatureKey: Sendable, Hashable, Comparable, Codable {
+package struct SignatureKey: Sendable, Hashable, Comparable, Codable {
     /// How many app frames a signature keeps.
     static let frameCount = 3
 
     /// The stall's dominant category (`other` when it has no samples).
-    public var category: StallCategory
+    package var category: StallCategory
     /// Up to three app frame names, innermost first. When no sample has an app frame, the
     /// dominant reason in brackets (`[fsync]`); `[no samples]` when there are none.
-    public var frames: [String]
+    package var frames: [String]
 
     init(category: StallCategory, frames: [String]) {
         self.category = category
@@ -21,12 +21,12 @@ public struct SignatureKey: Sendable, Hashable, Comparable, Codable {
     }
 
     /// The key as one line: `compute: App.parse ← App.load`.
-    public var text: String {
+    package var text: String {
         "\(category.rawValue): " + frames.joined(separator: " ← ")
     }
 
     /// Orders by category name, then frames, so listings are stable.
-    public static func < (lhs: SignatureKey, rhs: SignatureKey) -> Bool {
+    package static func < (lhs: SignatureKey, rhs: SignatureKey) -> Bool {
         (lhs.category.rawValue, lhs.frames.joined(separator: "\u{0}"))
             < (rhs.category.rawValue, rhs.frames.joined(separator: "\u{0}"))
     }
@@ -37,49 +37,49 @@ public struct SignatureKey: Sendable, Hashable, Comparable, Codable {
 /// `StallText` and `StallListText` take.
 ///
 /// A plain value; use it on any thread.
-public struct AnalyzedStall: Sendable {
+package struct AnalyzedStall: Sendable {
     /// The path of the trace the stall was read from.
-    public var tracePath: String
+    package var tracePath: String
     /// The stall as decoded, samples in time order.
-    public var stall: Stall
+    package var stall: Stall
     /// The classifier's verdict on each sample (`classifications[i]` is `stall.samples[i]`'s).
-    public var classifications: [Classification]
+    package var classifications: [Classification]
     /// The nanoseconds each sample stands for (`StallAccounting.sampleWeights`): what the
     /// breakdown weighs and the exports draw, adding up to `durationNanos` when there are
     /// samples.
-    public var sampleWeights: [UInt64]
+    package var sampleWeights: [UInt64]
     /// The time-weighted breakdown of the samples by category and reason.
-    public var breakdown: StallBreakdown
+    package var breakdown: StallBreakdown
     /// The category with the largest share of the breakdown (`other` when there are no
     /// samples).
-    public var category: StallCategory
+    package var category: StallCategory
     /// What the stall is grouped by in a report.
-    public var key: SignatureKey
+    package var key: SignatureKey
     /// The stack that stands for the stall, with its confidence; `nil` when no sample of the
     /// dominant category has a stack.
-    public var representative: RepresentativeStack?
+    package var representative: RepresentativeStack?
     /// How long the stall lasted, in nanoseconds; for an unfinished stall, until its last
     /// sample.
-    public var durationNanos: UInt64
+    package var durationNanos: UInt64
     /// The frame budget of the stall's trace, in nanoseconds.
-    public var budgetNanos: UInt64
+    package var budgetNanos: UInt64
     /// How the frames of the stall's trace are named.
-    public var names: FrameNamer
+    package var names: FrameNamer
 
     /// The index of the representative stack's sample, `nil` without one.
-    public var representativeSample: Int? { representative?.sample }
+    package var representativeSample: Int? { representative?.sample }
 
     /// The representative sample's frames, innermost first (empty without one).
-    public var representativeFrames: [Frame] {
+    package var representativeFrames: [Frame] {
         representative.map { stall.samples[$0.sample].frames } ?? []
     }
 
     /// The time beyond the budget, in nanoseconds: what the hitch ratio adds up.
-    public var overrunNanos: UInt64 { durationNanos > budgetNanos ? durationNanos - budgetNanos : 0 }
+    package var overrunNanos: UInt64 { durationNanos > budgetNanos ? durationNanos - budgetNanos : 0 }
 
     /// The part of the duration no sample stands for: all of it for a stall without samples,
     /// else 0.
-    public var unsampledNanos: UInt64 {
+    package var unsampledNanos: UInt64 {
         let weighed = sampleWeights.reduce(0, +)
         return durationNanos > weighed ? durationNanos - weighed : 0
     }
@@ -87,7 +87,7 @@ public struct AnalyzedStall: Sendable {
     /// Classifies `stall`'s samples with `classifier`, weighs them, picks the representative
     /// stack and the signature; `tracePath`, `budget` (the trace header's) and `names` (from
     /// the trace's module map) are kept for reports. Pure; any thread.
-    public init(
+    package init(
         _ stall: Stall, tracePath: String, budget: Duration, classifier: Classifier,
         names: FrameNamer = FrameNamer(modules: [])
     ) {
@@ -139,7 +139,7 @@ public struct AnalyzedStall: Sendable {
     }
 
     /// Analyzes `stall` of `loaded` with its header's budget and its module map's names.
-    public init(_ stall: Stall, of loaded: LoadedTrace, classifier: Classifier) {
+    package init(_ stall: Stall, of loaded: LoadedTrace, classifier: Classifier) {
         self.init(
             stall, tracePath: loaded.path,
             budget: loaded.trace.header?.thresholds.budget ?? TierThresholds.default.budget, classifier: classifier,
@@ -147,10 +147,10 @@ public struct AnalyzedStall: Sendable {
     }
 
     /// Where the stalled work was registered, `#fileID:#line`.
-    public var site: String { "\(stall.callout.file):\(stall.callout.line)" }
+    package var site: String { "\(stall.callout.file):\(stall.callout.line)" }
 
     /// How `frame` (one of this stall's) is named in text and exports.
-    public func frameName(_ frame: Frame) -> String { names.name(frame) }
+    package func frameName(_ frame: Frame) -> String { names.name(frame) }
 }
 
 /// What the analysis of one trace's stalls (`AnalyzedStall`, `StallFigures.ofColumns`) worked

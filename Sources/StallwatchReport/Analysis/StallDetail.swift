@@ -6,28 +6,28 @@ import StallwatchCore
 /// name says otherwise; absent values are `null`.
 ///
 /// A plain value; use it on any thread.
-public struct StallDetail: Sendable, Hashable, Encodable {
+package struct StallDetail: Sendable, Hashable, Encodable {
     /// One line of `show`'s list (`show T --json` without `--stall`).
-    public struct Summary: Sendable, Hashable, Encodable {
+    package struct Summary: Sendable, Hashable, Encodable {
         /// The stall's id within its trace.
-        public var id: UInt64
+        package var id: UInt64
         /// Its tier.
-        public var tier: Tier
+        package var tier: Tier
         /// Its duration (until the last sample when unfinished), in milliseconds.
-        public var durationMs: Double
+        package var durationMs: Double
         /// Whether it had not ended when the trace stopped.
-        public var unfinished: Bool
+        package var unfinished: Bool
         /// Its dominant category.
-        public var category: StallCategory
+        package var category: StallCategory
         /// Where its work was registered (`#fileID:#line`).
-        public var site: String
+        package var site: String
         /// Its signature's frames, innermost first.
-        public var signature: [String]
+        package var signature: [String]
         /// The share (0…1) of its time the representative stack stands for; 0 without one.
-        public var stackConfidence: Double
+        package var stackConfidence: Double
 
         /// The summary of `analyzed`.
-        public init(_ analyzed: AnalyzedStall) {
+        package init(_ analyzed: AnalyzedStall) {
             id = analyzed.stall.id
             tier = analyzed.stall.tier
             durationMs = ms(analyzed.durationNanos)
@@ -40,32 +40,32 @@ public struct StallDetail: Sendable, Hashable, Encodable {
     }
 
     /// One sample with the classifier's verdict.
-    public struct SampleDetail: Sendable, Hashable, Encodable {
+    package struct SampleDetail: Sendable, Hashable, Encodable {
         /// When it was taken, in milliseconds from the callout's start.
-        public var offsetMs: Double
+        package var offsetMs: Double
         /// The time it stands for (`StallAccounting`), in milliseconds.
-        public var weightMs: Double
+        package var weightMs: Double
         /// The thread state's name (`running`, `sleeping`, `disk`…).
-        public var state: String
+        package var state: String
         /// The syscall's name, the number as `#N` when unnamed, `null` when not in one.
-        public var syscall: String?
+        package var syscall: String?
         /// The verdict's category.
-        public var category: StallCategory
+        package var category: StallCategory
         /// The verdict's reason.
-        public var reason: String
+        package var reason: String
         /// The innermost annotation's label, `null` if none.
-        public var annotation: String?
+        package var annotation: String?
         /// Whether the signal handler did not answer in time (no stack).
-        public var captureTimedOut: Bool
+        package var captureTimedOut: Bool
         /// The frames, innermost first.
-        public var frames: [StallReport.StackFrame]
+        package var frames: [StallReport.StackFrame]
 
         private enum CodingKeys: String, CodingKey {
             case offsetMs, weightMs, state, syscall, category, reason, annotation, captureTimedOut, frames
         }
 
         /// Encodes every key (`null` when absent).
-        public func encode(to encoder: any Encoder) throws {
+        package func encode(to encoder: any Encoder) throws {
             var container = encoder.container(keyedBy: CodingKeys.self)
             try container.encode(offsetMs, forKey: .offsetMs)
             try container.encode(weightMs, forKey: .weightMs)
@@ -80,36 +80,36 @@ public struct StallDetail: Sendable, Hashable, Encodable {
     }
 
     /// The list fields, as in `Summary`.
-    public var summary: Summary
+    package var summary: Summary
     /// The trace's path, as given.
-    public var trace: String
+    package var trace: String
     /// The flags: `unfinished`, `suspended`, `captureTimedOut`.
-    public var flags: [String]
+    package var flags: [String]
     /// The callout's kind, label (`null` if none), mode and phase.
-    public var callout: [String: String?]
+    package var callout: [String: String?]
     /// The fraction (0…1) of the attributed time per category; every category is present.
-    public var categoryShares: [StallCategory: Double]
+    package var categoryShares: [StallCategory: Double]
     /// The reasons, largest first, with their fractions.
-    public var reasons: [ReasonShare]
+    package var reasons: [ReasonShare]
     /// The index (0-based) of the representative stack's sample, `null` without one.
-    public var representativeSample: Int?
+    package var representativeSample: Int?
     /// The representative stack, innermost first (empty without one).
-    public var stack: [StallReport.StackFrame]
+    package var stack: [StallReport.StackFrame]
     /// Every sample, in time order.
-    public var samples: [SampleDetail]
+    package var samples: [SampleDetail]
 
     /// A reason and its fraction of the stall.
-    public struct ReasonShare: Sendable, Hashable, Encodable {
+    package struct ReasonShare: Sendable, Hashable, Encodable {
         /// Its category.
-        public var category: StallCategory
+        package var category: StallCategory
         /// The reason.
-        public var reason: String
+        package var reason: String
         /// Its fraction (0…1).
-        public var share: Double
+        package var share: Double
     }
 
     /// The detail of `analyzed`.
-    public init(_ analyzed: AnalyzedStall) {
+    package init(_ analyzed: AnalyzedStall) {
         let stall = analyzed.stall
         summary = Summary(analyzed)
         trace = analyzed.tracePath
@@ -146,7 +146,7 @@ public struct StallDetail: Sendable, Hashable, Encodable {
     }
 
     /// Encodes the summary's keys and the detail's in one object (`null` when absent).
-    public func encode(to encoder: any Encoder) throws {
+    package func encode(to encoder: any Encoder) throws {
         var container = encoder.container(keyedBy: CodingKeys.self)
         try container.encode(summary.id, forKey: .id)
         try container.encode(summary.tier, forKey: .tier)

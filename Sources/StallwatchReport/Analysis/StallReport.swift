@@ -9,35 +9,35 @@ import StallwatchCore
 /// categories are JSON object keys spelled as their raw values (`microHang`, `lockWait`).
 ///
 /// A plain value; use it on any thread.
-public struct StallReport: Sendable, Hashable, Codable {
+package struct StallReport: Sendable, Hashable, Codable {
     /// Where one input trace came from and how much of it could be read.
-    public struct TraceInfo: Sendable, Hashable, Codable {
+    package struct TraceInfo: Sendable, Hashable, Codable {
         /// The path the trace was read from, as given.
-        public var path: String
+        package var path: String
         /// The recording process's name from the trace header (`""` without a header).
-        public var process: String
+        package var process: String
         /// The recording process's id (0 without a header).
-        public var pid: UInt32
+        package var pid: UInt32
         /// Whether the recorder wrote every callout (`full`) or stalls only; `nil` when the
         /// trace has no header (JSON: `"unknown"`).
-        public var mode: TraceMode?
+        package var mode: TraceMode?
         /// The file's size in bytes.
-        public var bytes: Int
+        package var bytes: Int
         /// From the header's clock base to the trace's last timestamp, in seconds.
-        public var runTimeSeconds: Double
+        package var runTimeSeconds: Double
         /// How many stalls the trace holds.
-        public var stalls: Int
+        package var stalls: Int
         /// The truncation or damage the reader met, one `TraceError` line each (empty for a
         /// whole trace).
-        public var problems: [String]
+        package var problems: [String]
         /// The trace id (`TraceFacts.traceID`, 32 hex digits).
-        public var traceID: String = ""
+        package var traceID: String = ""
         /// The recording host, `null` when the trace does not say.
-        public var host: String?
+        package var host: String?
         /// The build (`TraceFacts.build`: app version and build id, or `unknown`).
-        public var build: String = "unknown"
+        package var build: String = "unknown"
         /// The app version, `null` when the trace does not say.
-        public var appVersion: String?
+        package var appVersion: String?
 
         private enum CodingKeys: String, CodingKey {
             case path, process, pid, mode, bytes, runTimeSeconds, stalls, problems, traceID, host, build, appVersion
@@ -58,7 +58,7 @@ public struct StallReport: Sendable, Hashable, Codable {
         }
 
         /// Decodes the JSON form (`mode` as `"stalls"`, `"full"` or `"unknown"`).
-        public init(from decoder: any Decoder) throws {
+        package init(from decoder: any Decoder) throws {
             let container = try decoder.container(keyedBy: CodingKeys.self)
             path = try container.decode(String.self, forKey: .path)
             process = try container.decode(String.self, forKey: .process)
@@ -75,7 +75,7 @@ public struct StallReport: Sendable, Hashable, Codable {
         }
 
         /// Encodes the JSON form (`mode` as `"stalls"`, `"full"` or `"unknown"`).
-        public func encode(to encoder: any Encoder) throws {
+        package func encode(to encoder: any Encoder) throws {
             var container = encoder.container(keyedBy: CodingKeys.self)
             try container.encode(path, forKey: .path)
             try container.encode(process, forKey: .process)
@@ -93,77 +93,77 @@ public struct StallReport: Sendable, Hashable, Codable {
     }
 
     /// The frame-clock summaries of every trace, added up.
-    public struct FrameStats: Sendable, Hashable, Codable {
+    package struct FrameStats: Sendable, Hashable, Codable {
         /// Frames the clocks were due to deliver.
-        public var expected: UInt64
+        package var expected: UInt64
         /// Frames they delivered.
-        public var delivered: UInt64
+        package var delivered: UInt64
         /// Frames they dropped because the loop was busy when one was due.
-        public var dropped: UInt64
+        package var dropped: UInt64
         /// Delivered frames per second of summarized clock time.
-        public var fps: Double
+        package var fps: Double
     }
 
     /// How many stalls there were, of which tiers and categories, and how long they took.
-    public struct StallStats: Sendable, Hashable, Codable {
+    package struct StallStats: Sendable, Hashable, Codable {
         /// Every stall of every trace.
-        public var total: Int
+        package var total: Int
         /// Stalls that had not ended when their trace stopped (a kill during a hang).
-        public var unfinished: Int
+        package var unfinished: Int
         /// The stalls' durations summed, in milliseconds.
-        public var totalMs: Double
+        package var totalMs: Double
         /// Stalls per tier; every tier is present (0 when none).
-        public var byTier: [Tier: Int]
+        package var byTier: [Tier: Int]
         /// Stalls per dominant category; every category is present (0 when none).
-        public var byCategory: [StallCategory: Int]
+        package var byCategory: [StallCategory: Int]
         /// Sample-attributed milliseconds per category (`StallAccounting`: a stall's first
         /// sample also stands for the time before it); every category is present. With
         /// `unsampledMs` they add up to `totalMs`.
-        public var categoryMs: [StallCategory: Double]
+        package var categoryMs: [StallCategory: Double]
         /// Milliseconds of stalls that have no sample at all (a stall killed before its first
         /// sample), attributed to no category.
-        public var unsampledMs: Double
+        package var unsampledMs: Double
         /// Stalls of tier `hang` or `severe` (at least 250 ms by default).
-        public var hangs: Int
+        package var hangs: Int
     }
 
     /// Loop-latency percentiles from the traces' latency histograms, in milliseconds; each is
     /// the lower bound of its log-linear histogram bucket (within 6.25 %).
-    public struct LatencyStats: Sendable, Hashable, Codable {
+    package struct LatencyStats: Sendable, Hashable, Codable {
         /// How many latencies the histograms hold.
-        public var count: UInt64
+        package var count: UInt64
         /// The median.
-        public var p50Ms: Double
+        package var p50Ms: Double
         /// The 90th percentile.
-        public var p90Ms: Double
+        package var p90Ms: Double
         /// The 99th percentile.
-        public var p99Ms: Double
+        package var p99Ms: Double
         /// The 99.9th percentile.
-        public var p999Ms: Double
+        package var p999Ms: Double
         /// The lower bound of the highest bucket with a value.
-        public var maxMs: Double
+        package var maxMs: Double
     }
 
     /// One frame of a signature's representative stack, ready to print.
-    public struct StackFrame: Sendable, Hashable, Codable {
+    package struct StackFrame: Sendable, Hashable, Codable {
         /// The short name (`FeedDatabase.loadFeed(rows:)`, `libsqlite3.so.0+0x4f1a3`; see
         /// `FrameNamer`).
-        public var name: String
+        package var name: String
         /// The full demangled symbol, or the short name when unsymbolicated.
-        public var symbol: String
+        package var symbol: String
         /// The path of the image holding the frame (`null` if unknown).
-        public var module: String?
+        package var module: String?
         /// `file:line` from debug information, relative to the build root when under it
         /// (`null` if unknown or compiler-generated).
-        public var source: String?
+        package var source: String?
         /// Whether the frame is the system's or a toolchain library's, not the app's
         /// (`Frame.isSystem`); renderers dim such frames.
-        public var system: Bool
+        package var system: Bool
 
         private enum CodingKeys: String, CodingKey { case name, symbol, module, source, system }
 
         /// Encodes every key (`null` when unknown).
-        public func encode(to encoder: any Encoder) throws {
+        package func encode(to encoder: any Encoder) throws {
             var container = encoder.container(keyedBy: CodingKeys.self)
             try container.encode(name, forKey: .name)
             try container.encode(symbol, forKey: .symbol)
@@ -174,104 +174,104 @@ public struct StallReport: Sendable, Hashable, Codable {
     }
 
     /// A call site that registered a signature's work, with how many of its stalls it posted.
-    public struct SiteCount: Sendable, Hashable, Codable {
+    package struct SiteCount: Sendable, Hashable, Codable {
         /// The registration's `#fileID:#line` (`Feed/FeedView.swift:88`).
-        public var site: String
+        package var site: String
         /// How many of the signature's stalls came from it.
-        public var count: Int
+        package var count: Int
     }
 
     /// Names one stall of one trace: what `stallwatch show TRACE --stall ID` takes.
-    public struct StallReference: Sendable, Hashable, Codable {
+    package struct StallReference: Sendable, Hashable, Codable {
         /// The trace's path, as given.
-        public var trace: String
+        package var trace: String
         /// The stall's id within that trace.
-        public var stall: UInt64
+        package var stall: UInt64
     }
 
     /// Stalls that look alike, grouped by dominant category and innermost app frames (see
     /// `SignatureKey`), with what they cost and where they came from.
-    public struct Signature: Sendable, Hashable, Codable {
+    package struct Signature: Sendable, Hashable, Codable {
         /// The category that took most of these stalls' time.
-        public var category: StallCategory
+        package var category: StallCategory
         /// Up to three app frame names, innermost first; a bracketed reason (`[fsync]`) when
         /// no sample had an app frame.
-        public var frames: [String]
+        package var frames: [String]
         /// How many stalls have this signature.
-        public var count: Int
+        package var count: Int
         /// Their durations summed, in milliseconds.
-        public var totalMs: Double
+        package var totalMs: Double
         /// The longest one's duration, in milliseconds.
-        public var maxMs: Double
+        package var maxMs: Double
         /// Stalls per tier; tiers with none are left out.
-        public var tiers: [Tier: Int]
+        package var tiers: [Tier: Int]
         /// The fraction (0…1) of the sample-attributed time per category; every category is
         /// present.
-        public var categoryShares: [StallCategory: Double]
+        package var categoryShares: [StallCategory: Double]
         /// The classifier's most frequent reason within `category` (`sqlite3_step`, `fsync`),
         /// `""` if none.
-        public var reason: String
+        package var reason: String
         /// The call site that posted most of them (`#fileID:#line`).
-        public var site: String
+        package var site: String
         /// Every call site, most frequent first.
-        public var sites: [SiteCount]
+        package var sites: [SiteCount]
         /// The longest stall's representative stack (`RepresentativeStack`), innermost frame
         /// first.
-        public var stack: [StackFrame]
+        package var stack: [StackFrame]
         /// The share (0…1) of the longest stall's time its representative stack stands for;
         /// 0 without a stack.
-        public var stackConfidence: Double
+        package var stackConfidence: Double
         /// The longest stall, to look at with `stallwatch show`.
-        public var example: StallReference
+        package var example: StallReference
         /// How many traces have at least one of these stalls.
-        public var traces: Int = 0
+        package var traces: Int = 0
         /// `traces` in percent of the traces read.
-        public var tracesPercent: Double = 0
+        package var tracesPercent: Double = 0
         /// The median duration (nearest rank), in milliseconds.
-        public var p50Ms: Double = 0
+        package var p50Ms: Double = 0
         /// The 95th-percentile duration (nearest rank), in milliseconds.
-        public var p95Ms: Double = 0
+        package var p95Ms: Double = 0
         /// The earliest stall's wall-clock start, ISO 8601 UTC (`null` without trace headers).
-        public var firstSeen: String?
+        package var firstSeen: String?
         /// The latest stall's wall-clock start, ISO 8601 UTC (`null` without trace headers).
-        public var lastSeen: String?
+        package var lastSeen: String?
         /// Stalls and traces per build (`TraceFacts.build`), most stalls first.
-        public var builds: [GroupCount] = []
+        package var builds: [GroupCount] = []
         /// Stalls and traces per host, most stalls first.
-        public var hosts: [GroupCount] = []
+        package var hosts: [GroupCount] = []
         /// What the samples waited on (file, socket peer, lock owner, SQL), most frequent first;
         /// nil (and absent from the JSON) when no sample knew.
-        public var waits: [WaitCount]? = nil
+        package var waits: [WaitCount]? = nil
     }
 
     /// The version of this JSON schema (1); keys may be added within a version, none removed.
-    public var schemaVersion = 1
+    package var schemaVersion = 1
     /// The traces read, in the order given.
-    public var traces: [TraceInfo]
+    package var traces: [TraceInfo]
     /// What the traces are together: processes, hosts, builds, time span, unreadable inputs.
-    public var fleet = FleetSummary(
+    package var fleet = FleetSummary(
         traces: 0, processes: 0, hosts: 0, builds: 0, appVersions: 0, bytes: 0, firstStart: nil, lastEnd: nil,
         unreadable: [])
     /// The traces' run times, summed, in seconds.
-    public var runTimeSeconds: Double
+    package var runTimeSeconds: Double
     /// The fraction (0…1) of run time spent in callouts, over the `full`-mode traces; `nil`
     /// when no trace recorded every callout.
-    public var loopUtilisation: Double?
+    package var loopUtilisation: Double?
     /// The frame clocks' totals; `nil` when no frame clock ran.
-    public var frames: FrameStats?
+    package var frames: FrameStats?
     /// Milliseconds of stall time beyond the frame budget per second of run time (Apple's
     /// hitch-time ratio).
-    public var hitchRatioMsPerSecond: Double
+    package var hitchRatioMsPerSecond: Double
     /// Stall counts by tier and category.
-    public var stalls: StallStats
+    package var stalls: StallStats
     /// Loop-latency percentiles; `nil` when the traces hold no latency histograms.
-    public var loopLatency: LatencyStats?
+    package var loopLatency: LatencyStats?
     /// Congested iterations and the sites that took their time; `nil` when there were none.
-    public var congestion: CongestionStats?
+    package var congestion: CongestionStats?
     /// How many distinct signatures the stalls fall into.
-    public var signatureCount: Int
+    package var signatureCount: Int
     /// The largest signatures, by total time (then count): as many as `top` asked for.
-    public var signatures: [Signature]
+    package var signatures: [Signature]
 
     private enum CodingKeys: String, CodingKey {
         case schemaVersion, traces, fleet, runTimeSeconds, loopUtilisation, frames, hitchRatioMsPerSecond, stalls
@@ -279,7 +279,7 @@ public struct StallReport: Sendable, Hashable, Codable {
     }
 
     /// Encodes every key, `null` for absent measurements, so the schema does not move.
-    public func encode(to encoder: any Encoder) throws {
+    package func encode(to encoder: any Encoder) throws {
         var container = encoder.container(keyedBy: CodingKeys.self)
         try container.encode(schemaVersion, forKey: .schemaVersion)
         try container.encode(traces, forKey: .traces)

@@ -4,10 +4,10 @@ import StallwatchCore
 /// samples that carried each. `report` lists a signature's top ones, `show` a stall's.
 ///
 /// Pure; use it on any thread.
-public enum WaitSummary {
+package enum WaitSummary {
     /// The most frequent facts over `stalls`' samples, most frequent first, at most `limit`;
     /// each share is of all the samples (with or without a fact).
-    public static func top(_ stalls: [Stall], limit: Int = 3) -> [StallReport.WaitCount] {
+    package static func top(_ stalls: [Stall], limit: Int = 3) -> [StallReport.WaitCount] {
         var tally = Tally()
         for stall in stalls { tally.add(stall) }
         return tally.top(limit: limit)
@@ -46,10 +46,10 @@ public enum WaitSummary {
 extension StallReport {
     /// One thing a signature's samples waited on (`read of /var/lib/app/feed.json`) and the
     /// fraction (0…1) of its samples that say so.
-    public struct WaitCount: Sendable, Hashable, Codable {
+    package struct WaitCount: Sendable, Hashable, Codable {
         /// `WaitFact.summary`.
-        public var text: String
+        package var text: String
         /// The fraction of the samples.
-        public var share: Double
+        package var share: Double
     }
 }

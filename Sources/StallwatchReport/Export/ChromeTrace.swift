@@ -15,10 +15,10 @@ import StallwatchCore
 /// The exact values stay in each event's `args`.
 ///
 /// Pure; use it on any thread.
-public enum ChromeTraceExporter {
+package enum ChromeTraceExporter {
     /// `loaded` as Chrome trace JSON. `stalls` are its stalls as `ReportBuilder.analyze(_:)`
     /// classified them; its callouts are drawn only if it was loaded with `includeCallouts`.
-    public static func export(_ loaded: LoadedTrace, stalls: [AnalyzedStall]) -> String {
+    package static func export(_ loaded: LoadedTrace, stalls: [AnalyzedStall]) -> String {
         let header = loaded.trace.header
         let pid = Int(header?.pid ?? 1)
         // The recorder's start, or the first event if one began before it (the callout that

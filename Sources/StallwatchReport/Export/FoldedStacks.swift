@@ -9,11 +9,11 @@ import StallwatchCore
 /// unfinished one: as far as `StallExtents` draws it).
 ///
 /// Pure; use it on any thread.
-public enum FoldedStacksExporter {
+package enum FoldedStacksExporter {
     /// The folded-stacks text of `stalls` (from `ReportBuilder.analyze(_:)`, of one trace or
     /// several), one `stack weight` line each. `traces` (the stalls' traces) say how far an
     /// unfinished stall without samples reaches; without them it counts its budget.
-    public static func export(_ stalls: [AnalyzedStall], traces: [LoadedTrace] = []) -> String {
+    package static func export(_ stalls: [AnalyzedStall], traces: [LoadedTrace] = []) -> String {
         // Nanoseconds per stack (`AnalyzedStall.sampleWeights`, the report's rule), rounded
         // to microseconds once per line so the lines add up to the report's total.
         var weights: [String: UInt64] = [:]

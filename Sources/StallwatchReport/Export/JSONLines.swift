@@ -8,19 +8,19 @@ import StallwatchCore
 /// and SQL that rebuild `stallwatch report`'s signature table from these lines.
 ///
 /// Pure; use it on any thread.
-public enum JSONLinesExporter {
+package enum JSONLinesExporter {
     /// The value of every line's `schema` key.
-    public static let schema = "stallwatch.jsonl/1"
+    package static let schema = "stallwatch.jsonl/1"
 
     /// One trace's stalls (from `ReportBuilder.analyze(_:)`) with the trace they came from.
-    public struct Input: Sendable {
+    package struct Input: Sendable {
         /// The trace.
-        public var trace: LoadedTrace
+        package var trace: LoadedTrace
         /// Its analyzed stalls.
-        public var stalls: [AnalyzedStall]
+        package var stalls: [AnalyzedStall]
 
         /// Pairs a trace with its stalls.
-        public init(trace: LoadedTrace, stalls: [AnalyzedStall]) {
+        package init(trace: LoadedTrace, stalls: [AnalyzedStall]) {
             self.trace = trace
             self.stalls = stalls
         }
@@ -28,7 +28,7 @@ public enum JSONLinesExporter {
 
     /// The lines of `inputs`, traces in order, stalls in start order, each stall's samples
     /// (with `samples`) right after it. Ends in a newline unless empty.
-    public static func export(_ inputs: [Input], samples: Bool = false) -> String {
+    package static func export(_ inputs: [Input], samples: Bool = false) -> String {
         var out = ""
         for input in inputs {
             let facts = TraceFacts(input.trace)

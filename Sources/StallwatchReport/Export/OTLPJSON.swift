@@ -9,15 +9,15 @@ import StallwatchCore
 /// numbers and 64-bit integers are decimal strings.
 ///
 /// Pure; use it on any thread.
-public enum OTLPJSONExporter {
+package enum OTLPJSONExporter {
     /// The instrumentation scope every span comes from.
-    public static let scopeName = "stallwatch"
+    package static let scopeName = "stallwatch"
     /// The scope's version: this exporter's attribute set.
-    public static let scopeVersion = "1"
+    package static let scopeVersion = "1"
 
     /// The request for `inputs` (traces with their analyzed stalls); with `callouts`, also a
     /// span per callout of traces loaded with `includeCallouts`.
-    public static func export(_ inputs: [JSONLinesExporter.Input], callouts: Bool = false) -> String {
+    package static func export(_ inputs: [JSONLinesExporter.Input], callouts: Bool = false) -> String {
         var resources: [String] = []
         for input in inputs {
             let facts = TraceFacts(input.trace)

@@ -9,9 +9,9 @@ import StallwatchCore
 /// image's build id.
 ///
 /// Pure; use it on any thread.
-public enum PprofExporter {
+package enum PprofExporter {
     /// The gzip'ed profile of `inputs` (traces with their analyzed stalls).
-    public static func export(_ inputs: [JSONLinesExporter.Input]) -> [UInt8] {
+    package static func export(_ inputs: [JSONLinesExporter.Input]) -> [UInt8] {
         gzip(profile(inputs))
     }
 

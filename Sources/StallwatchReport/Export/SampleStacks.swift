@@ -22,7 +22,7 @@ func noSamplesName(_ stall: Stall) -> String {
 extension LoadedTrace {
     /// The last timestamp in the trace (`CLOCK_MONOTONIC` nanoseconds): where the run time of
     /// `report` ends, and how far the exports draw a stall that never ended.
-    public var lastTimestamp: UInt64 {
+    package var lastTimestamp: UInt64 {
         let run = ReportBuilder.runTime(of: self)
         if let base = trace.header?.clockBase { return base &+ run }
         // Without a header the run is measured from the first timestamp; the stalls and
@@ -86,12 +86,12 @@ struct StallExtents {
 
 /// The lines `stallwatch export` adds on stderr about what the export could not show as
 /// sampled stacks.
-public enum ExportNotes {
+package enum ExportNotes {
     /// `N of M stalls carried no samples (…)` when some stall has no sample, else `nil`: a
     /// flame graph without them would hide their time, so each is drawn as one marker frame
     /// (`[no samples]`, `[unfinished stall, no samples]`); the Chrome export draws their slices
     /// without sample markers.
-    public static func stallsWithoutSamples(_ stalls: [AnalyzedStall], chrome: Bool = false) -> String? {
+    package static func stallsWithoutSamples(_ stalls: [AnalyzedStall], chrome: Bool = false) -> String? {
         let empty = stalls.filter { $0.stall.samples.isEmpty }
         guard !empty.isEmpty else { return nil }
         let unfinished = empty.filter { $0.stall.end == nil }.count

@@ -7,11 +7,11 @@ import StallwatchCore
 /// `exporter` names the Stallwatch version that wrote the file.
 ///
 /// Pure; use it on any thread.
-public enum SpeedscopeExporter {
+package enum SpeedscopeExporter {
     /// The speedscope JSON of `stalls` (from `ReportBuilder.analyze(_:)`); `name` titles the
     /// file in speedscope (the CLI uses the trace's path); `traces` (the stalls' traces) say
     /// how far an unfinished stall without samples reaches.
-    public static func export(_ stalls: [AnalyzedStall], name: String, traces: [LoadedTrace] = []) -> String {
+    package static func export(_ stalls: [AnalyzedStall], name: String, traces: [LoadedTrace] = []) -> String {
         var frameIndex: [FrameKey: Int] = [:]
         var frames: [FrameKey] = []
         func index(_ key: FrameKey) -> Int {

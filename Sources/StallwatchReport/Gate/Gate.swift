@@ -3,7 +3,7 @@ import StallwatchCore
 /// A limit a report must stay within for a CI build to pass (`stallwatch gate`'s options).
 ///
 /// A plain value; use it on any thread.
-public enum GateLimit: Sendable, Hashable {
+package enum GateLimit: Sendable, Hashable {
     /// At most this many stalls.
     case maxStalls(Int)
     /// At most this many stalls of tier `hang` or `severe`.
@@ -17,7 +17,7 @@ public enum GateLimit: Sendable, Hashable {
 
     /// The check's name in gate output and JUnit (`stalls`, `hangs`, `hitch-ratio`,
     /// `category-io`, `regression-hitch-ratio`).
-    public var name: String {
+    package var name: String {
         switch self {
         case .maxStalls: "stalls"
         case .maxHangs: "hangs"
@@ -28,26 +28,26 @@ public enum GateLimit: Sendable, Hashable {
     }
 
     /// The name of `maxRegression` (known before the baseline is read).
-    public static let regressionName = "regression-hitch-ratio"
+    package static let regressionName = "regression-hitch-ratio"
 }
 
 /// The outcome of checking one `GateLimit`.
 ///
 /// A plain value; use it on any thread.
-public struct GateCheck: Sendable, Hashable {
+package struct GateCheck: Sendable, Hashable {
     /// The limit's name (`GateLimit.name`).
-    public var name: String
+    package var name: String
     /// What was measured, as shown (`3`, `12.5 ms/s`, `+40.0 %`).
-    public var measured: String
+    package var measured: String
     /// The limit, as shown (`0`, `20.000 ms/s`, `+10.0 %`).
-    public var limit: String
+    package var limit: String
     /// Whether the measurement is within the limit.
-    public var passed: Bool
+    package var passed: Bool
     /// How long the check took, in seconds (a JUnit testcase's `time`).
-    public var seconds: Double = 0
+    package var seconds: Double = 0
 
     /// The check in one line, `hangs: 3 > 0` or `hangs: 0 <= 0` (a JUnit failure's message).
-    public var summary: String {
+    package var summary: String {
         "\(name): \(measured) \(passed ? "<=" : ">") \(limit)"
     }
 }
@@ -61,9 +61,9 @@ public struct GateCheck: Sendable, Hashable {
 /// ```
 ///
 /// Pure; use it on any thread.
-public enum Gate {
+package enum Gate {
     /// Checks `report` against each of `limits`: one result per limit, in the order given.
-    public static func evaluate(_ report: StallReport, limits: [GateLimit]) -> [GateCheck] {
+    package static func evaluate(_ report: StallReport, limits: [GateLimit]) -> [GateCheck] {
         limits.map { limit in
             let clock = ContinuousClock()
             let started = clock.now

@@ -9,36 +9,36 @@ import StallwatchCore
 /// requires `timestamp`, `hostname` and `time` on every suite and `time` on every case.
 ///
 /// A plain value; use it on any thread.
-public struct JUnitRun: Sendable, Hashable {
+package struct JUnitRun: Sendable, Hashable {
     /// One `<property name= value=>` of the suite.
-    public struct Property: Sendable, Hashable {
+    package struct Property: Sendable, Hashable {
         /// The property's name (not empty).
-        public var name: String
+        package var name: String
         /// Its value.
-        public var value: String
+        package var value: String
 
         /// Creates a property.
-        public init(_ name: String, _ value: String) {
+        package init(_ name: String, _ value: String) {
             self.name = name
             self.value = value
         }
     }
 
     /// When the gate started, as the schema wants it: `2026-12-01T11:24:40`, UTC, no zone.
-    public var timestamp: String
+    package var timestamp: String
     /// The machine it ran on (`localhost` when the name cannot be read).
-    public var hostname: String
+    package var hostname: String
     /// How long the gate took, reading the traces included, in seconds.
-    public var seconds: Double
+    package var seconds: Double
     /// The suite's properties (the traces, the Stallwatch version).
-    public var properties: [Property]
+    package var properties: [Property]
     /// What the gate printed (the suite's `system-out`).
-    public var standardOutput: String
+    package var standardOutput: String
     /// Its warnings and errors (the suite's `system-err`).
-    public var standardError: String
+    package var standardError: String
 
     /// Creates the facts of a run.
-    public init(
+    package init(
         timestamp: String, hostname: String, seconds: Double, properties: [Property] = [], standardOutput: String = "",
         standardError: String = ""
     ) {
@@ -51,7 +51,7 @@ public struct JUnitRun: Sendable, Hashable {
     }
 
     /// `seconds` since the epoch as a schema timestamp (UTC, `yyyy-MM-ddTHH:mm:ss`).
-    public static func timestamp(secondsSinceEpoch seconds: Int) -> String {
+    package static func timestamp(secondsSinceEpoch seconds: Int) -> String {
         var time = time_t(seconds)
         var parts = tm()
         gmtime_r(&time, &parts)
@@ -61,7 +61,7 @@ public struct JUnitRun: Sendable, Hashable {
     }
 
     /// This machine's host name, `localhost` if it has none.
-    public static var currentHostname: String {
+    package static var currentHostname: String {
         var buffer = [CChar](repeating: 0, count: 256)
         guard gethostname(&buffer, buffer.count - 1) == 0 else { return "localhost" }
         let name = String(decoding: buffer.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
@@ -74,7 +74,7 @@ extension Gate {
     /// `suiteName` with `run`'s timestamp, host and time, its properties, one `testcase` per
     /// check (with the check's time) and a `failure` inside each failed one, then what the
     /// gate printed as `system-out` and `system-err`.
-    public static func junit(_ checks: [GateCheck], suiteName: String = "stallwatch gate", run: JUnitRun) -> String {
+    package static func junit(_ checks: [GateCheck], suiteName: String = "stallwatch gate", run: JUnitRun) -> String {
         let failures = checks.filter { !$0.passed }.count
         var cases = ""
         for check in checks {
@@ -96,7 +96,7 @@ extension Gate {
     /// `error` holding `errors` (one line each, naming the file and byte offset), and each of
     /// `limits` (their names) as a skipped case, so a CI publisher shows why nothing was
     /// checked instead of finding no file.
-    public static func junit(
+    package static func junit(
         unreadable errors: [String], limits: [String], suiteName: String = "stallwatch gate", run: JUnitRun
     ) -> String {
         let message = errors.first ?? "the traces could not be read"

@@ -10,7 +10,7 @@ import StallwatchCore
 
 extension TraceLoader {
     /// The file name ending that marks a trace inside a directory.
-    public static let traceExtension = ".swtrace"
+    package static let traceExtension = ".swtrace"
 
     /// A trace this large or larger is decoded in chunks on several workers.
     static let chunkedDecodeThreshold = 4 << 20
@@ -19,7 +19,7 @@ extension TraceLoader {
     /// sorted by path; hidden entries skipped). Files are kept as given, in order, whatever
     /// their name; paths that name nothing are kept too, so loading reports them. A file found
     /// in a directory is left out when it was already given or found.
-    public static func expand(_ inputs: [String]) -> [String] {
+    package static func expand(_ inputs: [String]) -> [String] {
         var result: [String] = []
         var seen = Set<String>()
         for input in inputs {
@@ -37,7 +37,7 @@ extension TraceLoader {
     }
 
     /// How many cores this process may run on.
-    public static var availableCores: Int {
+    package static var availableCores: Int {
         max(1, Int(sysconf(Int32(_SC_NPROCESSORS_ONLN))))
     }
 
@@ -45,7 +45,7 @@ extension TraceLoader {
     /// when it is large (at least 4 MiB) and more than one worker is allowed, else serially.
     /// The result is the same `DecodedTrace(decoding:fileName:)` gives; a trace with any
     /// damage is decoded serially, so its messages are the serial path's.
-    public static func decode(_ bytes: UnsafeRawBufferPointer, fileName: String?, workers: Int) -> DecodedTrace {
+    package static func decode(_ bytes: UnsafeRawBufferPointer, fileName: String?, workers: Int) -> DecodedTrace {
         decode(bytes, fileName: fileName, workers: workers, asColumns: false)
     }
 

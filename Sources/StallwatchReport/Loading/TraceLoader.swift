@@ -9,56 +9,56 @@ import StallwatchCore
 /// draws on the main thread's track.
 ///
 /// A plain value; use it on any thread.
-public struct CalloutEvent: Sendable, Hashable {
+package struct CalloutEvent: Sendable, Hashable {
     /// Where the work was registered (kind, label, `#fileID`, line); `nil` when the trace lost
     /// the `callSite` record.
-    public var site: TraceRecord.CallSite?
+    package var site: TraceRecord.CallSite?
     /// The run-loop mode it ran in (`default`, `tracking`, or `mode N` when unnamed).
-    public var mode: String
+    package var mode: String
     /// When it started, in `CLOCK_MONOTONIC` nanoseconds.
-    public var start: UInt64
+    package var start: UInt64
     /// How long it ran, in nanoseconds.
-    public var duration: UInt64
+    package var duration: UInt64
 }
 
 /// A trace file read by `TraceLoader` and assembled: the `DecodedTrace` (stalls, summaries,
 /// how decoding went) with where it came from.
 ///
 /// A plain value; use it on any thread.
-public struct LoadedTrace: Sendable {
+package struct LoadedTrace: Sendable {
     /// The path it was read from, as given.
-    public var path: String
+    package var path: String
     /// The file's size in bytes.
-    public var byteCount: Int
+    package var byteCount: Int
     /// The decoded trace: header, stalls with symbolicated samples, summaries, outcome.
-    public var trace: DecodedTrace
+    package var trace: DecodedTrace
     /// Every callout, in file order: only for a `full`-mode trace loaded with
     /// `includeCallouts`, else empty.
-    public var callouts: [CalloutEvent] = []
+    package var callouts: [CalloutEvent] = []
 
     /// How the file ends early, if it does: inside a record (a killed recorder) or in a junk
     /// tail (a crash or power loss). The records before it are all there.
-    public var truncation: TraceError? { trace.outcome.truncation }
+    package var truncation: TraceError? { trace.outcome.truncation }
     /// Damaged regions between records that the decoder skipped: data is missing, so counts
     /// from this trace are low.
-    public var corruptRegions: [TraceError] { trace.outcome.corruptRegions }
+    package var corruptRegions: [TraceError] { trace.outcome.corruptRegions }
 }
 
 /// Why a trace file could not be read at all (not opened, not a trace, a newer format, not
 /// one whole record).
 ///
 /// A plain value; use it on any thread.
-public struct TraceLoadError: Error, Sendable, Hashable, CustomStringConvertible {
+package struct TraceLoadError: Error, Sendable, Hashable, CustomStringConvertible {
     /// The file, as given.
-    public var path: String
+    package var path: String
     /// One line naming the file and the byte offset: `app.swtrace: byte 0: cannot open (…)`.
-    public var description: String
+    package var description: String
 }
 
 /// Reads trace files into `LoadedTrace`s, several in parallel.
 ///
 /// Call from any thread; it blocks until every file is read.
-public enum TraceLoader {
+package enum TraceLoader {
     /// Reads the trace at `path`; with `includeCallouts`, also keeps every callout of a
     /// `full`-mode trace (a second pass over the file, for the Chrome export).
     ///
@@ -67,7 +67,7 @@ public enum TraceLoader {
     /// trace loads, with `truncation` and `corruptRegions` saying what was lost.
     ///
     /// `workers` is how many threads may decode it: a large trace is split between sync markers.
-    public static func load(path: String, includeCallouts: Bool = false, workers: Int = 1)
+    package static func load(path: String, includeCallouts: Bool = false, workers: Int = 1)
         -> Result<LoadedTrace, TraceLoadError>
     {
         load(path: path, includeCallouts: includeCallouts, workers: workers, asColumns: false)
@@ -87,7 +87,7 @@ public enum TraceLoader {
 
     /// Decodes trace bytes read elsewhere (standard input: `stallwatch report -`); `path`
     /// names them in messages and in the result. Fails as `load(path:includeCallouts:)` does.
-    public static func load(
+    package static func load(
         bytes: [UInt8], path: String, includeCallouts: Bool = false, workers: Int = 1
     ) -> Result<LoadedTrace, TraceLoadError> {
         load(bytes: bytes, path: path, includeCallouts: includeCallouts, workers: workers, asColumns: false)
@@ -114,7 +114,7 @@ public enum TraceLoader {
     /// threads (every core by default; a large file is split between them too); the results
     /// are in the order of `paths` and the same whatever `workers` is. `progress` is called with
     /// each file's size once it is read, from the reading threads (so it must be thread-safe).
-    public static func load(
+    package static func load(
         paths: [String], includeCallouts: Bool = false, workers: Int = availableCores,
         progress: (@Sendable (_ bytesRead: Int) -> Void)? = nil
     ) -> [Result<LoadedTrace, TraceLoadError>] {

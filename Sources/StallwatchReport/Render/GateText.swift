@@ -3,11 +3,11 @@ import StallwatchCore
 /// The text of `stallwatch gate`.
 ///
 /// Pure; use it on any thread.
-public enum GateText {
+package enum GateText {
     /// The outcome of checking `report`: a title line (traces, stalls, run time), one
     /// `PASS`/`FAIL` line per check with its measured value and limit, and a result line.
     /// With `colour`, the title is ANSI bold, `PASS` green and `FAIL` red.
-    public static func render(_ checks: [GateCheck], of report: StallReport, colour: Bool) -> String {
+    package static func render(_ checks: [GateCheck], of report: StallReport, colour: Bool) -> String {
         let style = Style(enabled: colour)
         let width = max(6, checks.map(\.name.count).max() ?? 0)
         var lines = [

@@ -20,12 +20,12 @@ import StallwatchCore
 /// the tests check with an XML parser.
 ///
 /// Pure; use it on any thread.
-public enum HTMLReport {
+package enum HTMLReport {
     /// The page for `report`, built from `traces` and their stalls as `analyze(_:)` classified
     /// them (`analyzed[i]` belongs to `traces[i]`). The signature table lists
     /// `report.signatures` (build the report with `top: .max` for every signature); traces
     /// loaded with `includeCallouts` also show the loop's busy time.
-    public static func render(_ report: StallReport, traces: [LoadedTrace], analyzed: [[AnalyzedStall]]) -> String {
+    package static func render(_ report: StallReport, traces: [LoadedTrace], analyzed: [[AnalyzedStall]]) -> String {
         let data = HTMLReportData.json(report, traces: traces, analyzed: analyzed)
         var page = HTMLPage.head
         page += "<style>/*<![CDATA[*/\n" + HTMLPage.style + "/*]]>*/</style>\n</head>\n"

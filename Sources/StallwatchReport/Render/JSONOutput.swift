@@ -4,9 +4,9 @@ import Foundation
 /// slashes unescaped, so the same input always gives the same bytes.
 ///
 /// Pure; use it on any thread.
-public enum JSONOutput {
+package enum JSONOutput {
     /// `value` (a `StallReport`, a `SignatureDiff`) as JSON text, ending in a newline.
-    public static func encode<Value: Encodable>(_ value: Value) throws -> String {
+    package static func encode<Value: Encodable>(_ value: Value) throws -> String {
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes]
         return String(decoding: try encoder.encode(value), as: UTF8.self) + "\n"

@@ -3,9 +3,9 @@ import StallwatchCore
 /// The human-readable text of `stallwatch report`.
 ///
 /// Pure; use it on any thread.
-public enum ReportText {
+package enum ReportText {
     /// `report` as text, 100 columns wide: see `render(_:options:)`.
-    public static func render(_ report: StallReport, colour: Bool) -> String {
+    package static func render(_ report: StallReport, colour: Bool) -> String {
         render(report, options: TextOptions(colour: colour))
     }
 
@@ -16,7 +16,7 @@ public enum ReportText {
     /// names lose their middle); with `options.colour`, headings are ANSI bold and system
     /// frames dim; with `options.verbose`, frames show their full symbols. Several traces are
     /// summarised (`FleetText`) unless `options.listTraces` asks for a line each.
-    public static func render(_ report: StallReport, options: TextOptions) -> String {
+    package static func render(_ report: StallReport, options: TextOptions) -> String {
         let style = Style(enabled: options.colour)
         let width = options.width.map { max($0, minimumWidth) }
         var lines: [String] = []

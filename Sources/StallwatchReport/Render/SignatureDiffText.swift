@@ -4,7 +4,7 @@ extension SignatureDiff {
     /// The text `stallwatch diff` prints: a title line, then the new, worse, better and gone
     /// signatures with their counts and times in both runs, then how many are unchanged. With
     /// `colour`, ANSI bold, red and green. Pure; any thread.
-    public func render(colour: Bool) -> String {
+    package func render(colour: Bool) -> String {
         let style = Style(enabled: colour)
         var lines = [
             style.bold("Signature diff") + ": \(base.joined(separator: ", ")) → \(new.joined(separator: ", ")) "

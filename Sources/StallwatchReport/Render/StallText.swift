@@ -4,9 +4,9 @@ import StallwatchCore
 /// trace's stalls.
 ///
 /// Pure; use it on any thread.
-public enum StallText {
+package enum StallText {
     /// `analyzed` as text, 100 columns wide: see `render(_:options:)`.
-    public static func render(_ analyzed: AnalyzedStall, colour: Bool) -> String {
+    package static func render(_ analyzed: AnalyzedStall, colour: Bool) -> String {
         render(analyzed, options: TextOptions(colour: colour))
     }
 
@@ -16,7 +16,7 @@ public enum StallText {
     /// its stack came from, top frames, annotation) and the representative stack with its confidence. Lines fit
     /// `options.width`; with `options.colour`, headings are ANSI bold and system frames dim;
     /// with `options.verbose`, the stack shows full symbols.
-    public static func render(_ analyzed: AnalyzedStall, options: TextOptions) -> String {
+    package static func render(_ analyzed: AnalyzedStall, options: TextOptions) -> String {
         let style = Style(enabled: options.colour)
         let width = options.width.map { max($0, minimumWidth) }
         let stall = analyzed.stall
@@ -150,7 +150,7 @@ public enum StallText {
     /// The stalls of one trace, one line each (id, tier, duration, category, stack
     /// confidence, posting site, signature): what `stallwatch show T` prints without
     /// `--stall`.
-    public static func list(_ stalls: [AnalyzedStall], trace: String, options: TextOptions) -> String {
+    package static func list(_ stalls: [AnalyzedStall], trace: String, options: TextOptions) -> String {
         let style = Style(enabled: options.colour)
         let width = options.width.map { max($0, minimumWidth) }
         var lines = wrapItems(

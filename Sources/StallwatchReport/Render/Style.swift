@@ -53,19 +53,19 @@ func plainNumber(_ value: Double) -> String {
 /// How text output is laid out: colour, the line width and whether names are shown in full.
 ///
 /// A plain value; use it on any thread.
-public struct TextOptions: Sendable, Hashable {
+package struct TextOptions: Sendable, Hashable {
     /// Whether to use ANSI bold and dim.
-    public var colour: Bool
+    package var colour: Bool
     /// The widest a line may be, in columns; `nil` for no limit (`--wide`).
-    public var width: Int?
+    package var width: Int?
     /// Whether frames show their full demangled symbols (`--verbose`) rather than short names.
-    public var verbose: Bool
+    package var verbose: Bool
     /// Whether a report over several traces lists each trace (`--list-traces`) rather than
     /// only summarising them.
-    public var listTraces: Bool
+    package var listTraces: Bool
 
     /// Creates options; by default no colour, 100 columns, short names, traces summarised.
-    public init(colour: Bool = false, width: Int? = 100, verbose: Bool = false, listTraces: Bool = false) {
+    package init(colour: Bool = false, width: Int? = 100, verbose: Bool = false, listTraces: Bool = false) {
         self.colour = colour
         self.width = width
         self.verbose = verbose
@@ -196,10 +196,10 @@ extension Style {
 /// messages, which name files).
 ///
 /// Pure; use it on any thread.
-public enum TerminalText {
+package enum TerminalText {
     /// `text` with its line breaks kept and every other character a terminal acts on shown
     /// escaped (`terminalSafe(_:style:)`): for a message that names a file.
-    public static func message(_ text: String) -> String {
+    package static func message(_ text: String) -> String {
         text.split(separator: "\n", omittingEmptySubsequences: false).map { terminalSafe(String($0)) }
             .joined(separator: "\n")
     }
