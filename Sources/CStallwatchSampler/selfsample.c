@@ -54,6 +54,8 @@ typedef struct {
     uint64_t next_cycles;
     int64_t period_ns;             // the period the event has now
     _Atomic uint64_t ticks, captures, dropped;
+    // 1 while the handler runs on the handle's thread (which then has the signal blocked).
+    _Atomic uint32_t in_handler;
     self_slot slots[SLOTS];
 } self_handle;
 
@@ -116,6 +118,7 @@ static void self_handler(int signo, siginfo_t *info, void *ucv) {
         }
     }
     if (h == NULL) goto out;
+    atomic_store_explicit(&h->in_handler, 1, memory_order_relaxed);
     add(&h->ticks);
     const uint64_t budget = atomic_load_explicit(&h->budget_cycles, memory_order_relaxed);
     const uint64_t sequence = sw_clock_sequence(h->clock);
@@ -133,6 +136,7 @@ static void self_handler(int signo, siginfo_t *info, void *ucv) {
         }
     }
     schedule_next(h, info->si_fd, target > now ? target - now : 0);
+    atomic_store_explicit(&h->in_handler, 0, memory_order_relaxed);
 out:
     atomic_fetch_sub_explicit(&g_in_handler, 1, memory_order_release);
     errno = saved_errno;
@@ -374,6 +378,11 @@ void sw_self_get_stats(int handle, sw_self_stats *out) {
     out->ticks = atomic_load_explicit(&h->ticks, memory_order_relaxed);
     out->captures = atomic_load_explicit(&h->captures, memory_order_relaxed);
     out->dropped = atomic_load_explicit(&h->dropped, memory_order_relaxed);
+}
+
+int sw_self_in_handler(int handle) {
+    if (handle < 0 || handle >= SW_SELF_MAX_THREADS) return 0;
+    return (int)atomic_load_explicit(&g_handles[handle].in_handler, memory_order_relaxed);
 }
 
 void sw_self_close(int handle) {

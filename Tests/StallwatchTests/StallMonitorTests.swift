@@ -4,6 +4,7 @@
 // ever signalling the thread while it samples itself, attributed to its posting site, and its
 // culprit shows up in the symbolicated stack; short or nested work is never a stall.
 import CSQLite
+import CStallwatchSampler
 import Foundation
 import StallwatchCore
 import Testing
@@ -193,6 +194,32 @@ import Testing
             #expect(mine.count == 1, "round \(round): \(mine)")
             #expect(mine.allSatisfy { $0.label == (round % 2 == 0 ? "sleep" : "spin") && $0.nanos >= 40_000_000 })
         }
+    }
+
+    @Test(.disabled(if: Sanitizer.thread, "self-sampling stands aside under TSan: the watchdog signals then"))
+    func aCalloutThatBlocksTheTicksIsSampledBySignalInstead() async throws {
+        // The thread masks the ticks' signal (as code that blocks signals around a critical
+        // section does): its own captures stop, and the watchdog, seeing the tick blocked and
+        // pending, signals it instead (its sampling signal is another one).
+        let run = try await monitored { loop, measure in
+            measure.post(loop) {
+                var blocked = sigset_t()
+                var previous = sigset_t()
+                sigemptyset(&blocked)
+                sigaddset(&blocked, sw_self_default_signal())
+                pthread_sigmask(SIG_BLOCK, &blocked, &previous)
+                spinForStallTest(milliseconds: 80)
+                pthread_sigmask(SIG_SETMASK, &previous, nil)
+            }
+        }
+        guard case .on = run.statistics.selfSampling else {
+            Issue.record("self-sampling is \(run.statistics.selfSampling)")
+            return
+        }
+        let stall = try #require(run.ended.first, "\(run.ended.count) stalls")
+        #expect(run.ended.count == 1)
+        #expect(run.statistics.captures > 0, "the watchdog sent no signal")
+        #expect(stall.samples.contains { $0.frames.contains { $0.symbol?.contains("spinForStallTest") == true } })
     }
 
     @Test(.disabled(if: Sanitizer.thread, "self-sampling stands aside under TSan: the watchdog signals then"))

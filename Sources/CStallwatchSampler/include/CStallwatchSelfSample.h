@@ -144,6 +144,10 @@ int sw_self_take(int handle, uint64_t sequence, int earliest, int64_t after_ns, 
 /// The handle's counters. Any thread.
 void sw_self_get_stats(int handle, sw_self_stats *out);
 
+/// 1 while the tick handler runs on the handle's thread, which has the signal blocked meanwhile
+/// (so its SigBlk alone does not say the thread blocks the ticks). Any thread.
+int sw_self_in_handler(int handle);
+
 /// Stops the ticks and frees the handle (a tick still pending finds no handle and does nothing).
 void sw_self_close(int handle);
 

@@ -53,6 +53,9 @@ final class SelfSampler: Sendable {
 
     deinit { sw_self_close(handle) }
 
+    /// Whether the tick handler runs on the thread now (its signal is blocked meanwhile).
+    var inHandler: Bool { sw_self_in_handler(handle) != 0 }
+
     /// Starts the ticks; the thread must have unblocked the signal (`Sampler.prepareCurrentThread`).
     func enable() -> Bool { sw_self_enable(handle) == SW_SAMPLER_OK }
 

@@ -22,28 +22,39 @@ final class StackCapture {
     /// Whether the thread blocks the self-sampling signal, once read in this stall.
     private var blocksTicks: Bool?
 
-    /// Whether thread `tid` blocks the self-sampling signal (its `SigBlk` in /proc), read once
-    /// per stall.
-    func ticksBlocked(tid: Int32) -> Bool {
+    /// Whether thread `tid` blocks the self-sampling signal, read once per stall: its `SigBlk`
+    /// in /proc has the signal and a tick waits in its `SigPnd`/`ShdPnd`, undelivered. The mask
+    /// alone is not enough: the kernel blocks the signal from the moment it delivers a tick
+    /// until the handler returns, and a thread preempted there (on a loaded machine, often as
+    /// it is about to enter the handler) read as blocking its ticks, so the watchdog signalled
+    /// it for the rest of the stall, and a signal cut a sleep short. A tick being delivered is
+    /// not pending; a blocked one stays pending. Not cached while `own`'s handler runs.
+    func ticksBlocked(tid: Int32, own: SelfSampler) -> Bool {
         if let blocksTicks { return blocksTicks }
-        let blocked = Self.blocks(signal: sw_self_default_signal(), tid: tid)
+        let blocked = Self.blocksWithTickPending(signal: sw_self_default_signal(), tid: tid)
+        if blocked && own.inHandler { return false }
         blocksTicks = blocked
         return blocked
     }
 
-    private static func blocks(signal: Int32, tid: Int32) -> Bool {
+    private static func blocksWithTickPending(signal: Int32, tid: Int32) -> Bool {
         guard let file = fopen("/proc/self/task/\(tid)/status", "r") else { return false }
         defer { fclose(file) }
         var line: UnsafeMutablePointer<CChar>?
         var capacity = 0
         defer { free(line) }
+        let bit = UInt64(1) << UInt64(signal - 1)
+        var blocked = false
+        var pending = false
         while getline(&line, &capacity, file) > 0 {
             let text = String(cString: line!)
-            guard text.hasPrefix("SigBlk:") else { continue }
-            let mask = UInt64(text.dropFirst(7).trimmingCharacters(in: .whitespacesAndNewlines), radix: 16) ?? 0
-            return mask & (1 << UInt64(signal - 1)) != 0
+            for field in ["SigBlk:", "SigPnd:", "ShdPnd:"] where text.hasPrefix(field) {
+                let mask = UInt64(text.dropFirst(7).trimmingCharacters(in: .whitespacesAndNewlines), radix: 16) ?? 0
+                if mask & bit == 0 { continue }
+                if field == "SigBlk:" { blocked = true } else { pending = true }
+            }
         }
-        return false
+        return blocked && pending
     }
     /// When the previous sample (or the stall's detection) was: perf samples older are not news.
     var lastSampleTime: UInt64 = 0

@@ -149,7 +149,8 @@ struct ThreadSampler {
         var timedOut = false
         // Self-sampling, unless the thread blocks the ticks' signal (then it is signalled as
         // without them): asked of /proc only once a wait for its own capture was in vain.
-        let selfSampling = own != nil && !(stacks.ownWaitFailed && stacks.ticksBlocked(tid: tid))
+        let selfSampling =
+            own.map { !(stacks.ownWaitFailed && stacks.ticksBlocked(tid: tid, own: $0.sampler)) } ?? false
         // 1. Blocked in a call a signal would end early (EINTR): read the stack, never signal.
         if let call = kernel.syscall, StackScanner.neverRestarted.contains(call) {
             let scanned = stacks.scanner.scan()
