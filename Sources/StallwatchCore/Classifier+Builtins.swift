@@ -21,7 +21,16 @@ extension Classifier {
               "name": "idle-wait",
               "category": "other",
               "reason": "idle",
-              "match": { "symbolContains": "\#(StallwatchSymbols.idleWait)" }
+              "match": { "symbolContains": "\#(StallwatchSymbols.idleWait)", "maxDepth": 6 }
+            },
+            {
+              "name": "nio-idle-wait",
+              "category": "other",
+              "reason": "idle",
+              "match": {
+                "symbolContains": "\#(StallwatchSymbols.nioIdleWait)",
+                "syscall": ["epoll_wait", "epoll_pwait", "epoll_pwait2"]
+              }
             },
             {
               "name": "sqlite-module",

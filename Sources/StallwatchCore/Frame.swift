@@ -42,9 +42,32 @@ public struct Frame: Sendable, Hashable, Codable {
     /// Stallwatch's own run loop and monitor, compiled into the app: not the app's code, in
     /// any form the optimizer gives it (`function signature specialization <…> of
     /// Stallwatch.MainLoop.fireTimers(…)`, a partial-apply forwarder, a merged function).
+    /// Executors' dispatch code (swift-nio's pipeline and loops, `StallwatchSymbols.executorPrefixes`)
+    /// likewise, in its closures, protocol witnesses and extensions too: whose code it is, is
+    /// read from the function's own name (`owner(of:)`), never from its parameter types.
     static func isInfrastructure(_ symbol: String) -> Bool {
-        let function = standsFor(symbol)
+        let function = owner(of: standsFor(symbol))
         return StallwatchSymbols.infrastructurePrefixes.contains { function.utf8.starts(with: $0.utf8) }
+    }
+
+    /// The function `function` is part of: a closure's enclosing function (`closure #2 (Int) ->
+    /// () in NIOHTTP1.BetterHTTPParser.init(…)`), the requirement a protocol witness stands for,
+    /// a member of an extension without its `(extension in M):` marker.
+    static func owner(of function: Substring) -> Substring {
+        var rest = function
+        while true {
+            if let tail = rest.dropping("protocol witness for ") ?? rest.dropping("static ") {
+                rest = tail
+            } else if let tail = rest.dropping("(extension in "), let colon = tail.firstIndex(of: ":") {
+                rest = tail[tail.index(after: colon)...]
+            } else if rest.hasPrefix("closure #") || rest.hasPrefix("implicit closure #"),
+                let tail = rest.after(" in ")
+            {
+                rest = tail
+            } else {
+                return rest
+            }
+        }
     }
 
     /// The function a demangled `symbol` stands for, without the wrappers the optimizer adds:
@@ -123,6 +146,21 @@ extension Substring {
                 if depth == 0 { return Substring(utf8[utf8.index(after: index)...]) }
             }
             previous = byte
+            index = utf8.index(after: index)
+        }
+        return nil
+    }
+}
+
+extension Substring {
+    /// What follows the first ` in `-like `separator`, nil without one (bytes compared).
+    fileprivate func after(_ separator: StaticString) -> Substring? {
+        let pattern = UnsafeBufferPointer(start: separator.utf8Start, count: separator.utf8CodeUnitCount)
+        var index = utf8.startIndex
+        while index != utf8.endIndex {
+            if utf8[index...].starts(with: pattern) {
+                return self[utf8.index(index, offsetBy: pattern.count)...]
+            }
             index = utf8.index(after: index)
         }
         return nil

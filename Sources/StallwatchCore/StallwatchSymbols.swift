@@ -3,14 +3,25 @@
 /// `Frame`, which match them. Each is written once, here; `StallwatchSymbolsTests`
 /// (Tests/StallwatchTests) captures real stacks and fails if a name drifts.
 package enum StallwatchSymbols {
-    /// The run loop's idle wait (`blockingWaitForWork` in `Sources/Stallwatch/Loop/Epoll.swift`).
-    /// A frame whose symbol contains it means the loop is idle: the built-in rule `idle-wait`.
-    package static let idleWait = "blockingWaitForWork"
+    /// The run loop's idle wait (`blockingWaitForWork` in `Sources/Stallwatch/Loop/Epoll.swift`),
+    /// with its module: an executor's own function of that name (swift-nio's
+    /// `SelectableEventLoop._blockingWaitForWork`, inside whose callback every handler runs) is
+    /// not it. A frame whose symbol contains it, among the innermost few, means the loop is
+    /// parked idle: the built-in rule `idle-wait`.
+    package static let idleWait = "Stallwatch.blockingWaitForWork"
+
+    /// swift-nio's event-loop wait. Its handlers run inside it, so it is idle only while the
+    /// thread is in the epoll wait itself: the built-in rule `nio-idle-wait`.
+    package static let nioIdleWait = "NIOPosix.SelectableEventLoop._blockingWaitForWork"
 
     /// The idle wait's frame exactly as the symbolicator names it (demangled and simplified), for
     /// test fixtures that imitate an idle loop's stack.
     package static let idleWaitFrame =
         "Stallwatch.blockingWaitForWork(_: Swift.Int32, _: Swift.UnsafeMutablePointer<__C.epoll_event>, _: Swift.Int32, timeoutNanos: Swift.Int64) -> Swift.Int"
+
+    /// The file a heartbeat stall's callout names (`HeartbeatMonitor`): the monitor's heartbeat,
+    /// not the app's code, so reports name such a stall's site from its stack.
+    package static let heartbeatFile = "heartbeat"
 
     /// The module apps import: the loop, the monitor and the recorder.
     package static let runtimeModule = "Stallwatch"
@@ -23,9 +34,15 @@ package enum StallwatchSymbols {
     package static let calloutClosurePrefix = "closure #1 () -> () in "
 
     /// Symbols starting with one of these are Stallwatch's own frames, not the app's
-    /// (`Frame.isSystem`).
-    package static let infrastructurePrefixes = [
-        "\(runtimeModule).", "\(coreModule).", "static \(runtimeModule).",
-        "\(calloutClosurePrefix)\(runtimeModule).",
+    /// (`Frame.isSystem`), matched against the function a symbol is part of (`Frame.owner(of:)`:
+    /// closures, witnesses and statics by their function).
+    package static let infrastructurePrefixes = ["\(runtimeModule).", "\(coreModule)."] + executorPrefixes
+
+    /// Executors' own dispatch code, compiled into apps like Stallwatch is: swift-nio's event
+    /// loops, channel pipeline and HTTP codec (its C parser too). Their frames are
+    /// infrastructure, never the app's: a stall's signature and site name the handler they
+    /// called.
+    package static let executorPrefixes = [
+        "NIOCore.", "NIOPosix.", "NIOHTTP1.", "NIOEmbedded.", "NIOConcurrencyHelpers.", "c_nio_",
     ]
 }

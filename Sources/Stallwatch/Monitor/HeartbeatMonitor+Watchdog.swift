@@ -245,7 +245,7 @@ extension HeartbeatMonitor {
 
 extension HeartbeatMonitor {
     /// The `file` of a heartbeat stall's callout: the trace's call site says how it was found.
-    public static let calloutFile = "heartbeat"
+    public static let calloutFile = StallwatchSymbols.heartbeatFile
     /// The `mode` of a heartbeat stall's callout.
     public static let calloutMode = "heartbeat"
 }

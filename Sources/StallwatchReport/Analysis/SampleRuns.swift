@@ -127,8 +127,9 @@ struct StallFigures: Sendable {
         start = stall.start
         unfinished = stall.end == nil
         tier = stall.tier
-        file = stall.callout.file
-        line = stall.callout.line
+        let site = StallSite(stall.callout, frames: representativeFrames)
+        file = site.file
+        line = site.line
         self.durationNanos = durationNanos
         overrunNanos = durationNanos > budgetNanos ? durationNanos - budgetNanos : 0
         unsampledNanos = durationNanos > weighedNanos ? durationNanos - weighedNanos : 0

@@ -146,8 +146,11 @@ package struct AnalyzedStall: Sendable {
             names: FrameNamer(modules: loaded.trace.modules))
     }
 
-    /// Where the stalled work was registered, `#fileID:#line`.
-    package var site: String { "\(stall.callout.file):\(stall.callout.line)" }
+    /// Where the stalled work was registered, `#fileID:#line` (`StallSite`).
+    package var site: String {
+        let site = StallSite(stall.callout, frames: representativeFrames)
+        return "\(site.file):\(site.line)"
+    }
 
     /// How `frame` (one of this stall's) is named in text and exports.
     package func frameName(_ frame: Frame) -> String { names.name(frame) }
@@ -335,5 +338,26 @@ struct VerdictKey: Hashable {
         for frame in sample.frames { hasher.combine(frame.address) }
         hasher.combine(sample.state)
         hasher.combine(sample.syscall)
+    }
+}
+
+/// Where a stall's work was registered. A heartbeat stall's callout is the monitor's heartbeat
+/// (`heartbeat:0`), not the app's code: its site is the outermost app frame of its stack, the
+/// handler or block the executor ran (`BlockingHandler.channelRead` on a swift-nio loop, whose
+/// frames are infrastructure; the block posted to the main queue), at that frame's source line,
+/// its file as `Folder/File.swift`. Without such a frame with a line, the callout's own.
+struct StallSite {
+    var file: String
+    var line: UInt32
+
+    init(_ callout: CalloutIdentity, frames: [Frame]) {
+        file = callout.file
+        line = callout.line
+        guard callout.file == StallwatchSymbols.heartbeatFile,
+            let handler = frames.last(where: { !$0.isSystem && !isCompilerGenerated($0) && $0.line != nil }),
+            let path = handler.file, let line = handler.line
+        else { return }
+        file = path.split(separator: "/").suffix(2).joined(separator: "/")
+        self.line = line
     }
 }

@@ -37,7 +37,7 @@ package enum StallText {
         let label = callout.label.map { " \"\($0)\"" } ?? ""
         lines += wrapItems(
             [
-                "\(callout.kind)\(label) posted at \(callout.file):\(callout.line)", "mode \(callout.mode)",
+                "\(callout.kind)\(label) posted at \(analyzed.site)", "mode \(callout.mode)",
                 "phase \(callout.phase)",
             ], separator: ", ", first: "  callout   ", continuation: "            ", width: width)
         let shares = StallCategory.allCases.compactMap { category -> String? in
