@@ -2,13 +2,19 @@
 # Builds Integration/NIO against the real swift-nio and runs its tests: a NIOHTTP1 server watched
 # by HeartbeatMonitor (Integration/NIO/Tests). swift-nio comes from the vendored sources
 # (`STALLWATCH_NIO_SOURCES`, default ../shared/vendor/swift-nio-sources.tar.gz beside this
-# checkout), unpacked under $TMPDIR and built offline; without them, from GitHub (a connected
-# machine). Extra arguments go to `swift test`.
+# checkout, or /work/shared/vendor), unpacked under $TMPDIR and built offline; without them, from
+# GitHub (a connected machine); with neither it says SKIPPED and exits 0. Extra arguments go to
+# `swift test`.
 set -eu
 cd "$(dirname "$0")/.."
 root=$(pwd)
-sources=${STALLWATCH_NIO_SOURCES:-$root/../shared/vendor/swift-nio-sources.tar.gz}
-if [ -e "$sources" ]; then
+sources=${STALLWATCH_NIO_SOURCES:-}
+if [ -z "$sources" ]; then
+    for candidate in "$root/../shared/vendor" /work/shared/vendor; do
+        [ ! -e "$candidate/swift-nio-sources.tar.gz" ] || { sources=$candidate/swift-nio-sources.tar.gz; break; }
+    done
+fi
+if [ -n "$sources" ] && [ -e "$sources" ]; then
     dir=${TMPDIR:-/tmp}/stallwatch-nio-vendored
     if [ ! -d "$dir/swift-nio" ]; then
         mkdir -p "$dir"
@@ -16,8 +22,12 @@ if [ -e "$sources" ]; then
     fi
     export STALLWATCH_NIO_PATH="$dir/swift-nio" SWIFTCI_USE_LOCAL_DEPS=1
     echo "nio-integration: swift-nio from $sources"
+elif git ls-remote https://github.com/apple/swift-nio.git HEAD >/dev/null 2>&1; then
+    echo "nio-integration: no vendored sources (../shared/vendor); swift-nio from GitHub"
 else
-    echo "nio-integration: no vendored sources at $sources; swift-nio from GitHub"
+    echo "nio-integration: SKIPPED: no vendored swift-nio sources (../shared/vendor or" \
+        "STALLWATCH_NIO_SOURCES) and GitHub is unreachable"
+    exit 0
 fi
 export STALLWATCH_ROOT="$root"
 # The CLI, for the tests' `report` of the server's trace.
