@@ -4,7 +4,8 @@
 # (`STALLWATCH_NIO_SOURCES`, default ../shared/vendor/swift-nio-sources.tar.gz beside this
 # checkout, or /work/shared/vendor), unpacked under $TMPDIR and built offline; without them, from
 # GitHub (a connected machine); with neither it says SKIPPED and exits 0. Extra arguments go to
-# `swift test`.
+# `swift test`; `scripts/nio-integration.sh bench [ROUNDS] [SECONDS]` runs the requests/s bench
+# instead.
 set -eu
 cd "$(dirname "$0")/.."
 root=$(pwd)
@@ -30,6 +31,12 @@ else
     exit 0
 fi
 export STALLWATCH_ROOT="$root"
+# `bench [ROUNDS] [SECONDS]`: requests/s of the server with and without monitoring (release).
+if [ "${1:-}" = bench ]; then
+    shift
+    swift build -c release --package-path Integration/NIO --product stallwatch-nio-bench
+    exec Integration/NIO/.build/release/stallwatch-nio-bench "$@"
+fi
 # The CLI, for the tests' `report` of the server's trace.
 swift build --product stallwatch
 export STALLWATCH_CLI="$root/.build/debug/stallwatch"

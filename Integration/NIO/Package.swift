@@ -35,15 +35,26 @@ let package = Package(
             ]),
         // The system's SQLite, for the database handler.
         .systemLibrary(name: "CSQLite3", pkgConfig: "sqlite3"),
-        .testTarget(
-            name: "StallwatchNIOTests",
+        // The server the tests and the bench run (a NIOHTTP1 server whose handler blocks as the
+        // path says) and blocking loopback clients.
+        .target(
+            name: "NIOTestServer",
             dependencies: [
-                "StallwatchNIO", "CSQLite3",
-                .product(name: "Stallwatch", package: stallwatchPackage),
-                .product(name: "StallwatchCore", package: stallwatchPackage),
+                "CSQLite3",
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "NIOHTTP1", package: "swift-nio"),
+            ]),
+        .executableTarget(
+            name: "stallwatch-nio-bench",
+            dependencies: ["StallwatchNIO", "NIOTestServer", .product(name: "Stallwatch", package: stallwatchPackage)]),
+        .testTarget(
+            name: "StallwatchNIOTests",
+            dependencies: [
+                "StallwatchNIO", "NIOTestServer",
+                .product(name: "Stallwatch", package: stallwatchPackage),
+                .product(name: "StallwatchCore", package: stallwatchPackage),
+                .product(name: "NIOPosix", package: "swift-nio"),
             ]),
     ]
 )
