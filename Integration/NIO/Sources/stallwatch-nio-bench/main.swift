@@ -4,7 +4,8 @@
 // rounds of the same run. One JSON line per result, the monitored rate as a ratio of the
 // unmonitored peer. `stallwatch-nio-bench [ROUNDS] [SECONDS]` (6 rounds of 2 s), or
 // `scripts/nio-integration.sh bench [ROUNDS] [SECONDS]` (release build). BENCH_SELF=0 and
-// BENCH_PERF=0 turn the monitor's self-sampling and perf sampling off; BENCH_VERBOSE=1 prints
+// BENCH_PERF=0 turn the monitor's self-sampling and perf sampling off, BENCH_SELF_PERIOD_US=N
+// sets the self-sampling period (500 µs by default); BENCH_VERBOSE=1 prints
 // the monitor's counters after each monitored round.
 import Foundation
 import NIOTestServer
@@ -23,6 +24,9 @@ func rate(monitored: Bool) throws -> Double {
     let environment = ProcessInfo.processInfo.environment
     if environment["BENCH_SELF"] == "0" { configuration.selfSampling = false }
     if environment["BENCH_PERF"] == "0" { configuration.perfSampling = false }
+    if let period = environment["BENCH_SELF_PERIOD_US"].flatMap(Int.init) {
+        configuration.selfSamplingPeriod = .microseconds(period)
+    }
     let monitor = HeartbeatMonitor(configuration: configuration)
     if monitored {
         monitor.watch(server.group)
