@@ -74,13 +74,13 @@ public struct Classifier: Sendable {
         try RulesFile.decode(json: json, source: source)
     }
 
-    /// Classifies one sample.
+    /// Classifies one sample. Any thread.
     public func classify(_ sample: Sample) -> Classification {
         classify(ClassifierInput(sample))
     }
 
     /// Classifies what a sample comes to for the classifier: the verdict depends on `sample`
-    /// alone.
+    /// alone. Any thread.
     public func classify(_ sample: ClassifierInput) -> Classification {
         if let annotation = sample.annotation, let category = annotation.category {
             return Classification(

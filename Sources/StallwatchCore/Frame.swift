@@ -61,9 +61,9 @@ public struct Frame: Sendable, Hashable, Codable {
             } else if let tail = rest.dropping("(extension in "), let colon = tail.firstIndex(of: ":") {
                 rest = tail[tail.index(after: colon)...]
             } else if rest.hasPrefix("closure #") || rest.hasPrefix("implicit closure #"),
-                let tail = rest.after(" in ")
+                let offset = rest.utf8Offset(of: " in ")
             {
-                rest = tail
+                rest = rest[rest.utf8.index(rest.utf8.startIndex, offsetBy: offset + 4)...]
             } else {
                 return rest
             }
@@ -146,21 +146,6 @@ extension Substring {
                 if depth == 0 { return Substring(utf8[utf8.index(after: index)...]) }
             }
             previous = byte
-            index = utf8.index(after: index)
-        }
-        return nil
-    }
-}
-
-extension Substring {
-    /// What follows the first ` in `-like `separator`, nil without one (bytes compared).
-    fileprivate func after(_ separator: StaticString) -> Substring? {
-        let pattern = UnsafeBufferPointer(start: separator.utf8Start, count: separator.utf8CodeUnitCount)
-        var index = utf8.startIndex
-        while index != utf8.endIndex {
-            if utf8[index...].starts(with: pattern) {
-                return self[utf8.index(index, offsetBy: pattern.count)...]
-            }
             index = utf8.index(after: index)
         }
         return nil

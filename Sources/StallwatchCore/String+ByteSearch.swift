@@ -5,23 +5,8 @@ extension String {
     ///
     /// Pure; use it on any thread.
     package func utf8Offset(of needle: StaticString) -> Int? {
-        let pattern = UnsafeBufferPointer(start: needle.utf8Start, count: needle.utf8CodeUnitCount)
-        guard let first = pattern.first else { return 0 }
         var copy = self
-        return copy.withUTF8 { bytes -> Int? in
-            guard bytes.count >= pattern.count else { return nil }
-            var index = 0
-            let last = bytes.count - pattern.count
-            while index <= last {
-                if bytes[index] == first {
-                    var matched = 1
-                    while matched < pattern.count && bytes[index + matched] == pattern[matched] { matched += 1 }
-                    if matched == pattern.count { return index }
-                }
-                index += 1
-            }
-            return nil
-        }
+        return copy.withUTF8 { byteOffset(of: needle, in: $0) }
     }
 }
 
@@ -48,4 +33,30 @@ extension String {
     package func utf8HasSuffix(_ suffix: String) -> Bool {
         utf8HasPrefix(suffix, from: utf8.count - suffix.utf8.count)
     }
+}
+
+extension Substring {
+    /// As `String.utf8Offset(of:)`, in this substring (from its start). Pure; any thread.
+    package func utf8Offset(of needle: StaticString) -> Int? {
+        var copy = self
+        return copy.withUTF8 { byteOffset(of: needle, in: $0) }
+    }
+}
+
+/// The offset of the first occurrence of `needle` in `bytes`, compared byte for byte.
+private func byteOffset(of needle: StaticString, in bytes: UnsafeBufferPointer<UInt8>) -> Int? {
+    let pattern = UnsafeBufferPointer(start: needle.utf8Start, count: needle.utf8CodeUnitCount)
+    guard let first = pattern.first else { return 0 }
+    guard bytes.count >= pattern.count else { return nil }
+    var index = 0
+    let last = bytes.count - pattern.count
+    while index <= last {
+        if bytes[index] == first {
+            var matched = 1
+            while matched < pattern.count && bytes[index + matched] == pattern[matched] { matched += 1 }
+            if matched == pattern.count { return index }
+        }
+        index += 1
+    }
+    return nil
 }
