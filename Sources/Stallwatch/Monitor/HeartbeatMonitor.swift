@@ -38,8 +38,9 @@ public final class HeartbeatMonitor: @unchecked Sendable {
         /// (it is not serviced: e.g. a program that never drains `DispatchQueue.main`).
         public var unservicedWarning: Duration = .seconds(3)
 
-        /// The defaults: 60 Hz budget, Apple's tiers, 5 ms samples, checks every 8.3 ms.
-        public init() {}
+        /// The defaults: 60 Hz budget, Apple's tiers, 5 ms samples, checks every 8.3 ms, ticks
+        /// from the thread CPU timer (an executor of a server switches at every request).
+        public init() { common.selfSamplingTick = .threadCPUTimer }
 
         /// A field of `common`, as this configuration's own.
         public subscript<Value>(dynamicMember field: WritableKeyPath<MonitorConfiguration, Value>) -> Value {
