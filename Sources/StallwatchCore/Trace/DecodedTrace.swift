@@ -186,6 +186,8 @@ struct StallAssembler {
     var began: [TraceRecord.StallBegan] = []
     /// The `stallEnded` records in file order (of several for one stall, the last counts).
     var ended: [TraceRecord.StallEnded] = []
+    /// The `stallRetimed` records, by stall (the last counts).
+    var retimed: [UInt64: TraceRecord.StallRetimed] = [:]
     /// The samples in file order, their stacks and wait channels by number.
     var samples: [PendingSample] = []
     var stacks = StackTable()
@@ -208,6 +210,7 @@ struct StallAssembler {
         case .symbol(let symbol): symbols[symbol.address] = symbol
         case .stallBegan(let record): began.append(record)
         case .stallEnded(let record): ended.append(record)
+        case .stallRetimed(let record): retimed[record.id] = record
         case .sample(let sample):
             samples.append(
                 PendingSample(
@@ -291,20 +294,23 @@ struct StallAssembler {
             for index in ranges[slot] where ordered[index].captureTimedOut { timedOut = true }
             let lastTime = ranges[slot].isEmpty ? nil : ordered[ranges[slot].upperBound - 1].time
             var flags: StallFlags = [.unfinished]
+            var start = record.start
             var end: UInt64?
             if let ended = ends[record.id] {
                 flags = ended.flags
                 end = ended.end
+                // The executor's own timing of a stall that ended replaces the monitor's.
+                if let retimed = retimed[record.id] { (start, end) = (retimed.start, retimed.end) }
             }
             if timedOut { flags.insert(.captureTimedOut) }
-            let reached = end ?? lastTime ?? record.start
-            let elapsed = reached >= record.start ? reached - record.start : 0
+            let reached = end ?? lastTime ?? start
+            let elapsed = reached >= start ? reached - start : 0
             let tier = max(
                 record.tier, thresholds.tier(for: .nanoseconds(Int64(clamping: elapsed))) ?? record.tier)
             result.append(
                 (
                     Stall(
-                        id: record.id, start: record.start, end: end, tier: tier,
+                        id: record.id, start: start, end: end, tier: tier,
                         callout: identity(record, in: &identities), flags: flags),
                     slot
                 ))

@@ -69,6 +69,12 @@ extension TraceParser {
             return .sample(try parseSample(&reader))
         case .stallEnded:
             return .stallEnded(try parseStallEnded(&reader))
+        case .stallRetimed:
+            let id = try reader.varint("id")
+            let start = try reader.varint("start")
+            let end = try reader.varint("end")
+            if end < start { throw .outOfRange("end", end) }
+            return .stallRetimed(.init(id: id, start: start, end: end))
         case .congestion:
             return .congestion(
                 .init(

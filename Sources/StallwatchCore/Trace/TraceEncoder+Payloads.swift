@@ -50,6 +50,10 @@ extension TraceEncoder {
             writer.varint(ended.id)
             writer.varint(ended.end)
             writer.byte(ended.flags.rawValue)
+        case .stallRetimed(let retimed):
+            writer.varint(retimed.id)
+            writer.varint(retimed.start)
+            writer.varint(retimed.end)
         case .congestion(let congestion):
             writer.varint(congestion.intervalStart)
             writer.varint(congestion.intervalLength)

@@ -96,9 +96,12 @@ public enum TraceRecordKind: UInt8, CaseIterable, Sendable, Hashable {
     /// One loop iteration that overran the budget through several callouts, none a stall:
     /// its time and (`full` mode) the call sites that took it.
     case congestedIteration = 21
+    /// A stall's start and end as the executor itself timed them (its own tick), which the
+    /// monitor learned after the stall ended; they replace `stallBegan`'s start and `stallEnded`'s end.
+    case stallRetimed = 22
 
     /// The id the next new kind gets.
-    public static let nextID: UInt8 = 22
+    public static let nextID: UInt8 = 23
 
     /// Ids that are not kinds and must never become kinds.
     public static let reservedIDs: [ClosedRange<UInt8>] = [0...0, 128...255]
@@ -127,6 +130,7 @@ public enum TraceRecordKind: UInt8, CaseIterable, Sendable, Hashable {
         case .congestedIteration: "congestedIteration"
         case .sampleCounters: "sampleCounters"
         case .sampleWait: "sampleWait"
+        case .stallRetimed: "stallRetimed"
         }
     }
 }

@@ -46,6 +46,8 @@ public enum TraceRecord: Sendable, Hashable {
     case sampleCounters(SampleCounters)
     /// What a sample's thread waited on (kind 19).
     indirect case sampleWait(SampleWait)
+    /// A stall timed by its executor's own clock (kind 22).
+    case stallRetimed(StallRetimed)
 
     /// The record's kind id.
     public var kind: TraceRecordKind {
@@ -71,6 +73,7 @@ public enum TraceRecord: Sendable, Hashable {
         case .congestedIteration: .congestedIteration
         case .sampleCounters: .sampleCounters
         case .sampleWait: .sampleWait
+        case .stallRetimed: .stallRetimed
         }
     }
 }
@@ -359,6 +362,23 @@ extension TraceRecord {
             self.id = id
             self.end = end
             self.flags = flags
+        }
+    }
+
+    /// A stall's start and end as its executor timed them (a swift-nio event loop's tick), which
+    /// replace the monitor's own once the stall ended.
+    public struct StallRetimed: Sendable, Hashable {
+        /// The `StallBegan.id`.
+        public var id: UInt64
+        /// When the stall began and ended, by the executor's clock (CLOCK_MONOTONIC ns).
+        public var start: UInt64
+        public var end: UInt64
+
+        /// Creates a stall-retimed record.
+        public init(id: UInt64, start: UInt64, end: UInt64) {
+            self.id = id
+            self.start = start
+            self.end = end
         }
     }
 
