@@ -111,7 +111,7 @@ extension HeartbeatMonitor {
             if watch.ending == nil, pending != watch.stallDue {
                 // The heartbeat ran: the stall ended when it did, or as the tick that ran it says.
                 stall.end = executor.ranAt.load(ordering: .relaxed)
-                watch.ending = (executor.runs.load(ordering: .relaxed), now.saturatingAdding(budget))
+                watch.ending = (executor.runs.load(ordering: .relaxed), now.saturatingAdding(Self.tickWait))
                 watch.sampler?.endStall()
             }
             if let ending = watch.ending {
@@ -244,8 +244,11 @@ extension HeartbeatMonitor {
         core.deliverMissed(stall, captures: captures, deadline: deadline, end: timed.end ?? ranAt)
     }
 
-    /// How often the watchdog looks for the tick that ran a stall's heartbeat.
+    /// How often the watchdog looks for the tick that ran a stall's heartbeat, and how long it
+    /// waits for it: the tick normally ends within a millisecond of the heartbeat, but a loop
+    /// preempted on a loaded machine ended its tick 7 ms later in a test.
     static let tickPoll: UInt64 = 500_000
+    static let tickWait: UInt64 = 100_000_000
 
     /// `stall`, whose heartbeat was due at `due`, timed by the executor's own tick that ran the
     /// heartbeat: a tick already running when the heartbeat was sent held the executor all along,
