@@ -130,6 +130,7 @@ extension HeartbeatMonitor {
                     let sampler = watch.sampler
                 {
                     stall.samples.append(sample(sampler))
+                    stall.note(sampler)
                 }
                 if now >= watch.nextSample {
                     let interval = configuration.common.sampleInterval(after: now &- stall.start)
@@ -171,11 +172,12 @@ extension HeartbeatMonitor {
             }
             var stall = Stall(
                 id: nextID, start: pending, end: nil, tier: .hitch, callout: identity(of: executor),
-                flags: suspended ? [.suspended] : [])
+                flags: suspended ? [.suspended] : [], context: AppState.current)
             nextID += 1
             watch.stallDue = pending
             sampler.beginStall(sequence: sequence)
             stall.samples.append(sample(sampler))
+            stall.note(sampler)
             let first = stall.samples[0].time
             core.recordDetection(at: first, deadline: pending.saturatingAdding(budget))
             core.deliverBegan(stall)
@@ -232,7 +234,7 @@ extension HeartbeatMonitor {
         guard !captures.isEmpty else { return }
         var timed = Stall(
             id: nextID, start: watch.sentDue, end: ranAt, tier: .hitch, callout: identity(of: watch.executor),
-            flags: suspended ? [.suspended] : [])
+            flags: suspended ? [.suspended] : [], context: AppState.current)
         nextID += 1
         // The tick that ran the heartbeat has mostly ended by now (not waited for).
         if let tick = watch.executor.tick(ofRun: watch.executor.runs.load(ordering: .relaxed)) {

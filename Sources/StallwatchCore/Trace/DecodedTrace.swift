@@ -188,6 +188,8 @@ struct StallAssembler {
     var ended: [TraceRecord.StallEnded] = []
     /// The `stallRetimed` records, by stall (the last counts).
     var retimed: [UInt64: TraceRecord.StallRetimed] = [:]
+    /// The `stallContext` records, by stall (the last counts).
+    var contexts: [UInt64: TraceRecord.StallContext] = [:]
     /// The samples in file order, their stacks and wait channels by number.
     var samples: [PendingSample] = []
     var stacks = StackTable()
@@ -211,6 +213,7 @@ struct StallAssembler {
         case .stallBegan(let record): began.append(record)
         case .stallEnded(let record): ended.append(record)
         case .stallRetimed(let record): retimed[record.id] = record
+        case .stallContext(let record): contexts[record.id] = record
         case .sample(let sample):
             samples.append(
                 PendingSample(
@@ -311,7 +314,9 @@ struct StallAssembler {
                 (
                     Stall(
                         id: record.id, start: start, end: end, tier: tier,
-                        callout: identity(record, in: &identities), flags: flags),
+                        callout: identity(record, in: &identities), flags: flags,
+                        expected: contexts[record.id]?.expected,
+                        context: contexts[record.id].map { Self.dictionary($0.state) } ?? [:]),
                     slot
                 ))
         }
@@ -323,6 +328,13 @@ struct StallAssembler {
         columns.samples = ordered
         columns.ranges = result.map { ranges[$0.slot] }
         return (result.map(\.stall), orphans, columns, began.count - stallRecords.count, repeatedSamples)
+    }
+
+    /// A context record's pairs as a dictionary (of a key given twice, the last counts).
+    private static func dictionary(_ state: [TraceRecord.StallContext.KeyValue]) -> [String: String] {
+        var values: [String: String] = [:]
+        for pair in state { values[pair.key] = pair.value }
+        return values
     }
 
     /// `samples` (each stall's in a row, in time order, `ranges` saying where) without the

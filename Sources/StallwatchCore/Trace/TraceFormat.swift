@@ -99,9 +99,12 @@ public enum TraceRecordKind: UInt8, CaseIterable, Sendable, Hashable {
     /// A stall's start and end as the executor itself timed them (its own tick), which the
     /// monitor learned after the stall ended; they replace `stallBegan`'s start and `stallEnded`'s end.
     case stallRetimed = 22
+    /// What the app said of a stall: work expected to be long (`expectLong`), and the app's
+    /// state (`AppState`) when it was detected.
+    case stallContext = 23
 
     /// The id the next new kind gets.
-    public static let nextID: UInt8 = 23
+    public static let nextID: UInt8 = 24
 
     /// Ids that are not kinds and must never become kinds.
     public static let reservedIDs: [ClosedRange<UInt8>] = [0...0, 128...255]
@@ -131,6 +134,7 @@ public enum TraceRecordKind: UInt8, CaseIterable, Sendable, Hashable {
         case .sampleCounters: "sampleCounters"
         case .sampleWait: "sampleWait"
         case .stallRetimed: "stallRetimed"
+        case .stallContext: "stallContext"
         }
     }
 }

@@ -48,6 +48,8 @@ public enum TraceRecord: Sendable, Hashable {
     indirect case sampleWait(SampleWait)
     /// A stall timed by its executor's own clock (kind 22).
     case stallRetimed(StallRetimed)
+    /// What the app said of a stall (kind 23).
+    indirect case stallContext(StallContext)
 
     /// The record's kind id.
     public var kind: TraceRecordKind {
@@ -74,6 +76,7 @@ public enum TraceRecord: Sendable, Hashable {
         case .sampleCounters: .sampleCounters
         case .sampleWait: .sampleWait
         case .stallRetimed: .stallRetimed
+        case .stallContext: .stallContext
         }
     }
 }
@@ -379,6 +382,36 @@ extension TraceRecord {
             self.id = id
             self.start = start
             self.end = end
+        }
+    }
+
+    /// What the app said of a stall: the `expectLong` scope it ran in, and the app's state
+    /// (`AppState`) when it was detected, keys in order.
+    public struct StallContext: Sendable, Hashable {
+        /// The `StallBegan.id`.
+        public var id: UInt64
+        /// The expected-long scope's label, if the work was marked so.
+        public var expected: String?
+        /// The app's keys and values, sorted by key.
+        public var state: [KeyValue]
+
+        /// One key and its value.
+        public struct KeyValue: Sendable, Hashable {
+            public var key: String
+            public var value: String
+
+            /// Creates a pair.
+            public init(key: String, value: String) {
+                self.key = key
+                self.value = value
+            }
+        }
+
+        /// Creates a stall-context record.
+        public init(id: UInt64, expected: String?, state: [KeyValue]) {
+            self.id = id
+            self.expected = expected
+            self.state = state
         }
     }
 
