@@ -18,6 +18,7 @@ private func parse<Command: ParsableCommand>(_ arguments: [String], as type: Com
     #expect(
         definitions.map(\.name) == [
             "traces", "max-stalls", "max-hangs", "max-hitch-ratio", "max", "baseline", "max-regression", "junit",
+            "rules",
         ])
     #expect(definitions[0].kind == .positional(optional: false, repeating: true, capturesRest: false))
     #expect(definitions[4].kind == .option(required: false, repeating: true))

@@ -76,7 +76,7 @@ private let commandHelpTexts: [String: String] = [
     without a network; '--html -' writes it to stdout instead of the report.
 
     USAGE: stallwatch report <traces> ... [--json] [--html <file>] [--top <n>]
-           [--wide] [--verbose] [--list-traces]
+           [--wide] [--verbose] [--rules <file>] [--list-traces]
 
     ARGUMENTS:
       <traces>                The trace files or directories to read ('-' for
@@ -89,6 +89,8 @@ private let commandHelpTexts: [String: String] = [
       --wide                  Do not fit lines to the terminal: show long names in
                               full.
       --verbose               Show frames by their full demangled symbols.
+      --rules <file>          Classify with this JSON rules file's rules first
+                              (default: $STALLWATCH_RULES).
       --list-traces           With several traces, also print one line per trace.
       -h, --help              Show help information.
 
@@ -103,6 +105,7 @@ private let commandHelpTexts: [String: String] = [
     else 100 columns).
 
     USAGE: stallwatch show <trace> [--stall <id>] [--json] [--wide] [--verbose]
+           [--rules <file>]
 
     ARGUMENTS:
       <trace>                 The trace file to read ('-' for standard input).
@@ -114,6 +117,8 @@ private let commandHelpTexts: [String: String] = [
       --wide                  Do not fit lines to the terminal: show long names in
                               full.
       --verbose               Show frames by their full demangled symbols.
+      --rules <file>          Classify with this JSON rules file's rules first
+                              (default: $STALLWATCH_RULES).
       -h, --help              Show help information.
 
     """,
@@ -131,7 +136,7 @@ private let commandHelpTexts: [String: String] = [
     or Grafana.
 
     USAGE: stallwatch export <trace> --format <format> -o <file> [--samples]
-           [--callouts]
+           [--callouts] [--rules <file>]
 
     ARGUMENTS:
       <trace>                 The trace: a file, '-' for standard input, or a
@@ -143,6 +148,8 @@ private let commandHelpTexts: [String: String] = [
       --samples               jsonl: also write one line per sample.
       --callouts              otlp-json: also one span per callout of a full-mode
                               trace.
+      --rules <file>          Classify with this JSON rules file's rules first
+                              (default: $STALLWATCH_RULES).
       -h, --help              Show help information.
 
     """,
@@ -154,7 +161,8 @@ private let commandHelpTexts: [String: String] = [
     more and neither grew. Exits 0 whatever the result; use 'stallwatch gate' to
     fail a build.
 
-    USAGE: stallwatch diff <base> <new> [--threshold <pct>] [--json]
+    USAGE: stallwatch diff <base> <new> [--threshold <pct>] [--rules <file>]
+           [--json]
 
     ARGUMENTS:
       <base>                  The baseline trace or directory.
@@ -162,6 +170,8 @@ private let commandHelpTexts: [String: String] = [
 
     OPTIONS:
       --threshold <pct>       The change that counts, in percent. (default: 10)
+      --rules <file>          Classify with this JSON rules file's rules first
+                              (default: $STALLWATCH_RULES).
       --json                  Print the diff as JSON (schema: docs/cli.md).
       -h, --help              Show help information.
 
@@ -178,6 +188,7 @@ private let commandHelpTexts: [String: String] = [
     USAGE: stallwatch gate <traces> ... [--max-stalls <n>] [--max-hangs <n>]
            [--max-hitch-ratio <ms-per-s>] [--max <category=n> ...]
            [--baseline <trace>] [--max-regression <pct>] [--junit <file>]
+           [--rules <file>]
 
     ARGUMENTS:
       <traces>                The trace files or directories to check (added up).
@@ -193,6 +204,8 @@ private let commandHelpTexts: [String: String] = [
       --max-regression <pct>  How far the hitch ratio may exceed the baseline's, in
                               percent.
       --junit <file>          Also write the results as JUnit XML.
+      --rules <file>          Classify with this JSON rules file's rules first
+                              (default: $STALLWATCH_RULES).
       -h, --help              Show help information.
 
     """,
@@ -233,7 +246,7 @@ func commandHelp(command: String) throws {
         run.error == """
             Error: Missing expected argument '--format <format>'
             Usage: stallwatch export <trace> --format <format> -o <file> [--samples]
-                   [--callouts]
+                   [--callouts] [--rules <file>]
               See 'stallwatch export --help' for more information.
 
             """)

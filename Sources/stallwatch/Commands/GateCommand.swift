@@ -74,6 +74,10 @@ struct GateCommand: ParsableCommand {
     @Option(valueName: "file", help: "Also write the results as JUnit XML.")
     var junit: String?
 
+    /// `--rules`: the app's own classification rules.
+    @Option(valueName: "file", help: RulesOption.help)
+    var rules: String?
+
     /// The limits given, in option order, without the baseline's (added once it is read).
     var limits: [GateLimit] {
         var limits: [GateLimit] = []
@@ -115,7 +119,7 @@ struct GateCommand: ParsableCommand {
                 seconds: Double((clock.now - started).nanoseconds) / 1e9, properties: properties,
                 standardOutput: output, standardError: errors.joined(separator: "\n"))
         }
-        let builder = ReportBuilder()
+        let builder = ReportBuilder(classifier: try RulesOption.classifier(rules, context: context))
         let loaded: TraceInputs.Loaded
         var limits = self.limits
         do {
