@@ -183,12 +183,14 @@ private let commandHelpTexts: [String: String] = [
     unreadable trace. Each limit is printed with its measured value and PASS or
     FAIL. Stalls are counted by their dominant category. The regression limit
     compares the hitch ratio (ms of overrun per second of run time) with the
-    baseline's; a baseline of 0 allows no hitches.
+    baseline's; a baseline of 0 allows no hitches. The hang rate is seconds of hangs
+    (stalls of tier hang or severe, at least 250 ms by default) per hour of run
+    time.
 
     USAGE: stallwatch gate <traces> ... [--max-stalls <n>] [--max-hangs <n>]
-           [--max-hitch-ratio <ms-per-s>] [--max <category=n> ...]
-           [--baseline <trace>] [--max-regression <pct>] [--junit <file>]
-           [--rules <file>]
+           [--max-hitch-ratio <ms-per-s>] [--max-hang-rate <s-per-hour>]
+           [--max <category=n> ...] [--baseline <trace>] [--max-regression <pct>]
+           [--junit <file>] [--rules <file>]
 
     ARGUMENTS:
       <traces>                The trace files or directories to check (added up).
@@ -198,6 +200,9 @@ private let commandHelpTexts: [String: String] = [
       --max-hangs <n>         At most this many hangs (at least 250 ms by default).
       --max-hitch-ratio <ms-per-s>
                               At most this many ms of overrun per second.
+      --max-hang-rate <s-per-hour>
+                              At most this many seconds of hang per hour of run
+                              time.
       --max <category=n>      At most n stalls of the category (compute, io,
                               lockWait, database, other).
       --baseline <trace>      A baseline trace or directory for --max-regression.

@@ -53,6 +53,8 @@ import Testing
             "expected" : 360,
             "fps" : 55
           },
+          "hangRateSecondsPerHour" : 180,
+          "hitchGrade" : "bad",
           "hitchRatioMsPerSecond" : 82.5,
           "loopLatency" : {
             "count" : 1000,
@@ -63,6 +65,28 @@ import Testing
             "p99Ms" : 0.05
           },
           "loopUtilisation" : null,
+          "rateByBuild" : [
+            {
+              "hangRateSecondsPerHour" : 180,
+              "hangSeconds" : 0.3,
+              "hitchGrade" : "bad",
+              "hitchRatioMsPerSecond" : 82.5,
+              "name" : "unknown",
+              "runTimeSeconds" : 6,
+              "traces" : 1
+            }
+          ],
+          "rateByHost" : [
+            {
+              "hangRateSecondsPerHour" : 180,
+              "hangSeconds" : 0.3,
+              "hitchGrade" : "bad",
+              "hitchRatioMsPerSecond" : 82.5,
+              "name" : "unknown",
+              "runTimeSeconds" : 6,
+              "traces" : 1
+            }
+          ],
           "runTimeSeconds" : 6,
           "schemaVersion" : 1,
           "signatureCount" : 4,
@@ -395,6 +419,7 @@ import Testing
               "lockWait" : 60,
               "other" : 0
             },
+            "hangMs" : 300,
             "hangs" : 1,
             "total" : 6,
             "totalMs" : 595,

@@ -78,7 +78,8 @@ import Testing
         Overview
           run time          2.00 s
           loop utilisation  18.0 %
-          hitch ratio       163.3 ms/s
+          hitch ratio       163.3 ms/s (bad: over 10 ms/s)
+          hang rate         0.0 s/h (0 hangs, 0.0 ms)
           loop latency      p50 0.040 ms, p90 0.040 ms, p99 0.040 ms, p99.9 0.040 ms,
                             max 0.040 ms (500 samples)
 
@@ -129,7 +130,8 @@ import Testing
         Overview
           run time          2.00 s
           loop utilisation  18.0 %
-          hitch ratio       163.3 ms/s
+          hitch ratio       163.3 ms/s (bad: over 10 ms/s)
+          hang rate         0.0 s/h (0 hangs, 0.0 ms)
           loop latency      p50 0.040 ms, p90 0.040 ms, p99 0.040 ms, p99.9 0.040 ms,
                             max 0.040 ms (500 samples)
 

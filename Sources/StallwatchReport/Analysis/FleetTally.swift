@@ -24,7 +24,8 @@ struct FleetTally: Sendable {
     /// Adds `loaded`, trace number `number`, with its stalls' figures, after the traces added
     /// so far.
     mutating func add(_ loaded: LoadedTrace, number: Int, stalls analyzed: [StallFigures]) {
-        let totals = TraceTotals(loaded, number: number, stalls: analyzed.count)
+        var totals = TraceTotals(loaded, number: number, stalls: analyzed.count)
+        totals.rates = RunRates(stalls: analyzed, runNanos: totals.run)
         signatures.add(analyzed, trace: number, facts: totals.facts)
         stalls.add(analyzed)
         frames.add(loaded.trace.frameClock)
@@ -163,6 +164,8 @@ struct TraceTotals: Sendable {
     var info: StallReport.TraceInfo
     /// The header's process name (nil without a header).
     var process: String?
+    /// Its run time, hang time and overrun.
+    var rates = RunRates()
 
     init(_ loaded: LoadedTrace, number: Int, stalls: Int) {
         self.number = number
@@ -196,6 +199,7 @@ struct StallTotals: Sendable {
     var unsampled: UInt64 = 0
     var unfinished = 0
     var hangs = 0
+    var hangNanos: UInt64 = 0
 
     /// How many stalls were counted (each in one tier).
     var count: Int { tiers.reduce(0, +) }
@@ -206,7 +210,10 @@ struct StallTotals: Sendable {
             unsampled += stalls[index].unsampledNanos
             if stalls[index].unfinished { unfinished += 1 }
             let tier = stalls[index].tier
-            if tier >= .hang { hangs += 1 }
+            if tier >= .hang {
+                hangs += 1
+                hangNanos += stalls[index].durationNanos
+            }
             tiers[tier.ordinal] += 1
             categories[stalls[index].category.ordinal] += 1
             stalls[index].breakdown.addCategoryNanos(to: &categoryNanos)
@@ -225,5 +232,6 @@ struct StallTotals: Sendable {
         unsampled += other.unsampled
         unfinished += other.unfinished
         hangs += other.hangs
+        hangNanos += other.hangNanos
     }
 }

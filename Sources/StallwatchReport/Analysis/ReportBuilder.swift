@@ -205,7 +205,8 @@ package struct ReportBuilder: Sendable {
             byTier: byTier, byCategory: byCategory,
             categoryMs: Dictionary(
                 uniqueKeysWithValues: StallCategory.allCases.map { ($0, ms(totals.categoryNanos[$0.ordinal])) }),
-            unsampledMs: ms(totals.unsampled), hangs: totals.hangs)
+            unsampledMs: ms(totals.unsampled), hangs: totals.hangs, hangMs: ms(totals.hangNanos))
+        let rates = RunRates(runNanos: runNanos, hangNanos: totals.hangNanos, overrunNanos: totals.overrun)
 
         let signatures = tally.signatures.signatures(origins: origins, traceCount: tally.traceCount, workers: workers)
         return StallReport(
@@ -214,8 +215,11 @@ package struct ReportBuilder: Sendable {
             loopUtilisation: fleet.sawFull && fleet.fullRunNanos > 0
                 ? round(Double(fleet.calloutNanos) / Double(fleet.fullRunNanos), 4) : nil,
             frames: tally.frames.stats,
-            hitchRatioMsPerSecond: runNanos == 0
-                ? 0 : round(Double(totals.overrun) / 1e6 / (Double(runNanos) / 1e9), 3),
+            hitchRatioMsPerSecond: rates.hitchRatioMsPerSecond,
+            hitchGrade: HitchGrade(msPerSecond: rates.hitchRatioMsPerSecond),
+            hangRateSecondsPerHour: rates.hangRateSecondsPerHour,
+            rateByBuild: StallReport.groupRates(tally.runs.joined().map { ($0.facts.build, $0.rates) }),
+            rateByHost: StallReport.groupRates(tally.runs.joined().map { ($0.facts.host ?? "unknown", $0.rates) }),
             stalls: stallStats, loopLatency: Self.latency(tally.latency), congestion: tally.congestion.stats(),
             signatureCount: signatures.count,
             signatures: Array(signatures.prefix(max(0, top))))

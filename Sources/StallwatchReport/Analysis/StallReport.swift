@@ -125,6 +125,8 @@ package struct StallReport: Sendable, Hashable, Codable {
         package var unsampledMs: Double
         /// Stalls of tier `hang` or `severe` (at least 250 ms by default).
         package var hangs: Int
+        /// Those stalls' durations summed, in milliseconds: the hang time.
+        package var hangMs: Double = 0
     }
 
     /// Loop-latency percentiles from the traces' latency histograms, in milliseconds; each is
@@ -262,6 +264,16 @@ package struct StallReport: Sendable, Hashable, Codable {
     /// Milliseconds of stall time beyond the frame budget per second of run time (Apple's
     /// hitch-time ratio).
     package var hitchRatioMsPerSecond: Double
+    /// `hitchRatioMsPerSecond` graded as Apple does (under 5 good, 5 to 10 warning, over 10 bad).
+    package var hitchGrade: HitchGrade = .good
+    /// Seconds of hang (stalls of tier `hang` or `severe`, at least 250 ms by default) per hour
+    /// of run time.
+    package var hangRateSecondsPerHour: Double = 0
+    /// Hang rate and hitch ratio per build, highest hang rate first.
+    package var rateByBuild: [GroupRate] = []
+    /// Hang rate and hitch ratio per host (`unknown` when a trace does not say), highest hang
+    /// rate first.
+    package var rateByHost: [GroupRate] = []
     /// Stall counts by tier and category.
     package var stalls: StallStats
     /// Loop-latency percentiles; `nil` when the traces hold no latency histograms.
@@ -275,6 +287,7 @@ package struct StallReport: Sendable, Hashable, Codable {
 
     private enum CodingKeys: String, CodingKey {
         case schemaVersion, traces, fleet, runTimeSeconds, loopUtilisation, frames, hitchRatioMsPerSecond, stalls
+        case hitchGrade, hangRateSecondsPerHour, rateByBuild, rateByHost
         case loopLatency, congestion, signatureCount, signatures
     }
 
@@ -288,6 +301,10 @@ package struct StallReport: Sendable, Hashable, Codable {
         try encodeOrNull(loopUtilisation, .loopUtilisation, &container)
         try encodeOrNull(frames, .frames, &container)
         try container.encode(hitchRatioMsPerSecond, forKey: .hitchRatioMsPerSecond)
+        try container.encode(hitchGrade, forKey: .hitchGrade)
+        try container.encode(hangRateSecondsPerHour, forKey: .hangRateSecondsPerHour)
+        try container.encode(rateByBuild, forKey: .rateByBuild)
+        try container.encode(rateByHost, forKey: .rateByHost)
         try container.encode(stalls, forKey: .stalls)
         try encodeOrNull(loopLatency, .loopLatency, &container)
         try encodeOrNull(congestion, .congestion, &container)

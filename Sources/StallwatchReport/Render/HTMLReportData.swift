@@ -113,9 +113,14 @@ struct HTMLReportData {
         }
         body.key("hitchRatioMsPerSecond")
         body.number(report.hitchRatioMsPerSecond)
+        body.key("hitchGrade")
+        body.string(report.hitchGrade.band)
+        body.key("hangRateSecondsPerHour")
+        body.number(report.hangRateSecondsPerHour)
         let stalls = report.stalls
         body.key("stalls")
         body.raw("{\"total\":\(stalls.total),\"unfinished\":\(stalls.unfinished),\"hangs\":\(stalls.hangs),")
+        body.raw("\"hangMs\":" + HTMLJSONWriter.number(stalls.hangMs) + ",")
         body.raw("\"totalMs\":" + HTMLJSONWriter.number(stalls.totalMs) + ",\"byTier\":")
         body.array(Tier.allCases) { $0.int(stalls.byTier[$1] ?? 0) }
         body.key("byCategory")

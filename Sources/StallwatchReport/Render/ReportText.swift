@@ -51,7 +51,10 @@ package enum ReportText {
                     "\(format(frames.fps, 1)) fps",
                 ], first: "  frames            ", continuation: label)
         }
-        lines.append("  hitch ratio       \(format(report.hitchRatioMsPerSecond, 1)) ms/s")
+        lines.append("  hitch ratio       \(format(report.hitchRatioMsPerSecond, 1)) ms/s (\(report.hitchGrade.band))")
+        lines.append(
+            "  hang rate         \(format(report.hangRateSecondsPerHour, 1)) s/h "
+                + "(\(plural(report.stalls.hangs, "hang")), \(format(report.stalls.hangMs, 1)) ms)")
         if let latency = report.loopLatency {
             add(
                 [

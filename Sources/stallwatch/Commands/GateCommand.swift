@@ -37,7 +37,9 @@ struct GateCommand: ParsableCommand {
             Exits 0 when every limit passes, 1 when one fails, 2 for a usage error or an \
             unreadable trace. Each limit is printed with its measured value and PASS or FAIL. Stalls are counted by \
             their dominant category. The regression limit compares the hitch ratio (ms of overrun \
-            per second of run time) with the baseline's; a baseline of 0 allows no hitches.
+            per second of run time) with the baseline's; a baseline of 0 allows no hitches. The hang \
+            rate is seconds of hangs (stalls of tier hang or severe, at least 250 ms by default) per \
+            hour of run time.
             """)
 
     /// The traces, added up.
@@ -55,6 +57,10 @@ struct GateCommand: ParsableCommand {
     /// `--max-hitch-ratio`, in ms of overrun per second.
     @Option(valueName: "ms-per-s", help: "At most this many ms of overrun per second.")
     var maxHitchRatio: Double?
+
+    /// `--max-hang-rate`, in seconds of hang per hour.
+    @Option(valueName: "s-per-hour", help: "At most this many seconds of hang per hour of run time.")
+    var maxHangRate: Double?
 
     /// Every `--max CATEGORY=N`, in order.
     @Option(
@@ -84,6 +90,7 @@ struct GateCommand: ParsableCommand {
         if let maxStalls { limits.append(.maxStalls(maxStalls)) }
         if let maxHangs { limits.append(.maxHangs(maxHangs)) }
         if let maxHitchRatio { limits.append(.maxHitchRatio(maxHitchRatio)) }
+        if let maxHangRate { limits.append(.maxHangRate(maxHangRate)) }
         limits += categoryLimits.map { .maxCategory($0.category, $0.maximum) }
         return limits
     }
@@ -95,7 +102,8 @@ struct GateCommand: ParsableCommand {
         }
         if limits.isEmpty && baseline == nil {
             throw UsageError(
-                "Give at least one limit (--max-stalls, --max-hangs, --max-hitch-ratio, --max, --max-regression)")
+                "Give at least one limit (--max-stalls, --max-hangs, --max-hitch-ratio, --max-hang-rate, --max, "
+                    + "--max-regression)")
         }
         if let junit {
             try refuseOverwritingInputs([("--junit", junit)], inputs: traces + (baseline.map { [$0] } ?? []))
