@@ -108,12 +108,25 @@ extension StallReport {
 }
 
 extension RunRates {
+    /// The rates of a trace that ran `runNanos` with stalls of these tiers, durations and
+    /// overruns.
+    init(runNanos: UInt64, stalls: some Sequence<(tier: Tier, durationNanos: UInt64, overrunNanos: UInt64)>) {
+        self.init(runNanos: runNanos)
+        for stall in stalls {
+            overrunNanos += stall.overrunNanos
+            if stall.tier >= .hang { hangNanos += stall.durationNanos }
+        }
+    }
+
     /// The rates of a trace that ran `runNanos` with `stalls`.
     init(stalls: [StallFigures], runNanos: UInt64) {
-        self.init(runNanos: runNanos)
-        for index in stalls.indices {
-            overrunNanos += stalls[index].overrunNanos
-            if stalls[index].tier >= .hang { hangNanos += stalls[index].durationNanos }
-        }
+        self.init(runNanos: runNanos, stalls: stalls.lazy.map { ($0.tier, $0.durationNanos, $0.overrunNanos) })
+    }
+
+    /// The rates of `trace` with its analyzed `stalls` (what the exports give per trace).
+    init(_ trace: LoadedTrace, stalls: [AnalyzedStall]) {
+        self.init(
+            runNanos: ReportBuilder.runTime(of: trace),
+            stalls: stalls.lazy.map { ($0.stall.tier, $0.durationNanos, $0.overrunNanos) })
     }
 }
