@@ -183,14 +183,15 @@ private let commandHelpTexts: [String: String] = [
     unreadable trace. Each limit is printed with its measured value and PASS or
     FAIL. Stalls are counted by their dominant category. The regression limit
     compares the hitch ratio (ms of overrun per second of run time) with the
-    baseline's; a baseline of 0 allows no hitches. The hang rate is seconds of hangs
-    (stalls of tier hang or severe, at least 250 ms by default) per hour of run
-    time.
+    baseline's; a baseline of 0 allows no hitches. --what-if leaves a signature's
+    stalls out of the traces (not the baseline's), to see which limits its fix would
+    pass. The hang rate is seconds of hangs (stalls of tier hang or severe, at least
+    250 ms by default) per hour of run time.
 
     USAGE: stallwatch gate <traces> ... [--max-stalls <n>] [--max-hangs <n>]
            [--max-hitch-ratio <ms-per-s>] [--max-hang-rate <s-per-hour>]
            [--max <category=n> ...] [--baseline <trace>] [--max-regression <pct>]
-           [--junit <file>] [--rules <file>]
+           [--junit <file>] [--what-if <signature> ...] [--rules <file>]
 
     ARGUMENTS:
       <traces>                The trace files or directories to check (added up).
@@ -209,6 +210,8 @@ private let commandHelpTexts: [String: String] = [
       --max-regression <pct>  How far the hitch ratio may exceed the baseline's, in
                               percent.
       --junit <file>          Also write the results as JUnit XML.
+      --what-if <signature>   Check the limits as if this signature's stalls were
+                              fixed (as report prints it).
       --rules <file>          Classify with this JSON rules file's rules first
                               (default: $STALLWATCH_RULES).
       -h, --help              Show help information.

@@ -125,6 +125,13 @@ import Testing
                   "traces" : 1
                 }
               ],
+              "ifFixed" : {
+                "droppedFrames" : 21,
+                "fps" : 56.5,
+                "hangRateSecondsPerHour" : 0,
+                "hitchGrade" : "bad",
+                "hitchRatioMsPerSecond" : 34.722
+              },
               "lastSeen" : "2023-11-14T22:13:25.000Z",
               "maxMs" : 300,
               "p50Ms" : 20,
@@ -202,6 +209,13 @@ import Testing
                   "traces" : 1
                 }
               ],
+              "ifFixed" : {
+                "droppedFrames" : 21,
+                "fps" : 56.5,
+                "hangRateSecondsPerHour" : 180,
+                "hitchGrade" : "bad",
+                "hitchRatioMsPerSecond" : 60.278
+              },
               "lastSeen" : "2023-11-14T22:13:23.000Z",
               "maxMs" : 150,
               "p50Ms" : 150,
@@ -278,6 +292,13 @@ import Testing
                   "traces" : 1
                 }
               ],
+              "ifFixed" : {
+                "droppedFrames" : 28,
+                "fps" : 55.33,
+                "hangRateSecondsPerHour" : 180,
+                "hitchGrade" : "bad",
+                "hitchRatioMsPerSecond" : 77.222
+              },
               "lastSeen" : "2023-11-14T22:13:22.000Z",
               "maxMs" : 40,
               "p50Ms" : 25,
@@ -354,6 +375,13 @@ import Testing
                   "traces" : 1
                 }
               ],
+              "ifFixed" : {
+                "droppedFrames" : 26,
+                "fps" : 55.67,
+                "hangRateSecondsPerHour" : 180,
+                "hitchGrade" : "bad",
+                "hitchRatioMsPerSecond" : 75.278
+              },
               "lastSeen" : "2023-11-14T22:13:24.000Z",
               "maxMs" : 60,
               "p50Ms" : 60,

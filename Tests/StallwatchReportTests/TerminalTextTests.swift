@@ -99,6 +99,7 @@ import Testing
         1. compute: fnv1a(_:seed:) ← closure #1 in PhotoLibrary.hash(_:chunk:seed:) ←
              main()
            1 stall (1 microHang), total 240.0 ms, max 240.0 ms
+           if fixed: hitch ratio 51.7 ms/s (bad), hang rate 0.0 s/h
            breakdown: compute 100 %
            reason: fnv1a(_:seed:)
            posted at FeedApp/Photos.swift:40
@@ -111,6 +112,7 @@ import Testing
 
         2. database: FeedDatabase.loadFeed(rows:) ← main()
            1 stall (1 microHang), total 120.0 ms, max 120.0 ms
+           if fixed: hitch ratio 111.7 ms/s (bad), hang rate 0.0 s/h
            breakdown: database 100 %
            reason: sqlite3_step
            posted at FeedApp/FeedView.swift:88
@@ -150,6 +152,7 @@ import Testing
 
         1. compute: fnv1a(_:seed:) ← closure #1 in PhotoLibrary.hash(_:chunk:seed:) ← main()
            1 stall (1 microHang), total 240.0 ms, max 240.0 ms
+           if fixed: hitch ratio 51.7 ms/s (bad), hang rate 0.0 s/h
            breakdown: compute 100 %
            reason: fnv1a(_:seed:)
            posted at FeedApp/Photos.swift:40
@@ -162,6 +165,7 @@ import Testing
 
         2. database: FeedDatabase.loadFeed(rows:) ← main()
            1 stall (1 microHang), total 120.0 ms, max 120.0 ms
+           if fixed: hitch ratio 111.7 ms/s (bad), hang rate 0.0 s/h
            breakdown: database 100 %
            reason: sqlite3_step
            posted at FeedApp/FeedView.swift:88

@@ -17,18 +17,32 @@ struct FleetTally: Sendable {
     var latency = [UInt64](repeating: 0, count: LatencyBuckets.count)
     var congestion = CongestionAnalysis.Tally()
     var fleet = FleetTotals()
+    var savings = SavingsTally()
+    /// The texts of the signatures whose stalls are left out (`ReportBuilder.leavingOut`), and
+    /// how many stalls of each were.
+    var leftOut: [String: Int] = [:]
 
     /// How many traces were added.
     var traceCount: Int { fleet.traces }
 
     /// Adds `loaded`, trace number `number`, with its stalls' figures, after the traces added
     /// so far.
-    mutating func add(_ loaded: LoadedTrace, number: Int, stalls analyzed: [StallFigures]) {
+    mutating func add(_ loaded: LoadedTrace, number: Int, stalls all: [StallFigures]) {
+        var analyzed = all
+        if !leftOut.isEmpty {
+            analyzed.removeAll { stall in
+                let text = stall.key.text
+                guard leftOut[text] != nil else { return false }
+                leftOut[text]! += 1
+                return true
+            }
+        }
         var totals = TraceTotals(loaded, number: number, stalls: analyzed.count)
         totals.rates = RunRates(stalls: analyzed, runNanos: totals.run)
         signatures.add(analyzed, trace: number, facts: totals.facts)
         stalls.add(analyzed)
         frames.add(loaded.trace.frameClock)
+        savings.add(analyzed, clock: loaded.trace.frameClock)
         for record in loaded.trace.latencyHistograms {
             for bucket in record.buckets where Int(bucket.index) < LatencyBuckets.count {
                 latency[Int(bucket.index)] += bucket.count
@@ -48,6 +62,8 @@ struct FleetTally: Sendable {
         for index in latency.indices { latency[index] += later.latency[index] }
         congestion.merge(later.congestion)
         fleet.add(later.fleet)
+        savings.merge(later.savings)
+        for (text, count) in later.leftOut { leftOut[text, default: 0] += count }
     }
 }
 

@@ -244,6 +244,8 @@ package struct StallReport: Sendable, Hashable, Codable {
         /// What the samples waited on (file, socket peer, lock owner, SQL), most frequent first;
         /// nil (and absent from the JSON) when no sample knew.
         package var waits: [WaitCount]? = nil
+        /// The run's figures without these stalls: what fixing them would buy.
+        package var ifFixed: IfFixed? = nil
     }
 
     /// The version of this JSON schema (1); keys may be added within a version, none removed.
@@ -284,6 +286,9 @@ package struct StallReport: Sendable, Hashable, Codable {
     package var signatureCount: Int
     /// The largest signatures, by total time (then count): as many as `top` asked for.
     package var signatures: [Signature]
+    /// The signatures left out as if fixed (`ReportBuilder.leavingOut`) and how many stalls
+    /// each had; not part of the JSON.
+    package var leftOut: [String: Int] = [:]
 
     private enum CodingKeys: String, CodingKey {
         case schemaVersion, traces, fleet, runTimeSeconds, loopUtilisation, frames, hitchRatioMsPerSecond, stalls
