@@ -69,12 +69,12 @@ struct SavingsTally: Sendable {
         let period = Double(length) / Double(expected)
         // Each interval's claims: (stall, frames) pairs, and their sum.
         var claims: [[(stall: Int, frames: Double)]] = Array(repeating: [], count: clock.count)
-        let starts = clock.map(\.intervalStart)
         for index in stalls.indices {
             let start = stalls[index].start
             let end = start &+ stalls[index].durationNanos
-            // The intervals that may overlap: from the last one starting at or before `start`.
-            var interval = max(0, (starts.firstIndex { $0 > start } ?? starts.count) - 1)
+            // The intervals that may overlap (the recorder writes them in time order): from the
+            // last one starting at or before `start`.
+            var interval = max(0, clock.partitioningIndex { $0.intervalStart > start } - 1)
             while interval < clock.count, clock[interval].intervalStart < end {
                 let from = max(start, clock[interval].intervalStart)
                 let to = min(end, clock[interval].intervalStart &+ clock[interval].intervalLength)
