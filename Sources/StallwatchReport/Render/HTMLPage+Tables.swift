@@ -206,6 +206,8 @@ extension HTMLPage {
           if (firstSignature) {
             firstSignature.click();
             check(document.querySelector('#signatures tr.expansion') !== null, 'a signature row expands');
+            check(document.querySelector('#signatures tr.expansion .if-fixed').textContent.startsWith('if fixed: hitch ratio '),
+              'an expanded signature says what its fix would buy');
             const chip = document.querySelector('#signatures tr.expansion .chip');
             if (chip) chip.click();
           }
