@@ -28,8 +28,7 @@ struct SampleRun {
 }
 
 /// What a stall's runs come to: its breakdown, dominant category, representative stack and
-/// signature. The one place they are worked out, whether the samples were built (`AnalyzedStall`)
-/// or read as the decoder's columns (`StallFigures.ofColumns`).
+/// signature.
 struct RunAnalysis {
     var breakdown: StallBreakdown
     var category: StallCategory
@@ -143,101 +142,123 @@ struct StallFigures: Sendable {
         self.waits = waits
     }
 
-    /// The figures of every stall of `loaded`, a trace decoded as columns (`DecodedTrace.columns`),
-    /// classified by `classifier` with `memo` (this trace's): what `AnalyzedStall` works out of
-    /// the same stalls with their samples built, read off the columns.
-    static func ofColumns(_ loaded: LoadedTrace, classifier: Classifier, memo: AppFrameMemo) -> [StallFigures] {
+    /// The figures of every stall of `loaded`, each read once off the trace's sample table
+    /// (`AppFrameMemo.read`), classified by `classifier` with `memo` (this trace's): what
+    /// `StallFigures(_:)` gives of the same stalls analyzed, without building their samples.
+    static func of(_ loaded: LoadedTrace, classifier: Classifier, memo: AppFrameMemo) -> [StallFigures] {
         let trace = loaded.trace
-        guard let columns = trace.columns else { return [] }
         let budget = (trace.header?.thresholds.budget ?? TierThresholds.default.budget).nanoseconds
         let names = TraceNames(modules: trace.modules)
-        // The trace's stacks in the memo, numbered the first time a sample has one.
-        var stacks = columns.stacks.map { _ in -2 }
-        func stack(_ number: Int32) -> Int {
-            let index = Int(number)
-            if stacks[index] == -2 {
-                stacks[index] = columns.stacks[index].isEmpty ? -1 : memo.stacks.adding(columns.stacks[index])
-            }
-            return stacks[index]
-        }
-        // Each distinct column key's verdict number, by the key's number.
-        var keys = KeyNumbers<ColumnKey>()
-        var verdicts: [Int] = []
         var result: [StallFigures] = []
-        result.reserveCapacity(trace.stalls.count)
-        var runs: [SampleRun] = []
-        for slot in trace.stalls.indices {
-            let (id, start, end) = (trace.stalls[slot].id, trace.stalls[slot].start, trace.stalls[slot].end)
-            let range = columns.ranges[slot]
-            runs.removeAll(keepingCapacity: true)
-            var total: UInt64 = 0
-            var previous: (key: ColumnKey, verdict: Int)?
-            var waits: [String] = []
-            for index in range {
-                let sample = columns.samples[index]
-                let weight = StallAccounting.weight(
-                    at: sample.time, next: index + 1 < range.upperBound ? columns.samples[index + 1].time : nil,
-                    isFirst: index == range.lowerBound, start: start, end: end)
-                total += weight
-                let verdict: Int
-                if columns.anyKernelFacts && columns.hasKernelFacts(index, stall: id) {
-                    previous = nil
-                    verdict = memo.verdict(columns.sample(index, stall: id), stack: stack(sample.stack), classifier)
-                    if let wait = columns.wait(index, stall: id) { waits.append(wait.summary) }
-                } else {
-                    let key = ColumnKey(sample)
-                    if let previous, previous.key == key {
-                        verdict = previous.verdict
-                    } else {
-                        let number = keys.number(of: key)
-                        if number < verdicts.count {
-                            verdict = verdicts[number]
-                        } else {
-                            verdict = memo.adding(
-                                memo.portable.verdict(
-                                    columns.sample(index, stall: id), stack: memo.portableStack(stack(sample.stack)),
-                                    classifier))
-                            verdicts.append(verdict)
-                        }
-                    }
-                    previous = (key, verdict)
-                }
-                SampleRun.append(
-                    index - range.lowerBound, verdict: verdict, stack: stack(sample.stack), weight: weight, to: &runs)
-            }
-            let analysis = RunAnalysis(runs, sampleCount: range.count, total: total, memo: memo, names: names)
-            let duration = StallAccounting.duration(
-                start: start, end: end, lastSample: trace.lastSampleTime(ofStall: slot))
+        result.reserveCapacity(trace.bareStalls.count)
+        for slot in trace.bareStalls.indices {
+            let reading = memo.read(
+                trace.bareStalls[slot], slot: slot, of: trace.table, classifier: classifier, names: names,
+                perRow: false)
+            let analysis = reading.analysis
             result.append(
                 StallFigures(
-                    trace.stalls[slot], tracePath: loaded.path, durationNanos: duration,
-                    budgetNanos: budget, weighedNanos: total, breakdown: analysis.breakdown,
+                    trace.bareStalls[slot], tracePath: loaded.path, durationNanos: reading.durationNanos,
+                    budgetNanos: budget, weighedNanos: reading.total, breakdown: analysis.breakdown,
                     category: analysis.category, key: analysis.key,
                     representativeFrames: analysis.representativeStack < 0
                         ? [] : memo.stacks.frames(ofStack: analysis.representativeStack),
-                    confidence: analysis.representative?.confidence ?? 0, names: names, sampleCount: range.count,
-                    waits: waits))
+                    confidence: analysis.representative?.confidence ?? 0, names: names,
+                    sampleCount: trace.table.ranges[slot].count, waits: reading.waits))
         }
         return result
     }
 }
 
-/// A column sample's `ClassifierInput` within its trace when it has no kernel facts (so no
-/// wait fact or counters): its stack, state, syscall, wait channel and annotation, the strings
-/// by their numbers in the trace. `ClassifierInputTests` fails when the input gains a field,
-/// so that it is added here too.
-private struct ColumnKey: Hashable {
+/// What reading one stall's rows of its sample table once gives (`AppFrameMemo.read`): its
+/// duration and weighed time (`StallAccounting`), its samples' wait summaries, what its runs
+/// come to and, when asked for, each row's verdict number and weight.
+struct StallReading {
+    var durationNanos: UInt64
+    /// The rows' weights summed.
+    var total: UInt64 = 0
+    /// `WaitFact.summary` of each row that has a wait fact.
+    var waits: [String] = []
+    var analysis: RunAnalysis
+    /// Per row, with `perRow`: its verdict (in `AppFrameMemo.verdicts`) and weight.
+    var verdicts: [Int] = []
+    var weights: [UInt64] = []
+}
+
+extension AppFrameMemo {
+    /// Reads `stall`, whose samples are rows `table.ranges[slot]` (this memo's table): weighs
+    /// each row (`StallAccounting.weight`), finds its verdict (once per distinct `RowKey`;
+    /// rows in a row mostly repeat the one before, found without hashing) and its stack, groups
+    /// the rows into runs and analyzes those (`RunAnalysis`, frames named by `names`). The one
+    /// loop over a stall's samples that every analysis runs; `perRow` also keeps each row's
+    /// verdict and weight.
+    func read(
+        _ stall: Stall, slot: Int, of table: SampleTable, classifier: Classifier, names: TraceNames, perRow: Bool
+    ) -> StallReading {
+        let range = table.ranges[slot]
+        runs.removeAll(keepingCapacity: true)
+        var total: UInt64 = 0
+        var waits: [String] = []
+        var verdicts: [Int] = []
+        var weights: [UInt64] = []
+        if perRow {
+            verdicts.reserveCapacity(range.count)
+            weights.reserveCapacity(range.count)
+        }
+        var previous: (key: RowKey, verdict: Int)?
+        for index in range {
+            let row = table.rows[index]
+            let weight = StallAccounting.weight(
+                at: row.time, next: index + 1 < range.upperBound ? table.rows[index + 1].time : nil,
+                isFirst: index == range.lowerBound, start: stall.start, end: stall.end)
+            total += weight
+            var key = RowKey(row)
+            if table.anyKernelFacts && table.hasKernelFacts(index, stall: stall.id) {
+                key.wait = table.wait(index, stall: stall.id)
+                key.countersDelta = table.countersDelta(index, stall: stall.id)
+                if let wait = key.wait { waits.append(wait.summary) }
+            }
+            let stack = stacks.number(ofTableStack: row.stack, in: table)
+            let verdict: Int
+            if let previous, previous.key == key {
+                verdict = previous.verdict
+            } else {
+                verdict = self.verdict(key, row: index, stall: stall.id, of: table, stack: stack, classifier)
+            }
+            previous = (key, verdict)
+            SampleRun.append(index - range.lowerBound, verdict: verdict, stack: stack, weight: weight, to: &runs)
+            if perRow {
+                verdicts.append(verdict)
+                weights.append(weight)
+            }
+        }
+        return StallReading(
+            durationNanos: StallAccounting.duration(
+                start: stall.start, end: stall.end, lastSample: table.lastTime(of: slot)),
+            total: total, waits: waits,
+            analysis: RunAnalysis(runs, sampleCount: range.count, total: total, memo: self, names: names),
+            verdicts: verdicts, weights: weights)
+    }
+}
+
+/// A row's `ClassifierInput` within its sample table: its stack, state, syscall, wait channel
+/// and annotation, the strings by their numbers in the table, and its kernel facts (nil for a
+/// row without). `ClassifierInputTests` fails when the input gains a field, so that it is
+/// added here too.
+struct RowKey: Hashable {
     var stack: Int32
     var wchan: Int32
     var annotation: UInt64
     var syscall: Int32?
     var state: ThreadState
+    var wait: WaitFact?
+    var countersDelta: KernelCounters?
 
-    init(_ sample: PendingSample) {
-        stack = sample.stack
-        wchan = sample.wchan
-        annotation = sample.annotation
-        syscall = sample.syscall
-        state = sample.state
+    init(_ row: PendingSample) {
+        stack = row.stack
+        wchan = row.wchan
+        annotation = row.annotation
+        syscall = row.syscall
+        state = row.state
     }
 }
