@@ -63,7 +63,7 @@ public struct DecodedTrace: Sendable {
 
     /// Decodes `bytes` and assembles the result; `fileName` is only used in error messages.
     public init(decoding bytes: UnsafeRawBufferPointer, fileName: String? = nil) {
-        var assembler = StallAssembler()
+        var assembler = StallAssembler(byteCount: bytes.count)
         var parser = TraceParser(fileName: fileName)
         // Callouts, nearly every record of a full-mode trace, are only added up: straight here,
         // not through a closure and `add`'s switch (that made a serial decode ten times slower
@@ -191,6 +191,16 @@ struct StallAssembler {
     /// Kinds 18 and 19, by stall and sample time.
     var counters: [SampleKey: TraceRecord.SampleCounters] = [:]
     var waits: [SampleKey: TraceRecord.SampleWait] = [:]
+
+    init() {}
+
+    /// An assembler for a trace of `byteCount` bytes, with room for about as many samples as
+    /// a trace of stalls that long holds (a sample record takes a few dozen bytes), so the
+    /// samples are not copied as they grow.
+    @inline(never)
+    init(byteCount: Int) {
+        samples.reserveCapacity(min(byteCount / 24, 1 << 20))
+    }
 
     struct SampleKey: Hashable, Sendable {
         var stall: UInt64

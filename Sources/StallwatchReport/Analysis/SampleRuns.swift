@@ -40,16 +40,17 @@ struct RunAnalysis {
     /// Analyzes `runs` (of `sampleCount` samples weighing `total` nanoseconds) with the verdicts
     /// and stacks `memo` numbered; `names` names the trace's frames.
     init(_ runs: [SampleRun], sampleCount: Int, total: UInt64, memo: AppFrameMemo, names: TraceNames) {
+        let verdicts = memo.verdicts
         var weigher = StallBreakdown.Weigher()
         for run in runs {
-            let verdict = memo.verdicts[run.verdict]
+            let verdict = verdicts[run.verdict]
             weigher.add(verdict.category, verdict.reason, units: total == 0 ? UInt64(run.count) : run.nanos)
         }
         breakdown = weigher.breakdown(totalNanos: total, sampleCount: sampleCount)
         let category = breakdown.dominant ?? .other
         self.category = category
         let chosen = RepresentativeStack.choose(
-            runs: runs, verdicts: memo.verdicts, total: total, sampleCount: sampleCount, category: category,
+            runs: runs, verdicts: verdicts, total: total, sampleCount: sampleCount, category: category,
             memo: memo.stacks)
         representative = chosen?.stack
         representativeStack = chosen?.number ?? -1
@@ -59,7 +60,7 @@ struct RunAnalysis {
         var frames = chosen.map { memo.appFrames(ofStack: $0.number, names: names) } ?? []
         if frames.isEmpty {
             var counts: [[String]: (count: Int, first: Int)] = [:]
-            for run in runs where run.stack >= 0 && memo.verdicts[run.verdict].category == category {
+            for run in runs where run.stack >= 0 && verdicts[run.verdict].category == category {
                 let candidate = memo.appFrames(ofStack: run.stack, names: names)
                 guard !candidate.isEmpty else { continue }
                 counts[candidate] = ((counts[candidate]?.count ?? 0) + run.count, counts[candidate]?.first ?? run.first)
@@ -151,10 +152,11 @@ struct StallFigures: Sendable {
         let names = TraceNames(modules: trace.modules)
         var result: [StallFigures] = []
         result.reserveCapacity(trace.bareStalls.count)
+        var state = TableReading(trace.table)
         for slot in trace.bareStalls.indices {
             let reading = memo.read(
                 trace.bareStalls[slot], slot: slot, of: trace.table, classifier: classifier, names: names,
-                perRow: false)
+                perRow: false, state: &state)
             let analysis = reading.analysis
             result.append(
                 StallFigures(
@@ -167,6 +169,48 @@ struct StallFigures: Sendable {
                     sampleCount: trace.table.ranges[slot].count, waits: reading.waits))
         }
         return result
+    }
+}
+
+/// What reading the stalls of one sample table keeps from stall to stall: each distinct row
+/// key's verdict, each stack's number in the memo, room for a stall's runs. A value the caller
+/// holds (a class's properties would be checked for exclusive access on every lookup).
+struct TableReading {
+    /// Each distinct row key's verdict number (in `AppFrameMemo.verdicts`), by the key's number.
+    var keys = KeyNumbers<RowKey>()
+    var verdicts: [Int] = []
+    /// The distinct kernel facts of rows (`RowKey.facts`), numbered.
+    var facts = KeyNumbers<RowFacts>()
+    /// Per stack of the table: its number in the memo's `StackMemo` (-1: no frames; -2: not
+    /// seen yet).
+    var stacks: [Int]
+    var runs: [SampleRun] = []
+    /// The last row read, its key, verdict and stack: rows in a row mostly repeat it.
+    var last: (key: RowKey, verdict: Int, stack: Int)?
+
+    init(_ table: SampleTable) {
+        stacks = [Int](repeating: -2, count: table.stacks.count)
+    }
+
+    /// The number of `table`'s stack `stack` in `memo.stacks`, numbered the first time.
+    mutating func stack(_ stack: Int32, of table: SampleTable, memo: AppFrameMemo) -> Int {
+        let index = Int(stack)
+        if stacks[index] == -2 {
+            stacks[index] = table.stacks[index].isEmpty ? -1 : memo.stacks.adding(table.stacks[index])
+        }
+        return stacks[index]
+    }
+
+    /// The verdict number of row `index` of `table` (of stall id `stall`), whose key is `key`
+    /// and stack `stack`: `classifier`'s, once per distinct key.
+    mutating func verdict(
+        _ key: RowKey, row index: Int, stall: UInt64, of table: SampleTable, stack: Int, memo: AppFrameMemo,
+        _ classifier: Classifier
+    ) -> Int {
+        let number = keys.number(of: key)
+        if number < verdicts.count { return verdicts[number] }
+        verdicts.append(memo.addVerdict(row: index, stall: stall, of: table, stack: stack, classifier))
+        return verdicts[number]
     }
 }
 
@@ -191,11 +235,14 @@ extension AppFrameMemo {
     /// rows in a row mostly repeat the one before, found without hashing) and its stack, groups
     /// the rows into runs and analyzes those (`RunAnalysis`, frames named by `names`). The one
     /// loop over a stall's samples that every analysis runs; `perRow` also keeps each row's
-    /// verdict and weight.
+    /// verdict and weight. `state` is what the table's stalls read so far left (one per table).
     func read(
-        _ stall: Stall, slot: Int, of table: SampleTable, classifier: Classifier, names: TraceNames, perRow: Bool
+        _ stall: Stall, slot: Int, of table: SampleTable, classifier: Classifier, names: TraceNames, perRow: Bool,
+        state: inout TableReading
     ) -> StallReading {
         let range = table.ranges[slot]
+        var runs = state.runs
+        state.runs = []
         runs.removeAll(keepingCapacity: true)
         var total: UInt64 = 0
         var waits: [String] = []
@@ -205,7 +252,6 @@ extension AppFrameMemo {
             verdicts.reserveCapacity(range.count)
             weights.reserveCapacity(range.count)
         }
-        var previous: (key: RowKey, verdict: Int)?
         for index in range {
             let row = table.rows[index]
             let weight = StallAccounting.weight(
@@ -214,45 +260,50 @@ extension AppFrameMemo {
             total += weight
             var key = RowKey(row)
             if table.anyKernelFacts && table.hasKernelFacts(index, stall: stall.id) {
-                key.wait = table.wait(index, stall: stall.id)
-                key.countersDelta = table.countersDelta(index, stall: stall.id)
-                if let wait = key.wait { waits.append(wait.summary) }
+                let facts = RowFacts(
+                    wait: table.wait(index, stall: stall.id), countersDelta: table.countersDelta(index, stall: stall.id)
+                )
+                key.facts = Int32(truncatingIfNeeded: state.facts.number(of: facts))
+                if let wait = facts.wait { waits.append(wait.summary) }
             }
-            let stack = stacks.number(ofTableStack: row.stack, in: table)
+            // Equal keys have equal stacks and verdicts.
             let verdict: Int
-            if let previous, previous.key == key {
-                verdict = previous.verdict
+            let stack: Int
+            if let last = state.last, last.key == key {
+                (verdict, stack) = (last.verdict, last.stack)
             } else {
-                verdict = self.verdict(key, row: index, stall: stall.id, of: table, stack: stack, classifier)
+                stack = state.stack(row.stack, of: table, memo: self)
+                verdict = state.verdict(
+                    key, row: index, stall: stall.id, of: table, stack: stack, memo: self, classifier)
+                state.last = (key, verdict, stack)
             }
-            previous = (key, verdict)
             SampleRun.append(index - range.lowerBound, verdict: verdict, stack: stack, weight: weight, to: &runs)
             if perRow {
                 verdicts.append(verdict)
                 weights.append(weight)
             }
         }
+        let analysis = RunAnalysis(runs, sampleCount: range.count, total: total, memo: self, names: names)
+        state.runs = runs
         return StallReading(
             durationNanos: StallAccounting.duration(
                 start: stall.start, end: stall.end, lastSample: table.lastTime(of: slot)),
-            total: total, waits: waits,
-            analysis: RunAnalysis(runs, sampleCount: range.count, total: total, memo: self, names: names),
-            verdicts: verdicts, weights: weights)
+            total: total, waits: waits, analysis: analysis, verdicts: verdicts, weights: weights)
     }
 }
 
 /// A row's `ClassifierInput` within its sample table: its stack, state, syscall, wait channel
-/// and annotation, the strings by their numbers in the table, and its kernel facts (nil for a
-/// row without). `ClassifierInputTests` fails when the input gains a field, so that it is
-/// added here too.
+/// and annotation, the strings by their numbers in the table, and its kernel facts by their
+/// number in the memo (`RowFacts`; -1 for a row without). Plain numbers, so comparing the key
+/// with the previous row's costs no more than its bytes. `ClassifierInputTests` fails when the
+/// input gains a field, so that it is added here too.
 struct RowKey: Hashable {
     var stack: Int32
     var wchan: Int32
     var annotation: UInt64
     var syscall: Int32?
     var state: ThreadState
-    var wait: WaitFact?
-    var countersDelta: KernelCounters?
+    var facts: Int32 = -1
 
     init(_ row: PendingSample) {
         stack = row.stack
@@ -261,4 +312,10 @@ struct RowKey: Hashable {
         syscall = row.syscall
         state = row.state
     }
+}
+
+/// What the classifier reads of a row's kernel facts (`RowKey.facts` numbers them).
+struct RowFacts: Hashable {
+    var wait: WaitFact?
+    var countersDelta: KernelCounters?
 }

@@ -5,8 +5,8 @@ import StallwatchCore
 /// signature names.
 ///
 /// A stack is known by its number in the trace's sample table (`PendingSample.stack`): the
-/// table holds each distinct stack once, so the memo numbers it the first time a row has it.
-/// One memo per table; one thread at a time.
+/// table holds each distinct stack once, so the memo numbers it the first time a row has it
+/// (`TableReading.stack`). One memo per table; one thread at a time.
 final class StackMemo {
     private struct Entry {
         let frames: [Frame]
@@ -17,9 +17,6 @@ final class StackMemo {
 
     private let portable: PortableMemo
     private var entries: [Entry] = []
-    /// Per stack of the table, by its number there: its number here (-1: no frames; -2: not
-    /// seen yet).
-    private var byTableStack: [Int] = []
     /// Per group, its index among the groups of the stall being weighed (-1: none yet).
     private var slots: [Int] = []
 
@@ -28,22 +25,10 @@ final class StackMemo {
         self.portable = portable
     }
 
-    /// The number of stack `stack` of `table` (the memo's table); -1 when it has no frames.
-    func number(ofTableStack stack: Int32, in table: SampleTable) -> Int {
-        let index = Int(stack)
-        if byTableStack.count < table.stacks.count {
-            byTableStack += repeatElement(-2, count: table.stacks.count - byTableStack.count)
-        }
-        if byTableStack[index] == -2 {
-            let frames = table.stacks[index]
-            if frames.isEmpty {
-                byTableStack[index] = -1
-            } else {
-                entries.append(Entry(frames: frames, portable: portable.stack(frames)))
-                byTableStack[index] = entries.count - 1
-            }
-        }
-        return byTableStack[index]
+    /// Numbers `frames` (not empty), a stack of the memo's table, the first time a row has it.
+    func adding(_ frames: [Frame]) -> Int {
+        entries.append(Entry(frames: frames, portable: portable.stack(frames)))
+        return entries.count - 1
     }
 
     /// The frames of stack `number`.

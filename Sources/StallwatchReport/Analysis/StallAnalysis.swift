@@ -110,8 +110,10 @@ package struct AnalyzedStall: Sendable {
         slot: Int, of table: SampleTable, stall: Stall, tracePath: String, budget: Duration,
         classifier: Classifier, names: FrameNamer, memo: AppFrameMemo
     ) {
+        var state = TableReading(table)
         let reading = memo.read(
-            stall, slot: slot, of: table, classifier: classifier, names: TraceNames(names), perRow: true)
+            stall, slot: slot, of: table, classifier: classifier, names: TraceNames(names), perRow: true,
+            state: &state)
         self.tracePath = tracePath
         self.stall = stall
         self.stall.samples = table.samples(of: slot, stall: stall.id)
@@ -143,11 +145,6 @@ final class AppFrameMemo {
     var names: [UInt64: String?] = [:]
     /// The verdicts by number (`SampleRun.verdict`).
     private(set) var verdicts: [Classification] = []
-    /// Each distinct row key's verdict number, by the key's number.
-    var rowKeys = KeyNumbers<RowKey>()
-    var rowVerdicts: [Int] = []
-    /// Room for one stall's runs, kept from stall to stall.
-    var runs: [SampleRun] = []
     let stacks: StackMemo
     /// What holds in every trace, kept across the traces one worker analyzes (each trace has
     /// its own addresses, but a fleet's traces share their functions).
@@ -158,17 +155,11 @@ final class AppFrameMemo {
         stacks = StackMemo(portable: portable)
     }
 
-    /// The number of `classifier`'s verdict on row `index` of `table` (of stall id `stall`),
-    /// whose key is `key` and stack `stack` in `stacks` (-1 when it has no frames), once per
-    /// distinct key.
-    func verdict(
-        _ key: RowKey, row index: Int, stall: UInt64, of table: SampleTable, stack: Int, _ classifier: Classifier
-    ) -> Int {
-        let number = rowKeys.number(of: key)
-        if number < rowVerdicts.count { return rowVerdicts[number] }
+    /// Numbers `classifier`'s verdict on row `index` of `table` (of stall id `stall`), whose
+    /// stack is `stack` in `stacks` (-1 when it has no frames).
+    func addVerdict(row index: Int, stall: UInt64, of table: SampleTable, stack: Int, _ classifier: Classifier) -> Int {
         let portableStack = stack < 0 ? portable.stack([]) : stacks.portableNumber(ofStack: stack)
         verdicts.append(portable.verdict(table.input(index, stall: stall), stack: portableStack, classifier))
-        rowVerdicts.append(verdicts.count - 1)
         return verdicts.count - 1
     }
 
