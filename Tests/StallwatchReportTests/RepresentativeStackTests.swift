@@ -91,9 +91,12 @@ import Testing
                     samples: shape.map {
                         Sample(time: $0.0 * ms, frames: $0.1, state: $0.2, syscall: $0.2 == .diskSleep ? 74 : nil)
                     })
+                let table = SampleTable(stall)
+                var state = TableReading(table)
                 let shared = AnalyzedStall(
-                    slot: 0, of: SampleTable(stall), stall: stall, tracePath: "t", budget: .milliseconds(16),
-                    classifier: classifier, names: FrameNamer(modules: []), memo: AppFrameMemo(portable: portable))
+                    slot: 0, of: table, stall: stall, tracePath: "t", budget: .milliseconds(16),
+                    classifier: classifier, names: FrameNamer(modules: []), memo: AppFrameMemo(portable: portable),
+                    state: &state)
                 let alone = AnalyzedStall(stall, tracePath: "t", budget: .milliseconds(16), classifier: Classifier())
                 #expect(shared.classifications == alone.classifications)
                 #expect(shared.representative == alone.representative)

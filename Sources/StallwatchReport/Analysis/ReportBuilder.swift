@@ -129,10 +129,11 @@ package struct ReportBuilder: Sendable {
             let budget = trace.trace.header?.thresholds.budget ?? TierThresholds.default.budget
             let names = FrameNamer(modules: trace.trace.modules)
             let memo = AppFrameMemo(portable: portable[worker])
+            var state = TableReading(trace.trace.table)
             return trace.trace.bareStalls.indices.map {
                 AnalyzedStall(
                     slot: $0, of: trace.trace.table, stall: trace.trace.bareStalls[$0], tracePath: trace.path,
-                    budget: budget, classifier: classifier, names: names, memo: memo)
+                    budget: budget, classifier: classifier, names: names, memo: memo, state: &state)
             }
         }
 

@@ -241,9 +241,7 @@ extension AppFrameMemo {
         state: inout TableReading
     ) -> StallReading {
         let range = table.ranges[slot]
-        var runs = state.runs
-        state.runs = []
-        runs.removeAll(keepingCapacity: true)
+        state.runs.removeAll(keepingCapacity: true)
         var total: UInt64 = 0
         var waits: [String] = []
         var verdicts: [Int] = []
@@ -277,14 +275,13 @@ extension AppFrameMemo {
                     key, row: index, stall: stall.id, of: table, stack: stack, memo: self, classifier)
                 state.last = (key, verdict, stack)
             }
-            SampleRun.append(index - range.lowerBound, verdict: verdict, stack: stack, weight: weight, to: &runs)
+            SampleRun.append(index - range.lowerBound, verdict: verdict, stack: stack, weight: weight, to: &state.runs)
             if perRow {
                 verdicts.append(verdict)
                 weights.append(weight)
             }
         }
-        let analysis = RunAnalysis(runs, sampleCount: range.count, total: total, memo: self, names: names)
-        state.runs = runs
+        let analysis = RunAnalysis(state.runs, sampleCount: range.count, total: total, memo: self, names: names)
         return StallReading(
             durationNanos: StallAccounting.duration(
                 start: stall.start, end: stall.end, lastSample: table.lastTime(of: slot)),
@@ -294,7 +291,7 @@ extension AppFrameMemo {
 
 /// A row's `ClassifierInput` within its sample table: its stack, state, syscall, wait channel
 /// and annotation, the strings by their numbers in the table, and its kernel facts by their
-/// number in the memo (`RowFacts`; -1 for a row without). Plain numbers, so comparing the key
+/// number in `TableReading.facts` (-1 for a row without). Plain numbers, so comparing the key
 /// with the previous row's costs no more than its bytes. `ClassifierInputTests` fails when the
 /// input gains a field, so that it is added here too.
 struct RowKey: Hashable {

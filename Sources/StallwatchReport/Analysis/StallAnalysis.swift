@@ -91,26 +91,29 @@ package struct AnalyzedStall: Sendable {
         _ stall: Stall, tracePath: String, budget: Duration, classifier: Classifier,
         names: FrameNamer = FrameNamer(modules: [])
     ) {
+        let table = SampleTable(stall)
+        var state = TableReading(table)
         self.init(
-            slot: 0, of: SampleTable(stall), stall: stall, tracePath: tracePath, budget: budget,
-            classifier: classifier, names: names, memo: AppFrameMemo())
+            slot: 0, of: table, stall: stall, tracePath: tracePath, budget: budget, classifier: classifier,
+            names: names, memo: AppFrameMemo(), state: &state)
     }
 
     /// Stall `slot` of `loaded`, analyzed with its header's budget and its module map's names.
     package init(slot: Int, of loaded: LoadedTrace, classifier: Classifier) {
+        var state = TableReading(loaded.trace.table)
         self.init(
             slot: slot, of: loaded.trace.table, stall: loaded.trace.bareStalls[slot], tracePath: loaded.path,
             budget: loaded.trace.header?.thresholds.budget ?? TierThresholds.default.budget, classifier: classifier,
-            names: FrameNamer(modules: loaded.trace.modules), memo: AppFrameMemo())
+            names: FrameNamer(modules: loaded.trace.modules), memo: AppFrameMemo(), state: &state)
     }
 
     /// `stall`, whose samples are rows `table.ranges[slot]`, read once (`AppFrameMemo.read`)
-    /// with `memo` (one per table, used by one thread at a time), its samples built.
+    /// with `memo` and `state` (one of each per table, used by one thread at a time), its
+    /// samples built.
     init(
         slot: Int, of table: SampleTable, stall: Stall, tracePath: String, budget: Duration,
-        classifier: Classifier, names: FrameNamer, memo: AppFrameMemo
+        classifier: Classifier, names: FrameNamer, memo: AppFrameMemo, state: inout TableReading
     ) {
-        var state = TableReading(table)
         let reading = memo.read(
             stall, slot: slot, of: table, classifier: classifier, names: TraceNames(names), perRow: true,
             state: &state)
