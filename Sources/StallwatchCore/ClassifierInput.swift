@@ -24,13 +24,23 @@ public struct ClassifierInput: Sendable, Hashable {
 
     /// The input of `sample`.
     public init(_ sample: Sample) {
-        frames = sample.frames
-        state = sample.state
-        syscall = sample.syscall
-        wchan = sample.wchan
-        annotation = sample.annotation
-        wait = sample.wait
-        countersDelta = sample.countersDelta
+        self.init(
+            frames: sample.frames, state: sample.state, syscall: sample.syscall, wchan: sample.wchan,
+            annotation: sample.annotation, wait: sample.wait, countersDelta: sample.countersDelta)
+    }
+
+    /// The input made of its fields (a decoded trace's sample table reads them off its rows).
+    package init(
+        frames: [Frame], state: ThreadState, syscall: Int32?, wchan: String?, annotation: Annotation?, wait: WaitFact?,
+        countersDelta: KernelCounters?
+    ) {
+        self.frames = frames
+        self.state = state
+        self.syscall = syscall
+        self.wchan = wchan
+        self.annotation = annotation
+        self.wait = wait
+        self.countersDelta = countersDelta
     }
 
     /// Equal when every field is, frames compared by symbol and module (what the classifier

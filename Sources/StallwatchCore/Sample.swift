@@ -140,24 +140,6 @@ public struct Sample: Sendable, Hashable, Codable {
         try container.encodeIfPresent(wait, forKey: .wait)
     }
 
-    /// Whether `other` equals this sample but for `time` and `cpuTimeNanos` (what a verdict
-    /// does not depend on). Pure; any thread.
-    package func equalsIgnoringTimes(_ other: borrowing Sample) -> Bool {
-        frames == other.frames && state == other.state && syscall == other.syscall && wchan == other.wchan
-            && annotation == other.annotation && captureTimedOut == other.captureTimedOut && source == other.source
-            && kernel == other.kernel
-    }
-
-    /// For each of `samples`, whether it equals the one before it but for its times (false for
-    /// the first). Pure; any thread.
-    package static func repeatsOfPrevious(_ samples: [Sample]) -> [Bool] {
-        var result = [Bool](repeating: false, count: samples.count)
-        for index in samples.indices.dropFirst() {
-            result[index] = samples[index].equalsIgnoringTimes(samples[index - 1])
-        }
-        return result
-    }
-
     /// The name of `syscall` from the x86_64 table (`74` → `"fsync"`), or `nil`.
     public var syscallName: String? {
         syscall.flatMap(SyscallTable.name(for:))

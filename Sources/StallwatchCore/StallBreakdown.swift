@@ -50,10 +50,11 @@ public struct StallBreakdown: Sendable, Hashable, Codable {
     /// The number of samples weighed.
     public var sampleCount: Int
 
-    /// `nanos` and `shares` by `StallCategory.ordinal`: arrays, not dictionaries, as one
-    /// breakdown is made per stall.
-    @usableFromInline var categoryNanos: [UInt64]
-    @usableFromInline var categoryShares: [Double]
+    /// `nanos` and `shares` by `StallCategory.ordinal` (lanes past the last category are 0):
+    /// fixed-size values, neither dictionaries nor arrays, as one breakdown is made per stall
+    /// and these then cost no allocation.
+    @usableFromInline var categoryNanos: SIMD8<UInt64>
+    @usableFromInline var categoryShares: SIMD8<Double>
 
     /// Creates a breakdown.
     public init(
@@ -67,7 +68,8 @@ public struct StallBreakdown: Sendable, Hashable, Codable {
     }
 
     private init(
-        nanos: [UInt64], shares: [Double], totalNanos: UInt64, dominant: StallCategory?, dominantShare: Double,
+        nanos: SIMD8<UInt64>, shares: SIMD8<Double>, totalNanos: UInt64, dominant: StallCategory?,
+        dominantShare: Double,
         topReasons: [ReasonTime], sampleCount: Int
     ) {
         categoryNanos = nanos
@@ -89,7 +91,7 @@ public struct StallBreakdown: Sendable, Hashable, Codable {
     /// copying it first. Pure; any thread.
     @inlinable
     package func addCategoryNanos(to totals: inout [UInt64]) {
-        for index in categoryNanos.indices { totals[index] += categoryNanos[index] }
+        for index in totals.indices { totals[index] += categoryNanos[index] }
     }
 
     /// The fraction (0…1) of the attributed time spent in `category` (inlinable, so a caller
@@ -99,12 +101,14 @@ public struct StallBreakdown: Sendable, Hashable, Codable {
         categoryShares[category.ordinal]
     }
 
-    private static func dictionary<Value>(_ values: [Value]) -> [StallCategory: Value] {
+    private static func dictionary<Value>(_ values: SIMD8<Value>) -> [StallCategory: Value] {
         Dictionary(uniqueKeysWithValues: StallCategory.allCases.map { ($0, values[$0.ordinal]) })
     }
 
-    private static func array<Value: AdditiveArithmetic>(_ values: [StallCategory: Value]) -> [Value] {
-        StallCategory.allCases.map { values[$0] ?? .zero }
+    private static func array<Value: AdditiveArithmetic>(_ values: [StallCategory: Value]) -> SIMD8<Value> {
+        var result = SIMD8<Value>()
+        for category in StallCategory.allCases { result[category.ordinal] = values[category] ?? .zero }
+        return result
     }
 
     private enum CodingKeys: String, CodingKey {
@@ -173,7 +177,7 @@ extension StallBreakdown {
     /// breakdown is made by.
     package struct Weigher {
         /// Units by `StallCategory.ordinal`.
-        private var perCategory = StallCategory.zeros
+        private var perCategory = SIMD8<UInt64>()
         // The reasons in the order first seen: the first one held here (most stalls have one),
         // the rest found by a linear search while they are few (a stall has a handful, whose
         // strings are mostly shared, so compare at once), by a dictionary beyond that.
@@ -236,7 +240,7 @@ extension StallBreakdown {
             run = nil
             var dominant: StallCategory?
             var dominantUnits: UInt64 = 0
-            for ordinal in perCategory.indices where perCategory[ordinal] > dominantUnits {
+            for ordinal in 0..<StallCategory.count where perCategory[ordinal] > dominantUnits {
                 dominant = StallCategory(ordinal: ordinal)
                 dominantUnits = perCategory[ordinal]
             }
@@ -260,10 +264,13 @@ extension StallBreakdown {
                     .map { time(all[$0]) }
                 }
             }
-            let shares = perCategory.map { unitTotal > 0 ? Double($0) / Double(unitTotal) : 0 }
-            if total == 0 {
-                for index in perCategory.indices { perCategory[index] = 0 }
+            var shares = SIMD8<Double>()
+            if unitTotal > 0 {
+                for ordinal in 0..<StallCategory.count {
+                    shares[ordinal] = Double(perCategory[ordinal]) / Double(unitTotal)
+                }
             }
+            if total == 0 { perCategory = SIMD8() }
             return StallBreakdown(
                 nanos: perCategory, shares: shares, totalNanos: total, dominant: dominant,
                 dominantShare: unitTotal == 0 ? 0 : Double(dominantUnits) / Double(unitTotal),

@@ -47,7 +47,4 @@ extension StallCategory {
         case .other: 4
         }
     }
-
-    /// One zero per category, by `ordinal`: the start of a per-category tally.
-    package static let zeros = [UInt64](repeating: 0, count: count)
 }

@@ -9,11 +9,15 @@ import Testing
 
     @Test func everyCategoryIsAtItsOrdinal() {
         #expect(StallCategory.count == StallCategory.allCases.count)
-        // A breakdown has a share for every category, and no more.
+        // A breakdown has a lane for every category (its figures are fixed-size vectors), and
+        // lists every category, and no more.
+        #expect(StallCategory.count <= SIMD8<UInt64>.scalarCount)
         var weigher = StallBreakdown.Weigher()
-        let breakdown = weigher.breakdown(totalNanos: 0, sampleCount: 0)
-        #expect(breakdown.categoryShares.count == StallCategory.count)
-        #expect(breakdown.categoryNanos.count == StallCategory.count)
+        weigher.add(.other, "nanosleep", units: 3)
+        let breakdown = weigher.breakdown(totalNanos: 3, sampleCount: 1)
+        #expect(breakdown.nanos.count == StallCategory.count && breakdown.shares.count == StallCategory.count)
+        #expect(breakdown.nanos[.other] == 3 && breakdown.shares[.other] == 1)
+        #expect(breakdown.categoryNanos.wrappedSum() == 3)
         for (index, category) in StallCategory.allCases.enumerated() {
             #expect(category.ordinal == index)
             #expect(StallCategory(ordinal: index) == category)

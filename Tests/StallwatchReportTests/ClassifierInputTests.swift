@@ -1,6 +1,6 @@
 // The verdict caches key on what the classifier reads: `ClassifierInput`. The report's
-// trace-local keys (`VerdictKey`: the whole sample but its times; `ColumnKey`: a column
-// sample's numbered fields) stand for it, so a field added to the input must be added to them.
+// table-local key (`RowKey`: a row's numbered fields and kernel facts) stands for it, so a
+// field added to the input must be added to it.
 import StallwatchCore
 import Testing
 
@@ -9,8 +9,7 @@ import Testing
 @Suite struct ClassifierInputTests {
     @Test func theInputIsWhatTheTraceLocalKeysCover() {
         let input = ClassifierInput(Sample(time: 1, frames: [], state: .running))
-        // A new field here: add it to `ColumnKey` (SampleRuns.swift) unless it is nil for a
-        // sample without kernel facts, and check `Sample.equalsIgnoringTimes` compares it.
+        // A new field here: add it to `RowKey` (SampleRuns.swift) and `SampleTable.input`.
         #expect(
             Mirror(reflecting: input).children.map(\.label)
                 == ["frames", "state", "syscall", "wchan", "annotation", "wait", "countersDelta"])

@@ -1,5 +1,6 @@
-// A report reads a fleet's samples as the decoder's columns; what it works out of each stall
-// must be what the analysis of the built samples works out, for every kind of sample.
+// A report reads a fleet's samples off the decoder's sample table without building them; what
+// it works out of each stall must be what the analysis of the stall (samples built) works out,
+// for every kind of sample, and a stall built in code must analyze as its decoded self.
 import Foundation
 import StallwatchCore
 import Testing
@@ -92,48 +93,52 @@ import Testing
             + "\(figures.confidence) \(figures.sampleCount) \(figures.waits)"
     }
 
-    @Test func aStallReadOffTheColumnsHasTheFiguresOfItsBuiltSamples() throws {
+    @Test func aStallReadOffTheTableHasTheFiguresOfItsAnalysis() throws {
         for bytes in [mixedTrace(), Fixture.standard(mode: .full, withCallouts: true), Fixture.app()] {
-            let built = try TraceLoader.load(bytes: bytes, path: "t.swtrace").get()
-            let columns = try TraceLoader.load(
-                bytes: bytes, path: "t.swtrace", includeCallouts: false, workers: 1, asColumns: true
-            ).get()
-            #expect(columns.trace.stalls.allSatisfy { $0.samples.isEmpty })
-            #expect(columns.trace.stalls.map(\.id) == built.trace.stalls.map(\.id))
-            #expect(columns.trace.stalls.map(\.flags) == built.trace.stalls.map(\.flags))
-            #expect(columns.trace.orphanSamples == built.trace.orphanSamples)
-            #expect(ReportBuilder.runTime(of: columns) == ReportBuilder.runTime(of: built))
-            let expected = ReportBuilder().analyze([built])[0].map { text(StallFigures($0)) }
+            let loaded = try TraceLoader.load(bytes: bytes, path: "t.swtrace").get()
+            #expect(loaded.trace.bareStalls.allSatisfy { $0.samples.isEmpty })
+            let expected = ReportBuilder().analyze([loaded])[0].map { text(StallFigures($0)) }
+            #expect(expected.count == loaded.trace.bareStalls.count)
             // One memo for both traces' worth of stalls, as a worker keeps it across traces.
             let portable = PortableMemo()
             for _ in 0..<2 {
-                let figures = StallFigures.ofColumns(
-                    columns, classifier: Classifier(), memo: AppFrameMemo(portable: portable))
+                let figures = StallFigures.of(loaded, classifier: Classifier(), memo: AppFrameMemo(portable: portable))
                 #expect(figures.map(text) == expected)
+            }
+            // The same stalls built in code (samples and all) analyze the same.
+            let budget = loaded.trace.header?.thresholds.budget ?? TierThresholds.default.budget
+            let built = loaded.trace.stalls.map {
+                AnalyzedStall(
+                    $0, tracePath: loaded.path, budget: budget, classifier: Classifier(),
+                    names: FrameNamer(modules: loaded.trace.modules))
+            }
+            #expect(built.map { text(StallFigures($0)) } == expected)
+        }
+    }
+
+    @Test func aStallsTableOfItsOwnGivesItsSamplesBack() throws {
+        for bytes in [mixedTrace(), Fixture.standard(mode: .full, withCallouts: true), Fixture.app()] {
+            let trace = try TraceLoader.load(bytes: bytes, path: "t.swtrace").get().trace
+            for stall in trace.stalls {
+                #expect(SampleTable(stall).samples(of: 0, stall: stall.id) == stall.samples)
             }
         }
     }
 
-    @Test func stallsKeptFromTracesReadAsColumnsHaveTheirSamplesBuilt() throws {
+    @Test func stallsKeptByTallyReportAsStallsLetGo() throws {
         let traces = [mixedTrace(), Fixture.standard(mode: .full, withCallouts: true), Fixture.app()]
-        let built = try traces.map { try TraceLoader.load(bytes: $0, path: "t.swtrace").get() }
-        for index in traces.indices {
-            var columns = try TraceLoader.load(
-                bytes: traces[index], path: "t.swtrace", includeCallouts: false, workers: 1, asColumns: true
-            ).get()
-            columns.trace.buildSamples()
-            #expect(columns.trace.columns == nil)
-            #expect(columns.trace.stalls == built[index].trace.stalls)
-        }
-        // `tally` keeping the stalls of traces read as columns analyzes them with their samples.
+        let loaded = try traces.map { try TraceLoader.load(bytes: $0, path: "t.swtrace").get() }
         let builder = ReportBuilder(workers: 1)
-        let tallied = builder.tally(traces.count, keepStalls: true) { index in
-            TraceLoader.load(
-                bytes: traces[index], path: "t.swtrace", includeCallouts: false, workers: 1, asColumns: true)
+        let kept = builder.tally(traces.count, keepStalls: true) { index in
+            TraceLoader.load(bytes: traces[index], path: "t.swtrace")
         }
-        #expect(tallied.analyzed.map(\.count) == built.map(\.trace.stalls.count))
-        let expected = builder.report(built, analyzed: builder.analyze(built), top: 10)
-        #expect(try JSONOutput.encode(builder.report(tallied, top: 10)) == JSONOutput.encode(expected))
+        let letGo = builder.tally(traces.count, keepStalls: false) { index in
+            TraceLoader.load(bytes: traces[index], path: "t.swtrace")
+        }
+        #expect(kept.analyzed.map(\.count) == loaded.map(\.trace.bareStalls.count))
+        let expected = try JSONOutput.encode(builder.report(loaded, analyzed: builder.analyze(loaded), top: 10))
+        #expect(try JSONOutput.encode(builder.report(kept, top: 10)) == expected)
+        #expect(try JSONOutput.encode(builder.report(letGo, top: 10)) == expected)
     }
 
     @Test func theMixedTraceHasEveryKindOfSample() throws {

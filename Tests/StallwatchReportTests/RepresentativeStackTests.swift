@@ -67,12 +67,11 @@ import Testing
 
     @Test func memosKeptAcrossStallsAndTracesChangeNoAnalysis() {
         // Two traces of the same functions at other addresses, each stall analysed with the
-        // trace's memos (stacks by storage, verdicts by portable sample, names by symbol) and
-        // alone: the same verdicts, representative stacks and signatures.
+        // worker's memo (verdicts by portable sample, names by symbol) and alone: the same
+        // verdicts, representative stacks and signatures.
         let portable = PortableMemo()
         let classifier = Classifier()
         for base: UInt64 in [0x1000, 0x9000] {
-            let memo = AppFrameMemo(portable: portable)
             let parse = [frame("App.parse()", base), frame("App.load()", base + 0x100)]
             let write = [
                 Frame(address: base + 0x200, symbol: "fsync", module: "/usr/lib/x86_64-linux-gnu/libc.so.6"),
@@ -92,9 +91,12 @@ import Testing
                     samples: shape.map {
                         Sample(time: $0.0 * ms, frames: $0.1, state: $0.2, syscall: $0.2 == .diskSleep ? 74 : nil)
                     })
+                let table = SampleTable(stall)
+                var state = TableReading(table)
                 let shared = AnalyzedStall(
-                    stall, tracePath: "t", budget: .milliseconds(16), classifier: classifier,
-                    names: FrameNamer(modules: []), memo: memo)
+                    slot: 0, of: table, stall: stall, tracePath: "t", budget: .milliseconds(16),
+                    classifier: classifier, names: FrameNamer(modules: []), memo: AppFrameMemo(portable: portable),
+                    state: &state)
                 let alone = AnalyzedStall(stall, tracePath: "t", budget: .milliseconds(16), classifier: Classifier())
                 #expect(shared.classifications == alone.classifications)
                 #expect(shared.representative == alone.representative)

@@ -79,7 +79,7 @@ extension DecodedTrace {
     /// the whole file after the preamble) are `chunks`: the same value
     /// `DecodedTrace(decoding:fileName:)` gives for the same bytes (`fileName` names the file
     /// in its problems).
-    package init(chunks: [TraceChunk], fileName: String? = nil, asColumns: Bool = false) {
+    package init(chunks: [TraceChunk], fileName: String? = nil) {
         var assembler = StallAssembler()
         for chunk in chunks {
             for record in chunk.records { add(record, to: &assembler) }
@@ -89,6 +89,6 @@ extension DecodedTrace {
             outcome.recordCount += chunk.recordCount
             outcome.unknownRecordCount += chunk.unknownRecordCount
         }
-        assemble(assembler, asColumns: asColumns, fileName: fileName, inputLength: chunks.last?.end ?? 0)
+        assemble(assembler, fileName: fileName, inputLength: chunks.last?.end ?? 0)
     }
 }

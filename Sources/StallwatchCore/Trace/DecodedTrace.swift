@@ -21,9 +21,13 @@ public struct DecodedTrace: Sendable {
     public var callSites: [UInt64: TraceRecord.CallSite] = [:]
     /// The module map, in file order.
     public var modules: [TraceRecord.Module] = []
-    /// The stalls, by start time. A stall with no `stallEnded` record has the `unfinished`
+    /// The stalls, by start time, each without its samples: stall `i`'s are rows
+    /// `table.ranges[i]` of `table`. A stall with no `stallEnded` record has the `unfinished`
     /// flag, no end, and the tier it had reached by its last sample.
-    public var stalls: [Stall] = []
+    package var bareStalls: [Stall] = []
+    /// Every stall's samples as the decoder read them: one table, built into `Sample` values
+    /// only when asked (`stalls`, `samples(ofStall:)`).
+    package var table = SampleTable()
     /// How many `callout` records the trace holds (`full` mode).
     public var calloutCount = 0
     /// The callouts' total duration in nanoseconds (`full` mode): the loop's busy time.
@@ -52,10 +56,6 @@ public struct DecodedTrace: Sendable {
     private var congestionStarts: Set<UInt64> = []
     private var frameClockStarts: Set<UInt64> = []
     private var latencyStarts: Set<UInt64> = []
-    /// The stalls' samples as the decoder read them, when the trace was decoded `asColumns`
-    /// (for an analysis that reads them so); then every stall's `samples` is empty.
-    package var columns: SampleColumns?
-
     /// Decodes `bytes` and assembles the result; `fileName` is only used in error messages.
     public init(decoding bytes: [UInt8], fileName: String? = nil) {
         self = bytes.withUnsafeBytes { DecodedTrace(decoding: $0, fileName: fileName) }
@@ -63,13 +63,7 @@ public struct DecodedTrace: Sendable {
 
     /// Decodes `bytes` and assembles the result; `fileName` is only used in error messages.
     public init(decoding bytes: UnsafeRawBufferPointer, fileName: String? = nil) {
-        self.init(decoding: bytes, fileName: fileName, asColumns: false)
-    }
-
-    /// As above; `asColumns` keeps the samples in `columns` instead of building each stall's
-    /// `samples`.
-    package init(decoding bytes: UnsafeRawBufferPointer, fileName: String?, asColumns: Bool) {
-        var assembler = StallAssembler()
+        var assembler = StallAssembler(byteCount: bytes.count)
         var parser = TraceParser(fileName: fileName)
         // Callouts, nearly every record of a full-mode trace, are only added up: straight here,
         // not through a closure and `add`'s switch (that made a serial decode ten times slower
@@ -86,7 +80,7 @@ public struct DecodedTrace: Sendable {
             }
         }
         outcome = parser.outcome
-        assemble(assembler, asColumns: asColumns, fileName: fileName, inputLength: bytes.count)
+        assemble(assembler, fileName: fileName, inputLength: bytes.count)
     }
 
     /// Takes in one callout: the loop's busy time.
@@ -131,15 +125,14 @@ public struct DecodedTrace: Sendable {
         return false
     }
 
-    /// Joins the stall records once every record is in: each stall's samples built, or kept
-    /// as columns. Records that repeat earlier ones are counted once and reported in
+    /// Joins the stall records once every record is in: the stalls and their samples' table.
+    /// Records that repeat earlier ones are counted once and reported in
     /// `outcome` (`TraceError.Problem.repeatedRecords`).
-    mutating func assemble(_ assembler: StallAssembler, asColumns: Bool, fileName: String?, inputLength: Int) {
+    mutating func assemble(_ assembler: StallAssembler, fileName: String?, inputLength: Int) {
         callSites = assembler.sites
         let thresholds = header?.thresholds ?? .default
         let made = assembler.stalls(modules: modules, thresholds: thresholds)
-        (stalls, orphanSamples) = (made.stalls, made.orphans)
-        columns = made.columns
+        (bareStalls, orphanSamples, table) = (made.stalls, made.orphans, made.table)
         var repeats: [String] = []
         if made.repeatedStalls > 0 { repeats.append("\(made.repeatedStalls) begun again (a stall id seen before)") }
         if made.repeatedSamples > 0 {
@@ -154,25 +147,29 @@ public struct DecodedTrace: Sendable {
                 TraceError(fileName: fileName, offset: inputLength, problem: .repeatedRecords(what: what)),
                 at: outcome.problems.firstIndex { $0.problem.isTruncation } ?? outcome.problems.endIndex)
         }
-        if !asColumns { buildSamples() }
     }
 
-    /// Builds every stall's `samples` from `columns` and lets the columns go: the trace
-    /// `DecodedTrace(decoding:fileName:)` gives. Nothing to do for a trace decoded so.
-    package mutating func buildSamples() {
-        guard let columns else { return }
-        for index in stalls.indices { stalls[index].samples = columns.samples(of: index, stall: stalls[index].id) }
-        self.columns = nil
-    }
-
-    /// The time of stall `index`'s last sample, nil without samples (read from `columns` when
-    /// the trace was decoded so).
-    package func lastSampleTime(ofStall index: Int) -> UInt64? {
-        if let columns {
-            let range = columns.ranges[index]
-            return range.isEmpty ? nil : columns.samples[range.upperBound - 1].time
+    /// The stalls, by start time, each with its samples (`samples(ofStall:)`), in time order.
+    /// Builds every sample: an analysis reads the table instead.
+    public var stalls: [Stall] {
+        bareStalls.indices.map { index in
+            var stall = bareStalls[index]
+            stall.samples = samples(ofStall: index)
+            return stall
         }
-        return stalls[index].samples.last?.time
+    }
+
+    /// The samples of stall `index` (of `stalls`), in time order, built from the table.
+    public func samples(ofStall index: Int) -> [Sample] { table.samples(of: index, stall: bareStalls[index].id) }
+
+    /// The time of stall `index`'s last sample, nil without samples.
+    package func lastSampleTime(ofStall index: Int) -> UInt64? { table.lastTime(of: index) }
+
+    /// The trace without its stalls and their samples: what a report keeps once it has added
+    /// them up.
+    package mutating func dropStalls() {
+        bareStalls = []
+        table = SampleTable()
     }
 }
 
@@ -198,6 +195,16 @@ struct StallAssembler {
     /// Kinds 18 and 19, by stall and sample time.
     var counters: [SampleKey: TraceRecord.SampleCounters] = [:]
     var waits: [SampleKey: TraceRecord.SampleWait] = [:]
+
+    init() {}
+
+    /// An assembler for a trace of `byteCount` bytes, with room for about as many samples as
+    /// a trace of stalls that long holds (a sample record takes a few dozen bytes), so the
+    /// samples are not copied as they grow.
+    @inline(never)
+    init(byteCount: Int) {
+        samples.reserveCapacity(min(byteCount / 24, 1 << 20))
+    }
 
     struct SampleKey: Hashable, Sendable {
         var stall: UInt64
@@ -253,10 +260,10 @@ struct StallAssembler {
     }
 
     /// The stalls, by start time, each with no samples, the number of orphan samples, every
-    /// stall's samples as columns (`ranges[i]` are `stalls[i]`'s), and how many `stallBegan`
+    /// stall's samples as one table (`ranges[i]` are `stalls[i]`'s), and how many `stallBegan`
     /// and sample records repeated earlier ones (left out).
     func stalls(modules: [TraceRecord.Module], thresholds: TierThresholds) -> (
-        stalls: [Stall], orphans: Int, columns: SampleColumns, repeatedStalls: Int, repeatedSamples: Int
+        stalls: [Stall], orphans: Int, table: SampleTable, repeatedStalls: Int, repeatedSamples: Int
     ) {
         // Of several modules with one index, the last counts.
         var modulePaths: [(index: UInt32, path: String)] = []
@@ -322,12 +329,12 @@ struct StallAssembler {
         }
         result.sort { ($0.stall.start, $0.stall.id) < ($1.stall.start, $1.stall.id) }
 
-        var columns = SampleColumns(
+        var table = SampleTable(
             stacks: stackFrames, wchans: wchans.strings, annotations: annotations, sources: sources,
-            counters: counters, waits: waits, symbols: symbolizer)
-        columns.samples = ordered
-        columns.ranges = result.map { ranges[$0.slot] }
-        return (result.map(\.stall), orphans, columns, began.count - stallRecords.count, repeatedSamples)
+            counters: counters, waits: waits.mapValues { $0.fact(frame: symbolizer.frame) })
+        table.rows = ordered
+        table.ranges = result.map { ranges[$0.slot] }
+        return (result.map(\.stall), orphans, table, began.count - stallRecords.count, repeatedSamples)
     }
 
     /// A context record's pairs as a dictionary (of a key given twice, the last counts).
@@ -470,7 +477,7 @@ package struct PendingSample: Sendable {
     /// The annotation's id, 0 for none.
     package var annotation: UInt64
     package var syscall: Int32?
-    /// The number of the sample's stack in `SampleColumns.stacks`.
+    /// The number of the sample's stack in `SampleTable.stacks`.
     package var stack: Int32
     /// The number of the wait channel's name in the trace's table, -1 for none.
     package var wchan: Int32
@@ -544,80 +551,5 @@ struct FrameSymbols: Sendable {
             frame.line = symbol.line
         }
         return frame
-    }
-}
-
-/// A trace's samples as the decoder read them: each one's fields plain, its stack and wait
-/// channel by number. An analysis that reads them so does not build (and free) a `Sample` for
-/// each one; `sample(_:stall:)` builds one when it is wanted.
-///
-/// A plain value; use it on any thread.
-package struct SampleColumns: Sendable {
-    /// The distinct stacks, symbolicated, by number (`PendingSample.stack`).
-    package var stacks: [[Frame]]
-    /// The samples: each stall's in a row, in time order (samples of no known stall in none).
-    package var samples: [PendingSample] = []
-    /// Stall `i`'s samples are `samples[ranges[i]]`.
-    package var ranges: [Range<Int>] = []
-    var wchans: [String]
-    var annotations: [UInt64: Annotation]
-    var sources: [StallAssembler.SampleKey: SampleSource]
-    var counters: [StallAssembler.SampleKey: TraceRecord.SampleCounters]
-    var waits: [StallAssembler.SampleKey: TraceRecord.SampleWait]
-    var symbols: FrameSymbols
-    /// Whether any sample has kernel facts (counters or a wait): when not,
-    /// `hasKernelFacts(_:stall:)` is false for every one.
-    package let anyKernelFacts: Bool
-
-    init(
-        stacks: [[Frame]], wchans: [String], annotations: [UInt64: Annotation],
-        sources: [StallAssembler.SampleKey: SampleSource],
-        counters: [StallAssembler.SampleKey: TraceRecord.SampleCounters],
-        waits: [StallAssembler.SampleKey: TraceRecord.SampleWait], symbols: FrameSymbols
-    ) {
-        self.stacks = stacks
-        self.wchans = wchans
-        self.annotations = annotations
-        self.sources = sources
-        self.counters = counters
-        self.waits = waits
-        self.symbols = symbols
-        anyKernelFacts = !counters.isEmpty || !waits.isEmpty
-    }
-
-    /// Whether sample `index` (of stall id `stall`) has kernel facts (counters or a wait): what
-    /// `sample(_:stall:)` adds beyond the plain fields.
-    package func hasKernelFacts(_ index: Int, stall: UInt64) -> Bool {
-        guard anyKernelFacts else { return false }
-        let key = StallAssembler.SampleKey(stall: stall, time: samples[index].time)
-        return counters[key] != nil || waits[key] != nil
-    }
-
-    /// What sample `index` (of stall id `stall`) waited on, if the trace says.
-    package func wait(_ index: Int, stall: UInt64) -> WaitFact? {
-        if waits.isEmpty { return nil }
-        return waits[StallAssembler.SampleKey(stall: stall, time: samples[index].time)]?.fact(frame: symbols.frame)
-    }
-
-    /// Sample `index` (of stall id `stall`) built whole.
-    package func sample(_ index: Int, stall: UInt64) -> Sample {
-        let sample = samples[index]
-        let key = StallAssembler.SampleKey(stall: stall, time: sample.time)
-        let counted = counters.isEmpty ? nil : counters[key]
-        return Sample(
-            time: sample.time, frames: stacks[Int(sample.stack)], state: sample.state, syscall: sample.syscall,
-            wchan: sample.wchan < 0 ? nil : wchans[Int(sample.wchan)], cpuTimeNanos: sample.cpuTime,
-            annotation: sample.annotation == 0 ? nil : annotations[sample.annotation],
-            captureTimedOut: sample.captureTimedOut, source: sources.isEmpty ? nil : sources[key],
-            counters: counted?.counters, countersDelta: counted?.delta,
-            wait: waits.isEmpty ? nil : waits[key]?.fact(frame: symbols.frame))
-    }
-
-    /// Stall `slot`'s samples (its id is `stall`) built whole, in time order.
-    package func samples(of slot: Int, stall: UInt64) -> [Sample] {
-        var result: [Sample] = []
-        result.reserveCapacity(ranges[slot].count)
-        for index in ranges[slot] { result.append(sample(index, stall: stall)) }
-        return result
     }
 }

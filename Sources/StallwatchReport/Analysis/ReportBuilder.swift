@@ -56,17 +56,15 @@ package struct ReportBuilder: Sendable {
     ) -> TalliedTraces {
         let workers = workers
         return tally(paths.count, keepStalls: keepStalls) { index in
-            let result = TraceLoader.load(
-                path: paths[index], includeCallouts: includeCallouts, workers: workers, asColumns: !keepStalls)
+            let result = TraceLoader.load(path: paths[index], includeCallouts: includeCallouts, workers: workers)
             if case .success(let trace) = result { progress?(trace.byteCount) }
             return result
         }
     }
 
     /// `loadAndTally` of `count` inputs, input `i` read by `load(i)` (called from the
-    /// analyzing threads, each input once). A trace decoded as columns (`asColumns`, what
-    /// `load` should give unless `keepStalls`) is analyzed off its columns, without building
-    /// its samples (with `keepStalls`, its samples are built first); the report is the same.
+    /// analyzing threads, each input once). Unless `keepStalls`, each trace's stalls are added
+    /// up off its sample table (`StallFigures.of`), no sample built; the report is the same.
     package func tally(
         _ count: Int, keepStalls: Bool, load: @Sendable (_ index: Int) -> Result<LoadedTrace, TraceLoadError>
     ) -> TalliedTraces {
@@ -80,17 +78,14 @@ package struct ReportBuilder: Sendable {
                     part.results.append(.failure(error))
                     if keepStalls { part.analyzed.append([]) }
                 case .success(var trace):
-                    if trace.trace.columns != nil && !keepStalls {
-                        part.tally.add(trace, number: index, stalls: analyzers.figures(trace, on: worker))
-                        trace.trace.columns = nil
-                    } else {
-                        // Stalls to keep are analyzed with their samples built.
-                        trace.trace.buildSamples()
+                    if keepStalls {
                         let stalls = analyzers.analyze(trace, on: worker)
                         part.tally.add(trace, number: index, stalls: stalls.map(StallFigures.init))
-                        if keepStalls { part.analyzed.append(stalls) }
+                        part.analyzed.append(stalls)
+                    } else {
+                        part.tally.add(trace, number: index, stalls: analyzers.figures(trace, on: worker))
+                        trace.trace.dropStalls()
                     }
-                    if !keepStalls { trace.trace.stalls = [] }
                     part.results.append(.success(trace))
                 }
             }
@@ -138,16 +133,17 @@ package struct ReportBuilder: Sendable {
             let budget = trace.trace.header?.thresholds.budget ?? TierThresholds.default.budget
             let names = FrameNamer(modules: trace.trace.modules)
             let memo = AppFrameMemo(portable: portable[worker])
-            return trace.trace.stalls.map {
+            var state = TableReading(trace.trace.table)
+            return trace.trace.bareStalls.indices.map {
                 AnalyzedStall(
-                    $0, tracePath: trace.path, budget: budget, classifier: classifier, names: names, memo: memo)
+                    slot: $0, of: trace.trace.table, stall: trace.trace.bareStalls[$0], tracePath: trace.path,
+                    budget: budget, classifier: classifier, names: names, memo: memo, state: &state)
             }
         }
 
-        /// The figures of the stalls of `trace`, decoded as columns, worked out by worker
-        /// `worker`.
+        /// The figures of the stalls of `trace` worked out by worker `worker`, no sample built.
         func figures(_ trace: LoadedTrace, on worker: Int) -> [StallFigures] {
-            StallFigures.ofColumns(
+            StallFigures.of(
                 trace, classifier: classifiers[worker], memo: AppFrameMemo(portable: portable[worker]))
         }
     }
@@ -290,7 +286,7 @@ package struct ReportBuilder: Sendable {
         }
         // By index: `for stall in stalls` copied every stall and `samples.last` its last sample,
         // and a fleet report asks this of every trace twice.
-        let stalls = loaded.trace.stalls
+        let stalls = loaded.trace.bareStalls
         for index in stalls.indices {
             see(stalls[index].start)
             if let end = stalls[index].end { see(end) }

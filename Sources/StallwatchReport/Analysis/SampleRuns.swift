@@ -28,8 +28,7 @@ struct SampleRun {
 }
 
 /// What a stall's runs come to: its breakdown, dominant category, representative stack and
-/// signature. The one place they are worked out, whether the samples were built (`AnalyzedStall`)
-/// or read as the decoder's columns (`StallFigures.ofColumns`).
+/// signature.
 struct RunAnalysis {
     var breakdown: StallBreakdown
     var category: StallCategory
@@ -41,16 +40,17 @@ struct RunAnalysis {
     /// Analyzes `runs` (of `sampleCount` samples weighing `total` nanoseconds) with the verdicts
     /// and stacks `memo` numbered; `names` names the trace's frames.
     init(_ runs: [SampleRun], sampleCount: Int, total: UInt64, memo: AppFrameMemo, names: TraceNames) {
+        let verdicts = memo.verdicts
         var weigher = StallBreakdown.Weigher()
         for run in runs {
-            let verdict = memo.verdicts[run.verdict]
+            let verdict = verdicts[run.verdict]
             weigher.add(verdict.category, verdict.reason, units: total == 0 ? UInt64(run.count) : run.nanos)
         }
         breakdown = weigher.breakdown(totalNanos: total, sampleCount: sampleCount)
         let category = breakdown.dominant ?? .other
         self.category = category
         let chosen = RepresentativeStack.choose(
-            runs: runs, verdicts: memo.verdicts, total: total, sampleCount: sampleCount, category: category,
+            runs: runs, verdicts: verdicts, total: total, sampleCount: sampleCount, category: category,
             memo: memo.stacks)
         representative = chosen?.stack
         representativeStack = chosen?.number ?? -1
@@ -60,7 +60,7 @@ struct RunAnalysis {
         var frames = chosen.map { memo.appFrames(ofStack: $0.number, names: names) } ?? []
         if frames.isEmpty {
             var counts: [[String]: (count: Int, first: Int)] = [:]
-            for run in runs where run.stack >= 0 && memo.verdicts[run.verdict].category == category {
+            for run in runs where run.stack >= 0 && verdicts[run.verdict].category == category {
                 let candidate = memo.appFrames(ofStack: run.stack, names: names)
                 guard !candidate.isEmpty else { continue }
                 counts[candidate] = ((counts[candidate]?.count ?? 0) + run.count, counts[candidate]?.first ?? run.first)
@@ -143,101 +143,176 @@ struct StallFigures: Sendable {
         self.waits = waits
     }
 
-    /// The figures of every stall of `loaded`, a trace decoded as columns (`DecodedTrace.columns`),
-    /// classified by `classifier` with `memo` (this trace's): what `AnalyzedStall` works out of
-    /// the same stalls with their samples built, read off the columns.
-    static func ofColumns(_ loaded: LoadedTrace, classifier: Classifier, memo: AppFrameMemo) -> [StallFigures] {
+    /// The figures of every stall of `loaded`, each read once off the trace's sample table
+    /// (`AppFrameMemo.read`), classified by `classifier` with `memo` (this trace's): what
+    /// `StallFigures(_:)` gives of the same stalls analyzed, without building their samples.
+    static func of(_ loaded: LoadedTrace, classifier: Classifier, memo: AppFrameMemo) -> [StallFigures] {
         let trace = loaded.trace
-        guard let columns = trace.columns else { return [] }
         let budget = (trace.header?.thresholds.budget ?? TierThresholds.default.budget).nanoseconds
         let names = TraceNames(modules: trace.modules)
-        // The trace's stacks in the memo, numbered the first time a sample has one.
-        var stacks = columns.stacks.map { _ in -2 }
-        func stack(_ number: Int32) -> Int {
-            let index = Int(number)
-            if stacks[index] == -2 {
-                stacks[index] = columns.stacks[index].isEmpty ? -1 : memo.stacks.adding(columns.stacks[index])
-            }
-            return stacks[index]
-        }
-        // Each distinct column key's verdict number, by the key's number.
-        var keys = KeyNumbers<ColumnKey>()
-        var verdicts: [Int] = []
         var result: [StallFigures] = []
-        result.reserveCapacity(trace.stalls.count)
-        var runs: [SampleRun] = []
-        for slot in trace.stalls.indices {
-            let (id, start, end) = (trace.stalls[slot].id, trace.stalls[slot].start, trace.stalls[slot].end)
-            let range = columns.ranges[slot]
-            runs.removeAll(keepingCapacity: true)
-            var total: UInt64 = 0
-            var previous: (key: ColumnKey, verdict: Int)?
-            var waits: [String] = []
-            for index in range {
-                let sample = columns.samples[index]
-                let weight = StallAccounting.weight(
-                    at: sample.time, next: index + 1 < range.upperBound ? columns.samples[index + 1].time : nil,
-                    isFirst: index == range.lowerBound, start: start, end: end)
-                total += weight
-                let verdict: Int
-                if columns.anyKernelFacts && columns.hasKernelFacts(index, stall: id) {
-                    previous = nil
-                    verdict = memo.verdict(columns.sample(index, stall: id), stack: stack(sample.stack), classifier)
-                    if let wait = columns.wait(index, stall: id) { waits.append(wait.summary) }
-                } else {
-                    let key = ColumnKey(sample)
-                    if let previous, previous.key == key {
-                        verdict = previous.verdict
-                    } else {
-                        let number = keys.number(of: key)
-                        if number < verdicts.count {
-                            verdict = verdicts[number]
-                        } else {
-                            verdict = memo.adding(
-                                memo.portable.verdict(
-                                    columns.sample(index, stall: id), stack: memo.portableStack(stack(sample.stack)),
-                                    classifier))
-                            verdicts.append(verdict)
-                        }
-                    }
-                    previous = (key, verdict)
-                }
-                SampleRun.append(
-                    index - range.lowerBound, verdict: verdict, stack: stack(sample.stack), weight: weight, to: &runs)
-            }
-            let analysis = RunAnalysis(runs, sampleCount: range.count, total: total, memo: memo, names: names)
-            let duration = StallAccounting.duration(
-                start: start, end: end, lastSample: trace.lastSampleTime(ofStall: slot))
+        result.reserveCapacity(trace.bareStalls.count)
+        var state = TableReading(trace.table)
+        for slot in trace.bareStalls.indices {
+            let reading = memo.read(
+                trace.bareStalls[slot], slot: slot, of: trace.table, classifier: classifier, names: names,
+                perRow: false, state: &state)
+            let analysis = reading.analysis
             result.append(
                 StallFigures(
-                    trace.stalls[slot], tracePath: loaded.path, durationNanos: duration,
-                    budgetNanos: budget, weighedNanos: total, breakdown: analysis.breakdown,
+                    trace.bareStalls[slot], tracePath: loaded.path, durationNanos: reading.durationNanos,
+                    budgetNanos: budget, weighedNanos: reading.total, breakdown: analysis.breakdown,
                     category: analysis.category, key: analysis.key,
                     representativeFrames: analysis.representativeStack < 0
                         ? [] : memo.stacks.frames(ofStack: analysis.representativeStack),
-                    confidence: analysis.representative?.confidence ?? 0, names: names, sampleCount: range.count,
-                    waits: waits))
+                    confidence: analysis.representative?.confidence ?? 0, names: names,
+                    sampleCount: trace.table.ranges[slot].count, waits: reading.waits))
         }
         return result
     }
 }
 
-/// A column sample's `ClassifierInput` within its trace when it has no kernel facts (so no
-/// wait fact or counters): its stack, state, syscall, wait channel and annotation, the strings
-/// by their numbers in the trace. `ClassifierInputTests` fails when the input gains a field,
-/// so that it is added here too.
-private struct ColumnKey: Hashable {
+/// What reading the stalls of one sample table keeps from stall to stall: each distinct row
+/// key's verdict, each stack's number in the memo, room for a stall's runs. A value the caller
+/// holds (a class's properties would be checked for exclusive access on every lookup).
+struct TableReading {
+    /// Each distinct row key's verdict number (in `AppFrameMemo.verdicts`), by the key's number.
+    var keys = KeyNumbers<RowKey>()
+    var verdicts: [Int] = []
+    /// The distinct kernel facts of rows (`RowKey.facts`), numbered.
+    var facts = KeyNumbers<RowFacts>()
+    /// Per stack of the table: its number in the memo's `StackMemo` (-1: no frames; -2: not
+    /// seen yet).
+    var stacks: [Int]
+    var runs: [SampleRun] = []
+    /// The last row read, its key, verdict and stack: rows in a row mostly repeat it.
+    var last: (key: RowKey, verdict: Int, stack: Int)?
+
+    init(_ table: SampleTable) {
+        stacks = [Int](repeating: -2, count: table.stacks.count)
+    }
+
+    /// The number of `table`'s stack `stack` in `memo.stacks`, numbered the first time.
+    mutating func stack(_ stack: Int32, of table: SampleTable, memo: AppFrameMemo) -> Int {
+        let index = Int(stack)
+        if stacks[index] == -2 {
+            stacks[index] = table.stacks[index].isEmpty ? -1 : memo.stacks.adding(table.stacks[index])
+        }
+        return stacks[index]
+    }
+
+    /// The verdict number of row `index` of `table` (of stall id `stall`), whose key is `key`
+    /// and stack `stack`: `classifier`'s, once per distinct key.
+    mutating func verdict(
+        _ key: RowKey, row index: Int, stall: UInt64, of table: SampleTable, stack: Int, memo: AppFrameMemo,
+        _ classifier: Classifier
+    ) -> Int {
+        let number = keys.number(of: key)
+        if number < verdicts.count { return verdicts[number] }
+        verdicts.append(memo.addVerdict(row: index, stall: stall, of: table, stack: stack, classifier))
+        return verdicts[number]
+    }
+}
+
+/// What reading one stall's rows of its sample table once gives (`AppFrameMemo.read`): its
+/// duration and weighed time (`StallAccounting`), its samples' wait summaries, what its runs
+/// come to and, when asked for, each row's verdict number and weight.
+struct StallReading {
+    var durationNanos: UInt64
+    /// The rows' weights summed.
+    var total: UInt64 = 0
+    /// `WaitFact.summary` of each row that has a wait fact.
+    var waits: [String] = []
+    var analysis: RunAnalysis
+    /// Per row, with `perRow`: its verdict (in `AppFrameMemo.verdicts`) and weight.
+    var verdicts: [Int] = []
+    var weights: [UInt64] = []
+}
+
+extension AppFrameMemo {
+    /// Reads `stall`, whose samples are rows `table.ranges[slot]` (this memo's table): weighs
+    /// each row (`StallAccounting.weight`), finds its verdict (once per distinct `RowKey`;
+    /// rows in a row mostly repeat the one before, found without hashing) and its stack, groups
+    /// the rows into runs and analyzes those (`RunAnalysis`, frames named by `names`). The one
+    /// loop over a stall's samples that every analysis runs; `perRow` also keeps each row's
+    /// verdict and weight. `state` is what the table's stalls read so far left (one per table).
+    func read(
+        _ stall: Stall, slot: Int, of table: SampleTable, classifier: Classifier, names: TraceNames, perRow: Bool,
+        state: inout TableReading
+    ) -> StallReading {
+        let range = table.ranges[slot]
+        state.runs.removeAll(keepingCapacity: true)
+        var total: UInt64 = 0
+        var waits: [String] = []
+        var verdicts: [Int] = []
+        var weights: [UInt64] = []
+        if perRow {
+            verdicts.reserveCapacity(range.count)
+            weights.reserveCapacity(range.count)
+        }
+        for index in range {
+            let row = table.rows[index]
+            let weight = StallAccounting.weight(
+                at: row.time, next: index + 1 < range.upperBound ? table.rows[index + 1].time : nil,
+                isFirst: index == range.lowerBound, start: stall.start, end: stall.end)
+            total += weight
+            var key = RowKey(row)
+            if table.anyKernelFacts && table.hasKernelFacts(index, stall: stall.id) {
+                let facts = RowFacts(
+                    wait: table.wait(index, stall: stall.id), countersDelta: table.countersDelta(index, stall: stall.id)
+                )
+                key.facts = Int32(truncatingIfNeeded: state.facts.number(of: facts))
+                if let wait = facts.wait { waits.append(wait.summary) }
+            }
+            // Equal keys have equal stacks and verdicts.
+            let verdict: Int
+            let stack: Int
+            if let last = state.last, last.key == key {
+                (verdict, stack) = (last.verdict, last.stack)
+            } else {
+                stack = state.stack(row.stack, of: table, memo: self)
+                verdict = state.verdict(
+                    key, row: index, stall: stall.id, of: table, stack: stack, memo: self, classifier)
+                state.last = (key, verdict, stack)
+            }
+            SampleRun.append(index - range.lowerBound, verdict: verdict, stack: stack, weight: weight, to: &state.runs)
+            if perRow {
+                verdicts.append(verdict)
+                weights.append(weight)
+            }
+        }
+        let analysis = RunAnalysis(state.runs, sampleCount: range.count, total: total, memo: self, names: names)
+        return StallReading(
+            durationNanos: StallAccounting.duration(
+                start: stall.start, end: stall.end, lastSample: table.lastTime(of: slot)),
+            total: total, waits: waits, analysis: analysis, verdicts: verdicts, weights: weights)
+    }
+}
+
+/// A row's `ClassifierInput` within its sample table: its stack, state, syscall, wait channel
+/// and annotation, the strings by their numbers in the table, and its kernel facts by their
+/// number in `TableReading.facts` (-1 for a row without). Plain numbers, so comparing the key
+/// with the previous row's costs no more than its bytes. `ClassifierInputTests` fails when the
+/// input gains a field, so that it is added here too.
+struct RowKey: Hashable {
     var stack: Int32
     var wchan: Int32
     var annotation: UInt64
     var syscall: Int32?
     var state: ThreadState
+    var facts: Int32 = -1
 
-    init(_ sample: PendingSample) {
-        stack = sample.stack
-        wchan = sample.wchan
-        annotation = sample.annotation
-        syscall = sample.syscall
-        state = sample.state
+    init(_ row: PendingSample) {
+        stack = row.stack
+        wchan = row.wchan
+        annotation = row.annotation
+        syscall = row.syscall
+        state = row.state
     }
+}
+
+/// What the classifier reads of a row's kernel facts (`RowKey.facts` numbers them).
+struct RowFacts: Hashable {
+    var wait: WaitFact?
+    var countersDelta: KernelCounters?
 }

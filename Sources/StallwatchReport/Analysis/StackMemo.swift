@@ -4,12 +4,9 @@ import StallwatchCore
 /// representative stack is chosen by (`RepresentativeStack.groupKey`) and the app frames a
 /// signature names.
 ///
-/// A stack is found by its frames' storage first: the decoder gives the samples of a trace
-/// that have the same addresses one shared `[Frame]`, so most lookups hash one pointer, not
-/// a list of frames. The memo keeps each stack it has seen, so that storage stays alive and
-/// its address names the same stack for the memo's whole life. Stacks that do not share
-/// storage (built one by one, as tests do) are found by their addresses the first time.
-/// One thread at a time.
+/// A stack is known by its number in the trace's sample table (`PendingSample.stack`): the
+/// table holds each distinct stack once, so the memo numbers it the first time a row has it
+/// (`TableReading.stack`). One memo per table; one thread at a time.
 final class StackMemo {
     private struct Entry {
         let frames: [Frame]
@@ -20,10 +17,6 @@ final class StackMemo {
 
     private let portable: PortableMemo
     private var entries: [Entry] = []
-    private var byStorage: [UnsafeRawPointer: Int] = [:]
-    private var byAddresses: [[UInt64]: Int] = [:]
-    /// Every storage remembered by address, kept alive so that no other array can get it.
-    private var held: [[Frame]] = []
     /// Per group, its index among the groups of the stall being weighed (-1: none yet).
     private var slots: [Int] = []
 
@@ -32,27 +25,7 @@ final class StackMemo {
         self.portable = portable
     }
 
-    /// The number of the stack `frames` (not empty).
-    func stack(_ frames: [Frame]) -> Int {
-        let storage = frames.withUnsafeBufferPointer { UnsafeRawPointer($0.baseAddress) }
-        if let storage, let known = byStorage[storage] { return known }
-        let addresses = frames.map(\.address)
-        let number: Int
-        if let known = byAddresses[addresses] {
-            number = known
-        } else {
-            number = adding(frames)
-            byAddresses[addresses] = number
-        }
-        if let storage {
-            byStorage[storage] = number
-            held.append(frames)
-        }
-        return number
-    }
-
-    /// Numbers `frames` (not empty) as a new stack, without looking for it: for a caller whose
-    /// stacks are distinct already (the decoder's).
+    /// Numbers `frames` (not empty), a stack of the memo's table, the first time a row has it.
     func adding(_ frames: [Frame]) -> Int {
         entries.append(Entry(frames: frames, portable: portable.stack(frames)))
         return entries.count - 1

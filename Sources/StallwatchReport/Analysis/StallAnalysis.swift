@@ -84,66 +84,51 @@ package struct AnalyzedStall: Sendable {
         return durationNanos > weighed ? durationNanos - weighed : 0
     }
 
-    /// Classifies `stall`'s samples with `classifier`, weighs them, picks the representative
-    /// stack and the signature; `tracePath`, `budget` (the trace header's) and `names` (from
-    /// the trace's module map) are kept for reports. Pure; any thread.
+    /// Classifies `stall`'s samples (a stall built in code, not decoded) with `classifier`,
+    /// weighs them, picks the representative stack and the signature; `tracePath`, `budget`
+    /// and `names` (from the trace's module map) are kept for reports. Pure; any thread.
     package init(
         _ stall: Stall, tracePath: String, budget: Duration, classifier: Classifier,
         names: FrameNamer = FrameNamer(modules: [])
     ) {
+        let table = SampleTable(stall)
+        var state = TableReading(table)
         self.init(
-            stall, tracePath: tracePath, budget: budget, classifier: classifier, names: names, memo: AppFrameMemo())
+            slot: 0, of: table, stall: stall, tracePath: tracePath, budget: budget, classifier: classifier,
+            names: names, memo: AppFrameMemo(), state: &state)
     }
 
-    /// As above, judging and naming each address and classifying each distinct sample once per
-    /// `memo`: one per trace (within a trace an address is always the same frame, and the
-    /// classifier the same), used by one thread at a time.
+    /// Stall `slot` of `loaded`, analyzed with its header's budget and its module map's names.
+    package init(slot: Int, of loaded: LoadedTrace, classifier: Classifier) {
+        var state = TableReading(loaded.trace.table)
+        self.init(
+            slot: slot, of: loaded.trace.table, stall: loaded.trace.bareStalls[slot], tracePath: loaded.path,
+            budget: loaded.trace.header?.thresholds.budget ?? TierThresholds.default.budget, classifier: classifier,
+            names: FrameNamer(modules: loaded.trace.modules), memo: AppFrameMemo(), state: &state)
+    }
+
+    /// `stall`, whose samples are rows `table.ranges[slot]`, read once (`AppFrameMemo.read`)
+    /// with `memo` and `state` (one of each per table, used by one thread at a time), its
+    /// samples built.
     init(
-        _ stall: Stall, tracePath: String, budget: Duration, classifier: Classifier, names: FrameNamer,
-        memo: AppFrameMemo
+        slot: Int, of table: SampleTable, stall: Stall, tracePath: String, budget: Duration,
+        classifier: Classifier, names: FrameNamer, memo: AppFrameMemo, state: inout TableReading
     ) {
+        let reading = memo.read(
+            stall, slot: slot, of: table, classifier: classifier, names: TraceNames(names), perRow: true,
+            state: &state)
         self.tracePath = tracePath
         self.stall = stall
+        self.stall.samples = table.samples(of: slot, stall: stall.id)
         self.names = names
         budgetNanos = budget.nanoseconds
-        // A trace's samples are mostly a few stacks in the same states: classify each distinct
-        // sample once per trace. The verdict depends on the sample but not on when it was taken
-        // or the CPU time so far (`VerdictKey` leaves those out).
-        // Samples in a row are mostly equal, which compares at once (shared frames) and in
-        // place: no hashing, no copy.
-        let samples = stall.samples
-        let weights = StallAccounting.sampleWeights(stall)
-        var classifications: [Classification] = []
-        classifications.reserveCapacity(samples.count)
-        var runs: [SampleRun] = []
-        let repeats = Sample.repeatsOfPrevious(samples)
-        var verdict = -1
-        var stack = -1
-        for index in samples.indices {
-            if !repeats[index] {
-                stack = samples[index].frames.isEmpty ? -1 : memo.stacks.stack(samples[index].frames)
-                verdict = memo.verdict(samples[index], stack: stack, classifier)
-            }
-            classifications.append(memo.verdicts[verdict])
-            SampleRun.append(index, verdict: verdict, stack: stack, weight: weights[index], to: &runs)
-        }
-        let analysis = RunAnalysis(
-            runs, sampleCount: samples.count, total: weights.reduce(0, +), memo: memo, names: TraceNames(names))
-        self.classifications = classifications
-        sampleWeights = weights
-        breakdown = analysis.breakdown
-        category = analysis.category
-        durationNanos = StallAccounting.duration(stall)
-        representative = analysis.representative
-        key = analysis.key
-    }
-
-    /// Analyzes `stall` of `loaded` with its header's budget and its module map's names.
-    package init(_ stall: Stall, of loaded: LoadedTrace, classifier: Classifier) {
-        self.init(
-            stall, tracePath: loaded.path,
-            budget: loaded.trace.header?.thresholds.budget ?? TierThresholds.default.budget, classifier: classifier,
-            names: FrameNamer(modules: loaded.trace.modules))
+        classifications = reading.verdicts.map { memo.verdicts[$0] }
+        sampleWeights = reading.weights
+        breakdown = reading.analysis.breakdown
+        category = reading.analysis.category
+        durationNanos = reading.durationNanos
+        representative = reading.analysis.representative
+        key = reading.analysis.key
     }
 
     /// Where the stalled work was registered, `#fileID:#line` (`StallSite`).
@@ -156,14 +141,13 @@ package struct AnalyzedStall: Sendable {
     package func frameName(_ frame: Frame) -> String { names.name(frame) }
 }
 
-/// What the analysis of one trace's stalls (`AnalyzedStall`, `StallFigures.ofColumns`) worked
-/// out for them: each address's app-frame name (nil: not an app frame), each distinct sample's
+/// What the analysis of the stalls of one sample table (a trace's) worked out for them
+/// (`read`): each address's app-frame name (nil: not an app frame), each distinct row's
 /// verdict (numbered), each distinct stack. One thread at a time.
 final class AppFrameMemo {
     var names: [UInt64: String?] = [:]
     /// The verdicts by number (`SampleRun.verdict`).
     private(set) var verdicts: [Classification] = []
-    private var verdictNumbers: [VerdictKey: Int] = [:]
     let stacks: StackMemo
     /// What holds in every trace, kept across the traces one worker analyzes (each trace has
     /// its own addresses, but a fleet's traces share their functions).
@@ -174,24 +158,11 @@ final class AppFrameMemo {
         stacks = StackMemo(portable: portable)
     }
 
-    /// The number of `classifier`'s verdict on `sample`, whose stack is `stack` in `stacks`
-    /// (-1 when it has no frames), once per distinct sample.
-    func verdict(_ sample: Sample, stack: Int, _ classifier: Classifier) -> Int {
-        let key = VerdictKey(sample: sample)
-        if let known = verdictNumbers[key] { return known }
-        let number = adding(portable.verdict(sample, stack: portableStack(stack), classifier))
-        verdictNumbers[key] = number
-        return number
-    }
-
-    /// The portable number of stack `stack` in `stacks` (-1: no frames).
-    func portableStack(_ stack: Int) -> Int {
-        stack < 0 ? portable.stack([]) : stacks.portableNumber(ofStack: stack)
-    }
-
-    /// Numbers `verdict`.
-    func adding(_ verdict: Classification) -> Int {
-        verdicts.append(verdict)
+    /// Numbers `classifier`'s verdict on row `index` of `table` (of stall id `stall`), whose
+    /// stack is `stack` in `stacks` (-1 when it has no frames).
+    func addVerdict(row index: Int, stall: UInt64, of table: SampleTable, stack: Int, _ classifier: Classifier) -> Int {
+        let portableStack = stack < 0 ? portable.stack([]) : stacks.portableNumber(ofStack: stack)
+        verdicts.append(portable.verdict(table.input(index, stall: stall), stack: portableStack, classifier))
         return verdicts.count - 1
     }
 
@@ -275,10 +246,9 @@ final class PortableMemo: @unchecked Sendable {
         return made
     }
 
-    /// `classifier`'s verdict on `sample`, whose stack is portable stack `stack`, once per
+    /// `classifier`'s verdict on `input`, whose stack is portable stack `stack`, once per
     /// portable sample.
-    func verdict(_ sample: Sample, stack: Int, _ classifier: Classifier) -> Classification {
-        let input = ClassifierInput(sample)
+    func verdict(_ input: ClassifierInput, stack: Int, _ classifier: Classifier) -> Classification {
         let key = PortableSample(input, stack: stack)
         if let known = verdicts[key] { return known }
         let verdict = classifier.classify(input)
@@ -322,22 +292,6 @@ struct PortableSample: Hashable {
         self.stack = stack
         rest = input
         rest.frames = []
-    }
-}
-
-/// A sample as the key of its verdict: equal when the samples are but for their times, hashed
-/// by the cheap parts only (addresses, state, syscall), not every frame's strings; equality
-/// still compares the rest.
-struct VerdictKey: Hashable {
-    var sample: Sample
-
-    static func == (a: VerdictKey, b: VerdictKey) -> Bool { a.sample.equalsIgnoringTimes(b.sample) }
-
-    func hash(into hasher: inout Hasher) {
-        hasher.combine(sample.frames.count)
-        for frame in sample.frames { hasher.combine(frame.address) }
-        hasher.combine(sample.state)
-        hasher.combine(sample.syscall)
     }
 }
 

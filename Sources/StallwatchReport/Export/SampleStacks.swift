@@ -28,8 +28,8 @@ extension LoadedTrace {
         // Without a header the run is measured from the first timestamp; the stalls and
         // callouts hold the last one.
         var last = trace.lastCalloutEnd
-        for stall in trace.stalls {
-            last = max(last, stall.end ?? stall.start, stall.samples.last?.time ?? 0)
+        for (index, stall) in trace.bareStalls.enumerated() {
+            last = max(last, stall.end ?? stall.start, trace.lastSampleTime(ofStall: index) ?? 0)
         }
         return last
     }

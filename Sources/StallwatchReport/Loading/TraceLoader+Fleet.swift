@@ -46,20 +46,13 @@ extension TraceLoader {
     /// The result is the same `DecodedTrace(decoding:fileName:)` gives; a trace with any
     /// damage is decoded serially, so its messages are the serial path's.
     package static func decode(_ bytes: UnsafeRawBufferPointer, fileName: String?, workers: Int) -> DecodedTrace {
-        decode(bytes, fileName: fileName, workers: workers, asColumns: false)
-    }
-
-    /// As above; `asColumns` keeps the samples as columns (`DecodedTrace.columns`).
-    package static func decode(_ bytes: UnsafeRawBufferPointer, fileName: String?, workers: Int, asColumns: Bool)
-        -> DecodedTrace
-    {
         guard workers > 1, bytes.count >= chunkedDecodeThreshold else {
-            return DecodedTrace(decoding: bytes, fileName: fileName, asColumns: asColumns)
+            return DecodedTrace(decoding: bytes, fileName: fileName)
         }
         // A few chunks per worker, so one slow core (or a dense stretch of the file) does not
         // leave the others waiting: with one chunk each, two cores gave 1.6x.
-        return decodeInChunks(bytes, fileName: fileName, chunks: workers * chunksPerWorker, asColumns: asColumns)
-            ?? DecodedTrace(decoding: bytes, fileName: fileName, asColumns: asColumns)
+        return decodeInChunks(bytes, fileName: fileName, chunks: workers * chunksPerWorker)
+            ?? DecodedTrace(decoding: bytes, fileName: fileName)
     }
 
     /// How many chunks `decode` cuts a large trace into per worker.
@@ -69,7 +62,7 @@ extension TraceLoader {
     /// clean (then the caller decodes serially). Exposed for tests that check it against the
     /// serial path on small traces.
     package static func decodeInChunks(
-        _ bytes: UnsafeRawBufferPointer, fileName: String?, chunks: Int, asColumns: Bool = false
+        _ bytes: UnsafeRawBufferPointer, fileName: String?, chunks: Int
     ) -> DecodedTrace? {
         // Check the preamble the serial way: a bad one is the serial path's to report.
         let head = UnsafeRawBufferPointer(rebasing: bytes[..<min(bytes.count, TraceFormat.preambleSize)])
@@ -89,7 +82,7 @@ extension TraceLoader {
         guard chunksDecoded.allSatisfy({ $0 != nil }) else { return nil }
         let decoded = chunksDecoded.map { $0! }
         guard TraceChunk.syncsAscend(decoded) else { return nil }
-        return DecodedTrace(chunks: decoded, fileName: fileName, asColumns: asColumns)
+        return DecodedTrace(chunks: decoded, fileName: fileName)
     }
 
     /// Runs `body(index)` for `0..<count` on up to `workers` threads (a small pool pulling the

@@ -70,17 +70,8 @@ package enum TraceLoader {
     package static func load(path: String, includeCallouts: Bool = false, workers: Int = 1)
         -> Result<LoadedTrace, TraceLoadError>
     {
-        load(path: path, includeCallouts: includeCallouts, workers: workers, asColumns: false)
-    }
-
-    /// As above; `asColumns` keeps the samples as the decoder read them (`DecodedTrace.columns`)
-    /// instead of building each stall's `samples`.
-    package static func load(path: String, includeCallouts: Bool, workers: Int, asColumns: Bool)
-        -> Result<LoadedTrace, TraceLoadError>
-    {
         switch readFile(path) {
-        case .success(let bytes):
-            load(bytes: bytes, path: path, includeCallouts: includeCallouts, workers: workers, asColumns: asColumns)
+        case .success(let bytes): load(bytes: bytes, path: path, includeCallouts: includeCallouts, workers: workers)
         case .failure(let error): .failure(error)
         }
     }
@@ -90,17 +81,10 @@ package enum TraceLoader {
     package static func load(
         bytes: [UInt8], path: String, includeCallouts: Bool = false, workers: Int = 1
     ) -> Result<LoadedTrace, TraceLoadError> {
-        load(bytes: bytes, path: path, includeCallouts: includeCallouts, workers: workers, asColumns: false)
-    }
-
-    /// As above; `asColumns` as for `load(path:includeCallouts:workers:asColumns:)`.
-    package static func load(
-        bytes: [UInt8], path: String, includeCallouts: Bool, workers: Int, asColumns: Bool
-    ) -> Result<LoadedTrace, TraceLoadError> {
         if bytes.isEmpty {
             return .failure(TraceLoadError(path: path, description: "\(path): byte 0: empty, not a trace"))
         }
-        let trace = bytes.withUnsafeBytes { decode($0, fileName: path, workers: workers, asColumns: asColumns) }
+        let trace = bytes.withUnsafeBytes { decode($0, fileName: path, workers: workers) }
         if trace.outcome.recordCount == 0, let problem = trace.outcome.problems.first {
             return .failure(TraceLoadError(path: path, description: problem.description))
         }

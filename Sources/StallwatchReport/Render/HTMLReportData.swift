@@ -149,7 +149,7 @@ struct HTMLReportData {
         signatures: [SignatureKey: Int]
     ) -> (json: String, extent: Double) {
         let decoded = trace.trace
-        let base = decoded.header?.clockBase ?? decoded.stalls.map(\.start).min() ?? 0
+        let base = decoded.header?.clockBase ?? decoded.bareStalls.map(\.start).min() ?? 0
         func offset(_ time: UInt64) -> Double { time > base ? Double(time - base) / 1e6 : 0 }
         var lane = HTMLJSONWriter()
         lane.key("path", first: true)

@@ -43,19 +43,21 @@ struct ShowCommand: ParsableCommand {
         let loaded = try TraceInputs.load([trace], context: context).traces[0]
         let options = context.textOptions(wide: wide, verbose: verbose)
         guard let id = self.stall else {
-            let stalls = loaded.trace.stalls.map { AnalyzedStall($0, of: loaded, classifier: classifier) }
+            let stalls = loaded.trace.bareStalls.indices.map {
+                AnalyzedStall(slot: $0, of: loaded, classifier: classifier)
+            }
             context.standardOutput.write(
                 json
                     ? try JSONOutput.encode(stalls.map(StallDetail.Summary.init))
                     : StallText.list(stalls, trace: trace, options: options))
             return .success
         }
-        guard let stall = loaded.trace.stalls.first(where: { $0.id == id }) else {
-            let ids = loaded.trace.stalls.map { String($0.id) }
+        guard let slot = loaded.trace.bareStalls.firstIndex(where: { $0.id == id }) else {
+            let ids = loaded.trace.bareStalls.map { String($0.id) }
             let known = ids.isEmpty ? "it has no stalls" : "its stalls are " + ids.prefix(20).joined(separator: ", ")
             throw CommandFailure("\(trace): no stall with id \(id) (\(known)\(ids.count > 20 ? ", …" : ""))")
         }
-        let analyzed = AnalyzedStall(stall, of: loaded, classifier: classifier)
+        let analyzed = AnalyzedStall(slot: slot, of: loaded, classifier: classifier)
         context.standardOutput.write(
             json ? try JSONOutput.encode(StallDetail(analyzed)) : StallText.render(analyzed, options: options))
         return .success

@@ -65,17 +65,13 @@ enum TraceInputs {
         // What each input lost, found by the thread that read it (so the results need not be
         // taken apart again here: that copied every trace).
         let damage = Locked([Damage](repeating: Damage(), count: paths.count))
-        // Input `index`, from its file or from standard input (read once, however often given);
-        // as columns when only its figures are added up.
-        let asColumns = builder != nil && !keepStalls
+        // Input `index`, from its file or from standard input (read once, however often given).
         let read: @Sendable (Int) -> Result<LoadedTrace, TraceLoadError> = { index in
             let result =
                 paths[index] == standardInputName
                 ? TraceLoader.load(
-                    bytes: standardInput ?? [], path: paths[index], includeCallouts: includeCallouts, workers: 1,
-                    asColumns: asColumns)
-                : TraceLoader.load(
-                    path: paths[index], includeCallouts: includeCallouts, workers: workers, asColumns: asColumns)
+                    bytes: standardInput ?? [], path: paths[index], includeCallouts: includeCallouts, workers: 1)
+                : TraceLoader.load(path: paths[index], includeCallouts: includeCallouts, workers: workers)
             if case .success(let trace) = result {
                 if paths[index] != standardInputName { bar?.advance(by: trace.byteCount) }
                 let found = Damage(
