@@ -19,7 +19,7 @@ private func parse<Command: ParsableCommand>(_ arguments: [String], as type: Com
         definitions.map(\.name) == [
             "traces", "max-stalls", "max-hangs", "max-hitch-ratio", "max-hang-rate", "max", "baseline",
             "max-regression", "junit",
-            "what-if", "rules",
+            "what-if", "include-expected", "rules",
         ])
     #expect(definitions[0].kind == .positional(optional: false, repeating: true, capturesRest: false))
     #expect(definitions[5].kind == .option(required: false, repeating: true))

@@ -76,7 +76,8 @@ private let commandHelpTexts: [String: String] = [
     without a network; '--html -' writes it to stdout instead of the report.
 
     USAGE: stallwatch report <traces> ... [--json] [--html <file>] [--top <n>]
-           [--wide] [--verbose] [--rules <file>] [--list-traces]
+           [--wide] [--verbose] [--rules <file>] [--by <key>] [--include-expected]
+           [--list-traces]
 
     ARGUMENTS:
       <traces>                The trace files or directories to read ('-' for
@@ -91,6 +92,9 @@ private let commandHelpTexts: [String: String] = [
       --verbose               Show frames by their full demangled symbols.
       --rules <file>          Classify with this JSON rules file's rules first
                               (default: $STALLWATCH_RULES).
+      --by <key>              Group stalls by this app-state key (AppState).
+      --include-expected      Count stalls the app marked as expected to be long
+                              (expectLong) with the others.
       --list-traces           With several traces, also print one line per trace.
       -h, --help              Show help information.
 
@@ -191,7 +195,8 @@ private let commandHelpTexts: [String: String] = [
     USAGE: stallwatch gate <traces> ... [--max-stalls <n>] [--max-hangs <n>]
            [--max-hitch-ratio <ms-per-s>] [--max-hang-rate <s-per-hour>]
            [--max <category=n> ...] [--baseline <trace>] [--max-regression <pct>]
-           [--junit <file>] [--what-if <signature> ...] [--rules <file>]
+           [--junit <file>] [--what-if <signature> ...] [--include-expected]
+           [--rules <file>]
 
     ARGUMENTS:
       <traces>                The trace files or directories to check (added up).
@@ -212,6 +217,8 @@ private let commandHelpTexts: [String: String] = [
       --junit <file>          Also write the results as JUnit XML.
       --what-if <signature>   Check the limits as if this signature's stalls were
                               fixed (as report prints it).
+      --include-expected      Count stalls the app marked as expected to be long
+                              (expectLong) toward the limits.
       --rules <file>          Classify with this JSON rules file's rules first
                               (default: $STALLWATCH_RULES).
       -h, --help              Show help information.

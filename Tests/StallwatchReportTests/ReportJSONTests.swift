@@ -34,6 +34,10 @@ import Testing
     private let golden = """
         {
           "congestion" : null,
+          "expected" : {
+            "ms" : 0,
+            "stalls" : 0
+          },
           "fleet" : {
             "appVersions" : 0,
             "builds" : 1,
@@ -53,6 +57,9 @@ import Testing
             "expected" : 360,
             "fps" : 55
           },
+          "groups" : [
+
+          ],
           "hangRateSecondsPerHour" : 180,
           "hitchGrade" : "bad",
           "hitchRatioMsPerSecond" : 82.5,

@@ -53,5 +53,23 @@ import Testing
         let stall = try #require(trace.stalls.first)
         #expect(stall.expected == "export.pdf")
         #expect(stall.context == ["screen": "Export", "modal": "true"])
+
+        // The CLI: counted apart by report, left out of gate limits unless asked, shown by show.
+        let report = try runProduct("stallwatch", ["report", path, "--by", "screen"])
+        #expect(report.output.contains("expected     1 stall ("), "\(report.output)")
+        #expect(report.output.contains("Stalls: 0,"), "\(report.output)")
+        let included = try runProduct("stallwatch", ["report", path, "--by", "screen", "--include-expected"])
+        #expect(included.output.contains("Stalls: 1,"), "\(included.output)")
+        #expect(included.output.contains("    Export  1 stall,"), "\(included.output)")
+        let json = try runProduct("stallwatch", ["report", path, "--json"])
+        let object = try #require(try JSONSerialization.jsonObject(with: Data(json.output.utf8)) as? [String: Any])
+        #expect((object["expected"] as? [String: Any])?["stalls"] as? Int == 1, "\(json.output)")
+        let gate = try runProduct("stallwatch", ["gate", path, "--max-stalls", "0"])
+        #expect(gate.status == 0, "\(gate.output)")
+        let strict = try runProduct("stallwatch", ["gate", path, "--max-stalls", "0", "--include-expected"])
+        #expect(strict.status == 1, "\(strict.output)")
+        let show = try runProduct("stallwatch", ["show", path, "--stall", "\(stall.id)"])
+        #expect(show.output.contains("expected: export.pdf"), "\(show.output)")
+        #expect(show.output.contains("app state modal=true, screen=Export"), "\(show.output)")
     }
 }

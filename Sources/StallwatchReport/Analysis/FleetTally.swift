@@ -21,6 +21,13 @@ struct FleetTally: Sendable {
     /// The texts of the signatures whose stalls are left out (`ReportBuilder.leavingOut`), and
     /// how many stalls of each were.
     var leftOut: [String: Int] = [:]
+    /// Whether expected-long stalls count with the others (`ReportBuilder.includeExpected`);
+    /// else they are set apart in `expected`.
+    var includeExpected = false
+    var expected = CountAndTime()
+    /// The key stalls are grouped by (`ReportBuilder.groupBy`), and each value's stalls.
+    var groupBy: String?
+    var grouped: [String: CountAndTime] = [:]
 
     /// How many traces were added.
     var traceCount: Int { fleet.traces }
@@ -29,6 +36,16 @@ struct FleetTally: Sendable {
     /// so far.
     mutating func add(_ loaded: LoadedTrace, number: Int, stalls all: [StallFigures]) {
         var analyzed = all
+        if !includeExpected {
+            analyzed.removeAll { stall in
+                guard stall.expected != nil else { return false }
+                expected.add(stall)
+                return true
+            }
+        }
+        if let groupBy {
+            for stall in analyzed { grouped[stall.context[groupBy] ?? "(none)", default: CountAndTime()].add(stall) }
+        }
         if !leftOut.isEmpty {
             analyzed.removeAll { stall in
                 let text = stall.key.text
@@ -64,6 +81,8 @@ struct FleetTally: Sendable {
         fleet.add(later.fleet)
         savings.merge(later.savings)
         for (text, count) in later.leftOut { leftOut[text, default: 0] += count }
+        expected.add(later.expected)
+        for (value, part) in later.grouped { grouped[value, default: CountAndTime()].add(part) }
     }
 }
 
@@ -249,5 +268,35 @@ struct StallTotals: Sendable {
         unfinished += other.unfinished
         hangs += other.hangs
         hangNanos += other.hangNanos
+    }
+}
+
+/// Stalls counted and their time added up (expected-long ones, or one group's).
+struct CountAndTime: Sendable {
+    var count = 0
+    var nanos: UInt64 = 0
+
+    mutating func add(_ stall: StallFigures) {
+        count += 1
+        nanos &+= stall.durationNanos
+    }
+
+    mutating func add(_ other: CountAndTime) {
+        count += other.count
+        nanos &+= other.nanos
+    }
+
+    /// As the report gives it.
+    var stats: StallReport.CountAndTime { StallReport.CountAndTime(stalls: count, ms: round(ms(nanos), 3)) }
+}
+
+extension FleetTally {
+    /// The groups by `key`'s values, most time first; empty without a key.
+    func groups(by key: String?) -> [StallReport.Group] {
+        guard let key else { return [] }
+        return grouped.map {
+            StallReport.Group(key: key, value: $0.key, stalls: $0.value.count, ms: round(ms($0.value.nanos), 3))
+        }
+        .sorted { ($0.ms, $1.value) > ($1.ms, $0.value) }
     }
 }

@@ -21,6 +21,11 @@ package struct ReportBuilder: Sendable {
     /// The signatures (`SignatureKey.text`) whose stalls the report leaves out, as if they were
     /// fixed (`gate --what-if`); the report's `leftOut` says how many stalls each had.
     package var leavingOut: Set<String> = []
+    /// Whether stalls of work the app expected to be long (`Stall.expected`) count with the
+    /// others (`--include-expected`); else they are counted apart, in `StallReport.expected`.
+    package var includeExpected = false
+    /// The `AppState` key whose values the report groups stalls by (`report --by KEY`).
+    package var groupBy: String?
 
     /// Creates a builder that classifies with `classifier` (the built-in rules by default) on
     /// `workers` threads.
@@ -225,7 +230,8 @@ package struct ReportBuilder: Sendable {
             rateByHost: StallReport.groupRates(tally.runs.joined().map { ($0.facts.host ?? "unknown", $0.rates) }),
             stalls: stallStats, loopLatency: Self.latency(tally.latency), congestion: tally.congestion.stats(),
             signatureCount: signatures.count,
-            signatures: Array(signatures.prefix(max(0, top))), leftOut: tally.leftOut)
+            signatures: Array(signatures.prefix(max(0, top))), leftOut: tally.leftOut,
+            expected: tally.expected.stats, groups: tally.groups(by: groupBy))
     }
 
     /// Every signature of `stalls`, largest total time first (then count, then key): what

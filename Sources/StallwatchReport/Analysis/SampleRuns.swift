@@ -104,6 +104,9 @@ struct StallFigures: Sendable {
     var sampleCount: Int
     /// `WaitFact.summary` of each sample that has a wait fact.
     var waits: [String]
+    /// The stall's `expectLong` reason, and the app's state at its detection.
+    var expected: String?
+    var context: [String: String]
 
     /// What `analyzed` adds up.
     init(_ analyzed: AnalyzedStall) {
@@ -125,6 +128,8 @@ struct StallFigures: Sendable {
         self.tracePath = tracePath
         id = stall.id
         start = stall.start
+        expected = stall.expected
+        context = stall.context
         unfinished = stall.end == nil
         tier = stall.tier
         let site = StallSite(stall.callout, frames: representativeFrames)

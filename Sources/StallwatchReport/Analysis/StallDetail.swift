@@ -87,6 +87,10 @@ package struct StallDetail: Sendable, Hashable, Encodable {
     package var flags: [String]
     /// The callout's kind, label (`null` if none), mode and phase.
     package var callout: [String: String?]
+    /// Why the app expected the work to be long (`expectLong`), `null` if it did not.
+    package var expected: String?
+    /// The app's state (`AppState`) when the stall was detected.
+    package var appState: [String: String]
     /// The fraction (0…1) of the attributed time per category; every category is present.
     package var categoryShares: [StallCategory: Double]
     /// The reasons, largest first, with their fractions.
@@ -118,6 +122,8 @@ package struct StallDetail: Sendable, Hashable, Encodable {
         if stall.flags.contains(.suspended) { flags.append("suspended") }
         if stall.flags.contains(.captureTimedOut) { flags.append("captureTimedOut") }
         self.flags = flags
+        expected = stall.expected
+        appState = stall.context
         callout = [
             "kind": "\(stall.callout.kind)", "label": stall.callout.label, "mode": stall.callout.mode,
             "phase": "\(stall.callout.phase)",
@@ -142,7 +148,7 @@ package struct StallDetail: Sendable, Hashable, Encodable {
 
     private enum CodingKeys: String, CodingKey {
         case id, tier, durationMs, unfinished, category, site, signature, stackConfidence, trace, flags, callout
-        case categoryShares, reasons, representativeSample, stack, samples
+        case expected, appState, categoryShares, reasons, representativeSample, stack, samples
     }
 
     /// Encodes the summary's keys and the detail's in one object (`null` when absent).
@@ -159,6 +165,8 @@ package struct StallDetail: Sendable, Hashable, Encodable {
         try container.encode(trace, forKey: .trace)
         try container.encode(flags, forKey: .flags)
         try container.encode(callout, forKey: .callout)
+        try container.encode(expected, forKey: .expected)
+        try container.encode(appState, forKey: .appState)
         try container.encode(categoryShares, forKey: .categoryShares)
         try container.encode(reasons, forKey: .reasons)
         try container.encode(representativeSample, forKey: .representativeSample)

@@ -289,11 +289,32 @@ package struct StallReport: Sendable, Hashable, Codable {
     /// The signatures left out as if fixed (`ReportBuilder.leavingOut`) and how many stalls
     /// each had; not part of the JSON.
     package var leftOut: [String: Int] = [:]
+    /// The stalls of work the app expected to be long (`expectLong`), counted apart from
+    /// `stalls` and every other figure (unless `--include-expected`, when they are in them and
+    /// this is zero).
+    package var expected = CountAndTime(stalls: 0, ms: 0)
+    /// The stalls by the value of one `AppState` key (`report --by KEY`), most time first;
+    /// empty without one.
+    package var groups: [Group] = []
+
+    /// A number of stalls and their time.
+    package struct CountAndTime: Sendable, Hashable, Codable {
+        package var stalls: Int
+        package var ms: Double
+    }
+
+    /// The stalls of one value of the grouping key (`(none)`: stalls without the key).
+    package struct Group: Sendable, Hashable, Codable {
+        package var key: String
+        package var value: String
+        package var stalls: Int
+        package var ms: Double
+    }
 
     private enum CodingKeys: String, CodingKey {
         case schemaVersion, traces, fleet, runTimeSeconds, loopUtilisation, frames, hitchRatioMsPerSecond, stalls
         case hitchGrade, hangRateSecondsPerHour, rateByBuild, rateByHost
-        case loopLatency, congestion, signatureCount, signatures
+        case loopLatency, congestion, signatureCount, signatures, expected, groups
     }
 
     /// Encodes every key, `null` for absent measurements, so the schema does not move.
@@ -315,6 +336,8 @@ package struct StallReport: Sendable, Hashable, Codable {
         try encodeOrNull(congestion, .congestion, &container)
         try container.encode(signatureCount, forKey: .signatureCount)
         try container.encode(signatures, forKey: .signatures)
+        try container.encode(expected, forKey: .expected)
+        try container.encode(groups, forKey: .groups)
     }
 
     private func encodeOrNull<Value: Encodable>(

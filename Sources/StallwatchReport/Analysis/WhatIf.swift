@@ -118,6 +118,8 @@ extension ReportBuilder {
     func newTally() -> FleetTally {
         var tally = FleetTally()
         tally.leftOut = Dictionary(uniqueKeysWithValues: leavingOut.map { ($0, 0) })
+        tally.includeExpected = includeExpected
+        tally.groupBy = groupBy
         return tally
     }
 }

@@ -75,6 +75,19 @@ package enum ReportText {
         }
         if stalls.unsampledMs > 0 { categories.append("no samples \(format(stalls.unsampledMs, 1)) ms") }
         add(categories, first: "  by category  ", continuation: "               ")
+        if report.expected.stalls > 0 {
+            lines.append(
+                "  expected     \(plural(report.expected.stalls, "stall")) (\(format(report.expected.ms, 1)) ms) "
+                    + "the app marked as long on purpose, not counted above")
+        }
+        if let key = report.groups.first?.key {
+            let width = report.groups.map(\.value.count).max() ?? 0
+            lines.append("  by \(key)")
+            for group in report.groups {
+                let value = group.value.padding(toLength: max(width, group.value.count), withPad: " ", startingAt: 0)
+                lines.append("    \(value)  \(plural(group.stalls, "stall")), \(format(group.ms, 1)) ms")
+            }
+        }
         if let congestion = report.congestion {
             lines.append("")
             lines += CongestionText.lines(congestion, style: style, width: width)

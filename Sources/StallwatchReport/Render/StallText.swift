@@ -25,6 +25,7 @@ package enum StallText {
         if stall.flags.contains(.unfinished) { flags.append("unfinished") }
         if stall.flags.contains(.suspended) { flags.append("suspended") }
         if stall.flags.contains(.captureTimedOut) { flags.append("capture timed out") }
+        if let expected = stall.expected { flags.append("expected: \(expected)") }
         let duration = format(Double(analyzed.durationNanos) / 1e6, 1) + " ms"
         let title =
             "Stall \(stall.id) — \(stall.tier.rawValue), \(duration)"
@@ -40,6 +41,11 @@ package enum StallText {
                 "\(callout.kind)\(label) posted at \(analyzed.site)", "mode \(callout.mode)",
                 "phase \(callout.phase)",
             ], separator: ", ", first: "  callout   ", continuation: "            ", width: width)
+        if !stall.context.isEmpty {
+            lines += wrapItems(
+                stall.context.sorted { $0.key < $1.key }.map { "\($0.key)=\($0.value)" }, separator: ", ",
+                first: "  app state ", continuation: "            ", width: width)
+        }
         let shares = StallCategory.allCases.compactMap { category -> String? in
             let share = analyzed.breakdown.share(of: category)
             // A share that rounds to 0 % is left out, not shown as "0 %".

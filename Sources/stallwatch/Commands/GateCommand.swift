@@ -88,6 +88,10 @@ struct GateCommand: ParsableCommand {
         help: "Check the limits as if this signature's stalls were fixed (as report prints it).")
     var whatIf: [String] = []
 
+    /// Whether expected-long stalls count toward the limits.
+    @Flag(help: "Count stalls the app marked as expected to be long (expectLong) toward the limits.")
+    var includeExpected = false
+
     /// `--rules`: the app's own classification rules.
     @Option(valueName: "file", help: RulesOption.help)
     var rules: String?
@@ -135,7 +139,8 @@ struct GateCommand: ParsableCommand {
                 seconds: Double((clock.now - started).nanoseconds) / 1e9, properties: properties,
                 standardOutput: output, standardError: errors.joined(separator: "\n"))
         }
-        let baseBuilder = ReportBuilder(classifier: try RulesOption.classifier(rules, context: context))
+        var baseBuilder = ReportBuilder(classifier: try RulesOption.classifier(rules, context: context))
+        baseBuilder.includeExpected = includeExpected
         var builder = baseBuilder
         builder.leavingOut = Set(whatIf)
         let loaded: TraceInputs.Loaded

@@ -50,6 +50,14 @@ struct ReportCommand: ParsableCommand {
     @Option(valueName: "file", help: RulesOption.help)
     var rules: String?
 
+    /// `--by KEY`: the `AppState` key to group stalls by.
+    @Option(name: .customLong("by"), valueName: "key", help: "Group stalls by this app-state key (AppState).")
+    var groupBy: String?
+
+    /// Whether expected-long stalls count with the others.
+    @Flag(help: "Count stalls the app marked as expected to be long (expectLong) with the others.")
+    var includeExpected = false
+
     /// Whether to print one line per trace even when there are many.
     @Flag(help: "With several traces, also print one line per trace.")
     var listTraces = false
@@ -62,7 +70,9 @@ struct ReportCommand: ParsableCommand {
     /// Reads the traces and prints the report.
     func run(in context: CommandContext) throws -> ExitCode {
         // The page draws the loop's busy time from every callout of a full-mode trace.
-        let builder = ReportBuilder(classifier: try RulesOption.classifier(rules, context: context))
+        var builder = ReportBuilder(classifier: try RulesOption.classifier(rules, context: context))
+        builder.includeExpected = includeExpected
+        builder.groupBy = groupBy
         let loaded = try TraceInputs.load(
             traces, context: context, includeCallouts: html != nil, allowCorrupt: true, tallyingWith: builder,
             keepStalls: html != nil)
