@@ -5,8 +5,10 @@ import StallwatchCore
 
 extension HeartbeatMonitor {
     /// What the watchdog keeps per executor: its thread's probes and the stall in progress.
-    private struct Watch {
+    struct Watch {
         let executor: HeartbeatMonitor.Executor
+        /// The pool's state (`watchConcurrencyPool`); nil for a serial executor.
+        var pool: PoolWatch?
         var tid: Int32 = 0
         var probe: IdleProbe?
         var sampler: ThreadSampler?
@@ -49,15 +51,22 @@ extension HeartbeatMonitor {
             let all = executors.withLock { $0 }
             for executor in all.dropFirst(watches.count) { watches.append(Watch(executor: executor)) }
             guard isRunning else { break }
-            var wakeAt = now &+ check
+            // Only a quiet pool (or none) needs no look before its next job: then the watchdog parks.
+            var wakeAt = UInt64.max
             var forDeadline = false
             for index in watches.indices {
-                step(
-                    &watches[index], now: now, budget: budget, warnAfter: warnAfter, suspended: suspended,
-                    nextID: &nextID)
+                if watches[index].executor.pool != nil {
+                    stepPool(&watches[index], now: now, budget: budget, suspended: suspended, nextID: &nextID)
+                    if watches[index].pool?.quiet != true { wakeAt = min(wakeAt, now &+ check) }
+                } else {
+                    step(
+                        &watches[index], now: now, budget: budget, warnAfter: warnAfter, suspended: suspended,
+                        nextID: &nextID)
+                    wakeAt = min(wakeAt, now &+ check)
+                }
                 if watches[index].stall != nil {
                     wakeAt = min(wakeAt, watches[index].nextSample)
-                } else if watches[index].sampler != nil {
+                } else if watches[index].sampler != nil || watches[index].pool != nil {
                     // A heartbeat in flight becomes a stall at due + budget: look exactly then.
                     let pending = watches[index].executor.pending.load(ordering: .relaxed)
                     if pending != 0, pending.saturatingAdding(budget).saturatingAdding(1) < wakeAt {
@@ -65,6 +74,14 @@ extension HeartbeatMonitor {
                         forDeadline = true
                     }
                 }
+            }
+            if watches.isEmpty { wakeAt = now &+ check }
+            if wakeAt == .max, let seen = watches.lazy.compactMap(\.pool).first?.seen {
+                // Parked until the pool's next job (the enqueue hook wakes it), `watch` or `stop`.
+                core.record { $0.poolParks += 1 }
+                sw_pool_park(seen, -1)
+                expected = sw_monotonic_ns()  // not a stop of the process
+                continue
             }
             expected = max(wakeAt, sw_monotonic_ns())
             let delay = expected > sw_monotonic_ns() ? expected - sw_monotonic_ns() : 0
@@ -78,6 +95,7 @@ extension HeartbeatMonitor {
             var stall = watches[index].stall!
             stall.flags.insert(.unfinished)
             watches[index].sampler?.endStall()
+            for sampler in watches[index].pool?.sampled ?? [] { sampler.endStall() }
             core.deliverEnded(stall)
         }
     }
@@ -225,7 +243,7 @@ extension HeartbeatMonitor {
 
     /// A heartbeat stall's callout: the executor, by its label (the work that blocked it is
     /// in the samples' stacks).
-    private func identity(of executor: HeartbeatMonitor.Executor) -> CalloutIdentity {
+    func identity(of executor: HeartbeatMonitor.Executor) -> CalloutIdentity {
         CalloutIdentity(
             kind: .post, label: executor.label, file: HeartbeatMonitor.calloutFile, line: 0,
             mode: HeartbeatMonitor.calloutMode, phase: .beforeSources)

@@ -1,0 +1,147 @@
+// A heartbeat monitor watching the Swift Concurrency pool reports jobs that wait past the budget
+// to start, with what every pool thread was doing; never a pool of short jobs; and an idle pool
+// wakes its watchdog not at all.
+//
+// The test bodies are async and wait with `await` only: a test function runs on the pool, and a
+// body that blocked (usleep, a semaphore) would hold one of its few threads itself.
+import Foundation
+import StallwatchCore
+import Testing
+
+@testable import Stallwatch
+
+/// Blocks the pool thread it runs on (a job that should have been `await`ing).
+@inline(never) func blockPoolThreadForTest(milliseconds: UInt32) {
+    usleep(milliseconds * 1000)
+}
+
+/// Spins on the pool thread it runs on.
+@inline(never) func spinPoolThreadForTest(milliseconds: UInt64) {
+    spinForStallTest(milliseconds: milliseconds)
+}
+
+/// A monitor watching only the pool, and the stalls it ended.
+final class PoolHarness: @unchecked Sendable {
+    let monitor: HeartbeatMonitor
+    let ended = Locked<[Stall]>([])
+    let pool: HeartbeatMonitor.Executor
+
+    init(budget: Duration = .milliseconds(20)) throws {
+        var configuration = HeartbeatMonitor.Configuration()
+        configuration.budget = budget
+        monitor = HeartbeatMonitor(configuration: configuration)
+        pool = monitor.watchConcurrencyPool()
+        monitor.onStallEnded = { [ended] stall in ended.withLock { $0.append(stall) } }
+        try monitor.start()
+    }
+
+    /// Waits (without holding a pool thread) until `condition` holds, at most `timeout`.
+    func eventually(timeout: Duration = .seconds(5), _ condition: () -> Bool) async -> Bool {
+        let deadline = ContinuousClock.now + timeout
+        while ContinuousClock.now < deadline {
+            if condition() { return true }
+            try? await Task.sleep(for: .milliseconds(5))
+        }
+        return condition()
+    }
+
+    /// Waits until the first heartbeat ran (the pool's thread name is learned) and went quiet.
+    func settle() async {
+        #expect(await eventually { pool.heartbeatsRun > 0 })
+        try? await Task.sleep(for: .milliseconds(100))
+    }
+}
+
+/// More blocking jobs than the pool has threads: each waits for the ones before it.
+private func starvePool(jobs: Int, milliseconds: UInt32) {
+    for _ in 0..<jobs { Task.detached { blockPoolThreadForTest(milliseconds: milliseconds) } }
+}
+
+@Suite(.serialized) struct PoolMonitorTests {
+    /// The pool's width on this machine: libdispatch gives the default-QoS pool one thread a core.
+    static let width = ProcessInfo.processInfo.activeProcessorCount
+
+    @Test(.timeLimit(.minutes(1)))
+    func aStarvedPoolIsOneStallSampledOnEveryPoolThreadWithTheBlocker() async throws {
+        let harness = try PoolHarness()
+        await harness.settle()
+        // 4 × width jobs of 150 ms: the pool is starved for about 600 ms.
+        starvePool(jobs: 4 * Self.width, milliseconds: 150)
+        #expect(await harness.eventually { !harness.ended.withLock({ $0 }).isEmpty })
+        try await Task.sleep(for: .milliseconds(200))
+        harness.monitor.stop()
+        let stalls = harness.ended.withLock { $0 }
+        let longest = try #require(stalls.max { $0.durationNanos < $1.durationNanos })
+        #expect(longest.callout.label == HeartbeatMonitor.poolLabel)
+        #expect(longest.durationNanos > 300_000_000, "\(stalls.map(\.durationNanos))")
+        let blocked = longest.samples.filter { sample in
+            sample.frames.contains { $0.symbol?.contains("blockPoolThreadForTest") == true }
+        }
+        let share = Double(blocked.count) / Double(max(1, longest.samples.count))
+        #expect(share >= 0.9, "\(blocked.count) of \(longest.samples.count) samples name the blocker")
+        #expect(Classifier().breakdown(of: longest).dominant == .other)  // usleep: a sleep
+        // Every pool thread was sampled: one sample each per interval.
+        let pool = PoolThreads.threads(named: PoolThreads.defaultName).count
+        #expect(pool >= Self.width)
+        #expect(longest.samples.count >= 2 * Self.width)
+    }
+
+    @Test(.timeLimit(.minutes(1)))
+    func aPoolThatIsAlwaysBusyWithShortJobsIsNeverReported() async throws {
+        let harness = try PoolHarness(budget: .milliseconds(40))
+        await harness.settle()
+        // Jobs of 1 ms, never more of them in flight than the pool has threads: the pool is busy
+        // for a second, and a new job never waits a budget to start. Detached, as the heartbeat
+        // is: a task's priority picks its pool (a test's child tasks inherit the test's, and
+        // libdispatch keeps one pool per priority), and the monitor watches the default one.
+        let deadline = ContinuousClock.now + .seconds(1)
+        while ContinuousClock.now < deadline {
+            let jobs = (0..<Self.width).map { _ in Task.detached { spinPoolThreadForTest(milliseconds: 1) } }
+            for job in jobs { await job.value }
+        }
+        harness.monitor.stop()
+        #expect(harness.monitor.statistics.heartbeatsSent > 10)
+        #expect(harness.ended.withLock { $0 }.isEmpty, "\(harness.ended.withLock { $0 }.map(\.durationNanos))")
+    }
+
+    @Test(.timeLimit(.minutes(1)))
+    func anIdlePoolWakesTheWatchdogNotAtAll() async throws {
+        let harness = try PoolHarness()
+        await harness.settle()
+        #expect(harness.monitor.statistics.poolEnqueueHook)
+        // Read a second apart off the pool (a dispatch queue's timers), from 100 ms after this
+        // task last ran: a job that resumes this test is an enqueue on the pool, which wakes the
+        // watchdog (and gets a heartbeat) as any job does.
+        let monitor = harness.monitor
+        let (before, after) = await withCheckedContinuation { continuation in
+            let queue = DispatchQueue(label: "idle-pool-test")
+            queue.asyncAfter(deadline: .now() + 0.1) {
+                let before = monitor.statistics
+                queue.asyncAfter(deadline: .now() + 1) { continuation.resume(returning: (before, monitor.statistics)) }
+            }
+        }
+        harness.monitor.stop()
+        #expect(
+            after.watchdogWakeups == before.watchdogWakeups,
+            "woke \(after.watchdogWakeups - before.watchdogWakeups) times")
+        #expect(after.heartbeatsSent == before.heartbeatsSent)
+        #expect(after.poolParks >= 1)
+    }
+
+    @Test(.timeLimit(.minutes(1)))
+    func aJobAfterIdleWakesTheWatchdogAndTheStarvationIsCaught() async throws {
+        let harness = try PoolHarness()
+        await harness.settle()
+        let parks = harness.monitor.statistics.poolParks
+        #expect(parks >= 1)
+        starvePool(jobs: 3 * Self.width, milliseconds: 100)
+        #expect(await harness.eventually { !harness.ended.withLock({ $0 }).isEmpty })
+        harness.monitor.stop()
+        let stall = try #require(harness.ended.withLock { $0 }.first)
+        // Detected within a generous margin of start + budget (the hook woke the watchdog at
+        // the first job; it sent a heartbeat at once).
+        let latency = harness.monitor.statistics.detectionLatencyNanos.last ?? .max
+        #expect(latency < 50_000_000, "detected \(latency) ns after the deadline")
+        #expect(stall.durationNanos > 100_000_000)
+    }
+}
