@@ -37,12 +37,7 @@ final class PoolHarness: @unchecked Sendable {
 
     /// Waits (without holding a pool thread) until `condition` holds, at most `timeout`.
     func eventually(timeout: Duration = .seconds(5), _ condition: () -> Bool) async -> Bool {
-        let deadline = ContinuousClock.now + timeout
-        while ContinuousClock.now < deadline {
-            if condition() { return true }
-            try? await Task.sleep(for: .milliseconds(5))
-        }
-        return condition()
+        await Waiter().eventually(timeout: timeout, condition)
     }
 
     /// Waits until the first heartbeat ran (the pool's thread name is learned) and went quiet.
@@ -143,5 +138,52 @@ private func starvePool(jobs: Int, milliseconds: UInt32) {
         let latency = harness.monitor.statistics.detectionLatencyNanos.last ?? .max
         #expect(latency < 50_000_000, "detected \(latency) ns after the deadline")
         #expect(stall.durationNanos > 100_000_000)
+    }
+}
+
+/// A pool starvation recorded by `HeartbeatRecorder` is a stall like any other to the CLI.
+@Suite(.serialized) struct PoolTraceTests {
+    @Test(.timeLimit(.minutes(1)))
+    func aRecordedStarvationIsReportedAndShownWithTheBlocker() async throws {
+        let path = FileManager.default.temporaryDirectory.appendingPathComponent("stallwatch-pool-\(UUID()).trace").path
+        defer { unlink(path) }
+        var configuration = HeartbeatMonitor.Configuration()
+        configuration.budget = .milliseconds(20)
+        let monitor = HeartbeatMonitor(configuration: configuration)
+        let pool = monitor.watchConcurrencyPool()
+        let recorder = try HeartbeatRecorder(path: path, monitor: monitor)
+        let ended = Locked<[Stall]>([])
+        recorder.onStallEnded = { stall in ended.withLock { $0.append(stall) } }
+        try recorder.start()
+        #expect(await Waiter().eventually { pool.heartbeatsRun > 0 })
+        starvePool(jobs: 3 * PoolMonitorTests.width, milliseconds: 100)
+        #expect(await Waiter().eventually { !ended.withLock({ $0 }).isEmpty })
+        recorder.stop()
+        let stall = try #require(ended.withLock { $0 }.max { $0.durationNanos < $1.durationNanos })
+
+        if let keep = ProcessInfo.processInfo.environment["STALLWATCH_KEEP_POOL_TRACE"] {
+            _ = try? FileManager.default.removeItem(atPath: keep)
+            try FileManager.default.copyItem(atPath: path, toPath: keep)
+        }
+        let report = try runProduct("stallwatch", ["report", path])
+        #expect(report.status == 0, "\(report)")
+        #expect(report.output.contains("blockPoolThreadForTest"), "\(report.output)")
+        let show = try runProduct("stallwatch", ["show", path, "--stall", String(stall.id)])
+        #expect(show.status == 0, "\(show)")
+        #expect(show.output.contains(HeartbeatMonitor.poolLabel), "\(show.output)")
+        #expect(show.output.contains("blockPoolThreadForTest"), "\(show.output)")
+    }
+}
+
+/// Waits (without holding a pool thread) until a condition holds.
+struct Waiter {
+    /// Whether `condition` held within `timeout`, looked at every 5 ms.
+    func eventually(timeout: Duration = .seconds(5), _ condition: () -> Bool) async -> Bool {
+        let deadline = ContinuousClock.now + timeout
+        while ContinuousClock.now < deadline {
+            if condition() { return true }
+            try? await Task.sleep(for: .milliseconds(5))
+        }
+        return condition()
     }
 }
