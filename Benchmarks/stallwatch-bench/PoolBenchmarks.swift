@@ -1,3 +1,4 @@
+import CStallwatchShims
 import Dispatch
 import Foundation
 import Stallwatch
@@ -6,18 +7,24 @@ import StallwatchCore
 /// `stallwatch-bench pool`: what watching the Swift Concurrency pool costs each job (the global
 /// enqueue hook), and whether a starvation is caught, how soon, and what its samples name.
 enum PoolBenchmarks {
-    /// Blocks its pool thread (what the starvation's samples must name).
-    @inline(never) static func blockingWork(milliseconds: UInt32) { usleep(milliseconds * 1000) }
+    /// Blocks its pool thread (what the starvation's samples must name). Not a tail call, so its
+    /// frame stays on the stack in a release build.
+    @inline(never) static func blockingWork(milliseconds: UInt32) -> Int32 { usleep(milliseconds * 1000) &+ 1 }
 
     static func run() throws {
-        // 1. Per job: empty detached tasks, before the hook exists, with it (no watchdog), and
-        //    with a running monitor (its heartbeats share the pool). The hook cannot be removed,
-        //    so the three run in this order, each the best of five.
+        // 1. Per job: empty detached tasks without the hook, with it (no watchdog), alternating
+        //    five times, then with a running monitor (its heartbeats share the pool); each the best.
         let jobs = 100_000
-        let bare = (0..<5).map { _ in nanosPerJob(jobs) }.min()!
         let monitor = HeartbeatMonitor()
         monitor.watchConcurrencyPool()
-        let hooked = (0..<5).map { _ in nanosPerJob(jobs) }.min()!
+        var bare = Double.infinity
+        var hooked = Double.infinity
+        for _ in 0..<5 {
+            sw_pool_hook_set_enabled_for_benchmark(0)
+            bare = min(bare, nanosPerJob(jobs))
+            sw_pool_hook_set_enabled_for_benchmark(1)
+            hooked = min(hooked, nanosPerJob(jobs))
+        }
         try monitor.start()
         let watched = (0..<5).map { _ in nanosPerJob(jobs) }.min()!
         Result(name: "pool.job.bare", value: bare, unit: "ns/job").printLine()
@@ -48,13 +55,17 @@ enum PoolBenchmarks {
         //    last ones wait 100 ms to start), ten times.
         let width = ProcessInfo.processInfo.activeProcessorCount
         for _ in 0..<10 {
-            for _ in 0..<(2 * width) { Task.detached { blockingWork(milliseconds: 100) } }
+            for _ in 0..<(2 * width) { Task.detached { _ = blockingWork(milliseconds: 100) } }
             Thread.sleep(forTimeInterval: 0.4)
         }
         starved.stop()
         let caught = stalls.withLock { $0 }
         let samples = caught.flatMap(\.samples)
         let named = samples.filter { $0.frames.contains { $0.symbol?.contains("blockingWork") == true } }
+        if named.isEmpty, let sample = samples.first {
+            FileHandle.standardError.write(
+                Data("pool: a sample's frames: \(sample.frames.map { $0.symbol ?? "?" })\n".utf8))
+        }
         let latency = starved.statistics.detectionLatencyNanos.sorted()
         Result(name: "pool.starvation.caught", value: Double(caught.count), unit: "of 10", goal: "10").printLine()
         Result(

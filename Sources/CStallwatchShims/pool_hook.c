@@ -56,6 +56,12 @@ int sw_pool_hook_install(void) {
     return g_installed;
 }
 
+void sw_pool_hook_set_enabled_for_benchmark(int enabled) {
+    if (sw_pool_hook_install() != 0) return;
+    sw_enqueue_hook *slot = (sw_enqueue_hook *)dlsym(RTLD_DEFAULT, "swift_task_enqueueGlobal_hook");
+    *slot = enabled ? sw_pool_hook : g_previous;
+}
+
 uint64_t sw_pool_enqueued(void) { return atomic_load_explicit(&g_enqueued, memory_order_seq_cst); }
 
 void sw_pool_park(uint64_t seen, int64_t timeout_ns) {

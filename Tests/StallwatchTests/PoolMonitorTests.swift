@@ -73,7 +73,11 @@ private func starvePool(jobs: Int, milliseconds: UInt32) {
             sample.frames.contains { $0.symbol?.contains("blockPoolThreadForTest") == true }
         }
         let share = Double(blocked.count) / Double(max(1, longest.samples.count))
-        #expect(share >= 0.9, "\(blocked.count) of \(longest.samples.count) samples name the blocker")
+        let others = longest.samples.filter { sample in !blocked.contains(sample) }.map { sample in
+            "\(sample.source) \(sample.state) \(sample.syscallName ?? "-") \(sample.frames.prefix(4).map { $0.symbol ?? "?" })"
+        }
+        #expect(
+            share >= 0.9, "\(blocked.count) of \(longest.samples.count) samples name the blocker; others: \(others)")
         #expect(Classifier().breakdown(of: longest).dominant == .other)  // usleep: a sleep
         // Every pool thread was sampled: one sample each per interval.
         let pool = PoolThreads.threads(named: PoolThreads.defaultName).count
@@ -81,9 +85,13 @@ private func starvePool(jobs: Int, milliseconds: UInt32) {
         #expect(longest.samples.count >= 2 * Self.width)
     }
 
-    @Test(.timeLimit(.minutes(1)))
+    @Test(
+        .timeLimit(.minutes(1)),
+        TimingSensitive(
+            reason: "with the machine's cores busy elsewhere (load 5 on 2 cores, seen), a heartbeat "
+                + "waits for a CPU, not for the pool: 45 ms against a 40 ms budget once"))
     func aPoolThatIsAlwaysBusyWithShortJobsIsNeverReported() async throws {
-        let harness = try PoolHarness(budget: .milliseconds(40))
+        let harness = try PoolHarness(budget: .milliseconds(100))
         await harness.settle()
         // Jobs of 1 ms, never more of them in flight than the pool has threads: the pool is busy
         // for a second, and a new job never waits a budget to start. Detached, as the heartbeat

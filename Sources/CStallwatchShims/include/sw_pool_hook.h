@@ -11,6 +11,10 @@
 /// already there), once per process. 0, or -1 when the runtime exports no such hook. Any thread.
 int sw_pool_hook_install(void);
 
+/// `stallwatch-bench pool` only: takes the hook out of the slot (0) or puts it back (1), so one
+/// run can time jobs with and without it. Not while a watchdog is parked.
+void sw_pool_hook_set_enabled_for_benchmark(int enabled);
+
 /// Jobs enqueued on the global executor since the hook was installed. Any thread.
 uint64_t sw_pool_enqueued(void);
 

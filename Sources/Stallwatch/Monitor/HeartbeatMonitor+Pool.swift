@@ -70,12 +70,20 @@ extension HeartbeatMonitor {
     /// pool thread (kept across stalls; remade once a heartbeat has prepared its thread).
     struct PoolWatch {
         let hooked: Bool
-        var seen: UInt64 = .max
+        /// Jobs counted when the watchdog sent its last heartbeat; at first, those counted before
+        /// it looked (a program that never runs a task gets no heartbeat, and no pool threads).
+        var seen = sw_pool_enqueued()
         var samplers: [Int32: (sampler: ThreadSampler, prepared: Bool)] = [:]
         /// The threads sampled in the stall in progress.
         var sampled: [ThreadSampler] = []
         /// Nothing in flight and no job since the last look: the watchdog may park.
         var quiet = false
+        /// Each pool thread's idle wait, learned when the pool went quiet: a thread parked there
+        /// during a starvation (libdispatch may keep more threads than the pool is wide) runs no
+        /// job, and is not sampled.
+        var idle: [Int32: IdleProbe] = [:]
+        /// Whether the idle waits were learned since the last heartbeat was sent.
+        var learned = false
     }
 
     /// One look at the pool. A heartbeat in flight past the budget → a stall: every pool thread
@@ -97,7 +105,7 @@ extension HeartbeatMonitor {
                 core.deliverEnded(stall)
             } else {
                 if now >= watch.nextSample {
-                    samplePool(&stall, pool.sampled)
+                    samplePool(&stall, pool)
                     let interval = configuration.common.sampleInterval(after: now &- stall.start)
                     for sampler in pool.sampled { sampler.follow(interval: interval) }
                     watch.nextSample = sw_monotonic_ns() &+ interval
@@ -116,7 +124,7 @@ extension HeartbeatMonitor {
                 flags: suspended ? [.suspended] : [])
             nextID += 1
             for sampler in pool.sampled { sampler.beginStall() }
-            samplePool(&stall, pool.sampled)
+            samplePool(&stall, pool)
             let first = stall.samples.first?.time ?? sw_monotonic_ns()
             core.recordDetection(at: first, deadline: pending.saturatingAdding(budget))
             core.deliverBegan(stall)
@@ -127,8 +135,10 @@ extension HeartbeatMonitor {
         // No heartbeat in flight. Jobs since the last one was sent: send one now, due now.
         guard !pool.hooked || sw_pool_enqueued() != pool.seen else {
             pool.quiet = true
+            if !pool.learned { learnIdleWaits(&pool, executor: executor) }
             return
         }
+        pool.learned = false
         _ = executor.sent()
         executor.pending.store(now, ordering: .releasing)
         core.record { $0.heartbeatsSent += 1 }
@@ -137,10 +147,25 @@ extension HeartbeatMonitor {
         pool.seen = sw_pool_enqueued()
     }
 
-    /// One sample of each pool thread, appended to `stall` (up to the per-stall limit).
-    private func samplePool(_ stall: inout Stall, _ samplers: [ThreadSampler]) {
-        for sampler in samplers where stall.samples.count < configuration.maxSamplesPerStall {
+    /// One sample of each pool thread not parked in its idle wait, appended to `stall` (up to
+    /// the per-stall limit).
+    private func samplePool(_ stall: inout Stall, _ pool: PoolWatch) {
+        for sampler in pool.sampled where stall.samples.count < configuration.maxSamplesPerStall {
+            if let probe = pool.idle[sampler.tid], probe.state() == .idle { continue }
             stall.samples.append(sampler.sample(record: core.recordCommon))
+        }
+    }
+
+    /// The pool went quiet (its last heartbeat ran within the budget, no job since): each pool
+    /// thread in a wait now is parked in its idle wait. Once per busy period, before parking.
+    private func learnIdleWaits(_ pool: inout PoolWatch, executor: Executor) {
+        pool.learned = true
+        let threads = PoolThreads.threads(named: executor.pool?.withLock { $0.name } ?? PoolThreads.defaultName)
+        pool.idle = pool.idle.filter { threads.contains($0.key) }
+        for tid in threads {
+            let probe = pool.idle[tid] ?? IdleProbe(tid: tid)
+            pool.idle[tid] = probe
+            if case .unknownWait(let signature) = probe.state() { probe.learn(signature) }
         }
     }
 
