@@ -195,3 +195,54 @@ struct Waiter {
         return condition()
     }
 }
+
+/// The toolchain's own language server, recorded unmodified: the preload library watches its
+/// main queue and its pool, and the trace's run time is the session's, whatever either did.
+@Suite(.serialized) struct PoolPreloadTests {
+    /// `sourcekit-lsp` on the PATH (the toolchain's), if there is one.
+    static let sourceKitLSP: String? = {
+        let path = ProcessInfo.processInfo.environment["PATH"] ?? ""
+        return path.split(separator: ":").map { "\($0)/sourcekit-lsp" }.first {
+            FileManager.default.isExecutableFile(atPath: $0)
+        }
+    }()
+
+    static let python = ["/usr/bin/python3", "/usr/local/bin/python3"].first {
+        FileManager.default.isExecutableFile(atPath: $0)
+    }
+
+    @Test(
+        .enabled(if: sourceKitLSP != nil, "sourcekit-lsp is not on the PATH: no toolchain language server to record"),
+        .enabled(if: python != nil, "python3 drives the LSP session (scripts/lsp-session.py) and is not installed"),
+        .timeLimit(.minutes(2)))
+    func sourceKitLSPIsRecordedForItsWholeSession() throws {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("stallwatch-lsp-\(UUID())").path
+        let path = directory + ".trace"
+        defer {
+            unlink(path)
+            try? FileManager.default.removeItem(atPath: directory)
+        }
+        let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+            .deletingLastPathComponent()
+        // Eight rounds of four requests, 0.3 s apart: about 3 s.
+        let session = try runChild(
+            Self.python!,
+            [
+                root.appendingPathComponent("scripts/lsp-session.py").path, directory, "--", builtProduct("stallwatch"),
+                "record", "-o", path, "--", Self.sourceKitLSP!,
+            ],
+            environment: ProcessInfo.processInfo.environment.merging(["LSP_ROUNDS": "8"]) { _, new in new })
+        #expect(session.status == 0, "\(session)")
+        #expect(session.output.contains("shutdown ok"), "\(session.output)")
+        let report = try runProduct("stallwatch", ["report", path, "--json"])
+        #expect(report.status == 0, "\(report)")
+        let json = try #require(try JSONSerialization.jsonObject(with: Data(report.output.utf8)) as? [String: Any])
+        let trace = try #require((json["traces"] as? [[String: Any]])?.first)
+        #expect(trace["process"] as? String == "sourcekit-lsp")
+        // sourcekit-lsp leaves with _Exit (no atexit, so the recorder is not stopped): the run
+        // time ends at the writer's last once-a-second `recordedUntil`, so it is at least 1 s of
+        // the session's ~3 s, not the 0 s of a trace timed by its stalls alone.
+        let run = try #require(trace["runTimeSeconds"] as? Double)
+        #expect(run >= 1.0, "run time \(run) s")
+    }
+}

@@ -96,9 +96,12 @@ public enum TraceRecordKind: UInt8, CaseIterable, Sendable, Hashable {
     /// One loop iteration that overran the budget through several callouts, none a stall:
     /// its time and (`full` mode) the call sites that took it.
     case congestedIteration = 21
+    /// The recording was running at this time: written every second and when it stops, so a
+    /// reader's run time ends at the last one, whatever the loop did and however it ended.
+    case recordedUntil = 22
 
     /// The id the next new kind gets.
-    public static let nextID: UInt8 = 22
+    public static let nextID: UInt8 = 23
 
     /// Ids that are not kinds and must never become kinds.
     public static let reservedIDs: [ClosedRange<UInt8>] = [0...0, 128...255]
@@ -125,6 +128,7 @@ public enum TraceRecordKind: UInt8, CaseIterable, Sendable, Hashable {
         case .origin: "origin"
         case .sampleProvenance: "sampleProvenance"
         case .congestedIteration: "congestedIteration"
+        case .recordedUntil: "recordedUntil"
         case .sampleCounters: "sampleCounters"
         case .sampleWait: "sampleWait"
         }

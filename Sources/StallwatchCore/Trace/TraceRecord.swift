@@ -46,6 +46,8 @@ public enum TraceRecord: Sendable, Hashable {
     case sampleCounters(SampleCounters)
     /// What a sample's thread waited on (kind 19).
     indirect case sampleWait(SampleWait)
+    /// The recording was still running at `time` (kind 22).
+    case recordedUntil(time: UInt64)
 
     /// The record's kind id.
     public var kind: TraceRecordKind {
@@ -71,6 +73,7 @@ public enum TraceRecord: Sendable, Hashable {
         case .congestedIteration: .congestedIteration
         case .sampleCounters: .sampleCounters
         case .sampleWait: .sampleWait
+        case .recordedUntil: .recordedUntil
         }
     }
 }
