@@ -71,6 +71,7 @@ enum TraceFixture {
                     .init(index: 250, count: 2), .init(index: UInt16(LatencyBuckets.count - 1), count: 1),
                 ])),
         .lostRecords(.init(time: 81_234_900_000_000, count: 17)),
+        .recordedUntil(time: 81_235_000_000_000),
         // Last, so the slices `realistic()` takes keep their records.
         .platform(.init(architecture: "x86_64")),
         .origin(

@@ -98,11 +98,9 @@ extension HeartbeatMonitor {
         if var stall = watch.stall {
             if suspended { stall.flags.insert(.suspended) }
             if pending != stall.start {
-                stall.end = executor.ranAt.load(ordering: .relaxed)
-                watch.stall = nil
                 for sampler in pool.sampled { sampler.endStall() }
                 pool.sampled = []
-                core.deliverEnded(stall)
+                end(&stall, of: &watch)
             } else {
                 if now >= watch.nextSample {
                     samplePool(&stall, pool)
@@ -119,10 +117,7 @@ extension HeartbeatMonitor {
             let threads = PoolThreads.threads(named: executor.pool?.withLock { $0.name } ?? PoolThreads.defaultName)
             guard !threads.isEmpty else { return }
             pool.sampled = samplers(for: threads, pool: &pool, executor: executor)
-            var stall = Stall(
-                id: nextID, start: pending, end: nil, tier: .hitch, callout: identity(of: executor),
-                flags: suspended ? [.suspended] : [])
-            nextID += 1
+            var stall = newStall(of: executor, start: pending, suspended: suspended, nextID: &nextID)
             for sampler in pool.sampled { sampler.beginStall() }
             samplePool(&stall, pool)
             let first = stall.samples.first?.time ?? sw_monotonic_ns()

@@ -122,11 +122,8 @@ extension HeartbeatMonitor {
         if var stall = watch.stall {
             if suspended { stall.flags.insert(.suspended) }
             if pending != stall.start {
-                // The heartbeat ran: the stall ended when it did.
-                stall.end = executor.ranAt.load(ordering: .relaxed)
-                watch.stall = nil
                 watch.sampler?.endStall()
-                core.deliverEnded(stall)
+                end(&stall, of: &watch)
             } else {
                 if now >= watch.nextSample, stall.samples.count < configuration.maxSamplesPerStall,
                     let sampler = watch.sampler
@@ -171,10 +168,7 @@ extension HeartbeatMonitor {
                 }
                 return
             }
-            var stall = Stall(
-                id: nextID, start: pending, end: nil, tier: .hitch, callout: identity(of: executor),
-                flags: suspended ? [.suspended] : [])
-            nextID += 1
+            var stall = newStall(of: executor, start: pending, suspended: suspended, nextID: &nextID)
             sampler.beginStall(sequence: sequence)
             stall.samples.append(sample(sampler))
             let first = stall.samples[0].time
@@ -231,12 +225,24 @@ extension HeartbeatMonitor {
         // thread that merely waited for a CPU, as the watchdog did, takes no tick).
         let captures = watch.own?.takeAll(sequence: watch.sentSequence) ?? []
         guard !captures.isEmpty else { return }
-        let stall = Stall(
-            id: nextID, start: watch.sentDue, end: nil, tier: .hitch, callout: identity(of: watch.executor),
-            flags: suspended ? [.suspended] : [])
-        nextID += 1
+        let stall = newStall(of: watch.executor, start: watch.sentDue, suspended: suspended, nextID: &nextID)
         let deadline = watch.sentDue.saturatingAdding(configuration.tiers.budget.nanoseconds)
         core.deliverMissed(stall, captures: captures, deadline: deadline, end: ranAt)
+    }
+
+    /// The stall of `executor` whose heartbeat was due at `start`, numbered from `nextID`.
+    func newStall(of executor: Executor, start: UInt64, suspended: Bool, nextID: inout UInt64) -> Stall {
+        defer { nextID += 1 }
+        return Stall(
+            id: nextID, start: start, end: nil, tier: .hitch, callout: identity(of: executor),
+            flags: suspended ? [.suspended] : [])
+    }
+
+    /// The heartbeat ran: `stall` ended when it did, and is delivered.
+    func end(_ stall: inout Stall, of watch: inout Watch) {
+        stall.end = watch.executor.ranAt.load(ordering: .relaxed)
+        watch.stall = nil
+        core.deliverEnded(stall)
     }
 
     private func sample(_ sampler: ThreadSampler) -> Sample { sampler.sample(record: core.recordCommon) }
