@@ -87,6 +87,31 @@ private func starvePool(jobs: Int, milliseconds: UInt32) {
 
     @Test(
         .timeLimit(.minutes(1)),
+        .disabled(if: Sanitizer.thread, "TSan delivers the sampling signal late, away from the running culprit"))
+    func aPoolStarvedByComputeIsSampledInTheSpinningJobs() async throws {
+        let harness = try PoolHarness()
+        await harness.settle()
+        // Spinning, not sleeping: a thread a heartbeat prepared takes the signal, another is
+        // sampled by perf (or not at all where perf is refused: then only the prepared one).
+        for _ in 0..<(3 * Self.width) { Task.detached { spinPoolThreadForTest(milliseconds: 100) } }
+        #expect(await harness.eventually { !harness.ended.withLock({ $0 }).isEmpty })
+        harness.monitor.stop()
+        let longest = try #require(harness.ended.withLock { $0 }.max { $0.durationNanos < $1.durationNanos })
+        let withStacks = longest.samples.filter { !$0.frames.isEmpty }
+        let spinning = withStacks.filter { sample in
+            sample.frames.contains { $0.symbol?.contains("spinPoolThreadForTest") == true }
+        }
+        #expect(
+            withStacks.count >= longest.samples.count / 2,
+            "\(withStacks.count) of \(longest.samples.count) have a stack")
+        #expect(
+            Double(spinning.count) >= 0.9 * Double(withStacks.count),
+            "\(spinning.count) of \(withStacks.count) stacks name the spinning job")
+        #expect(Classifier().breakdown(of: longest).dominant == .compute)
+    }
+
+    @Test(
+        .timeLimit(.minutes(1)),
         TimingSensitive(
             reason: "with the machine's cores busy elsewhere (load 5 on 2 cores, seen), a heartbeat "
                 + "waits for a CPU, not for the pool: 45 ms against a 40 ms budget once"))
