@@ -71,7 +71,6 @@ enum TraceFixture {
                     .init(index: 250, count: 2), .init(index: UInt16(LatencyBuckets.count - 1), count: 1),
                 ])),
         .lostRecords(.init(time: 81_234_900_000_000, count: 17)),
-        .recordedUntil(time: 81_235_000_000_000),
         // Last, so the slices `realistic()` takes keep their records.
         .platform(.init(architecture: "x86_64")),
         .origin(
@@ -93,6 +92,7 @@ enum TraceFixture {
             .init(
                 stall: 1, time: 81_234_567_900_000, kind: .mutex, operation: "futex", address: 0x7F00_1234_5678,
                 ownerTID: 4711, ownerName: "cache-refresh", ownerFrames: [0x5555_0000_1000, 0x5555_0000_0F00])),
+        .recordedUntil(time: 81_235_000_000_000),
     ]
 
     /// A preamble and `records`, encoded with one encoder.
