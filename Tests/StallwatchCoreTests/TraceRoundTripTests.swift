@@ -137,11 +137,11 @@ enum TraceFixture {
                             cpuTime: 2_000_000_000, annotation: 2, frames: [appBase + 0x9_9999, appBase + 0x1_2340])))
             }
         }
-        // Without the origin, the congested iteration and the sample facts: the damage tests
-        // depend on where sync markers fall.
+        // Without the origin, the congested iteration, the sample facts and the recording's
+        // time: the damage tests depend on where sync markers fall.
         records.append(
             contentsOf: everyKind[21...].filter {
-                ![.origin, .congestedIteration, .sampleCounters, .sampleWait].contains($0.kind)
+                ![.origin, .congestedIteration, .sampleCounters, .sampleWait, .recordedUntil].contains($0.kind)
             })
         records.append(contentsOf: Array(everyKind[9...12]))
         return records
