@@ -5,7 +5,7 @@
 # checkout, or /work/shared/vendor), unpacked under $TMPDIR and built offline; without them, from
 # GitHub (a connected machine); with neither it says SKIPPED and exits 0. Extra arguments go to
 # `swift test`; `scripts/nio-integration.sh bench [ROUNDS] [SECONDS]` runs the requests/s bench
-# instead.
+# instead, `scripts/nio-integration.sh sample` the server sample's two variants.
 set -eu
 cd "$(dirname "$0")/.."
 root=$(pwd)
@@ -31,6 +31,12 @@ else
     exit 0
 fi
 export STALLWATCH_ROOT="$root"
+# `sample`: the server sample ReportServer, blocking and fixed, one summary each.
+if [ "${1:-}" = sample ]; then
+    swift build --package-path Integration/NIO --product ReportServer
+    Integration/NIO/.build/debug/ReportServer
+    exec Integration/NIO/.build/debug/ReportServer --fixed
+fi
 # `bench [ROUNDS] [SECONDS]`: requests/s of the server with and without monitoring (release).
 if [ "${1:-}" = bench ]; then
     shift

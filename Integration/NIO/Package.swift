@@ -45,13 +45,20 @@ let package = Package(
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "NIOHTTP1", package: "swift-nio"),
             ]),
+        // The server sample: a blocking `/report` handler, and `--fixed` on NIOThreadPool.
+        .executableTarget(
+            name: "ReportServer",
+            dependencies: [
+                "StallwatchNIO", "NIOTestServer", .product(name: "Stallwatch", package: stallwatchPackage),
+                .product(name: "NIOHTTP1", package: "swift-nio"),
+            ]),
         .executableTarget(
             name: "stallwatch-nio-bench",
             dependencies: ["StallwatchNIO", "NIOTestServer", .product(name: "Stallwatch", package: stallwatchPackage)]),
         .testTarget(
             name: "StallwatchNIOTests",
             dependencies: [
-                "StallwatchNIO", "NIOTestServer",
+                "StallwatchNIO", "NIOTestServer", "ReportServer",
                 .product(name: "Stallwatch", package: stallwatchPackage),
                 .product(name: "StallwatchCore", package: stallwatchPackage),
                 .product(name: "NIOPosix", package: "swift-nio"),

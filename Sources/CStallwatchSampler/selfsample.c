@@ -15,6 +15,7 @@
 #include <string.h>
 #include <sys/ioctl.h>
 #include <sys/syscall.h>
+#include <time.h>
 #include <unistd.h>
 
 static inline uint64_t self_cycles(void) {
@@ -41,7 +42,10 @@ typedef struct {
 } self_slot;
 
 typedef struct {
-    _Atomic int fd;                  // the perf event; -1 when the handle is free
+    _Atomic int live;                // 1 while the handle is open (published last by open)
+    int fd;                          // SW_SELF_TICK_PERF: the perf event; else -1
+    int kind;                        // SW_SELF_TICK_PERF or SW_SELF_TICK_CPU_TIMER
+    timer_t timer;                   // SW_SELF_TICK_CPU_TIMER: the POSIX timer on its CPU clock
     int tid;
     sw_callout_clock *clock;
     _Atomic uint64_t budget_cycles;
@@ -62,14 +66,7 @@ typedef struct {
 static self_handle g_handles[SW_SELF_MAX_THREADS];
 static pthread_mutex_t g_mutex = PTHREAD_MUTEX_INITIALIZER;  // open/close/install; never in the handler
 static _Atomic int g_self_signo;
-static _Atomic int g_handles_ready;  // g_handles' fds set to -1
 static _Atomic int g_in_handler;     // handlers running now (sw_self_close waits them out)
-
-static void init_handles_locked(void) {
-    if (atomic_load_explicit(&g_handles_ready, memory_order_acquire)) return;
-    for (int i = 0; i < SW_SELF_MAX_THREADS; i++) atomic_store_explicit(&g_handles[i].fd, -1, memory_order_relaxed);
-    atomic_store_explicit(&g_handles_ready, 1, memory_order_release);
-}
 
 static inline void add(_Atomic uint64_t *counter) { atomic_fetch_add_explicit(counter, 1, memory_order_relaxed); }
 
@@ -102,21 +99,35 @@ static self_slot *claim_slot(self_handle *h) {
     return NULL;
 }
 
-static void schedule_next(self_handle *h, int fd, uint64_t remaining);
+static void schedule_next(self_handle *h, uint64_t remaining);
 static void capture(self_handle *h, uint64_t sequence, uint64_t now, void *ucv);
+
+// The handle a tick is for: a perf overflow names its descriptor, a POSIX timer its handle's
+// index (sigev_value). NULL for anything else (a stray signal, a handle closed meanwhile).
+static self_handle *ticked_handle(const siginfo_t *info) {
+    if (info == NULL) return NULL;
+    if (info->si_code == SI_TIMER) {
+        const int index = info->si_value.sival_int;
+        if (index < 0 || index >= SW_SELF_MAX_THREADS) return NULL;
+        self_handle *h = &g_handles[index];
+        if (!atomic_load_explicit(&h->live, memory_order_seq_cst) || h->kind != SW_SELF_TICK_CPU_TIMER) return NULL;
+        return h;
+    }
+    if (info->si_code != POLL_IN) return NULL;
+    for (int i = 0; i < SW_SELF_MAX_THREADS; i++) {
+        self_handle *h = &g_handles[i];
+        if (atomic_load_explicit(&h->live, memory_order_seq_cst) && h->kind == SW_SELF_TICK_PERF &&
+            h->fd == info->si_fd)
+            return h;
+    }
+    return NULL;
+}
 
 static void self_handler(int signo, siginfo_t *info, void *ucv) {
     (void)signo;
     const int saved_errno = errno;
     atomic_fetch_add_explicit(&g_in_handler, 1, memory_order_seq_cst);  // before the lookup (close)
-    if (info == NULL || info->si_code != POLL_IN) goto out;
-    self_handle *h = NULL;
-    for (int i = 0; i < SW_SELF_MAX_THREADS; i++) {
-        if (atomic_load_explicit(&g_handles[i].fd, memory_order_seq_cst) == info->si_fd) {
-            h = &g_handles[i];
-            break;
-        }
-    }
+    self_handle *h = ticked_handle(info);
     if (h == NULL) goto out;
     atomic_store_explicit(&h->in_handler, 1, memory_order_relaxed);
     add(&h->ticks);
@@ -135,7 +146,7 @@ static void self_handler(int signo, siginfo_t *info, void *ucv) {
             target = h->next_cycles;
         }
     }
-    schedule_next(h, info->si_fd, target > now ? target - now : 0);
+    schedule_next(h, target > now ? target - now : 0);
     atomic_store_explicit(&h->in_handler, 0, memory_order_relaxed);
 out:
     atomic_fetch_sub_explicit(&g_in_handler, 1, memory_order_release);
@@ -146,14 +157,22 @@ out:
 // (which runs at most as fast as the wall clock, so the tick never lands after the target while
 // the thread gets at least half a CPU), and never sooner than the floor. A loop running short
 // callouts so ticks about twice per budget; one approaching a deadline, a few more.
-static void schedule_next(self_handle *h, int fd, uint64_t remaining) {
+static void schedule_next(self_handle *h, uint64_t remaining) {
     int64_t period = (int64_t)((remaining / 2) * 1000000 / h->cycles_per_ms);
     const int64_t step = h->floor_ns / 2;
-    period = period / step * step;  // in steps of half the floor: fewer ioctls
+    period = period / step * step;  // in steps of half the floor: fewer system calls
     if (period < h->floor_ns) period = h->floor_ns;
+    if (h->kind == SW_SELF_TICK_CPU_TIMER) {
+        // One-shot: each tick arms the next (a periodic timer would tick on its own).
+        const struct itimerspec next = {.it_interval = {0, 0},
+                                        .it_value = {period / 1000000000, period % 1000000000}};
+        (void)timer_settime(h->timer, 0, &next, NULL);
+        h->period_ns = period;
+        return;
+    }
     if (period == h->period_ns) return;
     uint64_t value = (uint64_t)period;
-    if (ioctl(fd, PERF_EVENT_IOC_PERIOD, &value) == 0) h->period_ns = period;
+    if (ioctl(h->fd, PERF_EVENT_IOC_PERIOD, &value) == 0) h->period_ns = period;
 }
 
 // Unwinds this thread into a slot, once per sample interval of the callout's stall.
@@ -194,7 +213,6 @@ int sw_self_default_signal(void) { return SIGSTKFLT; }
 int sw_self_install(int signo) {
     int rc = SW_SAMPLER_OK;
     pthread_mutex_lock(&g_mutex);
-    init_handles_locked();
     const int current = atomic_load_explicit(&g_self_signo, memory_order_relaxed);
     if (current != 0) {
         rc = signo == current ? SW_SAMPLER_OK : SW_SAMPLER_EALREADY;
@@ -225,56 +243,92 @@ int sw_self_prepare_thread(void) {
     return sw_unblock_signal(signo);
 }
 
-int sw_self_open(int tid, sw_callout_clock *clock, int64_t floor_ns, uint64_t budget_cycles,
-                 uint64_t interval_cycles, uint64_t cycles_per_ms, int *sys_errno) {
-    if (sys_errno != NULL) *sys_errno = 0;
-    const int signo = atomic_load_explicit(&g_self_signo, memory_order_acquire);
-    if (signo == 0) return SW_SAMPLER_ENOTINSTALLED;
-    if (tid <= 0 || clock == NULL || floor_ns < 2 || cycles_per_ms == 0) return SW_SAMPLER_EINVAL;
-    pthread_mutex_lock(&g_mutex);
-    int rc = SW_SELF_ENOSLOT;
-    int index = -1;
-    for (int i = 0; i < SW_SELF_MAX_THREADS; i++) {
-        if (atomic_load_explicit(&g_handles[i].fd, memory_order_relaxed) == -1) {
-            index = i;
-            break;
-        }
-    }
-    if (index < 0) goto done;
+// The perf task-clock event on `tid`'s user-mode CPU time, disabled, its overflows routed to the
+// thread as `signo`. Returns the descriptor, or SW_SELF_EPERF / SW_SELF_EFCNTL with *sys_errno.
+static int open_task_clock(int tid, int signo, int64_t first_ns, int *sys_errno) {
     struct perf_event_attr attr;
     memset(&attr, 0, sizeof attr);
     attr.size = sizeof attr;
     attr.type = PERF_TYPE_SOFTWARE;
     attr.config = PERF_COUNT_SW_TASK_CLOCK;
-    // The first tick half a budget in; the handler programs each next one.
-    const int64_t first = (int64_t)(budget_cycles / 2 * 1000000 / cycles_per_ms);
-    attr.sample_period = (uint64_t)(first > floor_ns ? first : floor_ns);
+    attr.sample_period = (uint64_t)first_ns;
     attr.exclude_kernel = 1;  // user-mode time only: a tick never lands in a system call
     attr.exclude_hv = 1;
     attr.disabled = 1;
     attr.wakeup_events = 1;
     const int fd = (int)syscall(SYS_perf_event_open, &attr, tid, -1, -1, PERF_FLAG_FD_CLOEXEC);
     if (fd < 0) {
-        if (sys_errno != NULL) *sys_errno = errno;
-        rc = SW_SELF_EPERF;
-        goto done;
+        *sys_errno = errno;
+        return SW_SELF_EPERF;
     }
     struct f_owner_ex owner = {.type = F_OWNER_TID, .pid = tid};
     if (fcntl(fd, F_SETOWN_EX, &owner) != 0 || fcntl(fd, F_SETSIG, signo) != 0 ||
         fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_ASYNC) != 0) {
-        if (sys_errno != NULL) *sys_errno = errno;
+        *sys_errno = errno;
         close(fd);
-        rc = SW_SELF_EFCNTL;
-        goto done;
+        return SW_SELF_EFCNTL;
     }
+    return fd;
+}
+
+// A POSIX timer on thread `tid`'s CPU clock (user + system time; the kernel's own
+// MAKE_THREAD_CPUCLOCK, as glibc's pthread_getcpuclockid makes it), disarmed, signalling the
+// thread with `signo` and the handle's index. 0, or SW_SELF_EPERF with *sys_errno.
+static int open_cpu_timer(int tid, int signo, int index, timer_t *timer, int *sys_errno) {
+    const clockid_t clock = (clockid_t)((~(unsigned)tid << 3) | 4 /* per thread */ | 2 /* sched */);
+    struct sigevent event;
+    memset(&event, 0, sizeof event);
+    event.sigev_notify = SIGEV_THREAD_ID;
+    event.sigev_signo = signo;
+    event.sigev_value.sival_int = index;
+    event._sigev_un._tid = tid;
+    if (timer_create(clock, &event, timer) != 0) {
+        *sys_errno = errno;
+        return SW_SELF_EPERF;
+    }
+    return 0;
+}
+
+int sw_self_open(int tid, sw_callout_clock *clock, int kind, int64_t floor_ns, uint64_t budget_cycles,
+                 uint64_t interval_cycles, uint64_t cycles_per_ms, int *sys_errno) {
+    int ignored = 0;
+    if (sys_errno == NULL) sys_errno = &ignored;
+    *sys_errno = 0;
+    const int signo = atomic_load_explicit(&g_self_signo, memory_order_acquire);
+    if (signo == 0) return SW_SAMPLER_ENOTINSTALLED;
+    if (tid <= 0 || clock == NULL || floor_ns < 2 || cycles_per_ms == 0) return SW_SAMPLER_EINVAL;
+    if (kind != SW_SELF_TICK_PERF && kind != SW_SELF_TICK_CPU_TIMER) return SW_SAMPLER_EINVAL;
+    pthread_mutex_lock(&g_mutex);
+    int rc = SW_SELF_ENOSLOT;
+    int index = -1;
+    for (int i = 0; i < SW_SELF_MAX_THREADS; i++) {
+        if (!atomic_load_explicit(&g_handles[i].live, memory_order_relaxed)) {
+            index = i;
+            break;
+        }
+    }
+    if (index < 0) goto done;
     self_handle *h = &g_handles[index];
+    // The first tick half a budget in; the handler programs each next one.
+    int64_t first = (int64_t)(budget_cycles / 2 * 1000000 / cycles_per_ms);
+    if (first < floor_ns) first = floor_ns;
+    if (kind == SW_SELF_TICK_PERF) {
+        rc = open_task_clock(tid, signo, first, sys_errno);
+        if (rc < 0) goto done;
+        h->fd = rc;
+    } else {
+        rc = open_cpu_timer(tid, signo, index, &h->timer, sys_errno);
+        if (rc < 0) goto done;
+        h->fd = -1;
+    }
+    h->kind = kind;
     h->tid = tid;
     h->clock = clock;
     atomic_store_explicit(&h->budget_cycles, budget_cycles, memory_order_relaxed);
     atomic_store_explicit(&h->interval_cycles, interval_cycles, memory_order_relaxed);
     h->cycles_per_ms = cycles_per_ms;
     h->floor_ns = floor_ns;
-    h->period_ns = (int64_t)attr.sample_period;
+    h->period_ns = first;
     h->stall_sequence = 0;
     h->stall_index = 0;
     h->next_cycles = 0;
@@ -282,8 +336,8 @@ int sw_self_open(int tid, sw_callout_clock *clock, int64_t floor_ns, uint64_t bu
     atomic_store_explicit(&h->captures, 0, memory_order_relaxed);
     atomic_store_explicit(&h->dropped, 0, memory_order_relaxed);
     for (int i = 0; i < SLOTS; i++) atomic_store_explicit(&h->slots[i].state, SLOT_FREE, memory_order_relaxed);
-    // Published last: the handler finds the handle by its descriptor.
-    atomic_store_explicit(&h->fd, fd, memory_order_release);
+    // Published last: the handler finds the handle only once it is whole.
+    atomic_store_explicit(&h->live, 1, memory_order_release);
     rc = index;
 done:
     pthread_mutex_unlock(&g_mutex);
@@ -293,14 +347,18 @@ done:
 static self_handle *handle_at(int handle) {
     if (handle < 0 || handle >= SW_SELF_MAX_THREADS) return NULL;
     self_handle *h = &g_handles[handle];
-    return atomic_load_explicit(&h->fd, memory_order_acquire) < 0 ? NULL : h;
+    return atomic_load_explicit(&h->live, memory_order_acquire) ? h : NULL;
 }
 
 int sw_self_enable(int handle) {
     self_handle *h = handle_at(handle);
     if (h == NULL) return SW_SAMPLER_EINVAL;
-    const int fd = atomic_load_explicit(&h->fd, memory_order_relaxed);
-    if (ioctl(fd, PERF_EVENT_IOC_RESET, 0) != 0 || ioctl(fd, PERF_EVENT_IOC_ENABLE, 0) != 0) return SW_SELF_EPERF;
+    if (h->kind == SW_SELF_TICK_CPU_TIMER) {
+        const struct itimerspec first = {.it_interval = {0, 0},
+                                         .it_value = {h->period_ns / 1000000000, h->period_ns % 1000000000}};
+        return timer_settime(h->timer, 0, &first, NULL) == 0 ? SW_SAMPLER_OK : SW_SELF_EPERF;
+    }
+    if (ioctl(h->fd, PERF_EVENT_IOC_RESET, 0) != 0 || ioctl(h->fd, PERF_EVENT_IOC_ENABLE, 0) != 0) return SW_SELF_EPERF;
     return SW_SAMPLER_OK;
 }
 
@@ -389,13 +447,22 @@ void sw_self_close(int handle) {
     pthread_mutex_lock(&g_mutex);
     self_handle *h = handle_at(handle);
     if (h != NULL) {
-        const int fd = atomic_load_explicit(&h->fd, memory_order_relaxed);
-        (void)ioctl(fd, PERF_EVENT_IOC_DISABLE, 0);
-        // Unpublished before the descriptor closes: a tick still pending finds no handle. One
-        // already past the lookup is waited out, so the next open may reset the handle.
-        atomic_store_explicit(&h->fd, -1, memory_order_seq_cst);
+        if (h->kind == SW_SELF_TICK_PERF) {
+            (void)ioctl(h->fd, PERF_EVENT_IOC_DISABLE, 0);
+        } else {
+            const struct itimerspec disarmed = {{0, 0}, {0, 0}};
+            (void)timer_settime(h->timer, 0, &disarmed, NULL);
+        }
+        // Unpublished before the tick source goes: a tick still pending finds no handle. One
+        // already past the lookup is waited out (it may re-arm the timer: deleted after).
+        atomic_store_explicit(&h->live, 0, memory_order_seq_cst);
         while (atomic_load_explicit(&g_in_handler, memory_order_seq_cst) != 0) sched_yield();
-        close(fd);
+        if (h->kind == SW_SELF_TICK_PERF) {
+            close(h->fd);
+        } else {
+            (void)timer_delete(h->timer);
+        }
+        h->fd = -1;
     }
     pthread_mutex_unlock(&g_mutex);
 }

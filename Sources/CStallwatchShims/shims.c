@@ -83,3 +83,7 @@ int sw_set_thread_slice(uint64_t slice_ns) {
     attr.sched_runtime = slice_ns;
     return (int)syscall(SYS_sched_setattr, 0, &attr, 0);
 }
+
+#include "sw_tick_slot.h"
+
+__thread sw_tick_slot *sw_bound_tick_slot;

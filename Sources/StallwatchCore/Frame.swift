@@ -56,7 +56,9 @@ public struct Frame: Sendable, Hashable, Codable {
     static func owner(of function: Substring) -> Substring {
         var rest = function
         while true {
-            if let tail = rest.dropping("protocol witness for ") ?? rest.dropping("static ") {
+            if let tail = rest.dropping("protocol witness for ") ?? rest.dropping("static ")
+                ?? rest.dropping("@objc ")
+            {
                 rest = tail
             } else if let tail = rest.dropping("(extension in "), let colon = tail.firstIndex(of: ":") {
                 rest = tail[tail.index(after: colon)...]

@@ -11,6 +11,8 @@
 public struct RulesFileError: Error, Sendable, Hashable, CustomStringConvertible {
     /// The path of the file (`"<built-in>"` for the built-in rules).
     public var file: String
+    /// The line (1-based) of the offending value in the file, when the file could be read.
+    public var line: Int?
     /// The zero-based index of the offending rule in `rules`, if the problem is in one.
     public var ruleIndex: Int?
     /// The offending field, as a path inside the rule or file (`"match.syscall"`,
@@ -27,13 +29,13 @@ public struct RulesFileError: Error, Sendable, Hashable, CustomStringConvertible
         self.message = message
     }
 
-    /// One line: `rules.json: rule 2, field 'category': unknown category 'db' (…)`.
+    /// One line: `rules.json:9: rule 2, field 'category': unknown category 'db' (…)`.
     public var description: String {
         var location: [String] = []
         if let ruleIndex { location.append("rule \(ruleIndex)") }
         if let field { location.append("field '\(field)'") }
         let prefix = location.isEmpty ? "" : location.joined(separator: ", ") + ": "
-        return "\(file): \(prefix)\(message)"
+        return "\(file)\(line.map { ":\($0)" } ?? ""): \(prefix)\(message)"
     }
 }
 
@@ -69,16 +71,20 @@ enum RulesFile {
         do {
             rules = try JSONDecoder().decode(Contents.self, from: json).rules
         } catch let error as DecodingError {
-            throw RulesFileError(file: source, decodingError: error)
+            var located = RulesFileError(file: source, decodingError: error)
+            located.line = RulesFileLines.line(of: RulesFileLines.steps(of: error), in: [UInt8](json))
+            throw located
         } catch {
             throw RulesFileError(file: source, message: "\(error)")
         }
         var seen: [String: Int] = [:]
         for (index, rule) in rules.enumerated() {
             if let first = seen[rule.name] {
-                throw RulesFileError(
+                var error = RulesFileError(
                     file: source, ruleIndex: index, field: "name",
                     message: "duplicate rule name '\(rule.name)' (also rule \(first))")
+                error.line = RulesFileLines.line(of: [.key("rules"), .index(index), .key("name")], in: [UInt8](json))
+                throw error
             }
             seen[rule.name] = index
         }

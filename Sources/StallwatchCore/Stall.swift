@@ -37,6 +37,11 @@ public struct Stall: Sendable, Hashable, Codable {
     public var samples: [Sample]
     /// Extra facts (unfinished, suspended, capture timed out).
     public var flags: StallFlags
+    /// Why the work was expected to be long, if the app said so (`expectLong`): the label of
+    /// the scope it ran in. Such a stall is counted apart and no gate limit counts it.
+    public var expected: String?
+    /// The app's state when the stall was detected (`AppState`: "screen" = "Feed"…).
+    public var context: [String: String]
 
     /// Creates a stall.
     public init(
@@ -46,7 +51,9 @@ public struct Stall: Sendable, Hashable, Codable {
         tier: Tier,
         callout: CalloutIdentity,
         samples: [Sample] = [],
-        flags: StallFlags = []
+        flags: StallFlags = [],
+        expected: String? = nil,
+        context: [String: String] = [:]
     ) {
         self.id = id
         self.start = start
@@ -55,6 +62,8 @@ public struct Stall: Sendable, Hashable, Codable {
         self.callout = callout
         self.samples = samples
         self.flags = flags
+        self.expected = expected
+        self.context = context
     }
 
     /// `end - start`, or `nil` while the stall is unfinished.

@@ -54,7 +54,7 @@ import Testing
             return nil
         } catch {
             #expect(error.file == path)
-            #expect(error.description.hasPrefix(path + ": "))
+            #expect(error.description.hasPrefix(path + ":"))
             return error
         }
     }
@@ -280,5 +280,43 @@ import Testing
             category.description.hasSuffix(
                 "rule 0, field 'category': unknown category 'db' (expected one of compute, io, lockWait, database, other)"
             ))
+    }
+
+    @Test func errorsNameTheLineOfTheOffendingValue() throws {
+        let json = """
+            {
+              "version": 1,
+              "rules": [
+                { "name": "a", "category": "io", "match": { "symbol": "x" } },
+                {
+                  "name": "b",
+                  "category": "db",
+                  "match": { "symbol": "y" }
+                },
+                {
+                  "name": "c",
+                  "match": { "symbol": "z" }
+                },
+                { "name": "a", "category": "io", "match": { "syscall": "fsyncc" } }
+              ]
+            }
+            """
+        let category = try #require(try loadError(json))
+        #expect(category.line == 7)
+        #expect(category.description.contains("rules.json:7: rule 1, field 'category': unknown category 'db'"))
+        // A missing field: the line of its rule.
+        let missing = try #require(try loadError(json.replacingOccurrences(of: "\"db\"", with: "\"io\"")))
+        #expect(missing.line == 10 && missing.ruleIndex == 2 && missing.field == "category")
+        let fixed = json.replacingOccurrences(of: "\"db\"", with: "\"io\"")
+            .replacingOccurrences(of: "\"name\": \"c\",", with: "\"name\": \"c\", \"category\": \"io\",")
+        let syscall = try #require(try loadError(fixed))
+        #expect(syscall.line == 14 && syscall.field == "match.syscall")
+        let duplicate = try #require(try loadError(fixed.replacingOccurrences(of: "fsyncc", with: "fsync")))
+        #expect(duplicate.line == 14 && duplicate.message.contains("duplicate"))
+        // Not JSON: the line of the first byte in error.
+        let syntax = try #require(
+            try loadError("{\n  \"version\": 1,\n  \"rules\": [\n    {\"name\": \"x\",, }\n  ]\n}\n"))
+        #expect(syntax.line == 4)
+        #expect(syntax.description.hasSuffix(":4: The given data was not valid JSON."))
     }
 }

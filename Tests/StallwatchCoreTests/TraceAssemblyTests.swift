@@ -83,6 +83,25 @@ import Testing
         #expect(second.samples.first?.annotation == Annotation(label: "thumbnails"))
     }
 
+    /// An ended stall's `stallRetimed` (its executor's own tick) replaces its start and end, and
+    /// its tier follows; an unfinished stall's is ignored (its end is not known).
+    @Test func aRetimedStallTakesItsExecutorsTimes() {
+        let records: [TraceRecord] = [
+            .stallBegan(.init(id: 1, start: 100_000_000, site: 1, mode: 0, phase: .beforeSources, tier: .hitch)),
+            .sample(.init(stall: 1, time: 120_000_000, state: .running, frames: [0x1234])),
+            .stallEnded(.init(id: 1, end: 200_000_000)),
+            .stallRetimed(.init(id: 1, start: 95_000_000, end: 201_000_000)),
+            .stallBegan(.init(id: 2, start: 300_000_000, site: 1, mode: 0, phase: .beforeSources, tier: .hitch)),
+            .stallRetimed(.init(id: 2, start: 290_000_000, end: 400_000_000)),
+        ]
+        let trace = DecodedTrace(decoding: TraceFixture.encode(records))
+        #expect(trace.outcome.endedCleanly, "\(trace.outcome.problems)")
+        #expect(trace.stalls.map(\.start) == [95_000_000, 300_000_000])
+        #expect(trace.stalls.map(\.end) == [201_000_000, nil])
+        #expect(trace.stalls[0].tier == .microHang)  // 106 ms
+        #expect(trace.stalls[1].flags.contains(.unfinished))
+    }
+
     @Test func missingDefinitionsAreFilledInPlainly() {
         let records: [TraceRecord] = [
             .stallBegan(.init(id: 1, start: 1_000, site: 99, mode: 5, phase: .beforeSources, tier: .hang)),

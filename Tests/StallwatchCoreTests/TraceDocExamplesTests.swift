@@ -64,6 +64,7 @@ import Testing
                     frames: [0x7f3a_1c91_4a2b, 0x5610_4a41_2340, 0x5610_4a41_2000]))
         ),
         ("stallEnded", 0, .stallEnded(.init(id: 7, end: 90_135_000_000, flags: [.suspended]))),
+        ("stallRetimed", 0, .stallRetimed(.init(id: 7, start: 89_997_000_000, end: 90_136_000_000))),
         (
             "callout", 90_000_500_000,
             .callout(

@@ -92,6 +92,8 @@ enum TraceFixture {
             .init(
                 stall: 1, time: 81_234_567_900_000, kind: .mutex, operation: "futex", address: 0x7F00_1234_5678,
                 ownerTID: 4711, ownerName: "cache-refresh", ownerFrames: [0x5555_0000_1000, 0x5555_0000_0F00])),
+        // Stall 8 (unfinished in `realistic()`) as its executor timed it: ignored until it ends.
+        .stallRetimed(.init(id: 8, start: 81_300_000_000_000, end: 81_300_900_000_000)),
         .recordedUntil(time: 81_235_000_000_000),
     ]
 
@@ -137,11 +139,12 @@ enum TraceFixture {
                             cpuTime: 2_000_000_000, annotation: 2, frames: [appBase + 0x9_9999, appBase + 0x1_2340])))
             }
         }
-        // Without the origin, the congested iteration, the sample facts and the recording's
+        // Without the origin, the congested iteration, the sample facts, the retime and the recording's
         // time: the damage tests depend on where sync markers fall.
         records.append(
             contentsOf: everyKind[21...].filter {
-                ![.origin, .congestedIteration, .sampleCounters, .sampleWait, .recordedUntil].contains($0.kind)
+                ![.origin, .congestedIteration, .sampleCounters, .sampleWait, .stallRetimed, .recordedUntil].contains(
+                    $0.kind)
             })
         records.append(contentsOf: Array(everyKind[9...12]))
         return records

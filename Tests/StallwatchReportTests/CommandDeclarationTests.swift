@@ -17,10 +17,12 @@ private func parse<Command: ParsableCommand>(_ arguments: [String], as type: Com
     let definitions = CommandParser.definitions(of: GateCommand.self)
     #expect(
         definitions.map(\.name) == [
-            "traces", "max-stalls", "max-hangs", "max-hitch-ratio", "max", "baseline", "max-regression", "junit",
+            "traces", "max-stalls", "max-hangs", "max-hitch-ratio", "max-hang-rate", "max", "baseline",
+            "max-regression", "junit",
+            "what-if", "rules",
         ])
     #expect(definitions[0].kind == .positional(optional: false, repeating: true, capturesRest: false))
-    #expect(definitions[4].kind == .option(required: false, repeating: true))
+    #expect(definitions[5].kind == .option(required: false, repeating: true))
     let record = CommandParser.definitions(of: RecordCommand.self)
     #expect(record.map(\.name) == ["output", "budget", "mode", "no-preload", "command"])
     #expect(record[0].short == "o")

@@ -13,14 +13,16 @@ import Testing
 
     /// The documented keys of a stall line (docs/fleet.md), in order.
     static let stallKeys = [
-        "schema", "trace_id", "trace_path", "host", "process", "pid", "build", "build_id", "app_version", "type",
+        "schema", "trace_id", "trace_path", "host", "process", "pid", "build", "build_id", "app_version",
+        "trace_run_time_ns", "trace_hang_ns", "trace_hang_rate_s_per_hour", "trace_hitch_ratio_ms_per_s", "type",
         "stall_id", "start_unix_nano", "start", "duration_ns", "duration_ms", "unfinished", "tier", "category",
         "reason", "share_compute", "share_io", "share_lock_wait", "share_database", "share_other", "signature",
         "signature_frames", "stack", "stack_confidence", "site", "site_label", "sample_count", "wait", "wait_share",
     ]
 
     static let sampleKeys = [
-        "schema", "trace_id", "trace_path", "host", "process", "pid", "build", "build_id", "app_version", "type",
+        "schema", "trace_id", "trace_path", "host", "process", "pid", "build", "build_id", "app_version",
+        "trace_run_time_ns", "trace_hang_ns", "trace_hang_rate_s_per_hour", "trace_hitch_ratio_ms_per_s", "type",
         "stall_id", "sample_index", "time_unix_nano", "offset_ns", "weight_ns", "category", "reason", "state",
         "syscall", "stack", "wait",
     ]
@@ -147,6 +149,40 @@ import Testing
     }
 
     @Test(
+        .disabled(if: ToolSanitizer.active, "checks a format with DuckDB, not memory"),
+        .enabled(if: ExternalTools.hasDuckDB, "needs duckdb in the venv (scripts/install-deps.sh)"))
+    func duckDBGivesEachBuildTheReportsHangRate() throws {
+        let python = try #require(ExternalTools.python)
+        // Hangs in some traces of each build, none in others: the rate is per run time.
+        try FileManager.default.createDirectory(atPath: directory.path + "/hangs", withIntermediateDirectories: true)
+        for index in 0..<6 {
+            _ = directory.write(
+                "hangs/t\(index).swtrace",
+                FleetFixture.trace(
+                    host: "h\(index % 2)", version: "3.\(index % 3)", buildByte: UInt8(index % 3),
+                    offset: UInt64(index) * 30, stalls: [(.parse, 40), (.save, 150 + UInt64(index) * 120)]))
+        }
+        let root = directory.path + "/hangs"
+        let report = try #require(
+            try JSONSerialization.jsonObject(with: Data(CLIRun(["report", root, "--json"]).output.utf8))
+                as? [String: Any])
+        let expected = try #require(report["rateByBuild"] as? [[String: Any]]).map {
+            "\($0["name"] as? String ?? "?") \($0["traces"] as? Int ?? 0) \($0["hangRateSecondsPerHour"] as? Double ?? -1)"
+        }
+        #expect(expected.count == 3)
+        let tools = ExternalTools.root + "/tools/fleet/"
+        let engine = ExternalTools.run(
+            python, [tools + "duckdb_signatures.py", try export(root, "jsonl"), tools + "hang_rates.sql"])
+        #expect(engine.status == 0, "\(engine.error)")
+        let rows = try engine.output.split(separator: "\n").map { line in
+            let row = try #require(try JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any])
+            return "\(row["name"] as? String ?? "?") \(row["traces"] as? Int ?? 0) "
+                + "\(row["hangRateSecondsPerHour"] as? Double ?? -1)"
+        }
+        #expect(rows == expected)
+    }
+
+    @Test(
         .disabled(if: ToolSanitizer.active, "checks a format with ClickHouse, not memory"),
         .enabled(if: ExternalTools.hasChDB, "needs chdb in the venv (scripts/install-deps.sh)"))
     func clickHouseRebuildsTheSignatureTable() throws {
@@ -177,6 +213,22 @@ import Testing
         let attributes = try #require((resource["resource"] as? [String: Any])?["attributes"] as? [[String: Any]])
         let keys = Set(attributes.compactMap { $0["key"] as? String })
         #expect(keys.isSuperset(of: ["service.name", "service.version", "host.name", "stallwatch.build_id"]))
+        // Each resource's run time and rates, as `report` gives them for its trace alone.
+        func value(_ key: String) -> [String: Any]? {
+            attributes.first { $0["key"] as? String == key }?["value"] as? [String: Any]
+        }
+        let tracePath = try #require(value("stallwatch.trace_path")?["stringValue"] as? String)
+        let alone = try #require(
+            try JSONSerialization.jsonObject(with: Data(CLIRun(["report", tracePath, "--json"]).output.utf8))
+                as? [String: Any])
+        #expect(
+            value("stallwatch.hang_rate_s_per_hour")?["doubleValue"] as? Double == alone["hangRateSecondsPerHour"]
+                as? Double)
+        #expect(
+            value("stallwatch.hitch_ratio_ms_per_s")?["doubleValue"] as? Double == alone["hitchRatioMsPerSecond"]
+                as? Double)
+        let runNanos = try #require(value("stallwatch.run_time_ns")?["intValue"] as? String)
+        #expect(Double(runNanos).map { $0 / 1e9 } == alone["runTimeSeconds"] as? Double)
 
         // A save's span says what it waited on.
         let spans = (json["resourceSpans"] as? [[String: Any]] ?? []).flatMap { resource in

@@ -17,10 +17,11 @@ enum FleetFixture {
 
     /// One trace of `FleetApp` on `host`, build `version` (build id `buildByte` repeated), started
     /// `offset` seconds after `start`, with a stall per `(kind, milliseconds)`; with `origin`
-    /// false, no origin record (as traces recorded before it existed).
+    /// false, no origin record (as traces recorded before it existed); `frames` are frame-clock
+    /// records to add.
     static func trace(
         host: String, version: String, buildByte: UInt8, offset: UInt64, stalls: [(Kind, UInt64)],
-        origin: Bool = true, pid: UInt32 = 100
+        origin: Bool = true, pid: UInt32 = 100, frames: [TraceRecord.FrameClock] = []
     ) -> [UInt8] {
         var builder = TraceBuilder()
         let clockBase = 50 * second
@@ -86,6 +87,7 @@ enum FleetFixture {
             ),
             .symbol(.init(address: 0x7000_2000, module: 2, name: "fsync")),
         ])
+        builder.add(frames.map { .frameClock($0) })
         return builder.bytes
     }
 

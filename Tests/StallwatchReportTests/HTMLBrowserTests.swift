@@ -69,6 +69,9 @@ struct HTMLBrowserTests {
         // The header's figures.
         #expect(load.dom.contains(">loop utilisation<"))
         #expect(load.dom.contains(">frames per second<"))
+        #expect(load.dom.contains(">hang rate<"))
+        // The self-test expanded the first signature: what its fix would buy.
+        #expect(load.dom.contains("<div class=\"if-fixed\">if fixed: hitch ratio "))
         // And the PNG a person would look at.
         let png = directory.path + "/demo.png"
         try Chromium.screenshot(directory.path + "/demo.html", fragment: "stall=longest", to: png)

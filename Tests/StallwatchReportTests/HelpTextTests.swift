@@ -76,7 +76,7 @@ private let commandHelpTexts: [String: String] = [
     without a network; '--html -' writes it to stdout instead of the report.
 
     USAGE: stallwatch report <traces> ... [--json] [--html <file>] [--top <n>]
-           [--wide] [--verbose] [--list-traces]
+           [--wide] [--verbose] [--rules <file>] [--list-traces]
 
     ARGUMENTS:
       <traces>                The trace files or directories to read ('-' for
@@ -89,6 +89,8 @@ private let commandHelpTexts: [String: String] = [
       --wide                  Do not fit lines to the terminal: show long names in
                               full.
       --verbose               Show frames by their full demangled symbols.
+      --rules <file>          Classify with this JSON rules file's rules first
+                              (default: $STALLWATCH_RULES).
       --list-traces           With several traces, also print one line per trace.
       -h, --help              Show help information.
 
@@ -103,6 +105,7 @@ private let commandHelpTexts: [String: String] = [
     else 100 columns).
 
     USAGE: stallwatch show <trace> [--stall <id>] [--json] [--wide] [--verbose]
+           [--rules <file>]
 
     ARGUMENTS:
       <trace>                 The trace file to read ('-' for standard input).
@@ -114,6 +117,8 @@ private let commandHelpTexts: [String: String] = [
       --wide                  Do not fit lines to the terminal: show long names in
                               full.
       --verbose               Show frames by their full demangled symbols.
+      --rules <file>          Classify with this JSON rules file's rules first
+                              (default: $STALLWATCH_RULES).
       -h, --help              Show help information.
 
     """,
@@ -131,7 +136,7 @@ private let commandHelpTexts: [String: String] = [
     or Grafana.
 
     USAGE: stallwatch export <trace> --format <format> -o <file> [--samples]
-           [--callouts]
+           [--callouts] [--rules <file>]
 
     ARGUMENTS:
       <trace>                 The trace: a file, '-' for standard input, or a
@@ -143,6 +148,8 @@ private let commandHelpTexts: [String: String] = [
       --samples               jsonl: also write one line per sample.
       --callouts              otlp-json: also one span per callout of a full-mode
                               trace.
+      --rules <file>          Classify with this JSON rules file's rules first
+                              (default: $STALLWATCH_RULES).
       -h, --help              Show help information.
 
     """,
@@ -154,7 +161,8 @@ private let commandHelpTexts: [String: String] = [
     more and neither grew. Exits 0 whatever the result; use 'stallwatch gate' to
     fail a build.
 
-    USAGE: stallwatch diff <base> <new> [--threshold <pct>] [--json]
+    USAGE: stallwatch diff <base> <new> [--threshold <pct>] [--rules <file>]
+           [--json]
 
     ARGUMENTS:
       <base>                  The baseline trace or directory.
@@ -162,6 +170,8 @@ private let commandHelpTexts: [String: String] = [
 
     OPTIONS:
       --threshold <pct>       The change that counts, in percent. (default: 10)
+      --rules <file>          Classify with this JSON rules file's rules first
+                              (default: $STALLWATCH_RULES).
       --json                  Print the diff as JSON (schema: docs/cli.md).
       -h, --help              Show help information.
 
@@ -173,11 +183,15 @@ private let commandHelpTexts: [String: String] = [
     unreadable trace. Each limit is printed with its measured value and PASS or
     FAIL. Stalls are counted by their dominant category. The regression limit
     compares the hitch ratio (ms of overrun per second of run time) with the
-    baseline's; a baseline of 0 allows no hitches.
+    baseline's; a baseline of 0 allows no hitches. --what-if leaves a signature's
+    stalls out of the traces (not the baseline's), to see which limits its fix would
+    pass. The hang rate is seconds of hangs (stalls of tier hang or severe, at least
+    250 ms by default) per hour of run time.
 
     USAGE: stallwatch gate <traces> ... [--max-stalls <n>] [--max-hangs <n>]
-           [--max-hitch-ratio <ms-per-s>] [--max <category=n> ...]
-           [--baseline <trace>] [--max-regression <pct>] [--junit <file>]
+           [--max-hitch-ratio <ms-per-s>] [--max-hang-rate <s-per-hour>]
+           [--max <category=n> ...] [--baseline <trace>] [--max-regression <pct>]
+           [--junit <file>] [--what-if <signature> ...] [--rules <file>]
 
     ARGUMENTS:
       <traces>                The trace files or directories to check (added up).
@@ -187,12 +201,19 @@ private let commandHelpTexts: [String: String] = [
       --max-hangs <n>         At most this many hangs (at least 250 ms by default).
       --max-hitch-ratio <ms-per-s>
                               At most this many ms of overrun per second.
+      --max-hang-rate <s-per-hour>
+                              At most this many seconds of hang per hour of run
+                              time.
       --max <category=n>      At most n stalls of the category (compute, io,
                               lockWait, database, other).
       --baseline <trace>      A baseline trace or directory for --max-regression.
       --max-regression <pct>  How far the hitch ratio may exceed the baseline's, in
                               percent.
       --junit <file>          Also write the results as JUnit XML.
+      --what-if <signature>   Check the limits as if this signature's stalls were
+                              fixed (as report prints it).
+      --rules <file>          Classify with this JSON rules file's rules first
+                              (default: $STALLWATCH_RULES).
       -h, --help              Show help information.
 
     """,
@@ -233,7 +254,7 @@ func commandHelp(command: String) throws {
         run.error == """
             Error: Missing expected argument '--format <format>'
             Usage: stallwatch export <trace> --format <format> -o <file> [--samples]
-                   [--callouts]
+                   [--callouts] [--rules <file>]
               See 'stallwatch export --help' for more information.
 
             """)

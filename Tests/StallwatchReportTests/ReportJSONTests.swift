@@ -53,6 +53,8 @@ import Testing
             "expected" : 360,
             "fps" : 55
           },
+          "hangRateSecondsPerHour" : 180,
+          "hitchGrade" : "bad",
           "hitchRatioMsPerSecond" : 82.5,
           "loopLatency" : {
             "count" : 1000,
@@ -63,6 +65,28 @@ import Testing
             "p99Ms" : 0.05
           },
           "loopUtilisation" : null,
+          "rateByBuild" : [
+            {
+              "hangRateSecondsPerHour" : 180,
+              "hangSeconds" : 0.3,
+              "hitchGrade" : "bad",
+              "hitchRatioMsPerSecond" : 82.5,
+              "name" : "unknown",
+              "runTimeSeconds" : 6,
+              "traces" : 1
+            }
+          ],
+          "rateByHost" : [
+            {
+              "hangRateSecondsPerHour" : 180,
+              "hangSeconds" : 0.3,
+              "hitchGrade" : "bad",
+              "hitchRatioMsPerSecond" : 82.5,
+              "name" : "unknown",
+              "runTimeSeconds" : 6,
+              "traces" : 1
+            }
+          ],
           "runTimeSeconds" : 6,
           "schemaVersion" : 1,
           "signatureCount" : 4,
@@ -101,6 +125,13 @@ import Testing
                   "traces" : 1
                 }
               ],
+              "ifFixed" : {
+                "droppedFrames" : 21,
+                "fps" : 56.5,
+                "hangRateSecondsPerHour" : 0,
+                "hitchGrade" : "bad",
+                "hitchRatioMsPerSecond" : 34.722
+              },
               "lastSeen" : "2023-11-14T22:13:25.000Z",
               "maxMs" : 300,
               "p50Ms" : 20,
@@ -178,6 +209,13 @@ import Testing
                   "traces" : 1
                 }
               ],
+              "ifFixed" : {
+                "droppedFrames" : 21,
+                "fps" : 56.5,
+                "hangRateSecondsPerHour" : 180,
+                "hitchGrade" : "bad",
+                "hitchRatioMsPerSecond" : 60.278
+              },
               "lastSeen" : "2023-11-14T22:13:23.000Z",
               "maxMs" : 150,
               "p50Ms" : 150,
@@ -254,6 +292,13 @@ import Testing
                   "traces" : 1
                 }
               ],
+              "ifFixed" : {
+                "droppedFrames" : 28,
+                "fps" : 55.33,
+                "hangRateSecondsPerHour" : 180,
+                "hitchGrade" : "bad",
+                "hitchRatioMsPerSecond" : 77.222
+              },
               "lastSeen" : "2023-11-14T22:13:22.000Z",
               "maxMs" : 40,
               "p50Ms" : 25,
@@ -330,6 +375,13 @@ import Testing
                   "traces" : 1
                 }
               ],
+              "ifFixed" : {
+                "droppedFrames" : 26,
+                "fps" : 55.67,
+                "hangRateSecondsPerHour" : 180,
+                "hitchGrade" : "bad",
+                "hitchRatioMsPerSecond" : 75.278
+              },
               "lastSeen" : "2023-11-14T22:13:24.000Z",
               "maxMs" : 60,
               "p50Ms" : 60,
@@ -395,6 +447,7 @@ import Testing
               "lockWait" : 60,
               "other" : 0
             },
+            "hangMs" : 300,
             "hangs" : 1,
             "total" : 6,
             "totalMs" : 595,

@@ -78,7 +78,8 @@ import Testing
         Overview
           run time          2.00 s
           loop utilisation  18.0 %
-          hitch ratio       163.3 ms/s
+          hitch ratio       163.3 ms/s (bad: over 10 ms/s)
+          hang rate         0.0 s/h (0 hangs, 0.0 ms)
           loop latency      p50 0.040 ms, p90 0.040 ms, p99 0.040 ms, p99.9 0.040 ms,
                             max 0.040 ms (500 samples)
 
@@ -98,6 +99,7 @@ import Testing
         1. compute: fnv1a(_:seed:) ← closure #1 in PhotoLibrary.hash(_:chunk:seed:) ←
              main()
            1 stall (1 microHang), total 240.0 ms, max 240.0 ms
+           if fixed: hitch ratio 51.7 ms/s (bad), hang rate 0.0 s/h
            breakdown: compute 100 %
            reason: fnv1a(_:seed:)
            posted at FeedApp/Photos.swift:40
@@ -110,6 +112,7 @@ import Testing
 
         2. database: FeedDatabase.loadFeed(rows:) ← main()
            1 stall (1 microHang), total 120.0 ms, max 120.0 ms
+           if fixed: hitch ratio 111.7 ms/s (bad), hang rate 0.0 s/h
            breakdown: database 100 %
            reason: sqlite3_step
            posted at FeedApp/FeedView.swift:88
@@ -129,7 +132,8 @@ import Testing
         Overview
           run time          2.00 s
           loop utilisation  18.0 %
-          hitch ratio       163.3 ms/s
+          hitch ratio       163.3 ms/s (bad: over 10 ms/s)
+          hang rate         0.0 s/h (0 hangs, 0.0 ms)
           loop latency      p50 0.040 ms, p90 0.040 ms, p99 0.040 ms, p99.9 0.040 ms,
                             max 0.040 ms (500 samples)
 
@@ -148,6 +152,7 @@ import Testing
 
         1. compute: fnv1a(_:seed:) ← closure #1 in PhotoLibrary.hash(_:chunk:seed:) ← main()
            1 stall (1 microHang), total 240.0 ms, max 240.0 ms
+           if fixed: hitch ratio 51.7 ms/s (bad), hang rate 0.0 s/h
            breakdown: compute 100 %
            reason: fnv1a(_:seed:)
            posted at FeedApp/Photos.swift:40
@@ -160,6 +165,7 @@ import Testing
 
         2. database: FeedDatabase.loadFeed(rows:) ← main()
            1 stall (1 microHang), total 120.0 ms, max 120.0 ms
+           if fixed: hitch ratio 111.7 ms/s (bad), hang rate 0.0 s/h
            breakdown: database 100 %
            reason: sqlite3_step
            posted at FeedApp/FeedView.swift:88

@@ -16,7 +16,14 @@ final class TestExecutor: @unchecked Sendable {
     /// The thread's voluntary context switches so far: each one a sleep, so a wake-up after.
     private(set) var threadPath = ""
 
-    init(name: String) {
+    /// Whether it reports its ticks to `HeartbeatMonitor.tickEnded`, as a swift-nio event loop's
+    /// metrics delegate does: a tick runs every task queued until none is left.
+    private let reportsTicks: Bool
+    /// The ticks longer than 30 ms it reported: start, end.
+    let longTicks = Locked<[(start: UInt64, end: UInt64)]>([])
+
+    init(name: String, reportsTicks: Bool = false) {
+        self.reportsTicks = reportsTicks
         let ready = DispatchSemaphore(value: 0)
         let thread = Thread { [self] in
             threadPath =
@@ -59,10 +66,21 @@ final class TestExecutor: @unchecked Sendable {
                 condition.unlock()
                 return
             }
-            let batch = queue
+            var batch = queue
             queue.removeAll()
             condition.unlock()
-            for task in batch { task() }
+            let start = MainLoop.monotonicNanos()
+            repeat {
+                for task in batch { task() }
+                condition.lock()
+                batch = reportsTicks ? queue : []
+                if reportsTicks { queue.removeAll() }
+                condition.unlock()
+            } while !batch.isEmpty
+            guard reportsTicks else { continue }
+            let end = MainLoop.monotonicNanos()
+            HeartbeatMonitor.tickEnded(start: start, end: end)
+            if end - start > 30_000_000 { longTicks.withLock { $0.append((start, end)) } }
         }
     }
 }
@@ -98,6 +116,27 @@ final class HeartbeatHarness: @unchecked Sendable {
 }
 
 @Suite(.serialized) struct HeartbeatMonitorTests {
+    /// An executor that reports its ticks: the stall is the tick that held it, to the
+    /// microsecond at both ends (the heartbeat alone understates it by up to a check interval).
+    @Test(.disabled(if: Sanitizer.thread, "TSan delivers the sampling signal late, away from the running culprit"))
+    func aStallOnAnExecutorThatReportsItsTicksIsTimedByTheTick() throws {
+        let executor = TestExecutor(name: "ticking-queue", reportsTicks: true)
+        defer { executor.stop() }
+        let harness = try HeartbeatHarness([("ticking-queue", { executor.execute($0) })])
+        harness.waitUntilSettled()
+        executor.execute { spinForStallTest(milliseconds: 60) }
+        #expect(eventually { !harness.ended.withLock({ $0 }).isEmpty })
+        usleep(100_000)
+        harness.monitor.stop()
+        let stalls = harness.ended.withLock { $0 }
+        let ticks = executor.longTicks.withLock { $0 }
+        #expect(stalls.count == 1, "\(stalls.map(\.durationNanos))")
+        #expect(ticks.count == 1, "\(ticks)")
+        guard let stall = stalls.first, let tick = ticks.first, let end = stall.end else { return }
+        #expect(stall.start == tick.start && end == tick.end, "stall \(stall.start)...\(end), tick \(tick)")
+        #expect(stall.topSymbols().contains { $0.contains("spinForStallTest") }, "\(stall.topSymbols())")
+    }
+
     @Test(.disabled(if: Sanitizer.thread, "TSan delivers the sampling signal late, away from the running culprit"))
     func aComputeStallOnAnExecutorIsSeenOnceWithItsCulpritAndLabel() throws {
         let executor = TestExecutor(name: "custom-queue")

@@ -119,14 +119,25 @@ int sw_self_default_signal(void);
 /// SW_SAMPLER_ENOTINSTALLED / SW_SAMPLER_ESYS.
 int sw_self_prepare_thread(void);
 
-/// Opens a disabled task-clock event on thread `tid` (in this process), counting its user-mode
-/// CPU time and routed to it as the installed signal. The handler captures when the callout
+/// Tick sources for sw_self_open.
+/// SW_SELF_TICK_PERF: a perf task-clock event on the thread's user-mode CPU time. Ticks as fine
+/// as the floor; while attached it costs the thread on every context switch (the kernel stops
+/// and restarts its hrtimer), several microseconds in a VM.
+/// SW_SELF_TICK_CPU_TIMER: a POSIX timer on the thread's CPU clock (user + system time). Checked
+/// at the scheduler tick, so ticks come at its granularity (4 ms at HZ=250); nothing per context
+/// switch. With CONFIG_POSIX_CPU_TIMERS_TASK_WORK its signal is sent on the return to user mode,
+/// so it never cuts a system call short either.
+#define SW_SELF_TICK_PERF 0
+#define SW_SELF_TICK_CPU_TIMER 1
+
+/// Opens a disarmed tick of `kind` on thread `tid` (in this process), routed to it as the
+/// installed signal. The handler captures when the callout
 /// `clock` shows has run more than `budget_cycles` (sw_cycles units; `cycles_per_ms` of them in
 /// a millisecond), then whenever `interval_cycles` have passed since its last capture; it
 /// programs each next tick itself: half the time to the next capture due, at least `floor_ns`.
 /// Returns a handle (>= 0) or a negative error, with errno in *sys_errno. `clock` must outlive
 /// the handle.
-int sw_self_open(int tid, sw_callout_clock *clock, int64_t floor_ns, uint64_t budget_cycles,
+int sw_self_open(int tid, sw_callout_clock *clock, int kind, int64_t floor_ns, uint64_t budget_cycles,
                  uint64_t interval_cycles, uint64_t cycles_per_ms, int *sys_errno);
 
 /// Starts the ticks. Call once the thread has unblocked the signal (sw_sampler_prepare_thread

@@ -30,15 +30,31 @@ public func annotate<T>(
     return try await body()
 }
 
+/// Runs `body` as work that is long on purpose (a splash-screen load, a modal export), like
+/// Chromium's `HangWatcher::InvalidateActiveExpectations` or Sentry's pause: a stall of the
+/// loop thread while it runs is still recorded, with `label` as its `Stall.expected` reason,
+/// but reports count it apart and no `stallwatch gate` limit counts it (unless
+/// `--include-expected`). It is an annotation scope too (samples show `label`). On a thread
+/// without a running `MainLoop` or a watched executor it just runs `body`. Any thread.
+@inline(__always)
+public func expectLong<T, E: Error>(_ label: StaticString, _ body: () throws(E) -> T) throws(E) -> T {
+    guard let scopes = AnnotationScopes.current else { return try body() }
+    let token = scopes.push(label, nil, expected: true)
+    defer { scopes.pop(token) }
+    return try body()
+}
+
 /// The annotation scopes of one loop thread: a stack owned by that thread, and its innermost
-/// entry published with two atomic stores for the watchdog.
+/// entry (and its outermost expected-long one) published with atomic stores for the watchdog.
 final class AnnotationScopes: @unchecked Sendable {
-    private var entries: [(token: UInt64, label: UInt64, category: UInt8)] = []
+    private var entries: [(token: UInt64, label: UInt64, category: UInt8, expected: Bool)] = []
     private var nextToken: UInt64 = 0
     /// Packed `StaticString` of the innermost scope, 0 when none.
     let label = Atomic<UInt64>(0)
     /// 0 when none, else 1 + the index of the category in `StallCategory.allCases`.
     let category = Atomic<UInt8>(0)
+    /// Packed `StaticString` of the outermost `expectLong` scope, 0 when none.
+    let expected = Atomic<UInt64>(0)
     /// The SQL statement a registered SQLite connection runs on this thread (`SQLiteStatements`).
     let statement = StatementSlot()
 
@@ -58,10 +74,10 @@ final class AnnotationScopes: @unchecked Sendable {
         pthread_setspecific(Self.key, Unmanaged.passUnretained(self).toOpaque())
     }
 
-    func push(_ label: StaticString, _ category: StallCategory?) -> UInt64 {
+    func push(_ label: StaticString, _ category: StallCategory?, expected: Bool = false) -> UInt64 {
         nextToken += 1
         let code = category.map { UInt8($0.ordinal + 1) } ?? 0
-        entries.append((nextToken, CalloutSite.pack(label), code))
+        entries.append((nextToken, CalloutSite.pack(label), code, expected))
         publish()
         return nextToken
     }
@@ -76,7 +92,11 @@ final class AnnotationScopes: @unchecked Sendable {
         let innermost = entries.last
         label.store(innermost?.label ?? 0, ordering: .relaxed)
         category.store(innermost?.category ?? 0, ordering: .relaxed)
+        expected.store(entries.first { $0.expected }?.label ?? 0, ordering: .relaxed)
     }
+
+    /// Watchdog thread: the label of the expected-long scope the thread is in now, if any.
+    func expectedReason() -> String? { CalloutSite.unpack(expected.load(ordering: .relaxed)) }
 
     /// Watchdog thread: the innermost scope now.
     func innermost() -> Annotation? {

@@ -15,6 +15,11 @@ extension HeartbeatMonitor {
         /// The thread's own ticks (`configuration.selfSampling`), for the current tid.
         var own: SelfSampler?
         var stall: Stall?
+        /// The stall's heartbeat ran: its run number, and until when to wait for the tick that
+        /// ran it (an executor that reports its ticks reports each at its end).
+        var ending: (run: UInt64, until: UInt64)?
+        /// The due time of the stall's heartbeat (the stall's start until its tick retimes it).
+        var stallDue: UInt64 = 0
         var nextSample: UInt64 = 0
         var warned = false
         /// The due time of the heartbeat in flight (0: none), and the unknown wait it was sent
@@ -93,7 +98,7 @@ extension HeartbeatMonitor {
         }
         for index in watches.indices where watches[index].stall != nil {
             var stall = watches[index].stall!
-            stall.flags.insert(.unfinished)
+            if watches[index].ending == nil { stall.flags.insert(.unfinished) }
             watches[index].sampler?.endStall()
             for sampler in watches[index].pool?.sampled ?? [] { sampler.endStall() }
             core.deliverEnded(stall)
@@ -121,14 +126,29 @@ extension HeartbeatMonitor {
         }
         if var stall = watch.stall {
             if suspended { stall.flags.insert(.suspended) }
-            if pending != stall.start {
+            if watch.ending == nil, pending != watch.stallDue {
+                // The heartbeat ran: the stall ended when it did, or as the tick that ran it says.
+                stall.end = executor.ranAt.load(ordering: .relaxed)
+                watch.ending = (executor.runs.load(ordering: .relaxed), now.saturatingAdding(Self.tickWait))
                 watch.sampler?.endStall()
-                end(&stall, of: &watch)
+            }
+            if let ending = watch.ending {
+                let tick = executor.tick(ofRun: ending.run)
+                if tick == nil, executor.reportsTicks, now < ending.until {
+                    watch.stall = stall
+                    watch.nextSample = now &+ Self.tickPoll
+                    return
+                }
+                if let tick { Self.time(&stall, due: watch.stallDue, by: tick) }
+                watch.stall = nil
+                watch.ending = nil
+                core.deliverEnded(stall)
             } else {
                 if now >= watch.nextSample, stall.samples.count < configuration.maxSamplesPerStall,
                     let sampler = watch.sampler
                 {
                     stall.samples.append(sample(sampler))
+                    stall.note(sampler)
                 }
                 if now >= watch.nextSample {
                     let interval = configuration.common.sampleInterval(after: now &- stall.start)
@@ -169,8 +189,10 @@ extension HeartbeatMonitor {
                 return
             }
             var stall = newStall(of: executor, start: pending, suspended: suspended, nextID: &nextID)
+            watch.stallDue = pending
             sampler.beginStall(sequence: sequence)
             stall.samples.append(sample(sampler))
+            stall.note(sampler)
             let first = stall.samples[0].time
             core.recordDetection(at: first, deadline: pending.saturatingAdding(budget))
             core.deliverBegan(stall)
@@ -225,9 +247,35 @@ extension HeartbeatMonitor {
         // thread that merely waited for a CPU, as the watchdog did, takes no tick).
         let captures = watch.own?.takeAll(sequence: watch.sentSequence) ?? []
         guard !captures.isEmpty else { return }
-        let stall = newStall(of: watch.executor, start: watch.sentDue, suspended: suspended, nextID: &nextID)
+        var timed = newStall(of: watch.executor, start: watch.sentDue, suspended: suspended, nextID: &nextID)
+        timed.end = ranAt
+        // The tick that ran the heartbeat has mostly ended by now (not waited for).
+        if let tick = watch.executor.tick(ofRun: watch.executor.runs.load(ordering: .relaxed)) {
+            Self.time(&timed, due: watch.sentDue, by: tick)
+        }
+        var stall = timed
+        stall.end = nil
         let deadline = watch.sentDue.saturatingAdding(configuration.tiers.budget.nanoseconds)
-        core.deliverMissed(stall, captures: captures, deadline: deadline, end: ranAt)
+        core.deliverMissed(stall, captures: captures, deadline: deadline, end: timed.end ?? ranAt)
+    }
+
+    /// How often the watchdog looks for the tick that ran a stall's heartbeat, and how long it
+    /// waits for it: the tick normally ends within a millisecond of the heartbeat, but a loop
+    /// preempted on a loaded machine ended its tick 7 ms later in a test.
+    static let tickPoll: UInt64 = 500_000
+    static let tickWait: UInt64 = 100_000_000
+
+    /// `stall`, whose heartbeat was due at `due`, timed by the executor's own tick that ran the
+    /// heartbeat: a tick already running when the heartbeat was sent held the executor all along,
+    /// so it is the stall, start to end; a tick that began later ends the stall when it began (the
+    /// executor was busy outside its ticks, e.g. handling I/O events, whose start stays the
+    /// heartbeat's due time).
+    static func time(_ stall: inout Stall, due: UInt64, by tick: (start: UInt64, end: UInt64)) {
+        if tick.start <= due {
+            (stall.start, stall.end) = (tick.start, tick.end)
+        } else if let end = stall.end, tick.start < end {
+            stall.end = tick.start
+        }
     }
 
     /// The stall of `executor` whose heartbeat was due at `start`, numbered from `nextID`.
@@ -235,7 +283,7 @@ extension HeartbeatMonitor {
         defer { nextID += 1 }
         return Stall(
             id: nextID, start: start, end: nil, tier: .hitch, callout: identity(of: executor),
-            flags: suspended ? [.suspended] : [])
+            flags: suspended ? [.suspended] : [], context: AppState.current)
     }
 
     /// The heartbeat ran: `stall` ended when it did, and is delivered.

@@ -1,3 +1,4 @@
+import CStallwatchSampler
 import StallwatchCore
 
 /// What every monitor is configured with, `StallMonitor` and `HeartbeatMonitor` alike: what a
@@ -37,6 +38,37 @@ public struct MonitorConfiguration: Sendable {
     /// comes within about this much of it. Away from deadlines the handler spaces its ticks
     /// out (about two per budget for a loop of short callouts); an idle thread takes none.
     public var selfSamplingPeriod: Duration = .microseconds(500)
+    /// What raises the self-sampling ticks (docs/watchdog.md, "On time without privileges").
+    /// `StallMonitor` uses `.perfTaskClock`, `HeartbeatMonitor` `.threadCPUTimer` by default.
+    public var selfSamplingTick = SelfSamplingTick.perfTaskClock
+
+    /// The self-sampling ticks' source. A plain value; any thread.
+    public enum SelfSamplingTick: Sendable, Hashable, CustomStringConvertible {
+        /// A perf_event task-clock event on the thread's user-mode CPU time: ticks as fine as
+        /// `selfSamplingPeriod`; while attached, it costs the thread a few microseconds on every
+        /// context switch (the kernel stops and restarts its timer). Right for a UI loop, which
+        /// switches rarely and whose stalls are a few milliseconds past the budget.
+        case perfTaskClock
+        /// A POSIX timer on the thread's CPU clock: checked at the scheduler tick, so ticks come
+        /// at its granularity (4 ms at `CONFIG_HZ=250`), and nothing per context switch. Right
+        /// for a server's event loops, which switch at every request.
+        case threadCPUTimer
+
+        /// "perf task clock" or "thread CPU timer".
+        public var description: String {
+            switch self {
+            case .perfTaskClock: "perf task clock"
+            case .threadCPUTimer: "thread CPU timer"
+            }
+        }
+
+        var kind: Int32 {
+            switch self {
+            case .perfTaskClock: SW_SELF_TICK_PERF
+            case .threadCPUTimer: SW_SELF_TICK_CPU_TIMER
+            }
+        }
+    }
 
     /// Tests: the watchdog gets no CPU for this long once a callout (a heartbeat) is due to be
     /// looked at, as an unprivileged watchdog on a busy machine may wait for one.

@@ -26,10 +26,14 @@ final class SelfSampler: Sendable {
         let signal = sw_self_default_signal()
         var error: Int32 = 0
         let handle = sw_self_open(
-            tid, clock, Int64(clamping: period.nanoseconds), Timebase.shared.cycles(budget.nanoseconds),
+            tid, clock, configuration.selfSamplingTick.kind, Int64(clamping: period.nanoseconds),
+            Timebase.shared.cycles(budget.nanoseconds),
             cycles(interval: interval, period: period), max(1, Timebase.shared.cycles(1_000_000)), &error)
-        guard handle >= 0 else { return (nil, .unavailable(reason: describe(handle, signal: signal, errno: error))) }
-        return (SelfSampler(handle: handle), .on(period: period))
+        guard handle >= 0 else {
+            let reason = describe(handle, signal: signal, errno: error, tick: configuration.selfSamplingTick)
+            return (nil, .unavailable(reason: reason))
+        }
+        return (SelfSampler(handle: handle), .on(period: period, tick: configuration.selfSamplingTick))
     }
 
     /// Installs the ticks' signal handler (once per process; nil when it is, else why not). A
@@ -46,7 +50,7 @@ final class SelfSampler: Sendable {
         let signal = sw_self_default_signal()
         let installed = sw_self_install(signal)
         guard installed == SW_SAMPLER_OK else {
-            return .unavailable(reason: describe(installed, signal: signal, errno: 0))
+            return .unavailable(reason: describe(installed, signal: signal, errno: 0, tick: .perfTaskClock))
         }
         return nil
     }
@@ -128,8 +132,12 @@ final class SelfSampler: Sendable {
         return (stats.ticks, stats.captures, stats.dropped)
     }
 
-    private static func describe(_ code: Int32, signal: Int32, errno: Int32) -> String {
+    private static func describe(
+        _ code: Int32, signal: Int32, errno: Int32, tick: MonitorConfiguration.SelfSamplingTick
+    ) -> String {
         switch code {
+        case SW_SELF_EPERF where tick == .threadCPUTimer:
+            return "timer_create refused a timer on the thread's CPU clock (\(String(cString: strerror(errno))))"
         case SW_SELF_EPERF:
             let detail = String(cString: strerror(errno))
             return "perf_event_open refused a task-clock event (\(detail); kernel.perf_event_paranoid above 2?)"

@@ -9,8 +9,13 @@ import StallwatchCore
 /// Watchdog thread only.
 final class StackCapture {
     let scanner: StackScanner
-    let perf: PerfSampler?
+    /// The perf event, attached to the thread only while a stall is sampled (from its first
+    /// capture to its end): an event attached to a thread costs it on every context switch even
+    /// while disabled, which a server's event loop does at every request.
+    private(set) var perf: PerfSampler?
     let perfStatus: PerfSampler.Status
+    private let tid: Int32
+    private let usePerf: Bool
     /// The last stack actually captured in the current stall (not stale), for `.stale` samples.
     private(set) var lastStack: [UInt64] = []
     /// Whether the last signal capture timed out (or was skipped because of that).
@@ -62,13 +67,16 @@ final class StackCapture {
     /// syscall to return, so perf goes first while that lasts.
     var inKernelPerPerf = false
 
+    /// Opens perf on `tid` once, to learn what it can do (`perfStatus`), and closes it again.
     init(tid: Int32, usePerf: Bool, sampleInterval: UInt64) {
         scanner = StackScanner(tid: tid)
+        self.tid = tid
         if usePerf && !PerfSampler.disabledByEnvironment {
-            (perf, perfStatus) = PerfSampler.open(tid: tid, period: Self.period(for: sampleInterval))
+            perfStatus = PerfSampler.open(tid: tid, period: Self.firstPeriod).1
         } else {
-            (perf, perfStatus) = (nil, .disabled)
+            perfStatus = .disabled
         }
+        self.usePerf = perfStatus == .kernelAndUser || perfStatus == .userOnly
     }
 
     /// Ten perf samples per watchdog sample of the thread's CPU time: a stalled thread that gets
@@ -92,7 +100,7 @@ final class StackCapture {
     /// older than it are not news.
     var ownAfter: UInt64 = 0
 
-    /// A stall was detected: forget the last one; perf sampling starts with the first capture.
+    /// A stall was detected: forget the last one; perf attaches with the first capture.
     func beginStall(sequence: UInt64?) {
         stallSequence = sequence
         ownAfter = 0
@@ -101,22 +109,23 @@ final class StackCapture {
         ownWaitFailed = false
         blocksTicks = nil
         inKernelPerPerf = false
-        enablePending = perf != nil
+        enablePending = usePerf
     }
 
-    /// Starts perf sampling if this is the stall's first capture (two ioctls, ~2–10 µs: after
-    /// the first sample's timestamp and /proc read, so detection is not delayed by them).
+    /// Attaches perf and starts it if this is the stall's first capture (after the first
+    /// sample's timestamp and /proc read, so detection is not delayed by it).
     func enableIfPending() {
-        guard enablePending, let perf else { return }
+        guard enablePending else { return }
         enablePending = false
-        perf.setPeriod(Self.firstPeriod)
-        perf.enable()
+        guard let opened = PerfSampler.open(tid: tid, period: Self.firstPeriod).0 else { return }
+        opened.enable()
+        perf = opened
         lastSampleTime = sw_monotonic_ns()
     }
 
-    /// The stall ended: stop perf sampling, so it costs nothing between stalls.
+    /// The stall ended: perf detaches, so it costs the thread nothing between stalls.
     func endStall() {
-        if !enablePending { perf?.disable() }
+        perf = nil
         enablePending = false
     }
 

@@ -101,7 +101,7 @@ extension StallMonitor {
             line: entry.callout.descriptor.line, label: entry.callout.label, file: entry.callout.file)
         let stall = Stall(
             id: id, start: start, end: nil, tier: .hitch, callout: identity(of: callout),
-            flags: suspended ? [.suspended] : [])
+            flags: suspended ? [.suspended] : [], context: AppState.current)
         let deadline = start.saturatingAdding(configuration.tiers.budget.nanoseconds)
         core.deliverMissed(stall, captures: captures, deadline: deadline, end: end)
     }
@@ -124,7 +124,7 @@ extension StallMonitor {
         board.declareStall(callout.sequence)
         var stall = Stall(
             id: id, start: start, end: nil, tier: .hitch, callout: identity(of: callout),
-            flags: suspended ? [.suspended] : [])
+            flags: suspended ? [.suspended] : [], context: AppState.current)
         sampler.beginStall(sequence: callout.sequence)
         defer { sampler.endStall() }
         facts.beginStall(callout.sequence)
@@ -132,6 +132,7 @@ extension StallMonitor {
         // little for the thread's own stack, which then carries its own, later time.
         let looked = sw_monotonic_ns()
         stall.samples.append(facts.sample { sample(sampler, &sleeper) })
+        stall.note(sampler)
         core.recordDetection(at: min(looked, stall.samples[0].time), deadline: deadline)
         core.deliverBegan(stall)
 
@@ -168,6 +169,7 @@ extension StallMonitor {
             }
             if stall.samples.count < configuration.maxSamplesPerStall {
                 stall.samples.append(facts.sample { sample(sampler, &sleeper) })
+                stall.note(sampler)
             }
         }
         // Stopped while a sample waited (not in a sleep whose oversleep flagged it already).

@@ -60,17 +60,19 @@ public final class StallMonitor: @unchecked Sendable {
 
     /// Whether the loop thread samples itself. A plain value; any thread.
     public enum SelfSampling: Sendable, Hashable, CustomStringConvertible {
-        /// Ticks on the loop thread's user-mode CPU time, down to `period` apart.
-        case on(period: Duration)
+        /// Ticks on the loop thread's CPU time from `tick`, down to `period` apart (the scheduler
+        /// tick's granularity for `.threadCPUTimer`).
+        case on(period: Duration, tick: MonitorConfiguration.SelfSamplingTick)
         /// Turned off (`Configuration.selfSampling`, or `STALLWATCH_PERF=0`).
         case disabled
         /// Wanted but not possible here: why (perf denied, the signal taken, no libunwind).
         case unavailable(reason: String)
 
-        /// "on (ticks down to 500 us)", "disabled" or "unavailable: …".
+        /// "on (perf task clock, ticks down to 500 us)", "on (thread CPU timer, ticks down to
+        /// 500 us)", "disabled" or "unavailable: …".
         public var description: String {
             switch self {
-            case .on(let period): "on (ticks down to \(period.nanoseconds / 1000) us)"
+            case .on(let period, let tick): "on (\(tick), ticks down to \(period.nanoseconds / 1000) us)"
             case .disabled: "disabled"
             case .unavailable(let reason): "unavailable: \(reason)"
             }

@@ -216,3 +216,11 @@ struct ThreadSampler {
         return finish([], .none, timedOut: timedOut)
     }
 }
+
+extension Stall {
+    /// Notes what `sampler`'s thread says of the stall at its latest sample: the expected-long
+    /// scope (`expectLong`) it is in, the first one seen standing for the stall.
+    mutating func note(_ sampler: ThreadSampler) {
+        if expected == nil { expected = sampler.annotations?.expectedReason() }
+    }
+}

@@ -21,6 +21,8 @@ struct TraceWriter {
     private var symbols: Set<UInt64> = []
     private var moduleIndex: [String: UInt32] = [:]
     private var samplesWritten: [UInt64: Int] = [:]
+    /// The start each open stall's `stallBegan` gave.
+    private var beganAt: [UInt64: UInt64] = [:]
     private var latency = [UInt64](repeating: 0, count: LatencyBuckets.count)
     private var intervalStart: UInt64 = 0
     private var lastCongested: UInt64 = 0
@@ -183,6 +185,7 @@ struct TraceWriter {
                         id: stall.id, start: stall.start, site: site, mode: modeID(stall.callout.mode),
                         phase: stall.callout.phase, tier: .hitch)))
             samplesWritten[stall.id] = 0
+            beganAt[stall.id] = stall.start
         }
         let done = samplesWritten[stall.id] ?? 0
         for sample in stall.samples.dropFirst(done) { write(sample, of: stall.id) }
@@ -191,7 +194,12 @@ struct TraceWriter {
             var flags = stall.flags
             if stall.end != nil { flags.remove(.unfinished) }
             append(.stallEnded(TraceRecord.StallEnded(id: stall.id, end: stall.end ?? sw_monotonic_ns(), flags: flags)))
+            // Timed again by its executor after it began (HeartbeatMonitor with tick reports).
+            if let end = stall.end, let began = beganAt[stall.id], began != stall.start {
+                append(.stallRetimed(TraceRecord.StallRetimed(id: stall.id, start: stall.start, end: end)))
+            }
             samplesWritten[stall.id] = nil
+            beganAt[stall.id] = nil
         }
     }
 

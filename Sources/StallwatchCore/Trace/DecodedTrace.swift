@@ -189,6 +189,10 @@ struct StallAssembler {
     var began: [TraceRecord.StallBegan] = []
     /// The `stallEnded` records in file order (of several for one stall, the last counts).
     var ended: [TraceRecord.StallEnded] = []
+    /// The `stallRetimed` records, by stall (the last counts).
+    var retimed: [UInt64: TraceRecord.StallRetimed] = [:]
+    /// The `stallContext` records, by stall (the last counts).
+    var contexts: [UInt64: TraceRecord.StallContext] = [:]
     /// The samples in file order, their stacks and wait channels by number.
     var samples: [PendingSample] = []
     var stacks = StackTable()
@@ -211,6 +215,8 @@ struct StallAssembler {
         case .symbol(let symbol): symbols[symbol.address] = symbol
         case .stallBegan(let record): began.append(record)
         case .stallEnded(let record): ended.append(record)
+        case .stallRetimed(let record): retimed[record.id] = record
+        case .stallContext(let record): contexts[record.id] = record
         case .sample(let sample):
             samples.append(
                 PendingSample(
@@ -294,21 +300,26 @@ struct StallAssembler {
             for index in ranges[slot] where ordered[index].captureTimedOut { timedOut = true }
             let lastTime = ranges[slot].isEmpty ? nil : ordered[ranges[slot].upperBound - 1].time
             var flags: StallFlags = [.unfinished]
+            var start = record.start
             var end: UInt64?
             if let ended = ends[record.id] {
                 flags = ended.flags
                 end = ended.end
+                // The executor's own timing of a stall that ended replaces the monitor's.
+                if let retimed = retimed[record.id] { (start, end) = (retimed.start, retimed.end) }
             }
             if timedOut { flags.insert(.captureTimedOut) }
-            let reached = end ?? lastTime ?? record.start
-            let elapsed = reached >= record.start ? reached - record.start : 0
+            let reached = end ?? lastTime ?? start
+            let elapsed = reached >= start ? reached - start : 0
             let tier = max(
                 record.tier, thresholds.tier(for: .nanoseconds(Int64(clamping: elapsed))) ?? record.tier)
             result.append(
                 (
                     Stall(
-                        id: record.id, start: record.start, end: end, tier: tier,
-                        callout: identity(record, in: &identities), flags: flags),
+                        id: record.id, start: start, end: end, tier: tier,
+                        callout: identity(record, in: &identities), flags: flags,
+                        expected: contexts[record.id]?.expected,
+                        context: contexts[record.id].map { Self.dictionary($0.state) } ?? [:]),
                     slot
                 ))
         }
@@ -320,6 +331,13 @@ struct StallAssembler {
         columns.samples = ordered
         columns.ranges = result.map { ranges[$0.slot] }
         return (result.map(\.stall), orphans, columns, began.count - stallRecords.count, repeatedSamples)
+    }
+
+    /// A context record's pairs as a dictionary (of a key given twice, the last counts).
+    private static func dictionary(_ state: [TraceRecord.StallContext.KeyValue]) -> [String: String] {
+        var values: [String: String] = [:]
+        for pair in state { values[pair.key] = pair.value }
+        return values
     }
 
     /// `samples` (each stall's in a row, in time order, `ranges` saying where) without the

@@ -69,6 +69,24 @@ extension TraceParser {
             return .sample(try parseSample(&reader))
         case .stallEnded:
             return .stallEnded(try parseStallEnded(&reader))
+        case .stallRetimed:
+            let id = try reader.varint("id")
+            let start = try reader.varint("start")
+            let end = try reader.varint("end")
+            if end < start { throw .outOfRange("end", end) }
+            return .stallRetimed(.init(id: id, start: start, end: end))
+        case .stallContext:
+            let id = try reader.varint("id")
+            let expected = try reader.optionalString("expected")
+            let count = try reader.varint("count")
+            // Each pair takes two bytes at least: a count past that is corruption, not a size.
+            if count > UInt64(reader.end - reader.position) / 2 { throw .outOfRange("count", count) }
+            var state: [TraceRecord.StallContext.KeyValue] = []
+            for _ in 0..<count {
+                let key = try reader.string("key")
+                state.append(.init(key: key, value: try reader.string("value")))
+            }
+            return .stallContext(.init(id: id, expected: expected, state: state))
         case .congestion:
             return .congestion(
                 .init(

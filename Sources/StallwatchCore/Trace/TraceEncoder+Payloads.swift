@@ -50,6 +50,18 @@ extension TraceEncoder {
             writer.varint(ended.id)
             writer.varint(ended.end)
             writer.byte(ended.flags.rawValue)
+        case .stallRetimed(let retimed):
+            writer.varint(retimed.id)
+            writer.varint(retimed.start)
+            writer.varint(retimed.end)
+        case .stallContext(let context):
+            writer.varint(context.id)
+            writer.optionalString(context.expected)
+            writer.varint(UInt64(context.state.count))
+            for pair in context.state {
+                writer.string(pair.key)
+                writer.string(pair.value)
+            }
         case .congestion(let congestion):
             writer.varint(congestion.intervalStart)
             writer.varint(congestion.intervalLength)

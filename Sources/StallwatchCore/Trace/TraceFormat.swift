@@ -96,12 +96,18 @@ public enum TraceRecordKind: UInt8, CaseIterable, Sendable, Hashable {
     /// One loop iteration that overran the budget through several callouts, none a stall:
     /// its time and (`full` mode) the call sites that took it.
     case congestedIteration = 21
+    /// A stall's start and end as the executor itself timed them (its own tick), which the
+    /// monitor learned after the stall ended; they replace `stallBegan`'s start and `stallEnded`'s end.
+    case stallRetimed = 22
+    /// What the app said of a stall: work expected to be long (`expectLong`), and the app's
+    /// state (`AppState`) when it was detected.
+    case stallContext = 23
     /// The recording was running at this time: written every second and when it stops, so a
     /// reader's run time ends at the last one, whatever the loop did and however it ended.
-    case recordedUntil = 22
+    case recordedUntil = 24
 
     /// The id the next new kind gets.
-    public static let nextID: UInt8 = 23
+    public static let nextID: UInt8 = 25
 
     /// Ids that are not kinds and must never become kinds.
     public static let reservedIDs: [ClosedRange<UInt8>] = [0...0, 128...255]
@@ -131,6 +137,8 @@ public enum TraceRecordKind: UInt8, CaseIterable, Sendable, Hashable {
         case .recordedUntil: "recordedUntil"
         case .sampleCounters: "sampleCounters"
         case .sampleWait: "sampleWait"
+        case .stallRetimed: "stallRetimed"
+        case .stallContext: "stallContext"
         }
     }
 }

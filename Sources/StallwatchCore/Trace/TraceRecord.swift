@@ -46,7 +46,11 @@ public enum TraceRecord: Sendable, Hashable {
     case sampleCounters(SampleCounters)
     /// What a sample's thread waited on (kind 19).
     indirect case sampleWait(SampleWait)
-    /// The recording was still running at `time` (kind 22).
+    /// A stall timed by its executor's own clock (kind 22).
+    case stallRetimed(StallRetimed)
+    /// What the app said of a stall (kind 23).
+    indirect case stallContext(StallContext)
+    /// The recording was still running at `time` (kind 24).
     case recordedUntil(time: UInt64)
 
     /// The record's kind id.
@@ -73,6 +77,8 @@ public enum TraceRecord: Sendable, Hashable {
         case .congestedIteration: .congestedIteration
         case .sampleCounters: .sampleCounters
         case .sampleWait: .sampleWait
+        case .stallRetimed: .stallRetimed
+        case .stallContext: .stallContext
         case .recordedUntil: .recordedUntil
         }
     }
@@ -362,6 +368,53 @@ extension TraceRecord {
             self.id = id
             self.end = end
             self.flags = flags
+        }
+    }
+
+    /// A stall's start and end as its executor timed them (a swift-nio event loop's tick), which
+    /// replace the monitor's own once the stall ended.
+    public struct StallRetimed: Sendable, Hashable {
+        /// The `StallBegan.id`.
+        public var id: UInt64
+        /// When the stall began and ended, by the executor's clock (CLOCK_MONOTONIC ns).
+        public var start: UInt64
+        public var end: UInt64
+
+        /// Creates a stall-retimed record.
+        public init(id: UInt64, start: UInt64, end: UInt64) {
+            self.id = id
+            self.start = start
+            self.end = end
+        }
+    }
+
+    /// What the app said of a stall: the `expectLong` scope it ran in, and the app's state
+    /// (`AppState`) when it was detected, keys in order.
+    public struct StallContext: Sendable, Hashable {
+        /// The `StallBegan.id`.
+        public var id: UInt64
+        /// The expected-long scope's label, if the work was marked so.
+        public var expected: String?
+        /// The app's keys and values, sorted by key.
+        public var state: [KeyValue]
+
+        /// One key and its value.
+        public struct KeyValue: Sendable, Hashable {
+            public var key: String
+            public var value: String
+
+            /// Creates a pair.
+            public init(key: String, value: String) {
+                self.key = key
+                self.value = value
+            }
+        }
+
+        /// Creates a stall-context record.
+        public init(id: UInt64, expected: String?, state: [KeyValue]) {
+            self.id = id
+            self.expected = expected
+            self.state = state
         }
     }
 

@@ -17,17 +17,32 @@ struct FleetTally: Sendable {
     var latency = [UInt64](repeating: 0, count: LatencyBuckets.count)
     var congestion = CongestionAnalysis.Tally()
     var fleet = FleetTotals()
+    var savings = SavingsTally()
+    /// The texts of the signatures whose stalls are left out (`ReportBuilder.leavingOut`), and
+    /// how many stalls of each were.
+    var leftOut: [String: Int] = [:]
 
     /// How many traces were added.
     var traceCount: Int { fleet.traces }
 
     /// Adds `loaded`, trace number `number`, with its stalls' figures, after the traces added
     /// so far.
-    mutating func add(_ loaded: LoadedTrace, number: Int, stalls analyzed: [StallFigures]) {
-        let totals = TraceTotals(loaded, number: number, stalls: analyzed.count)
+    mutating func add(_ loaded: LoadedTrace, number: Int, stalls all: [StallFigures]) {
+        var analyzed = all
+        if !leftOut.isEmpty {
+            analyzed.removeAll { stall in
+                let text = stall.key.text
+                guard leftOut[text] != nil else { return false }
+                leftOut[text]! += 1
+                return true
+            }
+        }
+        var totals = TraceTotals(loaded, number: number, stalls: analyzed.count)
+        totals.rates = RunRates(stalls: analyzed, runNanos: totals.run)
         signatures.add(analyzed, trace: number, facts: totals.facts)
         stalls.add(analyzed)
         frames.add(loaded.trace.frameClock)
+        savings.add(analyzed, clock: loaded.trace.frameClock)
         for record in loaded.trace.latencyHistograms {
             for bucket in record.buckets where Int(bucket.index) < LatencyBuckets.count {
                 latency[Int(bucket.index)] += bucket.count
@@ -47,6 +62,8 @@ struct FleetTally: Sendable {
         for index in latency.indices { latency[index] += later.latency[index] }
         congestion.merge(later.congestion)
         fleet.add(later.fleet)
+        savings.merge(later.savings)
+        for (text, count) in later.leftOut { leftOut[text, default: 0] += count }
     }
 }
 
@@ -163,6 +180,8 @@ struct TraceTotals: Sendable {
     var info: StallReport.TraceInfo
     /// The header's process name (nil without a header).
     var process: String?
+    /// Its run time, hang time and overrun.
+    var rates = RunRates()
 
     init(_ loaded: LoadedTrace, number: Int, stalls: Int) {
         self.number = number
@@ -196,6 +215,7 @@ struct StallTotals: Sendable {
     var unsampled: UInt64 = 0
     var unfinished = 0
     var hangs = 0
+    var hangNanos: UInt64 = 0
 
     /// How many stalls were counted (each in one tier).
     var count: Int { tiers.reduce(0, +) }
@@ -206,7 +226,10 @@ struct StallTotals: Sendable {
             unsampled += stalls[index].unsampledNanos
             if stalls[index].unfinished { unfinished += 1 }
             let tier = stalls[index].tier
-            if tier >= .hang { hangs += 1 }
+            if tier >= .hang {
+                hangs += 1
+                hangNanos += stalls[index].durationNanos
+            }
             tiers[tier.ordinal] += 1
             categories[stalls[index].category.ordinal] += 1
             stalls[index].breakdown.addCategoryNanos(to: &categoryNanos)
@@ -225,5 +248,6 @@ struct StallTotals: Sendable {
         unsampled += other.unsampled
         unfinished += other.unfinished
         hangs += other.hangs
+        hangNanos += other.hangNanos
     }
 }

@@ -18,6 +18,9 @@ package struct ReportBuilder: Sendable {
     /// How many threads classify traces at once (every core by default); the result does not
     /// depend on it.
     package var workers: Int
+    /// The signatures (`SignatureKey.text`) whose stalls the report leaves out, as if they were
+    /// fixed (`gate --what-if`); the report's `leftOut` says how many stalls each had.
+    package var leavingOut: Set<String> = []
 
     /// Creates a builder that classifies with `classifier` (the built-in rules by default) on
     /// `workers` threads.
@@ -70,6 +73,7 @@ package struct ReportBuilder: Sendable {
         let analyzers = Workers(self, count: TraceLoader.workerCount(Self.runCount(count), workers))
         var parts = Self.runs(count, workers: workers) { worker, inputs in
             var part = Part()
+            part.tally = newTally()
             for index in inputs {
                 switch load(index) {
                 case .failure(let error):
@@ -163,9 +167,9 @@ package struct ReportBuilder: Sendable {
     package func report(
         _ traces: [LoadedTrace], analyzed: [[AnalyzedStall]], top: Int, unreadable: [StallReport.Unreadable] = []
     ) -> StallReport {
-        var tally = FleetTally()
+        var tally = newTally()
         var parts = Self.runs(traces.count, workers: workers) { _, indices in
-            var part = FleetTally()
+            var part = newTally()
             for index in indices {
                 part.add(traces[index], number: index, stalls: analyzed[index].map(StallFigures.init))
             }
@@ -205,20 +209,27 @@ package struct ReportBuilder: Sendable {
             byTier: byTier, byCategory: byCategory,
             categoryMs: Dictionary(
                 uniqueKeysWithValues: StallCategory.allCases.map { ($0, ms(totals.categoryNanos[$0.ordinal])) }),
-            unsampledMs: ms(totals.unsampled), hangs: totals.hangs)
+            unsampledMs: ms(totals.unsampled), hangs: totals.hangs, hangMs: ms(totals.hangNanos))
+        let rates = RunRates(runNanos: runNanos, hangNanos: totals.hangNanos, overrunNanos: totals.overrun)
 
-        let signatures = tally.signatures.signatures(origins: origins, traceCount: tally.traceCount, workers: workers)
+        var signatures = tally.signatures.signatures(origins: origins, traceCount: tally.traceCount, workers: workers)
+        for index in signatures.indices.prefix(max(0, top)) {
+            signatures[index].ifFixed = tally.savings.ifFixed(signatures[index], rates: rates, frames: tally.frames)
+        }
         return StallReport(
             traces: infos, fleet: fleet.summary(unreadable: unreadable),
             runTimeSeconds: round(Double(runNanos) / 1e9, 6),
             loopUtilisation: fleet.sawFull && fleet.fullRunNanos > 0
                 ? round(Double(fleet.calloutNanos) / Double(fleet.fullRunNanos), 4) : nil,
             frames: tally.frames.stats,
-            hitchRatioMsPerSecond: runNanos == 0
-                ? 0 : round(Double(totals.overrun) / 1e6 / (Double(runNanos) / 1e9), 3),
+            hitchRatioMsPerSecond: rates.hitchRatioMsPerSecond,
+            hitchGrade: HitchGrade(msPerSecond: rates.hitchRatioMsPerSecond),
+            hangRateSecondsPerHour: rates.hangRateSecondsPerHour,
+            rateByBuild: StallReport.groupRates(tally.runs.joined().map { ($0.facts.build, $0.rates) }),
+            rateByHost: StallReport.groupRates(tally.runs.joined().map { ($0.facts.host ?? "unknown", $0.rates) }),
             stalls: stallStats, loopLatency: Self.latency(tally.latency), congestion: tally.congestion.stats(),
             signatureCount: signatures.count,
-            signatures: Array(signatures.prefix(max(0, top))))
+            signatures: Array(signatures.prefix(max(0, top))), leftOut: tally.leftOut)
     }
 
     /// Every signature of `stalls`, largest total time first (then count, then key): what

@@ -125,6 +125,8 @@ package struct StallReport: Sendable, Hashable, Codable {
         package var unsampledMs: Double
         /// Stalls of tier `hang` or `severe` (at least 250 ms by default).
         package var hangs: Int
+        /// Those stalls' durations summed, in milliseconds: the hang time.
+        package var hangMs: Double = 0
     }
 
     /// Loop-latency percentiles from the traces' latency histograms, in milliseconds; each is
@@ -242,6 +244,8 @@ package struct StallReport: Sendable, Hashable, Codable {
         /// What the samples waited on (file, socket peer, lock owner, SQL), most frequent first;
         /// nil (and absent from the JSON) when no sample knew.
         package var waits: [WaitCount]? = nil
+        /// The run's figures without these stalls: what fixing them would buy.
+        package var ifFixed: IfFixed? = nil
     }
 
     /// The version of this JSON schema (1); keys may be added within a version, none removed.
@@ -262,6 +266,16 @@ package struct StallReport: Sendable, Hashable, Codable {
     /// Milliseconds of stall time beyond the frame budget per second of run time (Apple's
     /// hitch-time ratio).
     package var hitchRatioMsPerSecond: Double
+    /// `hitchRatioMsPerSecond` graded as Apple does (under 5 good, 5 to 10 warning, over 10 bad).
+    package var hitchGrade: HitchGrade = .good
+    /// Seconds of hang (stalls of tier `hang` or `severe`, at least 250 ms by default) per hour
+    /// of run time.
+    package var hangRateSecondsPerHour: Double = 0
+    /// Hang rate and hitch ratio per build, highest hang rate first.
+    package var rateByBuild: [GroupRate] = []
+    /// Hang rate and hitch ratio per host (`unknown` when a trace does not say), highest hang
+    /// rate first.
+    package var rateByHost: [GroupRate] = []
     /// Stall counts by tier and category.
     package var stalls: StallStats
     /// Loop-latency percentiles; `nil` when the traces hold no latency histograms.
@@ -272,9 +286,13 @@ package struct StallReport: Sendable, Hashable, Codable {
     package var signatureCount: Int
     /// The largest signatures, by total time (then count): as many as `top` asked for.
     package var signatures: [Signature]
+    /// The signatures left out as if fixed (`ReportBuilder.leavingOut`) and how many stalls
+    /// each had; not part of the JSON.
+    package var leftOut: [String: Int] = [:]
 
     private enum CodingKeys: String, CodingKey {
         case schemaVersion, traces, fleet, runTimeSeconds, loopUtilisation, frames, hitchRatioMsPerSecond, stalls
+        case hitchGrade, hangRateSecondsPerHour, rateByBuild, rateByHost
         case loopLatency, congestion, signatureCount, signatures
     }
 
@@ -288,6 +306,10 @@ package struct StallReport: Sendable, Hashable, Codable {
         try encodeOrNull(loopUtilisation, .loopUtilisation, &container)
         try encodeOrNull(frames, .frames, &container)
         try container.encode(hitchRatioMsPerSecond, forKey: .hitchRatioMsPerSecond)
+        try container.encode(hitchGrade, forKey: .hitchGrade)
+        try container.encode(hangRateSecondsPerHour, forKey: .hangRateSecondsPerHour)
+        try container.encode(rateByBuild, forKey: .rateByBuild)
+        try container.encode(rateByHost, forKey: .rateByHost)
         try container.encode(stalls, forKey: .stalls)
         try encodeOrNull(loopLatency, .loopLatency, &container)
         try encodeOrNull(congestion, .congestion, &container)

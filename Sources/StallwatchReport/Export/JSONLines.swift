@@ -32,7 +32,7 @@ package enum JSONLinesExporter {
         var out = ""
         for input in inputs {
             let facts = TraceFacts(input.trace)
-            let common = commonFields(input.trace, facts)
+            let common = commonFields(input.trace, facts, rates: RunRates(input.trace, stalls: input.stalls))
             for analyzed in input.stalls {
                 out += stallLine(analyzed, facts: facts, common: common)
                 if samples { out += sampleLines(analyzed, facts: facts, common: common) }
@@ -41,8 +41,9 @@ package enum JSONLinesExporter {
         return out
     }
 
-    /// The trace's keys every line repeats (engines need no join).
-    static func commonFields(_ trace: LoadedTrace, _ facts: TraceFacts) -> String {
+    /// The trace's keys every line repeats (engines need no join), its run time and hang time
+    /// among them (so a query can sum them per trace and divide, as `report` does).
+    static func commonFields(_ trace: LoadedTrace, _ facts: TraceFacts, rates: RunRates) -> String {
         let header = trace.trace.header
         var fields = JSONFields()
         fields.add("schema", schema)
@@ -54,6 +55,10 @@ package enum JSONLinesExporter {
         fields.add("build", facts.build)
         fields.add("build_id", facts.buildID)
         fields.add("app_version", facts.appVersion)
+        fields.add("trace_run_time_ns", rates.runNanos)
+        fields.add("trace_hang_ns", rates.hangNanos)
+        fields.raw("trace_hang_rate_s_per_hour", format(rates.hangRateSecondsPerHour, 3))
+        fields.raw("trace_hitch_ratio_ms_per_s", format(rates.hitchRatioMsPerSecond, 3))
         return fields.text
     }
 

@@ -31,13 +31,17 @@ package enum OTLPJSONExporter {
                 "{\"scope\":{\"name\":\(JSONOutput.string(scopeName)),\"version\":\(JSONOutput.string(scopeVersion))},"
                 + "\"spans\":[" + spans.joined(separator: ",") + "]}"
             resources.append(
-                "{\"resource\":{\"attributes\":[" + resourceAttributes(input.trace, facts).joined(separator: ",")
+                "{\"resource\":{\"attributes\":["
+                    + resourceAttributes(input.trace, facts, rates: RunRates(input.trace, stalls: input.stalls))
+                    .joined(separator: ",")
                     + "]},\"scopeSpans\":[" + scope + "]}")
         }
         return "{\"resourceSpans\":[" + resources.joined(separator: ",\n") + "]}\n"
     }
 
-    static func resourceAttributes(_ trace: LoadedTrace, _ facts: TraceFacts) -> [String] {
+    /// What the resource (one recorded process run) is: service, host, process, build, trace,
+    /// and its run time, hang rate and hitch ratio.
+    static func resourceAttributes(_ trace: LoadedTrace, _ facts: TraceFacts, rates: RunRates) -> [String] {
         let header = trace.trace.header
         var attributes = [attribute("service.name", string: header?.processName ?? "unknown")]
         if let version = facts.appVersion { attributes.append(attribute("service.version", string: version)) }
@@ -49,6 +53,9 @@ package enum OTLPJSONExporter {
         if let build = facts.buildID { attributes.append(attribute("stallwatch.build_id", string: build)) }
         attributes.append(attribute("stallwatch.build", string: facts.build))
         attributes.append(attribute("stallwatch.trace_path", string: trace.path))
+        attributes.append(attribute("stallwatch.run_time_ns", int: Int64(clamping: rates.runNanos)))
+        attributes.append(attribute("stallwatch.hang_rate_s_per_hour", double: rates.hangRateSecondsPerHour))
+        attributes.append(attribute("stallwatch.hitch_ratio_ms_per_s", double: rates.hitchRatioMsPerSecond))
         return attributes
     }
 

@@ -10,18 +10,22 @@ package enum GateLimit: Sendable, Hashable {
     case maxHangs(Int)
     /// At most this many milliseconds of overrun per second of run time.
     case maxHitchRatio(Double)
+    /// At most this many seconds of hang (stalls of tier `hang` or `severe`) per hour of run
+    /// time.
+    case maxHangRate(Double)
     /// At most this many stalls whose dominant category is the given one.
     case maxCategory(StallCategory, Int)
     /// The hitch ratio may exceed the baseline's by at most this many percent.
     case maxRegression(percent: Double, baseline: StallReport)
 
     /// The check's name in gate output and JUnit (`stalls`, `hangs`, `hitch-ratio`,
-    /// `category-io`, `regression-hitch-ratio`).
+    /// `hang-rate`, `category-io`, `regression-hitch-ratio`).
     package var name: String {
         switch self {
         case .maxStalls: "stalls"
         case .maxHangs: "hangs"
         case .maxHitchRatio: "hitch-ratio"
+        case .maxHangRate: "hang-rate"
         case .maxCategory(let category, _): "category-\(category.rawValue)"
         case .maxRegression: Self.regressionName
         }
@@ -87,6 +91,10 @@ package enum Gate {
             return GateCheck(
                 name: limit.name, measured: format(report.hitchRatioMsPerSecond, 3) + " ms/s",
                 limit: format(maximum, 3) + " ms/s", passed: report.hitchRatioMsPerSecond <= maximum)
+        case .maxHangRate(let maximum):
+            return GateCheck(
+                name: limit.name, measured: format(report.hangRateSecondsPerHour, 3) + " s/h",
+                limit: format(maximum, 3) + " s/h", passed: report.hangRateSecondsPerHour <= maximum)
         case .maxCategory(let category, let maximum):
             let count = report.stalls.byCategory[category] ?? 0
             return GateCheck(

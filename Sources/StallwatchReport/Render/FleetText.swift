@@ -21,6 +21,10 @@ enum FleetText {
         var span = "  \(format(report.runTimeSeconds, 1)) s of run time"
         if let first = fleet.firstStart, let last = fleet.lastEnd { span += ", \(first) to \(last)" }
         lines.append(span)
+        for (head, groups) in [("build", report.rateByBuild), ("host", report.rateByHost)] where groups.count > 1 {
+            let rates = groups.map { "\($0.name) \(format($0.hangRateSecondsPerHour, 1)) s/h" }
+            lines.append(fit("  hang rate by \(head):", rates, width: width))
+        }
         if !fleet.unreadable.isEmpty {
             lines.append("  \(fleet.unreadable.count) unreadable:")
             // Whole: a reason names its file, however long the path.

@@ -127,7 +127,10 @@ extension HTMLPage {
             figure('frames per second', sum.frames.fps.toFixed(1),
               sum.frames.dropped + ' of ' + sum.frames.expected + ' frames dropped');
           }
-          figure('hitch ratio', sum.hitchRatioMsPerSecond.toFixed(1) + ' ms/s', 'stall time beyond the budget');
+          figure('hitch ratio', sum.hitchRatioMsPerSecond.toFixed(1) + ' ms/s',
+            'stall time beyond the budget; ' + sum.hitchGrade);
+          figure('hang rate', sum.hangRateSecondsPerHour.toFixed(1) + ' s/h',
+            'seconds of hang per hour; ' + fmtMs(sum.stalls.hangMs) + ' in stalls ≥ hang tier');
           figure('stalls', String(sum.stalls.total), fmtMs(sum.stalls.totalMs) + ' in all' +
             (sum.stalls.unfinished ? ', ' + sum.stalls.unfinished + ' unfinished' : ''));
           figure('hangs', String(sum.stalls.hangs), '≥ hang tier');

@@ -85,8 +85,13 @@ extension HTMLPage {
           if (r.members.length > 300) chips.appendChild(el('span', { class: 'hint' }, '… ' + (r.members.length - 300) + ' more'));
           const shares = el('div', null, 'breakdown: ' + breakdownText(r.shares));
           const sites = el('div', null, 'posted at: ' + r.sites.map((site) => str(site[0]) + ' (' + site[1] + ')').join(', '));
+          const fix = r.ifFixed;
+          const fixed = el('div', { class: 'if-fixed' }, fix === null ? '' : 'if fixed: hitch ratio ' +
+            fix.hitchRatioMsPerSecond.toFixed(1) + ' ms/s (' + fix.hitchGrade + '), hang rate ' +
+            fix.hangRateSecondsPerHour.toFixed(1) + ' s/h' + (fix.droppedFrames === null ? '' :
+            ', ' + fix.droppedFrames + ' dropped frames, ' + fix.fps.toFixed(1) + ' fps'));
           body.appendChild(el('tr', { class: 'expansion', 'data-expansion': r.index },
-            el('td', { colspan: 9 }, shares, sites, el('div', { class: 'hint' }, 'Stack of the longest stall, innermost first'),
+            el('td', { colspan: 9 }, shares, sites, fixed, el('div', { class: 'hint' }, 'Stack of the longest stall, innermost first'),
               stackList(r.stack), el('div', { class: 'hint' }, 'Its stalls (click to show one)'), chips)));
         }, 4);
 
@@ -201,6 +206,8 @@ extension HTMLPage {
           if (firstSignature) {
             firstSignature.click();
             check(document.querySelector('#signatures tr.expansion') !== null, 'a signature row expands');
+            check(document.querySelector('#signatures tr.expansion .if-fixed').textContent.startsWith('if fixed: hitch ratio '),
+              'an expanded signature says what its fix would buy');
             const chip = document.querySelector('#signatures tr.expansion .chip');
             if (chip) chip.click();
           }

@@ -113,9 +113,14 @@ struct HTMLReportData {
         }
         body.key("hitchRatioMsPerSecond")
         body.number(report.hitchRatioMsPerSecond)
+        body.key("hitchGrade")
+        body.string(report.hitchGrade.band)
+        body.key("hangRateSecondsPerHour")
+        body.number(report.hangRateSecondsPerHour)
         let stalls = report.stalls
         body.key("stalls")
         body.raw("{\"total\":\(stalls.total),\"unfinished\":\(stalls.unfinished),\"hangs\":\(stalls.hangs),")
+        body.raw("\"hangMs\":" + HTMLJSONWriter.number(stalls.hangMs) + ",")
         body.raw("\"totalMs\":" + HTMLJSONWriter.number(stalls.totalMs) + ",\"byTier\":")
         body.array(Tier.allCases) { $0.int(stalls.byTier[$1] ?? 0) }
         body.key("byCategory")
@@ -248,6 +253,24 @@ struct HTMLReportData {
         row.array(sites) { $0.raw("[\($1.0),\($1.1)]") }
         row.key("stack")
         row.int(signature.stack.isEmpty ? -1 : intern(stack: signature.stack))
+        row.key("ifFixed")
+        row.raw(signature.ifFixed.map(Self.ifFixedJSON) ?? "null")
+        return "{" + row.text + "}"
+    }
+
+    /// `{"hitchRatioMsPerSecond":…,"hitchGrade":…,"hangRateSecondsPerHour":…,"droppedFrames":…,"fps":…}`.
+    private static func ifFixedJSON(_ ifFixed: StallReport.IfFixed) -> String {
+        var row = HTMLJSONWriter()
+        row.key("hitchRatioMsPerSecond", first: true)
+        row.number(ifFixed.hitchRatioMsPerSecond)
+        row.key("hitchGrade")
+        row.string(ifFixed.hitchGrade.rawValue)
+        row.key("hangRateSecondsPerHour")
+        row.number(ifFixed.hangRateSecondsPerHour)
+        row.key("droppedFrames")
+        row.raw(ifFixed.droppedFrames.map(String.init) ?? "null")
+        row.key("fps")
+        row.raw(ifFixed.fps.map(HTMLJSONWriter.number) ?? "null")
         return "{" + row.text + "}"
     }
 

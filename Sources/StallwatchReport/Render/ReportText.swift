@@ -51,7 +51,10 @@ package enum ReportText {
                     "\(format(frames.fps, 1)) fps",
                 ], first: "  frames            ", continuation: label)
         }
-        lines.append("  hitch ratio       \(format(report.hitchRatioMsPerSecond, 1)) ms/s")
+        lines.append("  hitch ratio       \(format(report.hitchRatioMsPerSecond, 1)) ms/s (\(report.hitchGrade.band))")
+        lines.append(
+            "  hang rate         \(format(report.hangRateSecondsPerHour, 1)) s/h "
+                + "(\(plural(report.stalls.hangs, "hang")), \(format(report.stalls.hangMs, 1)) ms)")
         if let latency = report.loopLatency {
             add(
                 [
@@ -107,6 +110,16 @@ package enum ReportText {
                 "\(plural(signature.count, "stall")) (\(tiers.joined(separator: ", ")))",
                 "total \(format(signature.totalMs, 1)) ms", "max \(format(signature.maxMs, 1)) ms",
             ], separator: ", ", first: "   ", continuation: "     ", width: width)
+        if let fixed = signature.ifFixed {
+            var figures = [
+                "hitch ratio \(format(fixed.hitchRatioMsPerSecond, 1)) ms/s (\(fixed.hitchGrade.rawValue))",
+                "hang rate \(format(fixed.hangRateSecondsPerHour, 1)) s/h",
+            ]
+            if let dropped = fixed.droppedFrames, let fps = fixed.fps {
+                figures += ["\(dropped) dropped frames", "\(format(fps, 1)) fps"]
+            }
+            lines += wrapItems(figures, separator: ", ", first: "   if fixed: ", continuation: "     ", width: width)
+        }
         let shares = StallCategory.allCases.compactMap { category -> String? in
             let share = signature.categoryShares[category] ?? 0
             // A share that rounds to 0 % is left out, not shown as "0 %".

@@ -24,6 +24,10 @@ struct DiffCommand: ParsableCommand {
     @Option(valueName: "pct", help: "The change that counts, in percent.")
     var threshold = 10.0
 
+    /// `--rules`: the app's own classification rules.
+    @Option(valueName: "file", help: RulesOption.help)
+    var rules: String?
+
     /// Whether to print JSON.
     @Flag(help: "Print the diff as JSON (schema: docs/cli.md).")
     var json = false
@@ -31,7 +35,7 @@ struct DiffCommand: ParsableCommand {
     /// Reads both traces and prints the diff.
     func run(in context: CommandContext) throws -> ExitCode {
         // Each side read and added up as `report` does, every signature kept.
-        let builder = ReportBuilder()
+        let builder = ReportBuilder(classifier: try RulesOption.classifier(rules, context: context))
         func signatures(_ path: String) throws -> [StallReport.Signature] {
             let loaded = try TraceInputs.load([path], context: context, tallyingWith: builder)
             defer { context.keepUntilExit(loaded) }

@@ -6,15 +6,15 @@ import StallwatchReport
 
 extension ExportCommand {
     /// jsonl, otlp-json and pprof: every trace of the input (a directory or a file) into one
-    /// output.
-    func exportMany(in context: CommandContext) throws -> ExitCode {
+    /// output, classified by `builder`.
+    func exportMany(in context: CommandContext, builder: ReportBuilder) throws -> ExitCode {
         if format == .pprof, case .standardOutput = output {
             throw UsageError("pprof is binary: give a file with -o")
         }
         let loaded = try TraceInputs.load(
             [trace], context: context, includeCallouts: format == .otlpJSON && callouts
         ).traces
-        let analyzed = ReportBuilder().analyze(loaded)
+        let analyzed = builder.analyze(loaded)
         let inputs = zip(loaded, analyzed).map { JSONLinesExporter.Input(trace: $0, stalls: $1) }
         let stallCount = analyzed.reduce(0) { $0 + $1.count }
         let summary = "\(format.rawValue), \(plural(loaded.count, "trace")), \(plural(stallCount, "stall"))"

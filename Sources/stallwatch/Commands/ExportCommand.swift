@@ -59,6 +59,10 @@ struct ExportCommand: ParsableCommand {
     @Flag(help: "otlp-json: also one span per callout of a full-mode trace.")
     var callouts = false
 
+    /// `--rules`: the app's own classification rules.
+    @Option(valueName: "file", help: RulesOption.help)
+    var rules: String?
+
     /// The export is never written over its input.
     func validate() throws(UsageError) {
         if case .file(let path) = output { try refuseOverwritingInputs([("-o", path)], inputs: [trace]) }
@@ -66,13 +70,14 @@ struct ExportCommand: ParsableCommand {
 
     /// Reads the trace and writes the export.
     func run(in context: CommandContext) throws -> ExitCode {
-        if format.takesMany { return try exportMany(in: context) }
+        let builder = ReportBuilder(classifier: try RulesOption.classifier(rules, context: context))
+        if format.takesMany { return try exportMany(in: context, builder: builder) }
         let all = try TraceInputs.load([trace], context: context, includeCallouts: format == .chrome).traces
         guard all.count == 1 else {
             throw UsageError("\(format.rawValue) exports one trace; \(trace) holds \(all.count)")
         }
         let loaded = all[0]
-        let stalls = ReportBuilder().analyze([loaded])[0]
+        let stalls = builder.analyze([loaded])[0]
         let text: String
         switch format {
         case .chrome: text = ChromeTraceExporter.export(loaded, stalls: stalls)

@@ -37,7 +37,11 @@ struct GateCommand: ParsableCommand {
             Exits 0 when every limit passes, 1 when one fails, 2 for a usage error or an \
             unreadable trace. Each limit is printed with its measured value and PASS or FAIL. Stalls are counted by \
             their dominant category. The regression limit compares the hitch ratio (ms of overrun \
-            per second of run time) with the baseline's; a baseline of 0 allows no hitches.
+            per second of run time) with the baseline's; a baseline of 0 allows no hitches. \
+            --what-if leaves a signature's stalls out of the traces (not the baseline's), to \
+            see which limits its fix would pass. The hang \
+            rate is seconds of hangs (stalls of tier hang or severe, at least 250 ms by default) per \
+            hour of run time.
             """)
 
     /// The traces, added up.
@@ -55,6 +59,10 @@ struct GateCommand: ParsableCommand {
     /// `--max-hitch-ratio`, in ms of overrun per second.
     @Option(valueName: "ms-per-s", help: "At most this many ms of overrun per second.")
     var maxHitchRatio: Double?
+
+    /// `--max-hang-rate`, in seconds of hang per hour.
+    @Option(valueName: "s-per-hour", help: "At most this many seconds of hang per hour of run time.")
+    var maxHangRate: Double?
 
     /// Every `--max CATEGORY=N`, in order.
     @Option(
@@ -74,12 +82,23 @@ struct GateCommand: ParsableCommand {
     @Option(valueName: "file", help: "Also write the results as JUnit XML.")
     var junit: String?
 
+    /// Every `--what-if SIGNATURE`: signatures whose stalls the limits leave out.
+    @Option(
+        name: .customLong("what-if"), valueName: "signature",
+        help: "Check the limits as if this signature's stalls were fixed (as report prints it).")
+    var whatIf: [String] = []
+
+    /// `--rules`: the app's own classification rules.
+    @Option(valueName: "file", help: RulesOption.help)
+    var rules: String?
+
     /// The limits given, in option order, without the baseline's (added once it is read).
     var limits: [GateLimit] {
         var limits: [GateLimit] = []
         if let maxStalls { limits.append(.maxStalls(maxStalls)) }
         if let maxHangs { limits.append(.maxHangs(maxHangs)) }
         if let maxHitchRatio { limits.append(.maxHitchRatio(maxHitchRatio)) }
+        if let maxHangRate { limits.append(.maxHangRate(maxHangRate)) }
         limits += categoryLimits.map { .maxCategory($0.category, $0.maximum) }
         return limits
     }
@@ -91,7 +110,8 @@ struct GateCommand: ParsableCommand {
         }
         if limits.isEmpty && baseline == nil {
             throw UsageError(
-                "Give at least one limit (--max-stalls, --max-hangs, --max-hitch-ratio, --max, --max-regression)")
+                "Give at least one limit (--max-stalls, --max-hangs, --max-hitch-ratio, --max-hang-rate, --max, "
+                    + "--max-regression)")
         }
         if let junit {
             try refuseOverwritingInputs([("--junit", junit)], inputs: traces + (baseline.map { [$0] } ?? []))
@@ -115,14 +135,16 @@ struct GateCommand: ParsableCommand {
                 seconds: Double((clock.now - started).nanoseconds) / 1e9, properties: properties,
                 standardOutput: output, standardError: errors.joined(separator: "\n"))
         }
-        let builder = ReportBuilder()
+        let baseBuilder = ReportBuilder(classifier: try RulesOption.classifier(rules, context: context))
+        var builder = baseBuilder
+        builder.leavingOut = Set(whatIf)
         let loaded: TraceInputs.Loaded
         var limits = self.limits
         do {
             loaded = try TraceInputs.load(traces, context: context, tallyingWith: builder)
             if let baseline, let maxRegression {
-                let base = try TraceInputs.load([baseline], context: context, tallyingWith: builder)
-                let baseReport = builder.report(base.tallied ?? TalliedTraces(), top: 0)
+                let base = try TraceInputs.load([baseline], context: context, tallyingWith: baseBuilder)
+                let baseReport = baseBuilder.report(base.tallied ?? TalliedTraces(), top: 0)
                 limits.append(.maxRegression(percent: maxRegression, baseline: baseReport))
             }
         } catch let failure {
@@ -137,12 +159,31 @@ struct GateCommand: ParsableCommand {
             throw failure
         }
         let report = builder.report(loaded.tallied ?? TalliedTraces(), top: 0)
+        let unmatched = whatIf.filter { (report.leftOut[$0] ?? 0) == 0 }
+        if !unmatched.isEmpty {
+            throw CommandFailure(
+                unmatched.map {
+                    "--what-if '\($0)': no stall of the traces has this signature "
+                        + "(give it as report prints it: 'category: frame ← frame ← frame')"
+                })
+        }
         let checks = Gate.evaluate(report, limits: limits)
         if let junit {
-            let run = junitRun(output: GateText.render(checks, of: report, colour: false), errors: loaded.warnings)
+            let run = junitRun(
+                output: whatIfLines(report) + GateText.render(checks, of: report, colour: false),
+                errors: loaded.warnings)
             try writeFile(junit, Gate.junit(checks, run: run))
         }
-        context.standardOutput.write(GateText.render(checks, of: report, colour: context.usesColour))
+        context.standardOutput.write(
+            whatIfLines(report) + GateText.render(checks, of: report, colour: context.usesColour))
         return checks.allSatisfy(\.passed) ? .success : .failure
+    }
+
+    /// `As if fixed: SIGNATURE (N stalls left out)`, a line each, in option order.
+    private func whatIfLines(_ report: StallReport) -> String {
+        whatIf.map { signature in
+            let count = report.leftOut[signature] ?? 0
+            return "As if fixed: \(signature) (\(count) \(count == 1 ? "stall" : "stalls") left out)\n"
+        }.joined()
     }
 }

@@ -46,6 +46,10 @@ struct ReportCommand: ParsableCommand {
     @Flag(help: "Show frames by their full demangled symbols.")
     var verbose = false
 
+    /// `--rules`: the app's own classification rules.
+    @Option(valueName: "file", help: RulesOption.help)
+    var rules: String?
+
     /// Whether to print one line per trace even when there are many.
     @Flag(help: "With several traces, also print one line per trace.")
     var listTraces = false
@@ -58,7 +62,7 @@ struct ReportCommand: ParsableCommand {
     /// Reads the traces and prints the report.
     func run(in context: CommandContext) throws -> ExitCode {
         // The page draws the loop's busy time from every callout of a full-mode trace.
-        let builder = ReportBuilder()
+        let builder = ReportBuilder(classifier: try RulesOption.classifier(rules, context: context))
         let loaded = try TraceInputs.load(
             traces, context: context, includeCallouts: html != nil, allowCorrupt: true, tallyingWith: builder,
             keepStalls: html != nil)

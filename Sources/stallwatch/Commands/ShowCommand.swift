@@ -33,12 +33,17 @@ struct ShowCommand: ParsableCommand {
     @Flag(help: "Show frames by their full demangled symbols.")
     var verbose = false
 
+    /// `--rules`: the app's own classification rules.
+    @Option(valueName: "file", help: RulesOption.help)
+    var rules: String?
+
     /// Reads the trace and prints the stall or the list.
     func run(in context: CommandContext) throws -> ExitCode {
+        let classifier = try RulesOption.classifier(rules, context: context)
         let loaded = try TraceInputs.load([trace], context: context).traces[0]
         let options = context.textOptions(wide: wide, verbose: verbose)
         guard let id = self.stall else {
-            let stalls = loaded.trace.stalls.map { AnalyzedStall($0, of: loaded, classifier: Classifier()) }
+            let stalls = loaded.trace.stalls.map { AnalyzedStall($0, of: loaded, classifier: classifier) }
             context.standardOutput.write(
                 json
                     ? try JSONOutput.encode(stalls.map(StallDetail.Summary.init))
@@ -50,7 +55,7 @@ struct ShowCommand: ParsableCommand {
             let known = ids.isEmpty ? "it has no stalls" : "its stalls are " + ids.prefix(20).joined(separator: ", ")
             throw CommandFailure("\(trace): no stall with id \(id) (\(known)\(ids.count > 20 ? ", …" : ""))")
         }
-        let analyzed = AnalyzedStall(stall, of: loaded, classifier: Classifier())
+        let analyzed = AnalyzedStall(stall, of: loaded, classifier: classifier)
         context.standardOutput.write(
             json ? try JSONOutput.encode(StallDetail(analyzed)) : StallText.render(analyzed, options: options))
         return .success

@@ -6,6 +6,7 @@ import Foundation
 import NIOCore
 import NIOHTTP1
 import NIOPosix
+import Synchronization
 
 // MARK: - The server
 
@@ -15,9 +16,14 @@ public final class Server: Sendable {
     let channel: any Channel
     public let port: Int
 
-    /// A server on `loops` event loops.
-    public init(loops: Int = 2) throws {
-        group = MultiThreadedEventLoopGroup(numberOfThreads: loops)
+    /// A server on `loops` event loops, whose ticks go to `metrics` if given.
+    public init(loops: Int = 2, metrics: (any NIOEventLoopMetricsDelegate)? = nil) throws {
+        group =
+            if let metrics {
+                MultiThreadedEventLoopGroup(numberOfThreads: loops, metricsDelegate: metrics)
+            } else {
+                MultiThreadedEventLoopGroup(numberOfThreads: loops)
+            }
         let bootstrap = ServerBootstrap(group: group)
             .serverChannelOption(.backlog, value: 16)
             .serverChannelOption(.socketOption(.so_reuseaddr), value: 1)
@@ -47,23 +53,51 @@ final class BlockingHandler: ChannelInboundHandler {
         switch unwrapInboundIn(data) {
         case .head(let head): path = head.uri
         case .body: break
+        case .end where path.hasPrefix("/task"):
+            // The same blocking in a task the loop runs in its next tick (as a future's
+            // callback would), not in the read event's handling.
+            let path = String(path.dropFirst("/task".count))
+            let bound = NIOLoopBound((self, context), eventLoop: context.eventLoop)
+            context.eventLoop.execute {
+                let start = DispatchTime.now().uptimeNanoseconds
+                Blockers.block(path)
+                Blockers.noteBlock(since: start)
+                bound.value.0.reply(context: bound.value.1, "/task" + path)
+            }
         case .end:
+            let start = DispatchTime.now().uptimeNanoseconds
             Blockers.block(path)
-            let body = context.channel.allocator.buffer(string: "ok \(path)")
-            var headers = HTTPHeaders()
-            headers.add(name: "Content-Length", value: "\(body.readableBytes)")
-            context.write(
-                wrapOutboundOut(.head(HTTPResponseHead(version: .http1_1, status: .ok, headers: headers))), promise: nil
-            )
-            context.write(wrapOutboundOut(.body(.byteBuffer(body))), promise: nil)
-            context.writeAndFlush(wrapOutboundOut(.end(nil)), promise: nil)
+            Blockers.noteBlock(since: start)
+            reply(context: context, path)
         }
+    }
+
+    private func reply(context: ChannelHandlerContext, _ path: String) {
+        let body = context.channel.allocator.buffer(string: "ok \(path)")
+        var headers = HTTPHeaders()
+        headers.add(name: "Content-Length", value: "\(body.readableBytes)")
+        context.write(
+            wrapOutboundOut(.head(HTTPResponseHead(version: .http1_1, status: .ok, headers: headers))), promise: nil
+        )
+        context.write(wrapOutboundOut(.body(.byteBuffer(body))), promise: nil)
+        context.writeAndFlush(wrapOutboundOut(.end(nil)), promise: nil)
     }
 }
 
 /// What the handler blocks in, one function per category.
 public enum Blockers {
     static let milliseconds = 90.0
+
+    /// When the last blocking began and ended (CLOCK_MONOTONIC ns), for tests that compare a
+    /// stall's times with it.
+    public static var lastBlock: (start: UInt64, end: UInt64) { span.withLock { $0 } }
+    private static let span = Mutex<(start: UInt64, end: UInt64)>((0, 0))
+
+    /// Notes that a blocking begun at `start` (`DispatchTime.now().uptimeNanoseconds`) ended now.
+    static func noteBlock(since start: UInt64) {
+        let end = DispatchTime.now().uptimeNanoseconds
+        span.withLock { $0 = (start, end) }
+    }
 
     static func block(_ path: String) {
         switch path {
