@@ -2,6 +2,7 @@ import CStallwatchShims
 import Dispatch
 import Foundation
 import Stallwatch
+import StallwatchCore
 
 /// `stallwatch-bench loop`: the run loop against libdispatch's main queue, in the same run.
 enum LoopBenchmarks {
@@ -18,6 +19,19 @@ enum LoopBenchmarks {
         Result(
             name: "loop.chain", value: chain, unit: "ns/task", peer: "DispatchQueue.main+dispatchMain",
             peerValue: peerChain, ratio: peerChain / chain, goal: "<= 70 ns/task and >= 3x faster"
+        ).printLine()
+
+        // 1b. What the app pays on the loop thread to tell stalls what it is doing: a key of
+        //     `AppState` set (a lock and a dictionary store), and an `expectLong` scope (an
+        //     annotation push and pop), each against the chain's cost of one callout.
+        let (stateSet, scope) = appStateAndScopeNanos(loop, count: 1_000_000)
+        Result(
+            name: "loop.app_state_set", value: stateSet, unit: "ns/set", peer: "loop.chain (one callout)",
+            peerValue: chain, ratio: stateSet / chain, goal: "within a callout's cost"
+        ).printLine()
+        Result(
+            name: "loop.expect_long_scope", value: scope, unit: "ns/scope", peer: "loop.chain (one callout)",
+            peerValue: chain, ratio: scope / chain, goal: "within a callout's cost"
         ).printLine()
 
         // 2. Cross-thread posts from one producer.
@@ -50,6 +64,32 @@ enum LoopBenchmarks {
             goal: "0"
         )
         .printLine()
+    }
+
+    /// Inside one callout: ns per `AppState.set` (two values in turn) and per empty
+    /// `expectLong` scope, medians of 5 runs of `count`.
+    static func appStateAndScopeNanos(_ loop: MainLoop, count: Int) -> (set: Double, scope: Double) {
+        let results = Locked<(set: [Double], scope: [Double])>(([], []))
+        loop.post {
+            for _ in 0..<5 {
+                var start = nowNanos()
+                for index in 0..<count { AppState.set("screen", index & 1 == 0 ? "Feed" : "Detail") }
+                let set = Double(nowNanos() - start) / Double(count)
+                start = nowNanos()
+                var sink = 0
+                for index in 0..<count { sink &+= expectLong("bench.scope") { index } }
+                let scope = Double(nowNanos() - start) / Double(count)
+                if sink == 42 { print("") }
+                results.withLock {
+                    $0.set.append(set)
+                    $0.scope.append(scope)
+                }
+            }
+            AppState.clear()
+            loop.stop()
+        }
+        loop.run()
+        return results.withLock { (median($0.set), median($0.scope)) }
     }
 
     static func chainNanosPerTask(_ loop: MainLoop, tasks: Int) -> Double {

@@ -66,6 +66,10 @@ import Testing
         ("stallEnded", 0, .stallEnded(.init(id: 7, end: 90_135_000_000, flags: [.suspended]))),
         ("stallRetimed", 0, .stallRetimed(.init(id: 7, start: 89_997_000_000, end: 90_136_000_000))),
         (
+            "stallContext", 0,
+            .stallContext(.init(id: 7, expected: "splash", state: [.init(key: "screen", value: "Feed")]))
+        ),
+        (
             "callout", 90_000_500_000,
             .callout(
                 .init(

@@ -94,6 +94,10 @@ enum TraceFixture {
                 ownerTID: 4711, ownerName: "cache-refresh", ownerFrames: [0x5555_0000_1000, 0x5555_0000_0F00])),
         // Stall 8 (unfinished in `realistic()`) as its executor timed it: ignored until it ends.
         .stallRetimed(.init(id: 8, start: 81_300_000_000_000, end: 81_300_900_000_000)),
+        .stallContext(
+            .init(
+                id: 7, expected: nil,
+                state: [.init(key: "screen", value: "Feed"), .init(key: "scrolling", value: "true")])),
         .recordedUntil(time: 81_235_000_000_000),
     ]
 
@@ -139,11 +143,14 @@ enum TraceFixture {
                             cpuTime: 2_000_000_000, annotation: 2, frames: [appBase + 0x9_9999, appBase + 0x1_2340])))
             }
         }
-        // Without the origin, the congested iteration, the sample facts, the retime and the recording's
-        // time: the damage tests depend on where sync markers fall.
+        // Without the origin, the congested iteration, the sample facts, the retime, the context
+        // and the recording's time: the damage tests depend on where sync markers fall.
         records.append(
             contentsOf: everyKind[21...].filter {
-                ![.origin, .congestedIteration, .sampleCounters, .sampleWait, .stallRetimed, .recordedUntil].contains(
+                ![
+                    .origin, .congestedIteration, .sampleCounters, .sampleWait, .stallRetimed, .stallContext,
+                    .recordedUntil,
+                ].contains(
                     $0.kind)
             })
         records.append(contentsOf: Array(everyKind[9...12]))

@@ -186,6 +186,8 @@ struct TraceWriter {
                         phase: stall.callout.phase, tier: .hitch)))
             samplesWritten[stall.id] = 0
             beganAt[stall.id] = stall.start
+            // The app's state at detection, kept even if the process dies in the stall.
+            if !stall.context.isEmpty || stall.expected != nil { appendContext(of: stall) }
         }
         let done = samplesWritten[stall.id] ?? 0
         for sample in stall.samples.dropFirst(done) { write(sample, of: stall.id) }
@@ -194,6 +196,8 @@ struct TraceWriter {
             var flags = stall.flags
             if stall.end != nil { flags.remove(.unfinished) }
             append(.stallEnded(TraceRecord.StallEnded(id: stall.id, end: stall.end ?? sw_monotonic_ns(), flags: flags)))
+            // Marked expected-long after its start (the next context record replaces the first).
+            if stall.expected != nil { appendContext(of: stall) }
             // Timed again by its executor after it began (HeartbeatMonitor with tick reports).
             if let end = stall.end, let began = beganAt[stall.id], began != stall.start {
                 append(.stallRetimed(TraceRecord.StallRetimed(id: stall.id, start: stall.start, end: end)))
@@ -201,6 +205,13 @@ struct TraceWriter {
             samplesWritten[stall.id] = nil
             beganAt[stall.id] = nil
         }
+    }
+
+    private mutating func appendContext(of stall: Stall) {
+        let state = stall.context.sorted { $0.key < $1.key }.map {
+            TraceRecord.StallContext.KeyValue(key: $0.key, value: $0.value)
+        }
+        append(.stallContext(TraceRecord.StallContext(id: stall.id, expected: stall.expected, state: state)))
     }
 
     private mutating func write(_ sample: Sample, of stall: UInt64) {

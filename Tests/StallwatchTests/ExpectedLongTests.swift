@@ -1,0 +1,57 @@
+// Work the app marks as long on purpose (`expectLong`) is still a stall, recorded with the
+// scope's label as `Stall.expected`; the app's state (`AppState`) at detection goes with every
+// stall; a recorded trace keeps both (record kind 23), and other stalls have neither.
+import Foundation
+import StallwatchCore
+import Testing
+
+@testable import Stallwatch
+
+@Suite(.serialized) struct ExpectedLongTests {
+    @Test(.disabled(if: Sanitizer.thread, "TSan delivers the sampling signal late, away from the running culprit"))
+    func anExpectedLongCalloutIsAStallMarkedExpectedWithTheAppsState() async throws {
+        AppState.set("screen", "Splash")
+        defer { AppState.clear() }
+        let run = try await monitored { loop, measure in
+            measure.post(loop) { expectLong("splash.load") { spinForStallTest(milliseconds: 80) } }
+            measure.post(loop) { spinForStallTest(milliseconds: 60) }
+        }
+        let ours = run.ended.filter { $0.callout.file == "StallwatchTests/ExpectedLongTests.swift" }
+        #expect(ours.count == 2, "\(ours.map(\.callout))")
+        guard ours.count == 2 else { return }
+        #expect(ours[0].expected == "splash.load")
+        #expect(ours[1].expected == nil)
+        #expect(ours.allSatisfy { $0.context == ["screen": "Splash"] }, "\(ours.map(\.context))")
+        // The scope is an annotation too.
+        #expect(ours[0].samples.contains { $0.annotation?.label == "splash.load" })
+    }
+
+    @Test func aTraceKeepsTheExpectedReasonAndTheState() throws {
+        let path = NSTemporaryDirectory() + "expected-\(UUID().uuidString).swtrace"
+        defer { try? FileManager.default.removeItem(atPath: path) }
+        let executor = TestExecutor(name: "loading-queue")
+        defer { executor.stop() }
+        let monitor = HeartbeatMonitor()
+        monitor.watch(label: "loading-queue") { executor.execute($0) }
+        let recorder = try HeartbeatRecorder(path: path, monitor: monitor)
+        try recorder.start()
+        #expect(eventually { monitor.statistics.heartbeatsRun > 0 })
+        usleep(100_000)
+        AppState.set("screen", "Export")
+        AppState.set("modal", "true")
+        defer { AppState.clear() }
+        let done = DispatchSemaphore(value: 0)
+        executor.execute {
+            expectLong("export.pdf") { spinForStallTest(milliseconds: 80) }
+            done.signal()
+        }
+        done.wait()
+        usleep(150_000)
+        recorder.stop()
+        let trace = DecodedTrace(decoding: [UInt8](try Data(contentsOf: URL(fileURLWithPath: path))), fileName: path)
+        #expect(trace.stalls.count == 1, "\(trace.stalls.map(\.durationNanos))")
+        let stall = try #require(trace.stalls.first)
+        #expect(stall.expected == "export.pdf")
+        #expect(stall.context == ["screen": "Export", "modal": "true"])
+    }
+}
