@@ -13,6 +13,9 @@ let usage = """
                 loop thread's self-sampling on and off
       heartbeat a heartbeat monitor on an executor it does not own: heartbeats, wake-ups and
                 watchdog CPU busy and idle, detection latency, duration error
+      pool      the Swift Concurrency pool watched: cost per job of the enqueue hook (ratio vs.
+                none), watchdog wake-ups while idle, a 100 ms starvation: caught, latency,
+                samples naming the blocker
       recall [STALLS]
                 1,000 (or STALLS) injected stalls of every kind among short callouts, hogs on
                 every core, recorder on, as root and as nobody: recall, split, invented, lost
@@ -47,6 +50,7 @@ do {
         try Recall.run(label: arguments[1], stalls: stalls)
     case "trace": try TraceBenchmarks.run()
     case "heartbeat": try HeartbeatBenchmarks.run()
+    case "pool": try PoolBenchmarks.run()
     case "soak":
         let seconds = arguments.count > 1 ? Int(arguments[1]) : 60
         let rate = arguments.count > 2 ? Int(arguments[2]) : 1_000_000

@@ -102,6 +102,7 @@ import Testing
                     ]))
         ),
         ("lostRecords", 0, .lostRecords(.init(time: 90_200_000_000, count: 17))),
+        ("recordedUntil", 0, .recordedUntil(time: 92_000_000_000)),
         ("platform", 0, .platform(.init(architecture: "x86_64"))),
         (
             "congestedIteration", 0,

@@ -98,6 +98,7 @@ enum TraceFixture {
             .init(
                 id: 7, expected: nil,
                 state: [.init(key: "screen", value: "Feed"), .init(key: "scrolling", value: "true")])),
+        .recordedUntil(time: 81_235_000_000_000),
     ]
 
     /// A preamble and `records`, encoded with one encoder.
@@ -142,11 +143,14 @@ enum TraceFixture {
                             cpuTime: 2_000_000_000, annotation: 2, frames: [appBase + 0x9_9999, appBase + 0x1_2340])))
             }
         }
-        // Without the origin, the congested iteration, the sample facts, the retime and the context: the damage tests
-        // depend on where sync markers fall.
+        // Without the origin, the congested iteration, the sample facts, the retime, the context
+        // and the recording's time: the damage tests depend on where sync markers fall.
         records.append(
             contentsOf: everyKind[21...].filter {
-                ![.origin, .congestedIteration, .sampleCounters, .sampleWait, .stallRetimed, .stallContext].contains(
+                ![
+                    .origin, .congestedIteration, .sampleCounters, .sampleWait, .stallRetimed, .stallContext,
+                    .recordedUntil,
+                ].contains(
                     $0.kind)
             })
         records.append(contentsOf: Array(everyKind[9...12]))

@@ -74,3 +74,4 @@ int sw_set_thread_affinity(const cpu_set_t *set);
 #include "sw_text_slot.h"
 #include "sw_cachestat.h"
 #include "sw_tick_slot.h"
+#include "sw_pool_hook.h"

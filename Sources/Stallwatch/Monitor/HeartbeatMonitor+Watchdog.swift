@@ -5,8 +5,10 @@ import StallwatchCore
 
 extension HeartbeatMonitor {
     /// What the watchdog keeps per executor: its thread's probes and the stall in progress.
-    private struct Watch {
+    struct Watch {
         let executor: HeartbeatMonitor.Executor
+        /// The pool's state (`watchConcurrencyPool`); nil for a serial executor.
+        var pool: PoolWatch?
         var tid: Int32 = 0
         var probe: IdleProbe?
         var sampler: ThreadSampler?
@@ -54,15 +56,22 @@ extension HeartbeatMonitor {
             let all = executors.withLock { $0 }
             for executor in all.dropFirst(watches.count) { watches.append(Watch(executor: executor)) }
             guard isRunning else { break }
-            var wakeAt = now &+ check
+            // Only a quiet pool (or none) needs no look before its next job: then the watchdog parks.
+            var wakeAt = UInt64.max
             var forDeadline = false
             for index in watches.indices {
-                step(
-                    &watches[index], now: now, budget: budget, warnAfter: warnAfter, suspended: suspended,
-                    nextID: &nextID)
+                if watches[index].executor.pool != nil {
+                    stepPool(&watches[index], now: now, budget: budget, suspended: suspended, nextID: &nextID)
+                    if watches[index].pool?.quiet != true { wakeAt = min(wakeAt, now &+ check) }
+                } else {
+                    step(
+                        &watches[index], now: now, budget: budget, warnAfter: warnAfter, suspended: suspended,
+                        nextID: &nextID)
+                    wakeAt = min(wakeAt, now &+ check)
+                }
                 if watches[index].stall != nil {
                     wakeAt = min(wakeAt, watches[index].nextSample)
-                } else if watches[index].sampler != nil {
+                } else if watches[index].sampler != nil || watches[index].pool != nil {
                     // A heartbeat in flight becomes a stall at due + budget: look exactly then.
                     let pending = watches[index].executor.pending.load(ordering: .relaxed)
                     if pending != 0, pending.saturatingAdding(budget).saturatingAdding(1) < wakeAt {
@@ -70,6 +79,14 @@ extension HeartbeatMonitor {
                         forDeadline = true
                     }
                 }
+            }
+            if watches.isEmpty { wakeAt = now &+ check }
+            if wakeAt == .max, let seen = watches.lazy.compactMap(\.pool).first?.seen {
+                // Parked until the pool's next job (the enqueue hook wakes it), `watch` or `stop`.
+                core.record { $0.poolParks += 1 }
+                sw_pool_park(seen, -1)
+                expected = sw_monotonic_ns()  // not a stop of the process
+                continue
             }
             expected = max(wakeAt, sw_monotonic_ns())
             let delay = expected > sw_monotonic_ns() ? expected - sw_monotonic_ns() : 0
@@ -83,6 +100,7 @@ extension HeartbeatMonitor {
             var stall = watches[index].stall!
             if watches[index].ending == nil { stall.flags.insert(.unfinished) }
             watches[index].sampler?.endStall()
+            for sampler in watches[index].pool?.sampled ?? [] { sampler.endStall() }
             core.deliverEnded(stall)
         }
     }
@@ -170,10 +188,7 @@ extension HeartbeatMonitor {
                 }
                 return
             }
-            var stall = Stall(
-                id: nextID, start: pending, end: nil, tier: .hitch, callout: identity(of: executor),
-                flags: suspended ? [.suspended] : [], context: AppState.current)
-            nextID += 1
+            var stall = newStall(of: executor, start: pending, suspended: suspended, nextID: &nextID)
             watch.stallDue = pending
             sampler.beginStall(sequence: sequence)
             stall.samples.append(sample(sampler))
@@ -232,10 +247,8 @@ extension HeartbeatMonitor {
         // thread that merely waited for a CPU, as the watchdog did, takes no tick).
         let captures = watch.own?.takeAll(sequence: watch.sentSequence) ?? []
         guard !captures.isEmpty else { return }
-        var timed = Stall(
-            id: nextID, start: watch.sentDue, end: ranAt, tier: .hitch, callout: identity(of: watch.executor),
-            flags: suspended ? [.suspended] : [], context: AppState.current)
-        nextID += 1
+        var timed = newStall(of: watch.executor, start: watch.sentDue, suspended: suspended, nextID: &nextID)
+        timed.end = ranAt
         // The tick that ran the heartbeat has mostly ended by now (not waited for).
         if let tick = watch.executor.tick(ofRun: watch.executor.runs.load(ordering: .relaxed)) {
             Self.time(&timed, due: watch.sentDue, by: tick)
@@ -265,11 +278,26 @@ extension HeartbeatMonitor {
         }
     }
 
+    /// The stall of `executor` whose heartbeat was due at `start`, numbered from `nextID`.
+    func newStall(of executor: Executor, start: UInt64, suspended: Bool, nextID: inout UInt64) -> Stall {
+        defer { nextID += 1 }
+        return Stall(
+            id: nextID, start: start, end: nil, tier: .hitch, callout: identity(of: executor),
+            flags: suspended ? [.suspended] : [], context: AppState.current)
+    }
+
+    /// The heartbeat ran: `stall` ended when it did, and is delivered.
+    func end(_ stall: inout Stall, of watch: inout Watch) {
+        stall.end = watch.executor.ranAt.load(ordering: .relaxed)
+        watch.stall = nil
+        core.deliverEnded(stall)
+    }
+
     private func sample(_ sampler: ThreadSampler) -> Sample { sampler.sample(record: core.recordCommon) }
 
     /// A heartbeat stall's callout: the executor, by its label (the work that blocked it is
     /// in the samples' stacks).
-    private func identity(of executor: HeartbeatMonitor.Executor) -> CalloutIdentity {
+    func identity(of executor: HeartbeatMonitor.Executor) -> CalloutIdentity {
         CalloutIdentity(
             kind: .post, label: executor.label, file: HeartbeatMonitor.calloutFile, line: 0,
             mode: HeartbeatMonitor.calloutMode, phase: .beforeSources)

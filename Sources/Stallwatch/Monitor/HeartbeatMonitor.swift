@@ -66,6 +66,12 @@ public final class HeartbeatMonitor: @unchecked Sendable {
         public var idleChecks: UInt64 = 0
         /// Times the watchdog thread woke up.
         public var watchdogWakeups: UInt64 = 0
+        /// Times the watchdog parked until the Swift Concurrency pool got a job
+        /// (`watchConcurrencyPool`; it sleeps without a timeout then).
+        public var poolParks: UInt64 = 0
+        /// Whether the Swift runtime's global enqueue hook is installed (`watchConcurrencyPool`).
+        /// Without it the pool gets a heartbeat every check interval, idle or not.
+        public var poolEnqueueHook = false
         /// Warnings given (an executor that never ran its first heartbeat).
         public var warnings: [String] = []
 
@@ -118,9 +124,14 @@ public final class HeartbeatMonitor: @unchecked Sendable {
             return slot
         }()
 
-        init(label: String, schedule: @escaping Schedule) {
+        /// The Swift Concurrency pool's threads that ran a heartbeat (prepared for sampling), and
+        /// the name they have in /proc (`watchConcurrencyPool`); nil for a serial executor.
+        let pool: Locked<PoolThreads>?
+
+        init(label: String, schedule: @escaping Schedule, pool: Bool = false) {
             self.label = label
             self.schedule = schedule
+            self.pool = pool ? Locked(PoolThreads()) : nil
         }
 
         deinit { clock.deallocate() }
@@ -154,7 +165,14 @@ public final class HeartbeatMonitor: @unchecked Sendable {
             guard active.load(ordering: .acquiring) else { return }
             let now = sw_monotonic_ns()
             let thread = sw_gettid()
-            if tid.load(ordering: .relaxed) != thread {
+            if let pool {
+                // Pool threads take turns: each is prepared once, the first time one runs here.
+                if pool.withLock({ $0.prepared.insert(thread).inserted }) {
+                    Sampler.prepareCurrentThread()
+                    let name = PoolThreads.currentName()
+                    pool.withLock { $0.name = name }
+                }
+            } else if tid.load(ordering: .relaxed) != thread {
                 Sampler.prepareCurrentThread()
                 let current = AnnotationScopes.current ?? Self.bindScopes()
                 scopes.withLock { $0 = current }
@@ -217,10 +235,19 @@ public final class HeartbeatMonitor: @unchecked Sendable {
     /// ("main-queue", "loop-0"…). Before or after `start()`; any thread.
     @discardableResult
     public func watch(label: String, schedule: @escaping Schedule) -> Executor {
-        let executor = Executor(label: label, schedule: schedule)
+        add(Executor(label: label, schedule: schedule))
+    }
+
+    func add(_ executor: Executor) -> Executor {
         executors.withLock { $0.append(executor) }
-        wake.signal()
+        wakeWatchdog()
         return executor
+    }
+
+    /// Rouses the watchdog, whether it sleeps on `wake` or is parked until the pool gets work.
+    func wakeWatchdog() {
+        wake.signal()
+        sw_pool_wake()
     }
 
     /// Watches `DispatchQueue.main`, which `dispatchMain()` and Foundation's `RunLoop.main`
@@ -277,7 +304,7 @@ public final class HeartbeatMonitor: @unchecked Sendable {
         guard
             core.stopWatchdog(wake: {
                 for executor in executors.withLock({ $0 }) { executor.active.store(false, ordering: .releasing) }
-                wake.signal()
+                wakeWatchdog()
             })
         else { return }
         core.drainDeliveries()

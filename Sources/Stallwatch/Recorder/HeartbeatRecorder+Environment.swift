@@ -15,8 +15,9 @@ extension HeartbeatRecorder {
     private static let preloadedProcess = Atomic<pid_t>(0)
 
     /// For the preload library's constructor (`stallwatch record` sets `LD_PRELOAD`): when
-    /// `STALLWATCH_TRACE` asks for a trace, watches `DispatchQueue.main` with a heartbeat
-    /// monitor and records its stalls there, and stops (flushing the file) at exit.
+    /// `STALLWATCH_TRACE` asks for a trace, watches `DispatchQueue.main` and the Swift
+    /// Concurrency pool (`STALLWATCH_POOL=0`: not the pool) with a heartbeat monitor and records
+    /// their stalls there, and stops (flushing the file) at exit.
     /// `STALLWATCH_BUDGET_MS` sets the budget; `STALLWATCH_UNSERVICED_MS` how long the main
     /// queue may go without running its first heartbeat before the one warning. Never fails
     /// the program: problems go to stderr. Any thread, before `main` included.
@@ -34,27 +35,29 @@ extension HeartbeatRecorder {
             }
         }
         let monitor = HeartbeatMonitor(configuration: configuration)
-        let mainQueue = monitor.watchMainQueue()
-        // The trace is opened once the main queue has run a heartbeat: a program that never
-        // services it (or is not a Swift program at all) gets the warning and leaves no file.
-        mainQueue.firstBeat.withLock { hook in
-            hook = {
-                DispatchQueue.global().async {
-                    // Under the lock: a concurrent stop (the program's own Stallwatch taking
-                    // over) either comes first, and nothing is opened, or after, and stops it.
-                    preloaded.withLock { slot in
-                        guard slot.monitor === monitor else { return }
-                        do {
-                            let recorder = try HeartbeatRecorder(path: request.path, monitor: monitor)
-                            try recorder.start()
-                            slot.recorder = recorder
-                        } catch {
-                            report("not recording \(request.path): \(error)")
-                        }
+        var executors = [monitor.watchMainQueue()]
+        // The Swift Concurrency pool too, unless STALLWATCH_POOL=0: it gets its first heartbeat
+        // with the program's first task, so a program that never runs one is not touched.
+        if environment["STALLWATCH_POOL"] != "0" { executors.append(monitor.watchConcurrencyPool()) }
+        // The trace is opened once the main queue or the pool has run a heartbeat: a program that
+        // does neither (or is not a Swift program at all) gets the warning and leaves no file.
+        let open: @Sendable () -> Void = {
+            DispatchQueue.global().async {
+                // Under the lock: a concurrent stop (the program's own Stallwatch taking
+                // over) either comes first, and nothing is opened, or after, and stops it.
+                preloaded.withLock { slot in
+                    guard slot.monitor === monitor, slot.recorder == nil else { return }
+                    do {
+                        let recorder = try HeartbeatRecorder(path: request.path, monitor: monitor)
+                        try recorder.start()
+                        slot.recorder = recorder
+                    } catch {
+                        report("not recording \(request.path): \(error)")
                     }
                 }
             }
         }
+        for executor in executors { executor.firstBeat.withLock { $0 = open } }
         do {
             preloaded.withLock { $0.monitor = monitor }
             try monitor.start()

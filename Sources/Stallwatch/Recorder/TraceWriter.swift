@@ -293,6 +293,9 @@ struct TraceWriter {
             append(.lostRecords(TraceRecord.LostRecords(time: now, count: lost - lastDropped)))
             lastDropped = lost
         }
+        // Every second and at the end: the run time of a trace whose process exits without
+        // stopping the recorder (`_exit`, a kill) still reaches its last second.
+        append(.recordedUntil(time: now))
         intervalStart = now
     }
 

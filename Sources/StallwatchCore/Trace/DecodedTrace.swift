@@ -45,6 +45,8 @@ public struct DecodedTrace: Sendable {
     public var latencyHistograms: [TraceRecord.LatencyHistogram] = []
     /// The records the recorder said it dropped, summed.
     public var lostRecords: UInt64 = 0
+    /// The latest time the recording says it was running (`recordedUntil`), if it says.
+    public var recordedUntil: UInt64?
     /// Samples whose stall has no `stallBegan` record (lost to damage); left out of `stalls`.
     public var orphanSamples = 0
     /// How decoding went.
@@ -112,6 +114,7 @@ public struct DecodedTrace: Sendable {
                 latencyHistograms.append(record)
             }
         case .lostRecords(let record): lostRecords &+= record.count
+        case .recordedUntil(let time): recordedUntil = max(recordedUntil ?? 0, time)
         default: assembler.add(record)
         }
     }

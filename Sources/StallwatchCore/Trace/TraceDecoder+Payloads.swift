@@ -127,6 +127,8 @@ extension TraceParser {
                 .init(intervalStart: start, intervalLength: length, buckets: buckets))
         case .lostRecords:
             return .lostRecords(.init(time: try reader.varint("time"), count: try reader.varint("count")))
+        case .recordedUntil:
+            return .recordedUntil(time: try reader.varint("time"))
         case .platform:
             return .platform(.init(architecture: try reader.string("architecture")))
         case .origin:

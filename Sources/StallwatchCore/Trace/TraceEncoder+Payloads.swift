@@ -98,6 +98,8 @@ extension TraceEncoder {
         case .lostRecords(let lost):
             writer.varint(lost.time)
             writer.varint(lost.count)
+        case .recordedUntil(let time):
+            writer.varint(time)
         case .platform(let platform):
             writer.string(platform.architecture)
         case .origin(let origin):

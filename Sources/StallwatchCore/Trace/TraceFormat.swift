@@ -102,9 +102,12 @@ public enum TraceRecordKind: UInt8, CaseIterable, Sendable, Hashable {
     /// What the app said of a stall: work expected to be long (`expectLong`), and the app's
     /// state (`AppState`) when it was detected.
     case stallContext = 23
+    /// The recording was running at this time: written every second and when it stops, so a
+    /// reader's run time ends at the last one, whatever the loop did and however it ended.
+    case recordedUntil = 24
 
     /// The id the next new kind gets.
-    public static let nextID: UInt8 = 24
+    public static let nextID: UInt8 = 25
 
     /// Ids that are not kinds and must never become kinds.
     public static let reservedIDs: [ClosedRange<UInt8>] = [0...0, 128...255]
@@ -131,6 +134,7 @@ public enum TraceRecordKind: UInt8, CaseIterable, Sendable, Hashable {
         case .origin: "origin"
         case .sampleProvenance: "sampleProvenance"
         case .congestedIteration: "congestedIteration"
+        case .recordedUntil: "recordedUntil"
         case .sampleCounters: "sampleCounters"
         case .sampleWait: "sampleWait"
         case .stallRetimed: "stallRetimed"

@@ -50,6 +50,8 @@ public enum TraceRecord: Sendable, Hashable {
     case stallRetimed(StallRetimed)
     /// What the app said of a stall (kind 23).
     indirect case stallContext(StallContext)
+    /// The recording was still running at `time` (kind 24).
+    case recordedUntil(time: UInt64)
 
     /// The record's kind id.
     public var kind: TraceRecordKind {
@@ -77,6 +79,7 @@ public enum TraceRecord: Sendable, Hashable {
         case .sampleWait: .sampleWait
         case .stallRetimed: .stallRetimed
         case .stallContext: .stallContext
+        case .recordedUntil: .recordedUntil
         }
     }
 }

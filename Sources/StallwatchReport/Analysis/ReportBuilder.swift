@@ -282,7 +282,8 @@ package struct ReportBuilder: Sendable {
             source: names.source(frame), system: frame.isSystem)
     }
 
-    /// From the header's start (else the first timestamp) to the last timestamp, in nanoseconds.
+    /// From the header's start (else the first timestamp) to the last timestamp (the recording's
+    /// end, where the trace says it), in nanoseconds.
     static func runTime(of loaded: LoadedTrace) -> UInt64 {
         var first = UInt64.max
         var last: UInt64 = 0
@@ -302,6 +303,7 @@ package struct ReportBuilder: Sendable {
         for record in loaded.trace.latencyHistograms { see(record.intervalStart &+ record.intervalLength) }
         for record in loaded.trace.congestion { see(record.intervalStart &+ record.intervalLength) }
         if loaded.trace.lastCalloutEnd > 0 { see(loaded.trace.lastCalloutEnd) }
+        if let end = loaded.trace.recordedUntil { see(end) }
         let start = loaded.trace.header?.clockBase ?? first
         return last > start ? last - start : 0
     }

@@ -1,0 +1,182 @@
+import CStallwatchShims
+import Glibc
+import StallwatchCore
+
+extension HeartbeatMonitor {
+    /// The label of the Swift Concurrency pool's stalls (`watchConcurrencyPool`'s default).
+    public static let poolLabel = "swift-concurrency-pool"
+
+    /// Watches Swift Concurrency's global concurrent executor, the cooperative pool (as many
+    /// threads as cores): a heartbeat is a detached task, and one that waits longer than the
+    /// budget to start is a stall "pool starved", sampled on every pool thread (what blocks
+    /// them) until it runs. The Swift runtime's global enqueue hook wakes the watchdog when the
+    /// pool gets a job, so a process whose pool is idle is not woken. Its stalls' callout label
+    /// is `label`. See docs/watchdog.md, "The Swift Concurrency pool". Before or after `start()`;
+    /// any thread; once per monitor.
+    @discardableResult
+    public func watchConcurrencyPool(label: String = HeartbeatMonitor.poolLabel) -> Executor {
+        let hooked = sw_pool_hook_install() == 0
+        core.record { $0.poolEnqueueHook = hooked }
+        let executor = Executor(label: label, schedule: { beat in Task.detached { beat() } }, pool: true)
+        executor.pool?.withLock { $0.hooked = hooked }
+        return add(executor)
+    }
+}
+
+/// What a pool executor learns from its heartbeats: the threads they ran on (each prepared for
+/// sampling by the first one there) and the pool threads' name in /proc.
+struct PoolThreads {
+    /// libdispatch names the default-QoS pool threads `com.apple.root.default-qos`; /proc keeps
+    /// the last 15 bytes. Used until a heartbeat has run and read its thread's own name.
+    static let defaultName = "oot.default-qos"
+
+    var prepared: Set<Int32> = []
+    var name = PoolThreads.defaultName
+    /// Whether the enqueue hook counts the pool's jobs (else the pool is never quiet).
+    var hooked = false
+
+    /// The calling thread's name, as /proc shows it.
+    static func currentName() -> String {
+        var name = [CChar](repeating: 0, count: 16)
+        name.withUnsafeMutableBufferPointer { sw_thread_name($0.baseAddress!) }
+        return String(decoding: name.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
+    }
+
+    /// The process's threads called `name` (/proc/self/task/*/comm), in tid order.
+    static func threads(named name: String) -> [Int32] {
+        guard let directory = opendir("/proc/self/task") else { return [] }
+        defer { closedir(directory) }
+        var tids: [Int32] = []
+        var buffer = [UInt8](repeating: 0, count: 32)
+        while let entry = readdir(directory) {
+            let tid = withUnsafeBytes(of: entry.pointee.d_name) { raw in
+                Int32(String(decoding: raw.prefix { $0 != 0 }, as: UTF8.self))
+            }
+            guard let tid else { continue }
+            let fd = open("/proc/self/task/\(tid)/comm", O_RDONLY | O_CLOEXEC)
+            guard fd >= 0 else { continue }
+            let count = buffer.withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) }
+            close(fd)
+            guard count > 0 else { continue }
+            let comm = String(decoding: buffer[..<count].prefix { $0 != 0x0A }, as: UTF8.self)
+            if comm == name { tids.append(tid) }
+        }
+        return tids.sorted()
+    }
+}
+
+extension HeartbeatMonitor {
+    /// What the watchdog keeps for the pool: the enqueue count it last saw, and a sampler per
+    /// pool thread (kept across stalls; remade once a heartbeat has prepared its thread).
+    struct PoolWatch {
+        let hooked: Bool
+        /// Jobs counted when the watchdog sent its last heartbeat; at first, those counted before
+        /// it looked (a program that never runs a task gets no heartbeat, and no pool threads).
+        var seen = sw_pool_enqueued()
+        var samplers: [Int32: (sampler: ThreadSampler, prepared: Bool)] = [:]
+        /// The threads sampled in the stall in progress.
+        var sampled: [ThreadSampler] = []
+        /// Nothing in flight and no job since the last look: the watchdog may park.
+        var quiet = false
+        /// Each pool thread's idle wait, learned when the pool went quiet: a thread parked there
+        /// during a starvation (libdispatch may keep more threads than the pool is wide) runs no
+        /// job, and is not sampled.
+        var idle: [Int32: IdleProbe] = [:]
+        /// Whether the idle waits were learned since the last heartbeat was sent.
+        var learned = false
+    }
+
+    /// One look at the pool. A heartbeat in flight past the budget → a stall: every pool thread
+    /// sampled each interval until it runs. None in flight: a heartbeat if jobs were enqueued
+    /// since the last one was sent (or the hook is missing), else the pool is quiet.
+    func stepPool(_ watch: inout Watch, now: UInt64, budget: UInt64, suspended: Bool, nextID: inout UInt64) {
+        let executor = watch.executor
+        let pending = executor.pending.load(ordering: .acquiring)
+        var pool = watch.pool ?? PoolWatch(hooked: executor.pool?.withLock { $0.hooked } ?? false)
+        defer { watch.pool = pool }
+        pool.quiet = false
+        if var stall = watch.stall {
+            if suspended { stall.flags.insert(.suspended) }
+            if pending != stall.start {
+                for sampler in pool.sampled { sampler.endStall() }
+                pool.sampled = []
+                end(&stall, of: &watch)
+            } else {
+                if now >= watch.nextSample {
+                    samplePool(&stall, pool)
+                    let interval = configuration.common.sampleInterval(after: now &- stall.start)
+                    for sampler in pool.sampled { sampler.follow(interval: interval) }
+                    watch.nextSample = sw_monotonic_ns() &+ interval
+                }
+                watch.stall = stall
+                return
+            }
+        }
+        if pending != 0 {
+            guard now &- pending > budget else { return }
+            let threads = PoolThreads.threads(named: executor.pool?.withLock { $0.name } ?? PoolThreads.defaultName)
+            guard !threads.isEmpty else { return }
+            pool.sampled = samplers(for: threads, pool: &pool, executor: executor)
+            var stall = newStall(of: executor, start: pending, suspended: suspended, nextID: &nextID)
+            for sampler in pool.sampled { sampler.beginStall() }
+            samplePool(&stall, pool)
+            let first = stall.samples.first?.time ?? sw_monotonic_ns()
+            core.recordDetection(at: first, deadline: pending.saturatingAdding(budget))
+            core.deliverBegan(stall)
+            watch.nextSample = first.saturatingAdding(configuration.sampleInterval.nanoseconds)
+            watch.stall = stall
+            return
+        }
+        // No heartbeat in flight. Jobs since the last one was sent: send one now, due now.
+        guard !pool.hooked || sw_pool_enqueued() != pool.seen else {
+            pool.quiet = true
+            if !pool.learned { learnIdleWaits(&pool, executor: executor) }
+            return
+        }
+        pool.learned = false
+        _ = executor.sent()
+        executor.pending.store(now, ordering: .releasing)
+        core.record { $0.heartbeatsSent += 1 }
+        executor.schedule { [executor] in executor.beat() }
+        // The heartbeat's own enqueue is counted: the count now includes it.
+        pool.seen = sw_pool_enqueued()
+    }
+
+    /// One sample of each pool thread not parked in its idle wait, appended to `stall` (up to
+    /// the per-stall limit).
+    private func samplePool(_ stall: inout Stall, _ pool: PoolWatch) {
+        for sampler in pool.sampled where stall.samples.count < configuration.maxSamplesPerStall {
+            if let probe = pool.idle[sampler.tid], probe.state() == .idle { continue }
+            stall.samples.append(sampler.sample(record: core.recordCommon))
+        }
+    }
+
+    /// The pool went quiet (its last heartbeat ran within the budget, no job since): each pool
+    /// thread in a wait now is parked in its idle wait. Once per busy period, before parking.
+    private func learnIdleWaits(_ pool: inout PoolWatch, executor: Executor) {
+        pool.learned = true
+        let threads = PoolThreads.threads(named: executor.pool?.withLock { $0.name } ?? PoolThreads.defaultName)
+        pool.idle = pool.idle.filter { threads.contains($0.key) }
+        for tid in threads {
+            let probe = pool.idle[tid] ?? IdleProbe(tid: tid)
+            pool.idle[tid] = probe
+            if case .unknownWait(let signature) = probe.state() { probe.learn(signature) }
+        }
+    }
+
+    /// A sampler for each of `threads`. A thread no heartbeat has run on blocks the sampling
+    /// signal (libdispatch's threads do): it is sampled without it (stack scan, perf).
+    private func samplers(for threads: [Int32], pool: inout PoolWatch, executor: Executor) -> [ThreadSampler] {
+        let prepared = executor.pool?.withLock { $0.prepared } ?? []
+        pool.samplers = pool.samplers.filter { threads.contains($0.key) }
+        return threads.map { tid in
+            let ready = prepared.contains(tid)
+            if let (sampler, wasReady) = pool.samplers[tid], wasReady == ready { return sampler }
+            let sampler = ThreadSampler(
+                tid: tid, configuration: configuration.common, canCapture: samplerError == nil && ready,
+                annotations: nil, usePerf: configuration.perfSampling)
+            pool.samplers[tid] = (sampler, ready)
+            return sampler
+        }
+    }
+}

@@ -1,0 +1,273 @@
+// A heartbeat monitor watching the Swift Concurrency pool reports jobs that wait past the budget
+// to start, with what every pool thread was doing; never a pool of short jobs; and an idle pool
+// wakes its watchdog not at all.
+//
+// The test bodies are async and wait with `await` only: a test function runs on the pool, and a
+// body that blocked (usleep, a semaphore) would hold one of its few threads itself.
+import Foundation
+import StallwatchCore
+import Testing
+
+@testable import Stallwatch
+
+/// Blocks the pool thread it runs on (a job that should have been `await`ing).
+@inline(never) func blockPoolThreadForTest(milliseconds: UInt32) {
+    usleep(milliseconds * 1000)
+}
+
+/// Spins on the pool thread it runs on.
+@inline(never) func spinPoolThreadForTest(milliseconds: UInt64) {
+    spinForStallTest(milliseconds: milliseconds)
+}
+
+/// A monitor watching only the pool, and the stalls it ended.
+final class PoolHarness: @unchecked Sendable {
+    let monitor: HeartbeatMonitor
+    let ended = Locked<[Stall]>([])
+    let pool: HeartbeatMonitor.Executor
+
+    init(budget: Duration = .milliseconds(20)) throws {
+        var configuration = HeartbeatMonitor.Configuration()
+        configuration.budget = budget
+        monitor = HeartbeatMonitor(configuration: configuration)
+        pool = monitor.watchConcurrencyPool()
+        monitor.onStallEnded = { [ended] stall in ended.withLock { $0.append(stall) } }
+        try monitor.start()
+    }
+
+    /// Waits (without holding a pool thread) until `condition` holds, at most `timeout`.
+    func eventually(timeout: Duration = .seconds(5), _ condition: () -> Bool) async -> Bool {
+        await Waiter().eventually(timeout: timeout, condition)
+    }
+
+    /// Waits until the first heartbeat ran (the pool's thread name is learned) and went quiet.
+    func settle() async {
+        #expect(await eventually { pool.heartbeatsRun > 0 })
+        try? await Task.sleep(for: .milliseconds(100))
+    }
+}
+
+/// More blocking jobs than the pool has threads: each waits for the ones before it.
+private func starvePool(jobs: Int, milliseconds: UInt32) {
+    for _ in 0..<jobs { Task.detached { blockPoolThreadForTest(milliseconds: milliseconds) } }
+}
+
+@Suite(.serialized) struct PoolMonitorTests {
+    /// The pool's width on this machine: libdispatch gives the default-QoS pool one thread a core.
+    static let width = ProcessInfo.processInfo.activeProcessorCount
+
+    @Test(.timeLimit(.minutes(1)))
+    func aStarvedPoolIsOneStallSampledOnEveryPoolThreadWithTheBlocker() async throws {
+        let harness = try PoolHarness()
+        await harness.settle()
+        // 4 × width jobs of 150 ms: the pool is starved for about 600 ms.
+        starvePool(jobs: 4 * Self.width, milliseconds: 150)
+        #expect(await harness.eventually { !harness.ended.withLock({ $0 }).isEmpty })
+        try await Task.sleep(for: .milliseconds(200))
+        harness.monitor.stop()
+        let stalls = harness.ended.withLock { $0 }
+        let longest = try #require(stalls.max { $0.durationNanos < $1.durationNanos })
+        #expect(longest.callout.label == HeartbeatMonitor.poolLabel)
+        #expect(longest.durationNanos > 300_000_000, "\(stalls.map(\.durationNanos))")
+        let blocked = longest.samples.filter { sample in
+            sample.frames.contains { $0.symbol?.contains("blockPoolThreadForTest") == true }
+        }
+        let share = Double(blocked.count) / Double(max(1, longest.samples.count))
+        let others = longest.samples.filter { sample in !blocked.contains(sample) }.map { sample in
+            "\(sample.source) \(sample.state) \(sample.syscallName ?? "-") \(sample.frames.prefix(4).map { $0.symbol ?? "?" })"
+        }
+        #expect(
+            share >= 0.9, "\(blocked.count) of \(longest.samples.count) samples name the blocker; others: \(others)")
+        #expect(Classifier().breakdown(of: longest).dominant == .other)  // usleep: a sleep
+        // Every pool thread was sampled: one sample each per interval.
+        let pool = PoolThreads.threads(named: PoolThreads.defaultName).count
+        #expect(pool >= Self.width)
+        #expect(longest.samples.count >= 2 * Self.width)
+    }
+
+    @Test(
+        .timeLimit(.minutes(1)),
+        .disabled(if: Sanitizer.thread, "TSan delivers the sampling signal late, away from the running culprit"))
+    func aPoolStarvedByComputeIsSampledInTheSpinningJobs() async throws {
+        let harness = try PoolHarness()
+        await harness.settle()
+        // Spinning, not sleeping: a thread a heartbeat prepared takes the signal, another is
+        // sampled by perf (or not at all where perf is refused: then only the prepared one).
+        for _ in 0..<(3 * Self.width) { Task.detached { spinPoolThreadForTest(milliseconds: 100) } }
+        #expect(await harness.eventually { !harness.ended.withLock({ $0 }).isEmpty })
+        harness.monitor.stop()
+        let longest = try #require(harness.ended.withLock { $0 }.max { $0.durationNanos < $1.durationNanos })
+        let withStacks = longest.samples.filter { !$0.frames.isEmpty }
+        let spinning = withStacks.filter { sample in
+            sample.frames.contains { $0.symbol?.contains("spinPoolThreadForTest") == true }
+        }
+        #expect(
+            withStacks.count >= longest.samples.count / 2,
+            "\(withStacks.count) of \(longest.samples.count) have a stack")
+        #expect(
+            Double(spinning.count) >= 0.9 * Double(withStacks.count),
+            "\(spinning.count) of \(withStacks.count) stacks name the spinning job")
+        #expect(Classifier().breakdown(of: longest).dominant == .compute)
+    }
+
+    @Test(
+        .timeLimit(.minutes(1)),
+        TimingSensitive(
+            reason: "with the machine's cores busy elsewhere (load 5 on 2 cores, seen), a heartbeat "
+                + "waits for a CPU, not for the pool: 45 ms against a 40 ms budget once"))
+    func aPoolThatIsAlwaysBusyWithShortJobsIsNeverReported() async throws {
+        let harness = try PoolHarness(budget: .milliseconds(100))
+        await harness.settle()
+        // Jobs of 1 ms, never more of them in flight than the pool has threads: the pool is busy
+        // for a second, and a new job never waits a budget to start. Detached, as the heartbeat
+        // is: a task's priority picks its pool (a test's child tasks inherit the test's, and
+        // libdispatch keeps one pool per priority), and the monitor watches the default one.
+        let deadline = ContinuousClock.now + .seconds(1)
+        while ContinuousClock.now < deadline {
+            let jobs = (0..<Self.width).map { _ in Task.detached { spinPoolThreadForTest(milliseconds: 1) } }
+            for job in jobs { await job.value }
+        }
+        harness.monitor.stop()
+        #expect(harness.monitor.statistics.heartbeatsSent > 10)
+        #expect(harness.ended.withLock { $0 }.isEmpty, "\(harness.ended.withLock { $0 }.map(\.durationNanos))")
+    }
+
+    @Test(.timeLimit(.minutes(1)))
+    func anIdlePoolWakesTheWatchdogNotAtAll() async throws {
+        let harness = try PoolHarness()
+        await harness.settle()
+        #expect(harness.monitor.statistics.poolEnqueueHook)
+        // Read a second apart off the pool (a dispatch queue's timers), from 100 ms after this
+        // task last ran: a job that resumes this test is an enqueue on the pool, which wakes the
+        // watchdog (and gets a heartbeat) as any job does.
+        let monitor = harness.monitor
+        let (before, after) = await withCheckedContinuation { continuation in
+            let queue = DispatchQueue(label: "idle-pool-test")
+            queue.asyncAfter(deadline: .now() + 0.1) {
+                let before = monitor.statistics
+                queue.asyncAfter(deadline: .now() + 1) { continuation.resume(returning: (before, monitor.statistics)) }
+            }
+        }
+        harness.monitor.stop()
+        #expect(
+            after.watchdogWakeups == before.watchdogWakeups,
+            "woke \(after.watchdogWakeups - before.watchdogWakeups) times")
+        #expect(after.heartbeatsSent == before.heartbeatsSent)
+        #expect(after.poolParks >= 1)
+    }
+
+    @Test(.timeLimit(.minutes(1)))
+    func aJobAfterIdleWakesTheWatchdogAndTheStarvationIsCaught() async throws {
+        let harness = try PoolHarness()
+        await harness.settle()
+        let parks = harness.monitor.statistics.poolParks
+        #expect(parks >= 1)
+        starvePool(jobs: 3 * Self.width, milliseconds: 100)
+        #expect(await harness.eventually { !harness.ended.withLock({ $0 }).isEmpty })
+        harness.monitor.stop()
+        let stall = try #require(harness.ended.withLock { $0 }.first)
+        // Detected within a generous margin of start + budget (the hook woke the watchdog at
+        // the first job; it sent a heartbeat at once).
+        let latency = harness.monitor.statistics.detectionLatencyNanos.last ?? .max
+        #expect(latency < 50_000_000, "detected \(latency) ns after the deadline")
+        #expect(stall.durationNanos > 100_000_000)
+    }
+}
+
+/// A pool starvation recorded by `HeartbeatRecorder` is a stall like any other to the CLI.
+@Suite(.serialized) struct PoolTraceTests {
+    @Test(.timeLimit(.minutes(1)))
+    func aRecordedStarvationIsReportedAndShownWithTheBlocker() async throws {
+        let path = FileManager.default.temporaryDirectory.appendingPathComponent("stallwatch-pool-\(UUID()).trace").path
+        defer { unlink(path) }
+        var configuration = HeartbeatMonitor.Configuration()
+        configuration.budget = .milliseconds(20)
+        let monitor = HeartbeatMonitor(configuration: configuration)
+        let pool = monitor.watchConcurrencyPool()
+        let recorder = try HeartbeatRecorder(path: path, monitor: monitor)
+        let ended = Locked<[Stall]>([])
+        recorder.onStallEnded = { stall in ended.withLock { $0.append(stall) } }
+        try recorder.start()
+        #expect(await Waiter().eventually { pool.heartbeatsRun > 0 })
+        starvePool(jobs: 3 * PoolMonitorTests.width, milliseconds: 100)
+        #expect(await Waiter().eventually { !ended.withLock({ $0 }).isEmpty })
+        recorder.stop()
+        let stall = try #require(ended.withLock { $0 }.max { $0.durationNanos < $1.durationNanos })
+
+        if let keep = ProcessInfo.processInfo.environment["STALLWATCH_KEEP_POOL_TRACE"] {
+            _ = try? FileManager.default.removeItem(atPath: keep)
+            try FileManager.default.copyItem(atPath: path, toPath: keep)
+        }
+        let report = try runProduct("stallwatch", ["report", path])
+        #expect(report.status == 0, "\(report)")
+        #expect(report.output.contains("blockPoolThreadForTest"), "\(report.output)")
+        let show = try runProduct("stallwatch", ["show", path, "--stall", String(stall.id)])
+        #expect(show.status == 0, "\(show)")
+        #expect(show.output.contains(HeartbeatMonitor.poolLabel), "\(show.output)")
+        #expect(show.output.contains("blockPoolThreadForTest"), "\(show.output)")
+    }
+}
+
+/// Waits (without holding a pool thread) until a condition holds.
+struct Waiter {
+    /// Whether `condition` held within `timeout`, looked at every 5 ms.
+    func eventually(timeout: Duration = .seconds(5), _ condition: () -> Bool) async -> Bool {
+        let deadline = ContinuousClock.now + timeout
+        while ContinuousClock.now < deadline {
+            if condition() { return true }
+            try? await Task.sleep(for: .milliseconds(5))
+        }
+        return condition()
+    }
+}
+
+/// The toolchain's own language server, recorded unmodified: the preload library watches its
+/// main queue and its pool, and the trace's run time is the session's, whatever either did.
+@Suite(.serialized) struct PoolPreloadTests {
+    /// `sourcekit-lsp` on the PATH (the toolchain's), if there is one.
+    static let sourceKitLSP: String? = {
+        let path = ProcessInfo.processInfo.environment["PATH"] ?? ""
+        return path.split(separator: ":").map { "\($0)/sourcekit-lsp" }.first {
+            FileManager.default.isExecutableFile(atPath: $0)
+        }
+    }()
+
+    static let python = ["/usr/bin/python3", "/usr/local/bin/python3"].first {
+        FileManager.default.isExecutableFile(atPath: $0)
+    }
+
+    @Test(
+        .enabled(if: sourceKitLSP != nil, "sourcekit-lsp is not on the PATH: no toolchain language server to record"),
+        .enabled(if: python != nil, "python3 drives the LSP session (scripts/lsp-session.py) and is not installed"),
+        .timeLimit(.minutes(2)))
+    func sourceKitLSPIsRecordedForItsWholeSession() throws {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("stallwatch-lsp-\(UUID())").path
+        let path = directory + ".trace"
+        defer {
+            unlink(path)
+            try? FileManager.default.removeItem(atPath: directory)
+        }
+        let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+            .deletingLastPathComponent()
+        // Eight rounds of four requests, 0.3 s apart: about 3 s.
+        let session = try runChild(
+            Self.python!,
+            [
+                root.appendingPathComponent("scripts/lsp-session.py").path, directory, "--", builtProduct("stallwatch"),
+                "record", "-o", path, "--", Self.sourceKitLSP!,
+            ],
+            environment: ProcessInfo.processInfo.environment.merging(["LSP_ROUNDS": "8"]) { _, new in new })
+        #expect(session.status == 0, "\(session)")
+        #expect(session.output.contains("shutdown ok"), "\(session.output)")
+        let report = try runProduct("stallwatch", ["report", path, "--json"])
+        #expect(report.status == 0, "\(report)")
+        let json = try #require(try JSONSerialization.jsonObject(with: Data(report.output.utf8)) as? [String: Any])
+        let trace = try #require((json["traces"] as? [[String: Any]])?.first)
+        #expect(trace["process"] as? String == "sourcekit-lsp")
+        // sourcekit-lsp leaves with _Exit (no atexit, so the recorder is not stopped): the run
+        // time ends at the writer's last once-a-second `recordedUntil`, so it is at least 1 s of
+        // the session's ~3 s, not the 0 s of a trace timed by its stalls alone.
+        let run = try #require(trace["runTimeSeconds"] as? Double)
+        #expect(run >= 1.0, "run time \(run) s")
+    }
+}
