@@ -18,6 +18,7 @@ import Testing
         "stall_id", "start_unix_nano", "start", "duration_ns", "duration_ms", "unfinished", "tier", "category",
         "reason", "share_compute", "share_io", "share_lock_wait", "share_database", "share_other", "signature",
         "signature_frames", "stack", "stack_confidence", "site", "site_label", "sample_count", "wait", "wait_share",
+        "expected", "app_state",
     ]
 
     static let sampleKeys = [

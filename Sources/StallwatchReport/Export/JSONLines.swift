@@ -89,6 +89,8 @@ package enum JSONLinesExporter {
         let wait = WaitSummary.top([stall], limit: 1).first
         fields.add("wait", wait?.text)
         fields.raw("wait_share", format(wait?.share ?? 0, 4))
+        fields.add("expected", stall.expected)
+        fields.add("app_state", stall.context.sorted { $0.key < $1.key }.map { "\($0.key)=\($0.value)" })
         return fields.line
     }
 

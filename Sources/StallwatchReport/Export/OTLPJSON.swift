@@ -89,6 +89,11 @@ package enum OTLPJSONExporter {
             attributes.append(attribute("stallwatch.wait", string: wait.text))
             attributes.append(attribute("stallwatch.wait_share", double: wait.share))
         }
+        if let expected = stall.expected { attributes.append(attribute("stallwatch.expected", string: expected)) }
+        // The app's state, one attribute per key (`stallwatch.app.screen` = "Feed").
+        for (key, value) in stall.context.sorted(by: { $0.key < $1.key }) {
+            attributes.append(attribute("stallwatch.app.\(key)", string: value))
+        }
         return span(
             traceID: facts.traceID, spanID: spanID(facts.traceID, 1, stall.id),
             name: "stall \(analyzed.category.rawValue)", start: start, end: end, attributes: attributes,
