@@ -67,6 +67,17 @@ public struct DecodedTrace: Sendable {
     public init(decoding bytes: UnsafeRawBufferPointer, fileName: String? = nil) {
         var assembler = StallAssembler(byteCount: bytes.count)
         var parser = TraceParser(fileName: fileName)
+        read(bytes, with: &parser, into: &assembler)
+        outcome = parser.outcome
+        assemble(assembler, fileName: fileName, inputLength: bytes.count)
+    }
+
+    /// Reads every record of `bytes` with `parser`, the stalls' into `assembler`. A function of
+    /// its own, kept small, so that the per-record calls in its loop are inlined into it.
+    @inline(never)
+    private mutating func read(
+        _ bytes: UnsafeRawBufferPointer, with parser: inout TraceParser, into assembler: inout StallAssembler
+    ) {
         // Callouts, nearly every record of a full-mode trace, are only added up: straight here,
         // not through a closure and `add`'s switch (that made a serial decode ten times slower
         // than the split one, which counts them the same way).
@@ -81,8 +92,6 @@ public struct DecodedTrace: Sendable {
                 add(record, to: &assembler)
             }
         }
-        outcome = parser.outcome
-        assemble(assembler, fileName: fileName, inputLength: bytes.count)
     }
 
     /// Takes in one callout: the loop's busy time.
