@@ -55,7 +55,7 @@ extension HTMLPage {
             const s = {
               index: stalls.length, trace: t, id: r[0], start: r[1], duration: r[2], tier: r[3], category: r[4],
               site: r[5], signature: r[6], stack: r[7], unfinished: r[8] === 1, samples: r[9], shares: r[10],
-              reasons: r[11], label: r[12], kind: r[13],
+              reasons: r[11], label: r[12], kind: r[13], expected: r[14], state: r[15],
             };
             stalls.push(s);
             lane.stalls.push(s);
@@ -166,6 +166,8 @@ extension HTMLPage {
             el('div', { class: 'title' }, stallName(s) + ' — ' + TIERS[s.tier] + ', ' + fmtMs(s.duration) + (s.unfinished ? ' (unfinished)' : '')),
             el('div', null, 'posted at ' + str(s.site) + (s.label >= 0 ? ' "' + str(s.label) + '"' : '')),
             el('div', null, CATS[s.category] + ': ' + breakdownText(s.shares)),
+            ...(s.expected >= 0 ? [el('div', null, 'expected: ' + str(s.expected))] : []),
+            ...(s.state >= 0 ? [el('div', null, 'app state: ' + str(s.state))] : []),
             stackList(s.stack, 8),
           ];
         }
@@ -415,6 +417,8 @@ extension HTMLPage {
           row('category', CATS[s.category] + ' — ' + breakdownText(s.shares), breakdownBar(s.shares));
           if (s.reasons.length) row('reasons', s.reasons.map((r) => str(r[0]) + ' ' + pct(r[1])).join(', '));
           row('samples', String(s.samples));
+          if (s.expected >= 0) row('expected', str(s.expected) + ' (long on purpose; not counted)');
+          if (s.state >= 0) row('app state', str(s.state));
           if (s.signature >= 0) row('signature', signatureText(s.signature));
           box.replaceChildren(
             el('h3', null, stallName(s) + ' — ' + TIERS[s.tier] + ', ' + fmtMs(s.duration) + (s.unfinished ? ' (unfinished)' : '')),

@@ -192,7 +192,8 @@ struct HTMLReportData {
         }
         // Stalls in start order, each
         // [id, startMs, durationMs, tier, category, site, signature, stack, unfinished,
-        //  samples, category permille, [[reason, permille]…], label, kind].
+        //  samples, category permille, [[reason, permille]…], label, kind, expected reason,
+        //  app state].
         lane.key("stalls")
         let sorted = stalls.sorted { ($0.stall.start, $0.stall.id) < ($1.stall.start, $1.stall.id) }
         var rows: [String] = []
@@ -220,7 +221,11 @@ struct HTMLReportData {
             row.raw(",")
             let reasons = analyzed.breakdown.topReasons.map { (intern($0.reason), Int(($0.share * 1_000).rounded())) }
             row.array(reasons) { $0.raw("[\($1.0),\($1.1)]") }
-            row.raw(",\(stall.callout.label.map { intern($0) } ?? -1),\(intern("\(stall.callout.kind)"))]")
+            row.raw(",\(stall.callout.label.map { intern($0) } ?? -1),\(intern("\(stall.callout.kind)"))")
+            let state = stall.context.sorted { $0.key < $1.key }.map { "\($0.key)=\($0.value)" }
+            row.raw(
+                ",\(stall.expected.map { intern($0) } ?? -1),\(state.isEmpty ? -1 : intern(state.joined(separator: ", ")))]"
+            )
             rows.append(row.text)
         }
         lane.raw("[" + rows.joined(separator: ",") + "]")
