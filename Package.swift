@@ -76,6 +76,8 @@ let package = Package(
         .executableTarget(name: "RunLoopApp", path: "Samples/RunLoopApp"),
         .executableTarget(
             name: "EventLoopServer", dependencies: ["Stallwatch", "StallwatchCore"], path: "Samples/EventLoopServer"),
+        .executableTarget(
+            name: "ThumbnailTasks", dependencies: ["Stallwatch", "StallwatchCore"], path: "Samples/ThumbnailTasks"),
         // A helper executable the tests run as a subprocess: it owns the process's real main thread.
         .executableTarget(
             name: "StallwatchTestHost",
@@ -108,7 +110,7 @@ let package = Package(
                 // Built for the sample tests, which run them as subprocesses.
                 "FeedScreen", "BlockingMain", "GalleryScroll", "AsyncRender", "Demo", "DetectStalls",
                 // The heartbeat tests: programs without MainLoop, and the CLI that records them.
-                "DispatchMainApp", "RunLoopApp", "EventLoopServer", "stallwatch",
+                "DispatchMainApp", "RunLoopApp", "EventLoopServer", "ThumbnailTasks", "stallwatch",
             ]),
     ]
 )

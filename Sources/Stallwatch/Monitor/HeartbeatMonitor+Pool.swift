@@ -18,7 +18,11 @@ extension HeartbeatMonitor {
         let hooked = sw_pool_hook_install() == 0
         core.record { $0.poolEnqueueHook = hooked }
         let executor = Executor(label: label, schedule: { beat in Task.detached { beat() } }, pool: true)
-        executor.pool?.withLock { $0.hooked = hooked }
+        let enqueued = sw_pool_enqueued()
+        executor.pool?.withLock {
+            $0.hooked = hooked
+            $0.enqueuedWhenWatched = enqueued
+        }
         return add(executor)
     }
 }
@@ -34,6 +38,9 @@ struct PoolThreads {
     var name = PoolThreads.defaultName
     /// Whether the enqueue hook counts the pool's jobs (else the pool is never quiet).
     var hooked = false
+    /// The jobs the hook had counted when the pool was watched: every later one is news to the
+    /// watchdog, even one enqueued before its thread first looked.
+    var enqueuedWhenWatched: UInt64 = 0
 
     /// The calling thread's name, as /proc shows it.
     static func currentName() -> String {
@@ -70,9 +77,10 @@ extension HeartbeatMonitor {
     /// pool thread (kept across stalls; remade once a heartbeat has prepared its thread).
     struct PoolWatch {
         let hooked: Bool
-        /// Jobs counted when the watchdog sent its last heartbeat; at first, those counted before
-        /// it looked (a program that never runs a task gets no heartbeat, and no pool threads).
-        var seen = sw_pool_enqueued()
+        /// Jobs counted when the watchdog sent its last heartbeat; at first, those counted when
+        /// the pool was watched (a program that never runs a task gets no heartbeat, and no pool
+        /// threads; a burst of jobs right after `start()`, before the watchdog's first look, one).
+        var seen: UInt64
         var samplers: [Int32: (sampler: ThreadSampler, prepared: Bool)] = [:]
         /// The threads sampled in the stall in progress.
         var sampled: [ThreadSampler] = []
@@ -92,7 +100,11 @@ extension HeartbeatMonitor {
     func stepPool(_ watch: inout Watch, now: UInt64, budget: UInt64, suspended: Bool, nextID: inout UInt64) {
         let executor = watch.executor
         let pending = executor.pending.load(ordering: .acquiring)
-        var pool = watch.pool ?? PoolWatch(hooked: executor.pool?.withLock { $0.hooked } ?? false)
+        var pool =
+            watch.pool
+            ?? PoolWatch(
+                hooked: executor.pool?.withLock { $0.hooked } ?? false,
+                seen: executor.pool?.withLock { $0.enqueuedWhenWatched } ?? 0)
         defer { watch.pool = pool }
         pool.quiet = false
         if var stall = watch.stall {
