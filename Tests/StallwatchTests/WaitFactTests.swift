@@ -51,18 +51,8 @@ import Testing
         #expect(!withCulprit.isEmpty, "no stack holds \(culprit): \(sources)", sourceLocation: sourceLocation)
     }
 
-    /// A file of `megabytes` on disk and out of the page cache.
-    private func evictedFile(megabytes: Int) -> String {
-        let path = Scenarios.temporaryPath("evicted")
-        writeFile(path, megabytes: megabytes, sync: true)
-        let fd = open(path, O_RDONLY)
-        posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED)
-        close(fd)
-        return path
-    }
-
     @Test func largeReadOfAnEvictedFileIsIORead() async throws {
-        let path = evictedFile(megabytes: 256)
+        let path = evictedTestFile(megabytes: 256)
         defer { unlink(path) }
         // The bytes are freed after the run: under ASan the free alone is a compute stall.
         let kept = Locked<Data?>(nil)
@@ -105,7 +95,7 @@ import Testing
                 + "machine faults other pages of this process in meanwhile (the test binary's own, on a "
                 + "loaded machine) another mapping can win: a known weakness of the heuristic (issue 24)"))
     func mappedEvictedFileTouchedPageByPageIsPageFault() async throws {
-        let path = evictedFile(megabytes: 128)
+        let path = evictedTestFile(megabytes: 128)
         defer { unlink(path) }
         let run = try await monitored { loop, measure in
             measure.post(loop) { touchMappedFileForStallTest(path) }
@@ -213,7 +203,7 @@ import Testing
             .path
         let keep = ProcessInfo.processInfo.environment["STALLWATCH_KEEP_TRACE"] != nil
         defer { if !keep { unlink(path) } else { print("kept trace \(path)") } }
-        let file = evictedFile(megabytes: 128)
+        let file = evictedTestFile(megabytes: 128)
         defer { unlink(file) }
         let mutex = UnsafeMutablePointer<pthread_mutex_t>.allocate(capacity: 1)
         pthread_mutex_init(mutex, nil)

@@ -1,0 +1,92 @@
+// Every knowable wait is named: a page fault names the mapped file it reads (its address comes
+// from a perf page-fault event), an msync names the mapping's file, and an I/O syscall's file
+// fact is in every sample that shows the syscall, under a CPU hog on every core too.
+import CStallwatchShims
+import Dispatch
+import Foundation
+import StallwatchCore
+import Synchronization
+import Testing
+
+@testable import Stallwatch
+
+@Suite(.serialized) struct WaitNamingTests {
+    /// One line per sample: offset, state, syscall, source and fact.
+    private func describe(_ stall: Stall, _ name: String) -> String {
+        var lines = ["\(name): \(stall.durationNanos / 1_000_000) ms, \(stall.samples.count) samples"]
+        for sample in stall.samples {
+            let delta = sample.countersDelta
+            lines.append(
+                "  +\((sample.time - stall.start) / 1_000_000) ms \(sample.state.procCode) "
+                    + "\(sample.syscallName ?? sample.syscall.map(String.init) ?? "running") \(sample.source) "
+                    + "d(sys=\((delta?.systemNanos ?? 0) / 1_000_000) usr=\((delta?.userNanos ?? 0) / 1_000_000) "
+                    + "rb=\(delta?.readBytes ?? 0) syscr=\(delta?.readSyscalls ?? 0) maj=\(delta?.majorFaults ?? 0)) "
+                    + "wait=\(sample.wait?.summary ?? "-")")
+        }
+        let text = lines.joined(separator: "\n")
+        print(text)
+        return text
+    }
+
+    @Test func everyPageFaultSampleOfAMappedEvictedFileNamesTheFile() async throws {
+        let path = evictedTestFile(megabytes: 128)
+        defer { unlink(path) }
+        let run = try await monitored { loop, measure in
+            measure.post(loop) { touchMappedFileForStallTest(path) }
+        }
+        let stall = try #require(run.ended.first)
+        let text = describe(stall, "mmap'ed evicted 128 MB file touched page by page")
+        let faults = stall.samples.compactMap(\.wait).filter { $0.kind == .pageFault }
+        #expect(faults.count >= 2, "\(text)")
+        // perf records a fault as it begins, and only while the stall is being sampled: the first
+        // sample of a thread blocked since before then in one fault has no record of it (then
+        // smaps growth names the file, if it can). Every later fault fact carries the address.
+        let recorded = faults.drop { $0.address == nil }
+        #expect(recorded.count >= faults.count - 1, "\(text)")
+        #expect(recorded.allSatisfy { $0.address != nil && $0.target == path }, "\(text)")
+        #expect(faults.allSatisfy { $0.target == nil || $0.target == path }, "\(text)")
+    }
+
+    @Test func msyncOfADirtySharedMappingNamesTheFile() async throws {
+        let path = Scenarios.temporaryPath("msync")
+        defer { unlink(path) }
+        writeFile(path, megabytes: 128, sync: true)
+        let run = try await monitored { loop, measure in
+            measure.post(loop) { dirtyAndSyncMappingForStallTest(path) }
+        }
+        let stall = try #require(run.ended.first)
+        let text = describe(stall, "msync of a dirty 128 MB shared mapping")
+        let inMsync = stall.samples.filter { $0.syscallName == "msync" }
+        #expect(!inMsync.isEmpty, "no sample caught the msync: \(text)")
+        for sample in inMsync {
+            #expect(sample.wait?.kind == .file && sample.wait?.operation == "msync", "\(text)")
+            #expect(sample.wait?.target == path, "\(text)")
+            #expect(sample.wait?.summary == "msync of \(path)")
+        }
+    }
+}
+
+/// A file of `megabytes` on disk and out of the page cache.
+func evictedTestFile(megabytes: Int) -> String {
+    let path = Scenarios.temporaryPath("evicted")
+    writeFile(path, megabytes: megabytes, sync: true)
+    let fd = open(path, O_RDONLY)
+    posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED)
+    close(fd)
+    return path
+}
+
+/// Dirties every page of a shared mapping of `path`, then msyncs it (the writeback is the stall).
+@inline(never) func dirtyAndSyncMappingForStallTest(_ path: String) {
+    let fd = open(path, O_RDWR)
+    precondition(fd >= 0)
+    var info = stat()
+    fstat(fd, &info)
+    let length = Int(info.st_size)
+    let base = mmap(nil, length, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0)!
+    close(fd)
+    let bytes = base.assumingMemoryBound(to: UInt8.self)
+    for offset in stride(from: 0, to: length, by: 4096) { bytes[offset] &+= 1 }
+    msync(base, length, MS_SYNC)
+    munmap(base, length)
+}
