@@ -64,6 +64,40 @@ import Testing
             #expect(sample.wait?.summary == "msync of \(path)")
         }
     }
+
+    @Test func aLargeReadUnderACPUHogNamesTheFileInEverySampleWithTheSyscall() async throws {
+        let path = evictedTestFile(megabytes: 256)
+        defer { unlink(path) }
+        let hog = CPUHog(threads: Int(sysconf(Int32(_SC_NPROCESSORS_ONLN))))
+        let kept = Locked<Data?>(nil)
+        let run = try await monitored { loop, measure in
+            measure.post(loop) { readWholeFileForStallTest(path, keep: kept) }
+        }
+        hog.stop()
+        kept.withLock { $0 = nil }
+        let stall = try #require(run.ended.first)
+        let text = describe(stall, "read of an evicted 256 MB file, every core busy")
+        func named(_ sample: Sample) -> Bool {
+            sample.wait?.kind == .file && sample.wait?.target == path && sample.wait?.fd != nil
+        }
+        // The samples that have the syscall: /proc shows it (blocked in it, state D), or perf took
+        // the stack inside it (the user IP in libc's read wrapper; kernel samples need root or
+        // CAP_PERFMON). While the thread is on a CPU or waits for one, /proc says only "running".
+        let inRead = stall.samples.filter { sample in
+            sample.syscallName == "read"
+                || (sample.source == .perf
+                    && sample.frames.first?.symbol.map(SampleFacts.wrapperSyscall(named:)) == "read")
+        }
+        if run.statistics.common.perfSampling == .kernelAndUser {
+            #expect(!inRead.isEmpty, "no sample had the read: \(text)")
+        }
+        #expect(inRead.allSatisfy(named), "\(text)")
+        // Once named, every later sample of the same read names it (no read or write syscall
+        // completed meanwhile), although user and system time move by scaled ticks under the hog.
+        let fromFirst = stall.samples.drop { !named($0) }
+        #expect(!fromFirst.isEmpty, "\(text)")
+        #expect(fromFirst.allSatisfy(named), "\(text)")
+    }
 }
 
 /// A file of `megabytes` on disk and out of the page cache.
@@ -89,4 +123,28 @@ func evictedTestFile(megabytes: Int) -> String {
     for offset in stride(from: 0, to: length, by: 4096) { bytes[offset] &+= 1 }
     msync(base, length, MS_SYNC)
     munmap(base, length)
+}
+
+/// Threads that spin until stopped, one per core: the loop thread competes for a CPU.
+final class CPUHog: Sendable {
+    private let running = Atomic<Bool>(true)
+    private let done = DispatchSemaphore(value: 0)
+    private let count: Int
+
+    init(threads: Int) {
+        count = threads
+        for _ in 0..<threads {
+            Thread { [self] in
+                var x: UInt64 = 1
+                while running.load(ordering: .relaxed) { x = x &* 6_364_136_223_846_793_005 &+ 1 }
+                blackHole(x)
+                done.signal()
+            }.start()
+        }
+    }
+
+    func stop() {
+        running.store(false, ordering: .relaxed)
+        for _ in 0..<count { done.wait() }
+    }
 }

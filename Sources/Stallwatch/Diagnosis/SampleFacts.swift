@@ -15,6 +15,8 @@ final class SampleFacts {
     private let counters: KernelCounterReader
     /// The sampler's reader: a sample's syscall arguments come from the read that gave its syscall.
     private let reader: ThreadStateReader
+    /// The sampler's stacks: a perf stack taken in a syscall carries its first argument.
+    private let stacks: StackCapture
     private let statements: StatementSlot
     /// The thread's fault addresses (perf), if perf is available and not switched off.
     private let faults: FaultAddresses?
@@ -56,12 +58,13 @@ final class SampleFacts {
             "sendfile", "copy_file_range",
         ].map { SyscallTable.number(for: $0)! })
 
-    /// Facts for thread `tid`, read with the sampler's `reader`; `faultAddresses` opens the perf
+    /// Facts for thread `tid`, with what `sampler` read; `faultAddresses` opens the perf
     /// page-fault event (unless `STALLWATCH_PERF` switches perf off).
-    init(tid: Int32, statements: StatementSlot, reader: ThreadStateReader, faultAddresses: Bool) {
+    init(tid: Int32, statements: StatementSlot, sampler: ThreadSampler, faultAddresses: Bool) {
         self.tid = tid
         self.statements = statements
-        self.reader = reader
+        self.reader = sampler.reader
+        self.stacks = sampler.stacks
         counters = KernelCounterReader(tid: tid)
         faults = faultAddresses && !PerfSampler.disabledByEnvironment ? FaultAddresses.open(tid: tid).0 : nil
     }
@@ -144,6 +147,7 @@ final class SampleFacts {
                 guard let delta, delta.readBytes > 0, delta.readSyscalls == 0 else { return nil }
                 return recordedFault(inProgress: false) ?? WaitFact(kind: .pageFault, target: mappings.grownMapping())
             }
+            if let named = perfDescriptor(sample) { return named }
             if let carried = carriedForward(sample) { return carried }
             guard let delta, delta.cpuShare == .system else { return nil }
             // Kernel time in user-mode faults on a mapped file (dirtying a shared mapping, its
@@ -233,6 +237,41 @@ final class SampleFacts {
             }
         }
         return nil
+    }
+
+    /// A perf stack taken inside a syscall names its descriptor (its first argument, RDI at
+    /// entry) when the syscall is known to take one: the previous sample's syscall on the same
+    /// descriptor, else the libc wrapper the user IP is in (`read`, `__libc_pread64`).
+    private func perfDescriptor(_ sample: Sample) -> WaitFact? {
+        guard sample.source == .perf, let argument = stacks.perfSyscallArgument, argument <= Int32.max else {
+            return nil
+        }
+        let fd = Int32(argument)
+        var operation: String?
+        if let last = previousWait, last.fd == fd, let known = last.operation { operation = known }
+        if operation == nil, let ip = sample.frames.first?.address { operation = Self.wrapperSyscall(at: ip) }
+        guard let operation, let number = SyscallTable.number(for: operation), Self.descriptorSyscalls.contains(number),
+            let (kind, target) = DescriptorResolver.resolve(fd)
+        else { return nil }
+        return WaitFact(kind: kind, operation: operation, fd: fd, target: target)
+    }
+
+    /// The syscall a libc wrapper at `address` makes, by its exported name, if it names one.
+    static func wrapperSyscall(at address: UInt64) -> String? {
+        DynamicLoader.symbol(at: address)?.name.flatMap(wrapperSyscall(named:))
+    }
+
+    /// The syscall a libc wrapper named `symbol` makes (`__libc_read`, `__pread64` → `read`,
+    /// `pread64`), if it names one.
+    static func wrapperSyscall(named symbol: String) -> String? {
+        var name = Substring(symbol)
+        while name.hasPrefix("_") { name = name.dropFirst() }
+        for prefix in ["libc_", "GI_", "GI___libc_"] where name.hasPrefix(prefix) {
+            name = name.dropFirst(prefix.count)
+        }
+        while name.hasPrefix("_") { name = name.dropFirst() }
+        let text = String(name)
+        return SyscallTable.number(for: text) != nil ? text : nil
     }
 
     private func mapping(of address: UInt64) -> FaultAddresses.Mapping? {

@@ -19,7 +19,7 @@ extension StallMonitor {
             annotations: loop.annotations, usePerf: configuration.perfSampling, own: selfSampler)
         core.recordCommon { $0.perfSampling = sampler.stacks.perfStatus }
         let facts = SampleFacts(
-            tid: loop.threadID, statements: loop.annotations.statement, reader: sampler.reader,
+            tid: loop.threadID, statements: loop.annotations.statement, sampler: sampler,
             faultAddresses: configuration.perfSampling)
         let budget = configuration.tiers.budget.nanoseconds
         var nextID: UInt64 = 1
