@@ -91,9 +91,10 @@ import Testing
             if: Sanitizer.address,
             "under ASan one sample reads smaps for the whole stall and sees no mapping grow (docs/sanitizers.md)"),
         .timingSensitive(
-            "the mapping is named by whose resident size grew most between two smaps readings; when the "
-                + "machine faults other pages of this process in meanwhile (the test binary's own, on a "
-                + "loaded machine) another mapping can win: a known weakness of the heuristic (issue 24)"))
+            "without perf (STALLWATCH_PERF=0, paranoid 3) the mapping is named by whose resident size grew "
+                + "most between two smaps readings; when the machine faults other pages of this process in "
+                + "meanwhile another mapping can win. With perf the first samples may precede every fault "
+                + "record (WaitNamingTests)"))
     func mappedEvictedFileTouchedPageByPageIsPageFault() async throws {
         let path = evictedTestFile(megabytes: 128)
         defer { unlink(path) }

@@ -38,11 +38,12 @@ import Testing
         let text = describe(stall, "mmap'ed evicted 128 MB file touched page by page")
         let faults = stall.samples.compactMap(\.wait).filter { $0.kind == .pageFault }
         #expect(faults.count >= 2, "\(text)")
-        // perf records a fault as it begins, and only while the stall is being sampled: the first
-        // sample of a thread blocked since before then in one fault has no record of it (then
-        // smaps growth names the file, if it can). Every later fault fact carries the address.
+        // perf records a fault as it begins, and only while the stall is sampled: samples of a
+        // thread blocked since before then in one fault (one 2 MiB folio read from a loaded disk
+        // took 30 ms in one run) have no record of it and name no file. From the first record
+        // on, every fault fact carries its address and the file.
         let recorded = faults.drop { $0.address == nil }
-        #expect(recorded.count >= faults.count - 1, "\(text)")
+        #expect(!recorded.isEmpty, "\(text)")
         #expect(recorded.allSatisfy { $0.address != nil && $0.target == path }, "\(text)")
         #expect(faults.allSatisfy { $0.target == nil || $0.target == path }, "\(text)")
     }

@@ -122,7 +122,7 @@ final class SampleFacts {
         let outside = sample.syscall == -1
         if (delta?.majorFaults ?? 0) > 0 || (outside && (sample.state == .diskSleep || (delta?.readBytes ?? 0) > 0)) {
             if let fault = recordedFault(inProgress: outside) { return fault }
-            if let file = mappings.grownMapping() { return WaitFact(kind: .pageFault, target: file) }
+            if let file = grownMapping() { return WaitFact(kind: .pageFault, target: file) }
             if sample.syscall == nil || outside { return WaitFact(kind: .pageFault) }
         }
         // Touching a mapped file page by page: readahead brings most pages in ahead of the
@@ -133,7 +133,7 @@ final class SampleFacts {
             delta.readSyscalls == 0, delta.writeSyscalls == 0, delta.cpuShare == .system
         {
             if let fault = recordedFault(inProgress: false) { return fault }
-            if last.target == nil, let file = mappings.grownMapping() {
+            if last.target == nil, let file = grownMapping() {
                 return WaitFact(kind: .pageFault, target: file)
             }
             return last
@@ -145,7 +145,7 @@ final class SampleFacts {
             // stack says this: perf and the scan also give stacks of a thread in the kernel.
             if sample.source == .signal {
                 guard let delta, delta.readBytes > 0, delta.readSyscalls == 0 else { return nil }
-                return recordedFault(inProgress: false) ?? WaitFact(kind: .pageFault, target: mappings.grownMapping())
+                return recordedFault(inProgress: false) ?? WaitFact(kind: .pageFault, target: grownMapping())
             }
             if let named = perfDescriptor(sample) { return named }
             if let carried = carriedForward(sample) { return carried }
@@ -273,6 +273,11 @@ final class SampleFacts {
         let text = String(name)
         return SyscallTable.number(for: text) != nil ? text : nil
     }
+
+    /// Without the fault event, the file mapping whose resident size grew the most. With it, nil:
+    /// a fault it has no record of began before the stall was detected, and smaps growth can
+    /// name another mapping (another thread's, or this process's code paged in meanwhile).
+    private func grownMapping() -> String? { faults == nil ? mappings.grownMapping() : nil }
 
     private func mapping(of address: UInt64) -> FaultAddresses.Mapping? {
         faults?.mapping(of: address) ?? FaultAddresses.lookUp(address)
