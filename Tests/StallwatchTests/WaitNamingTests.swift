@@ -99,6 +99,42 @@ import Testing
         #expect(!fromFirst.isEmpty, "\(text)")
         #expect(fromFirst.allSatisfy(named), "\(text)")
     }
+
+    @Test func aRecordedTraceCarriesTheFactsToShowAndReport() async throws {
+        let trace = Scenarios.temporaryPath("naming") + ".trace"
+        let mapped = evictedTestFile(megabytes: 128)
+        let synced = Scenarios.temporaryPath("msync")
+        writeFile(synced, megabytes: 128, sync: true)
+        defer { for path in [trace, mapped, synced] { unlink(path) } }
+        try await onLoopThreadThrowing { loop in
+            let recorder = try TraceRecorder(path: trace, loop: loop, mode: .stalls)
+            try recorder.start()
+            loop.post(label: "fault") { touchMappedFileForStallTest(mapped) }
+            loop.post(label: "msync") { dirtyAndSyncMappingForStallTest(synced) }
+            let done = Box(false)
+            loop.schedule(after: .milliseconds(300)) { _ in done.value = true }
+            while !done.value { loop.runOnce(timeout: .milliseconds(100)) }
+            recorder.stop()
+        }
+        let decoded = DecodedTrace(
+            decoding: [UInt8](try Data(contentsOf: URL(fileURLWithPath: trace))), fileName: trace)
+        #expect(decoded.outcome.endedCleanly, "\(decoded.outcome.problems)")
+        // Kind 19 keeps the fault address (its `address` field) and the mapped file.
+        let fault = try #require(decoded.stalls.first { $0.callout.label == "fault" })
+        let faults = fault.samples.compactMap(\.wait).filter { $0.kind == .pageFault && $0.target == mapped }
+        #expect(!faults.isEmpty && faults.allSatisfy { $0.address != nil }, "\(fault.samples.map(\.wait))")
+        let sync = try #require(decoded.stalls.first { $0.callout.label == "msync" })
+        #expect(sync.samples.contains { $0.wait?.operation == "msync" && $0.wait?.target == synced })
+        for stall in [fault, sync] {
+            let show = try runProduct(
+                "stallwatch", ["show", trace, "--stall", String(stall.id)], environment: ["COLUMNS": "400"])
+            print(show.output.split(separator: "\n").filter { $0.contains("waited on") }.joined(separator: "\n"))
+            let expected = stall.id == fault.id ? "page fault in \(mapped)" : "msync of \(synced)"
+            #expect(show.status == 0 && show.output.contains("waited on \(expected)"), "\(show.output)")
+        }
+        let report = try runProduct("stallwatch", ["report", trace], environment: ["COLUMNS": "400"])
+        #expect(report.output.contains("page fault in \(mapped)"), "\(report.output)")
+    }
 }
 
 /// A file of `megabytes` on disk and out of the page cache.
