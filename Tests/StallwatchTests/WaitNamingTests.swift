@@ -1,6 +1,6 @@
-// Every knowable wait is named: a page fault names the mapped file it reads (its address comes
-// from a perf page-fault event), an msync names the mapping's file, and an I/O syscall's file
-// fact is in every sample that shows the syscall, under a CPU hog on every core too.
+// Every knowable wait is named: an msync names the mapping's file, an I/O syscall's file fact is
+// in every sample that has the syscall, under a CPU hog on every core too, and the facts reach the
+// trace, `show` and `report`. (A page fault's file, from its address: WaitFactTests.)
 import CStallwatchShims
 import Dispatch
 import Foundation
@@ -26,26 +26,6 @@ import Testing
         let text = lines.joined(separator: "\n")
         print(text)
         return text
-    }
-
-    @Test func everyPageFaultSampleOfAMappedEvictedFileNamesTheFile() async throws {
-        let path = evictedTestFile(megabytes: 128)
-        defer { unlink(path) }
-        let run = try await monitored { loop, measure in
-            measure.post(loop) { touchMappedFileForStallTest(path) }
-        }
-        let stall = try #require(run.ended.first)
-        let text = describe(stall, "mmap'ed evicted 128 MB file touched page by page")
-        let faults = stall.samples.compactMap(\.wait).filter { $0.kind == .pageFault }
-        #expect(faults.count >= 2, "\(text)")
-        // perf records a fault as it begins, and only while the stall is sampled: samples of a
-        // thread blocked since before then in one fault (one 2 MiB folio read from a loaded disk
-        // took 30 ms in one run) have no record of it and name no file. From the first record
-        // on, every fault fact carries its address and the file.
-        let recorded = faults.drop { $0.address == nil }
-        #expect(!recorded.isEmpty, "\(text)")
-        #expect(recorded.allSatisfy { $0.address != nil && $0.target == path }, "\(text)")
-        #expect(faults.allSatisfy { $0.target == nil || $0.target == path }, "\(text)")
     }
 
     @Test func msyncOfADirtySharedMappingNamesTheFile() async throws {
@@ -106,18 +86,10 @@ import Testing
         let synced = Scenarios.temporaryPath("msync")
         writeFile(synced, megabytes: 128, sync: true)
         defer { for path in [trace, mapped, synced] { unlink(path) } }
-        try await onLoopThreadThrowing { loop in
-            let recorder = try TraceRecorder(path: trace, loop: loop, mode: .stalls)
-            try recorder.start()
+        let decoded = try await recordedTrace(at: trace) { loop in
             loop.post(label: "fault") { touchMappedFileForStallTest(mapped) }
             loop.post(label: "msync") { dirtyAndSyncMappingForStallTest(synced) }
-            let done = Box(false)
-            loop.schedule(after: .milliseconds(300)) { _ in done.value = true }
-            while !done.value { loop.runOnce(timeout: .milliseconds(100)) }
-            recorder.stop()
         }
-        let decoded = DecodedTrace(
-            decoding: [UInt8](try Data(contentsOf: URL(fileURLWithPath: trace))), fileName: trace)
         #expect(decoded.outcome.endedCleanly, "\(decoded.outcome.problems)")
         // Kind 19 keeps the fault address (its `address` field) and the mapped file.
         let fault = try #require(decoded.stalls.first { $0.callout.label == "fault" })
@@ -137,6 +109,21 @@ import Testing
     }
 }
 
+/// Records a trace at `path` of a fresh loop on which `post` posts its work, runs the loop
+/// 300 ms, and decodes the trace.
+func recordedTrace(at path: String, _ post: @escaping @Sendable (MainLoop) -> Void) async throws -> DecodedTrace {
+    try await onLoopThreadThrowing { loop in
+        let recorder = try TraceRecorder(path: path, loop: loop, mode: .stalls)
+        try recorder.start()
+        post(loop)
+        let done = Box(false)
+        loop.schedule(after: .milliseconds(300)) { _ in done.value = true }
+        while !done.value { loop.runOnce(timeout: .milliseconds(100)) }
+        recorder.stop()
+    }
+    return DecodedTrace(decoding: [UInt8](try Data(contentsOf: URL(fileURLWithPath: path))), fileName: path)
+}
+
 /// A file of `megabytes` on disk and out of the page cache.
 func evictedTestFile(megabytes: Int) -> String {
     let path = Scenarios.temporaryPath("evicted")
@@ -149,13 +136,7 @@ func evictedTestFile(megabytes: Int) -> String {
 
 /// Dirties every page of a shared mapping of `path`, then msyncs it (the writeback is the stall).
 @inline(never) func dirtyAndSyncMappingForStallTest(_ path: String) {
-    let fd = open(path, O_RDWR)
-    precondition(fd >= 0)
-    var info = stat()
-    fstat(fd, &info)
-    let length = Int(info.st_size)
-    let base = mmap(nil, length, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0)!
-    close(fd)
+    let (base, length) = mapWholeFile(path, writable: true)
     let bytes = base.assumingMemoryBound(to: UInt8.self)
     for offset in stride(from: 0, to: length, by: 4096) { bytes[offset] &+= 1 }
     msync(base, length, MS_SYNC)
