@@ -28,15 +28,22 @@ import Testing
         return text
     }
 
-    @Test func msyncOfADirtySharedMappingNamesTheFile() async throws {
+    @Test(
+        .timingSensitive(
+            "the msync lasts as long as the writeback the flusher has not done yet (60–540 ms here); "
+                + "a flusher that got there first would leave an msync within the budget"))
+    func msyncOfADirtySharedMappingNamesTheFile() async throws {
         let path = Scenarios.temporaryPath("msync")
         defer { unlink(path) }
-        writeFile(path, megabytes: 128, sync: true)
+        writeFile(path, megabytes: 256, sync: true)
+        // Dirtied here, so the stall is the msync alone: it writes back the file's dirty pages
+        // in its range, whichever mapping dirtied them (74–541 ms for 128 MB on this machine).
+        dirtyMappingOf(path)
         let run = try await monitored { loop, measure in
-            measure.post(loop) { dirtyAndSyncMappingForStallTest(path) }
+            measure.post(loop) { syncMappingForStallTest(path) }
         }
         let stall = try #require(run.ended.first)
-        let text = describe(stall, "msync of a dirty 128 MB shared mapping")
+        let text = describe(stall, "msync of a dirty 256 MB shared mapping")
         let inMsync = stall.samples.filter { $0.syscallName == "msync" }
         #expect(!inMsync.isEmpty, "no sample caught the msync: \(text)")
         for sample in inMsync {
@@ -84,11 +91,12 @@ import Testing
         let trace = Scenarios.temporaryPath("naming") + ".trace"
         let mapped = evictedTestFile(megabytes: 128)
         let synced = Scenarios.temporaryPath("msync")
-        writeFile(synced, megabytes: 128, sync: true)
+        writeFile(synced, megabytes: 256, sync: true)
+        dirtyMappingOf(synced)
         defer { for path in [trace, mapped, synced] { unlink(path) } }
         let decoded = try await recordedTrace(at: trace) { loop in
             loop.post(label: "fault") { touchMappedFileForStallTest(mapped) }
-            loop.post(label: "msync") { dirtyAndSyncMappingForStallTest(synced) }
+            loop.post(label: "msync") { syncMappingForStallTest(synced) }
         }
         #expect(decoded.outcome.endedCleanly, "\(decoded.outcome.problems)")
         // Kind 19 keeps the fault address (its `address` field) and the mapped file.
@@ -134,11 +142,17 @@ func evictedTestFile(megabytes: Int) -> String {
     return path
 }
 
-/// Dirties every page of a shared mapping of `path`, then msyncs it (the writeback is the stall).
-@inline(never) func dirtyAndSyncMappingForStallTest(_ path: String) {
+/// Dirties every page of `path` through a shared mapping, and unmaps it (the pages stay dirty).
+func dirtyMappingOf(_ path: String) {
     let (base, length) = mapWholeFile(path, writable: true)
     let bytes = base.assumingMemoryBound(to: UInt8.self)
     for offset in stride(from: 0, to: length, by: 4096) { bytes[offset] &+= 1 }
+    munmap(base, length)
+}
+
+/// msyncs a shared mapping of the whole of `path`: writes back its dirty pages and waits.
+@inline(never) func syncMappingForStallTest(_ path: String) {
+    let (base, length) = mapWholeFile(path, writable: true)
     msync(base, length, MS_SYNC)
     munmap(base, length)
 }
