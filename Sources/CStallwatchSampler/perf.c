@@ -17,6 +17,7 @@
 #include <sys/ioctl.h>
 #include <sys/mman.h>
 #include <sys/syscall.h>
+#include <sys/uio.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -40,7 +41,7 @@
 // kernel's order above: AX BX CX DX SI DI BP SP IP R8...R15.
 static const int k_unw_regnum[SW_PERF_NREGS] = {0, 3, 2, 1, 4, 5, 6, 7, 16, 8, 9, 10, 11, 12, 13, 14, 15};
 enum { UNW_RBP = 6, UNW_RSP = 7, UNW_RIP = 16 };
-enum { PERF_IDX_BP = 6, PERF_IDX_SP = 7, PERF_IDX_IP = 8 };
+enum { PERF_IDX_DI = 5, PERF_IDX_BP = 6, PERF_IDX_SP = 7, PERF_IDX_IP = 8 };
 
 #define SW_PERF_RING_PAGES 64      // 256 KiB of data: 15 samples of 16 KiB stacks
 #define SW_PERF_MAX_RECORD 65536   // a record's size is a u16
@@ -496,6 +497,19 @@ int sw_perf_latest(sw_perf *perf, int64_t not_before_ns, int32_t method, uintptr
     out->tid = (int32_t)s.tid;
     out->in_kernel = (newest_misc & PERF_RECORD_MISC_CPUMODE_MASK) == PERF_RECORD_MISC_KERNEL;
     out->stack_bytes = (int32_t)s.stack_size;
+    // In the kernel the user registers are those saved at entry: a syscall's if the user IP
+    // follows a `syscall` instruction (0F 05), else a fault's or an interrupt's. Read with
+    // process_vm_readv, so an unmapped address fails instead of faulting.
+    if (out->in_kernel) {
+        uint8_t code[2] = {0, 0};
+        struct iovec local = {code, sizeof code};
+        struct iovec remote = {(void *)(uintptr_t)(s.regs[PERF_IDX_IP] - 2), sizeof code};
+        if (s.regs[PERF_IDX_IP] >= 2 && process_vm_readv(getpid(), &local, 1, &remote, 1, 0) == 2 &&
+            code[0] == 0x0F && code[1] == 0x05) {
+            out->in_syscall = 1;
+            out->syscall_arg0 = s.regs[PERF_IDX_DI];
+        }
+    }
 
     if (callchain != NULL && callchain_capacity > 0) {
         int n = 0;

@@ -8,13 +8,16 @@ public struct WaitFact: Sendable, Hashable, Codable {
     /// The kind of wait. Raw values are stable (trace files store them).
     public enum Kind: UInt8, CaseIterable, Sendable, Hashable, Codable {
         /// An I/O syscall on a descriptor that names a file (or a pipe, an eventfd…):
-        /// `target` is what `/proc/self/fd/N` links to.
+        /// `target` is what `/proc/self/fd/N` links to. Or a syscall on an address in a file
+        /// mapping (`msync`, `madvise`, `mlock`): `target` is the mapping's file, `address` the
+        /// syscall's address.
         case file = 1
         /// An I/O syscall on a socket: `target` is the peer (`127.0.0.1:5432`, a unix path),
         /// or `socket:[inode]` when it has none.
         case socket = 2
-        /// Major page faults: `target` is the file mapping whose resident size grew the most
-        /// since the previous sample (the kernel does not show the fault address).
+        /// A page fault: `address` is the fault address (a perf page-fault event) and `target`
+        /// the file mapped there; without perf, `target` is the file mapping whose resident
+        /// size grew the most since the previous sample.
         case pageFault = 3
         /// A futex wait on a glibc `pthread_mutex_t` (NSLock is one): `owner` holds it.
         case mutex = 4
@@ -51,7 +54,8 @@ public struct WaitFact: Sendable, Hashable, Codable {
     public var fd: Int32?
     /// The path, the socket peer, the mapped file or the database file.
     public var target: String?
-    /// The futex address (`mutex`, `futex`).
+    /// The futex address (`mutex`, `futex`), the fault address (`pageFault`), the syscall's
+    /// address (`file` of `msync`, `madvise`, `mlock`).
     public var address: UInt64?
     /// The thread holding the mutex (`mutex`).
     public var owner: Owner?

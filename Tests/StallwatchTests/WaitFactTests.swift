@@ -51,18 +51,8 @@ import Testing
         #expect(!withCulprit.isEmpty, "no stack holds \(culprit): \(sources)", sourceLocation: sourceLocation)
     }
 
-    /// A file of `megabytes` on disk and out of the page cache.
-    private func evictedFile(megabytes: Int) -> String {
-        let path = Scenarios.temporaryPath("evicted")
-        writeFile(path, megabytes: megabytes, sync: true)
-        let fd = open(path, O_RDONLY)
-        posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED)
-        close(fd)
-        return path
-    }
-
     @Test func largeReadOfAnEvictedFileIsIORead() async throws {
-        let path = evictedFile(megabytes: 256)
+        let path = evictedTestFile(megabytes: 256)
         defer { unlink(path) }
         // The bytes are freed after the run: under ASan the free alone is a compute stall.
         let kept = Locked<Data?>(nil)
@@ -101,11 +91,11 @@ import Testing
             if: Sanitizer.address,
             "under ASan one sample reads smaps for the whole stall and sees no mapping grow (docs/sanitizers.md)"),
         .timingSensitive(
-            "the mapping is named by whose resident size grew most between two smaps readings; when the "
-                + "machine faults other pages of this process in meanwhile (the test binary's own, on a "
-                + "loaded machine) another mapping can win: a known weakness of the heuristic (issue 24)"))
+            "without perf (STALLWATCH_PERF=0, paranoid 3) the mapping is named by whose resident size grew "
+                + "most between two smaps readings; when the machine faults other pages of this process in "
+                + "meanwhile another mapping can win. With perf, the fault's own address names it"))
     func mappedEvictedFileTouchedPageByPageIsPageFault() async throws {
-        let path = evictedFile(megabytes: 128)
+        let path = evictedTestFile(megabytes: 128)
         defer { unlink(path) }
         let run = try await monitored { loop, measure in
             measure.post(loop) { touchMappedFileForStallTest(path) }
@@ -117,6 +107,19 @@ import Testing
         #expect(breakdown.topReasons.first?.reason == "page fault", "\(reasons(breakdown))")
         let facts = stall.samples.compactMap(\.wait)
         #expect(facts.contains { $0.kind == .pageFault && $0.target == path }, "\(facts)")
+        // With perf, each fault fact is the fault's own: its address, and the file mapped there.
+        let perf = run.statistics.common.perfSampling
+        guard perf == .kernelAndUser || perf == .userOnly else { return }
+        let faults = facts.filter { $0.kind == .pageFault }
+        #expect(faults.count >= 2, "\(facts)")
+        // perf records a fault as it begins, and only while the stall is sampled: samples of a
+        // thread blocked since before then in one fault (one 2 MiB folio read from a loaded disk
+        // took 30 ms in one run) have no record of it and name no file. From the first record
+        // on, every fault fact carries its address and the file.
+        let recorded = faults.drop { $0.address == nil }
+        #expect(!recorded.isEmpty, "\(facts)")
+        #expect(recorded.allSatisfy { $0.address != nil && $0.target == path }, "\(facts)")
+        #expect(faults.allSatisfy { $0.target == nil || $0.target == path }, "\(facts)")
     }
 
     @Test func mutexHeldByANamedThreadNamesTheOwnerAndItsStack() async throws {
@@ -213,7 +216,7 @@ import Testing
             .path
         let keep = ProcessInfo.processInfo.environment["STALLWATCH_KEEP_TRACE"] != nil
         defer { if !keep { unlink(path) } else { print("kept trace \(path)") } }
-        let file = evictedFile(megabytes: 128)
+        let file = evictedTestFile(megabytes: 128)
         defer { unlink(file) }
         let mutex = UnsafeMutablePointer<pthread_mutex_t>.allocate(capacity: 1)
         pthread_mutex_init(mutex, nil)
@@ -224,21 +227,14 @@ import Testing
             FactCache.refresh(shared, held: held, milliseconds: 300)
         }.start()
         held.wait()
-        try await onLoopThreadThrowing { loop in
-            let recorder = try TraceRecorder(path: path, loop: loop, mode: .stalls)
-            try recorder.start()
+        let trace = try await recordedTrace(at: path) { loop in
             loop.post(label: "lock") { lockMutexForStallTest(shared) }
             loop.post(label: "read") { readWholeFileForStallTest(file) }
-            let done = Box(false)
-            loop.schedule(after: .milliseconds(300)) { _ in done.value = true }
-            while !done.value { loop.runOnce(timeout: .milliseconds(100)) }
-            recorder.stop()
         }
         while pthread_mutex_trylock(mutex) != 0 { usleep(1_000) }
         pthread_mutex_unlock(mutex)
         pthread_mutex_destroy(mutex)
         mutex.deallocate()
-        let trace = DecodedTrace(decoding: [UInt8](try Data(contentsOf: URL(fileURLWithPath: path))), fileName: path)
         #expect(trace.outcome.endedCleanly, "\(trace.outcome.problems)")
         let lock = try #require(trace.stalls.first { $0.callout.label == "lock" })
         let owner = try #require(lock.samples.compactMap { $0.wait?.owner }.first { !$0.frames.isEmpty })
@@ -262,14 +258,20 @@ import Testing
     close(fd)
 }
 
-@inline(never) func touchMappedFileForStallTest(_ path: String) {
-    let fd = open(path, O_RDONLY)
+/// The whole file at `path`, mapped (shared and writable with `writable`), and its length.
+func mapWholeFile(_ path: String, writable: Bool = false) -> (base: UnsafeMutableRawPointer, length: Int) {
+    let fd = open(path, writable ? O_RDWR : O_RDONLY)
     precondition(fd >= 0)
+    defer { close(fd) }
     var info = stat()
     fstat(fd, &info)
     let length = Int(info.st_size)
-    let base = mmap(nil, length, PROT_READ, MAP_PRIVATE, fd, 0)!
-    close(fd)
+    let protection = writable ? PROT_READ | PROT_WRITE : PROT_READ
+    return (mmap(nil, length, protection, writable ? MAP_SHARED : MAP_PRIVATE, fd, 0)!, length)
+}
+
+@inline(never) func touchMappedFileForStallTest(_ path: String) {
+    let (base, length) = mapWholeFile(path)
     let bytes = base.assumingMemoryBound(to: UInt8.self)
     var sum: UInt64 = 0
     for offset in stride(from: 0, to: length, by: 4096) { sum &+= UInt64(bytes[offset]) }

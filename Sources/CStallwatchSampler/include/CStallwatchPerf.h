@@ -83,6 +83,9 @@ typedef struct sw_perf_sample {
     int32_t reserved;
     uint64_t lost_total;      ///< records the kernel dropped because the ring was full, since open
     int64_t unwind_ns;        ///< time this call spent unwinding
+    int32_t in_syscall;       ///< 1: in the kernel, and the user IP follows a `syscall` instruction
+    int32_t reserved2;
+    uint64_t syscall_arg0;    ///< with in_syscall: the user RDI saved at syscall entry, its first argument
 } sw_perf_sample;
 
 /// Consumes every record in the ring and unwinds the newest sample taken at or after

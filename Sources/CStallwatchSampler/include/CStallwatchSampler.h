@@ -127,3 +127,5 @@ const char *sw_sampler_libunwind_path(void);
 
 // The loop thread's self-sampling ticks (after everything above, which it uses).
 #include "CStallwatchSelfSample.h"
+// The addresses the loop thread page-faults on, for the wait facts.
+#include "CStallwatchFaults.h"

@@ -1,8 +1,9 @@
 import CStallwatchShims
 import Glibc
 
-/// Which file mapping a thread is faulting in. The kernel does not show a faulting thread's
-/// fault address (/proc/.../syscall shows only the user PC, outside a syscall), so this
+/// Which file mapping a thread is faulting in, when the perf page-fault event
+/// (`FaultAddresses`) is unavailable or has no record yet. /proc does not show a faulting
+/// thread's fault address (/proc/.../syscall shows only the user PC, outside a syscall), so this
 /// compares the resident size of each file-backed, non-executable mapping in
 /// /proc/self/smaps between two samples that saw major faults: the one that grew the most is
 /// being read in. smaps is costly to read (a walk of every mapping's page tables: 14–21 ms

@@ -13,15 +13,20 @@ import StallwatchCore
 final class SampleFacts {
     private let tid: Int32
     private let counters: KernelCounterReader
-    private let syscallFD: Int32
+    /// The sampler's reader: a sample's syscall arguments come from the read that gave its syscall.
+    private let reader: ThreadStateReader
+    /// The sampler's stacks: a perf stack taken in a syscall carries its first argument.
+    private let stacks: StackCapture
     private let statements: StatementSlot
+    /// The thread's fault addresses (perf), if perf is available and not switched off.
+    private let faults: FaultAddresses?
+    /// When the previous sample of this stall was taken (faults since then are its interval's).
+    private var previousTime: UInt64 = 0
     private var baseline: (sequence: UInt64, counters: KernelCounters)?
     private var previous: KernelCounters?
     private var previousWait: WaitFact?
     private var mappings = MappingGrowth()
     private var ownerScanners: [Int32: StackScanner] = [:]
-    /// The syscall line read just before the sample (the capture's signal may move the thread).
-    private var pending: (number: Int32, arguments: (UInt64, UInt64))?
     private var pendingCounters: KernelCounters?
     private var files = GrowingFiles()
 
@@ -40,14 +45,29 @@ final class SampleFacts {
         })
     private static let futexSyscall = SyscallTable.number(for: "futex")!
 
-    init(tid: Int32, statements: StatementSlot) {
+    /// Syscalls whose first argument is an address in a mapping whose file they may wait on
+    /// (writeback, read-in).
+    static let addressSyscalls: Set<Int32> = Set(
+        ["msync", "madvise", "mlock", "mlock2", "remap_file_pages"].map { SyscallTable.number(for: $0)! })
+
+    /// Syscalls that count in `syscr`/`syscw` when they return, whatever they return: while
+    /// neither count moved, a thread seen in one is still in it.
+    static let countedSyscalls: Set<Int32> = Set(
+        [
+            "read", "write", "pread64", "pwrite64", "readv", "writev", "preadv", "pwritev", "preadv2", "pwritev2",
+            "sendfile", "copy_file_range",
+        ].map { SyscallTable.number(for: $0)! })
+
+    /// Facts for thread `tid`, with what `sampler` read; `faultAddresses` opens the perf
+    /// page-fault event (unless `STALLWATCH_PERF` switches perf off).
+    init(tid: Int32, statements: StatementSlot, sampler: ThreadSampler, faultAddresses: Bool) {
         self.tid = tid
         self.statements = statements
+        self.reader = sampler.reader
+        self.stacks = sampler.stacks
         counters = KernelCounterReader(tid: tid)
-        syscallFD = open("/proc/self/task/\(tid)/syscall", O_RDONLY | O_CLOEXEC)
+        faults = faultAddresses && !PerfSampler.disabledByEnvironment ? FaultAddresses.open(tid: tid).0 : nil
     }
-
-    deinit { if syscallFD >= 0 { close(syscallFD) } }
 
     /// The watchdog saw callout `sequence` running and will sleep to its deadline: take the
     /// reading its first sample's delta starts from (once per callout).
@@ -60,15 +80,19 @@ final class SampleFacts {
     func beginStall(_ sequence: UInt64) {
         previous = baseline?.sequence == sequence ? baseline?.counters : nil
         previousWait = nil
+        previousTime = 0
         mappings.reset()
         files.reset()
+        faults?.enable()
     }
+
+    /// The stall ended: faults are no longer recorded.
+    func endStall() { faults?.disable() }
 
     /// Takes a sample with `take` (the watchdog's capture), reading the counters and the
     /// syscall arguments just before it, and adds the counters, their delta and the wait fact.
     func sample(_ take: () -> Sample) -> Sample {
         pendingCounters = counters.read()
-        pending = readSyscallLine()
         var sample = take()
         complete(&sample)
         return sample
@@ -77,8 +101,8 @@ final class SampleFacts {
     /// Fills `sample.counters`, `countersDelta` and `wait`.
     private func complete(_ sample: inout Sample) {
         defer {
-            pending = nil
             pendingCounters = nil
+            previousTime = sample.time
         }
         if let reading = pendingCounters ?? counters.read() {
             sample.counters = reading
@@ -97,7 +121,8 @@ final class SampleFacts {
         let delta = sample.countersDelta
         let outside = sample.syscall == -1
         if (delta?.majorFaults ?? 0) > 0 || (outside && (sample.state == .diskSleep || (delta?.readBytes ?? 0) > 0)) {
-            if let file = mappings.grownMapping() { return WaitFact(kind: .pageFault, target: file) }
+            if let fault = recordedFault(inProgress: outside) { return fault }
+            if let file = grownMapping() { return WaitFact(kind: .pageFault, target: file) }
             if sample.syscall == nil || outside { return WaitFact(kind: .pageFault) }
         }
         // Touching a mapped file page by page: readahead brings most pages in ahead of the
@@ -107,7 +132,8 @@ final class SampleFacts {
         if sample.syscall == nil, let last = previousWait, last.kind == .pageFault, let delta,
             delta.readSyscalls == 0, delta.writeSyscalls == 0, delta.cpuShare == .system
         {
-            if last.target == nil, let file = mappings.grownMapping() {
+            if let fault = recordedFault(inProgress: false) { return fault }
+            if last.target == nil, let file = grownMapping() {
                 return WaitFact(kind: .pageFault, target: file)
             }
             return last
@@ -119,10 +145,16 @@ final class SampleFacts {
             // stack says this: perf and the scan also give stacks of a thread in the kernel.
             if sample.source == .signal {
                 guard let delta, delta.readBytes > 0, delta.readSyscalls == 0 else { return nil }
-                return WaitFact(kind: .pageFault, target: mappings.grownMapping())
+                return recordedFault(inProgress: false) ?? WaitFact(kind: .pageFault, target: grownMapping())
             }
+            if let named = perfDescriptor(sample) { return named }
             if let carried = carriedForward(sample) { return carried }
             guard let delta, delta.cpuShare == .system else { return nil }
+            // Kernel time in user-mode faults on a mapped file (dirtying a shared mapping, its
+            // writeback throttled): not a syscall, whatever bytes move.
+            if delta.readSyscalls == 0, delta.writeSyscalls == 0, let fault = recordedFault(inProgress: false) {
+                return fault
+            }
             // One long buffered write on CPU: the file it writes is the one whose size grows.
             if delta.writeBytes > 0 {
                 if let (fd, path) = files.grown(by: .size) {
@@ -139,11 +171,10 @@ final class SampleFacts {
             }
             return nil
         }
-        // The line read before the capture, else (the thread entered the syscall meanwhile) now.
-        guard let line = pending?.number == number ? pending : readSyscallLine(), line.number == number else {
+        // From the read of the syscall file that gave the sample its syscall.
+        guard let reading = reader.last, reading.syscall == number, let arguments = reading.arguments else {
             return nil
         }
-        let arguments = line.arguments
         let name = sample.syscallName
         if Self.descriptorSyscalls.contains(number) {
             let fd = Int32(truncatingIfNeeded: arguments.0)
@@ -151,6 +182,10 @@ final class SampleFacts {
                 return WaitFact(kind: .file, operation: name, fd: fd)
             }
             return WaitFact(kind: kind, operation: name, fd: fd, target: target)
+        }
+        if Self.addressSyscalls.contains(number) {
+            guard let mapping = mapping(of: arguments.0), mapping.isFile else { return nil }
+            return WaitFact(kind: .file, operation: name, target: mapping.name, address: arguments.0)
         }
         if number == Self.futexSyscall {
             var fact = FutexProbe.probe(address: arguments.0, operation: arguments.1, waiter: tid)
@@ -160,15 +195,19 @@ final class SampleFacts {
         return nil
     }
 
-    /// A thread on CPU inside one long syscall shows `running`, not its arguments. While no
-    /// read or write syscall completed since the previous sample (syscr and syscw still) and
-    /// user time did not dominate, it is still in the syscall the previous sample named: keep
-    /// that sample's descriptor fact (a better-named one replaces an unnamed one).
+    /// A thread on CPU inside one long syscall shows `running`, not its arguments (nor does one
+    /// waiting for a CPU: both are TASK_RUNNING). While no read or write syscall completed since
+    /// the previous sample (syscr and syscw still), it is still in the syscall the previous sample
+    /// named: keep that sample's descriptor fact (a better-named one replaces an unnamed one).
+    /// For a syscall that counts in syscr/syscw as it returns that is certain; for another
+    /// (fsync, recv) user time must not dominate too. Under CPU load utime and stime advance by
+    /// scaled ticks that can go either way over 5 ms, so the certain case does not ask them.
     private func carriedForward(_ sample: Sample) -> WaitFact? {
         guard let last = previousWait, last.kind == .file || last.kind == .socket,
-            let delta = sample.countersDelta, delta.readSyscalls == 0, delta.writeSyscalls == 0,
-            delta.cpuShare == .system
+            let delta = sample.countersDelta, delta.readSyscalls == 0, delta.writeSyscalls == 0
         else { return nil }
+        let counted = last.operation.flatMap(SyscallTable.number(for:)).map(Self.countedSyscalls.contains) ?? false
+        guard counted || delta.cpuShare == .system else { return nil }
         if last.target == nil, last.operation == "write", delta.writeBytes > 0,
             let (fd, path) = files.grown(by: .size)
         {
@@ -182,17 +221,66 @@ final class SampleFacts {
         return last
     }
 
-    /// The syscall the loop thread is in and its first two arguments, if it is in one.
-    private func readSyscallLine() -> (number: Int32, arguments: (UInt64, UInt64))? {
-        guard syscallFD >= 0 else { return nil }
-        var buffer = [UInt8](repeating: 0, count: 256)
-        let n = buffer.withUnsafeMutableBytes { pread(syscallFD, $0.baseAddress, $0.count, 0) }
-        guard n > 0 else { return nil }
-        let fields = String(decoding: buffer[0..<n], as: UTF8.self).split(whereSeparator: { $0 == " " || $0 == "\n" })
-        guard fields.count >= 3, let number = Int32(fields[0]), number >= 0, let first = UInt64(hex: fields[1]),
-            let second = UInt64(hex: fields[2])
+    /// The fault the thread waits in (`inProgress`: blocked outside a syscall, so its newest
+    /// fault record, written as the fault began, is that fault), else its newest fault on a
+    /// file mapping since the previous sample; from the perf page-fault event. nil without one.
+    private func recordedFault(inProgress: Bool) -> WaitFact? {
+        guard let recent = faults?.newest(), let newest = recent.first else { return nil }
+        if inProgress {
+            let mapping = mapping(of: newest.address)
+            return WaitFact(
+                kind: .pageFault, target: mapping?.isFile == true ? mapping?.name : nil, address: newest.address)
+        }
+        for fault in recent where fault.time >= previousTime {
+            if let mapping = mapping(of: fault.address), mapping.isFile {
+                return WaitFact(kind: .pageFault, target: mapping.name, address: fault.address)
+            }
+        }
+        return nil
+    }
+
+    /// A perf stack taken inside a syscall names its descriptor (its first argument, RDI at
+    /// entry) when the syscall is known to take one: the previous sample's syscall on the same
+    /// descriptor, else the libc wrapper the user IP is in (`read`, `__libc_pread64`).
+    private func perfDescriptor(_ sample: Sample) -> WaitFact? {
+        guard sample.source == .perf, let argument = stacks.perfSyscallArgument, argument <= Int32.max else {
+            return nil
+        }
+        let fd = Int32(argument)
+        var operation: String?
+        if let last = previousWait, last.fd == fd, let known = last.operation { operation = known }
+        if operation == nil, let ip = sample.frames.first?.address { operation = Self.wrapperSyscall(at: ip) }
+        guard let operation, let number = SyscallTable.number(for: operation), Self.descriptorSyscalls.contains(number),
+            let (kind, target) = DescriptorResolver.resolve(fd)
         else { return nil }
-        return (number, (first, second))
+        return WaitFact(kind: kind, operation: operation, fd: fd, target: target)
+    }
+
+    /// The syscall a libc wrapper at `address` makes, by its exported name, if it names one.
+    static func wrapperSyscall(at address: UInt64) -> String? {
+        DynamicLoader.symbol(at: address)?.name.flatMap(wrapperSyscall(named:))
+    }
+
+    /// The syscall a libc wrapper named `symbol` makes (`__libc_read`, `__pread64` → `read`,
+    /// `pread64`), if it names one.
+    static func wrapperSyscall(named symbol: String) -> String? {
+        var name = Substring(symbol)
+        while name.hasPrefix("_") { name = name.dropFirst() }
+        for prefix in ["libc_", "GI_", "GI___libc_"] where name.hasPrefix(prefix) {
+            name = name.dropFirst(prefix.count)
+        }
+        while name.hasPrefix("_") { name = name.dropFirst() }
+        let text = String(name)
+        return SyscallTable.number(for: text) != nil ? text : nil
+    }
+
+    /// Without the fault event, the file mapping whose resident size grew the most. With it, nil:
+    /// a fault it has no record of began before the stall was detected, and smaps growth can
+    /// name another mapping (another thread's, or this process's code paged in meanwhile).
+    private func grownMapping() -> String? { faults == nil ? mappings.grownMapping() : nil }
+
+    private func mapping(of address: UInt64) -> FaultAddresses.Mapping? {
+        faults?.mapping(of: address) ?? FaultAddresses.lookUp(address)
     }
 
     /// The owner's stack, only by scanning (the owner must be blocked in a syscall). A signal

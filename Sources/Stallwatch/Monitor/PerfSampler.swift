@@ -14,6 +14,8 @@ final class PerfSampler {
         var time: UInt64
         var inKernel: Bool
         var unwindNanos: Int64
+        /// In a syscall (the user IP follows a `syscall` instruction): its first argument.
+        var syscallArgument: UInt64?
     }
 
     static let stackBytes: Int32 = 16_384
@@ -73,7 +75,8 @@ final class PerfSampler {
         guard count > 0 else { return nil }
         return Stack(
             addresses: frames[..<Int(count)].map { UInt64($0) }, time: UInt64(sample.time_ns),
-            inKernel: sample.in_kernel != 0, unwindNanos: sample.unwind_ns)
+            inKernel: sample.in_kernel != 0, unwindNanos: sample.unwind_ns,
+            syscallArgument: sample.in_syscall != 0 ? sample.syscall_arg0 : nil)
     }
 }
 

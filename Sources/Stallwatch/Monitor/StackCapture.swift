@@ -18,6 +18,9 @@ final class StackCapture {
     private let usePerf: Bool
     /// The last stack actually captured in the current stall (not stale), for `.stale` samples.
     private(set) var lastStack: [UInt64] = []
+    /// The current sample's stack came from perf inside a syscall: that syscall's first argument
+    /// (the user RDI saved at entry), which /proc does not show while the thread is on CPU.
+    var perfSyscallArgument: UInt64?
     /// Whether the last signal capture timed out (or was skipped because of that).
     var lastTimedOut = false
     /// Whether the watchdog last waited in vain for the thread's own capture (self-sampling).

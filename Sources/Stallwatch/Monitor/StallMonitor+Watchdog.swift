@@ -18,7 +18,9 @@ extension StallMonitor {
             tid: loop.threadID, configuration: configuration.common, canCapture: samplerError == nil,
             annotations: loop.annotations, usePerf: configuration.perfSampling, own: selfSampler)
         core.recordCommon { $0.perfSampling = sampler.stacks.perfStatus }
-        let facts = SampleFacts(tid: loop.threadID, statements: loop.annotations.statement)
+        let facts = SampleFacts(
+            tid: loop.threadID, statements: loop.annotations.statement, sampler: sampler,
+            faultAddresses: configuration.perfSampling)
         let budget = configuration.tiers.budget.nanoseconds
         var nextID: UInt64 = 1
         var sleeper = Sleeper(board: board, threshold: configuration.suspendThreshold.nanoseconds)
@@ -126,7 +128,10 @@ extension StallMonitor {
             id: id, start: start, end: nil, tier: .hitch, callout: identity(of: callout),
             flags: suspended ? [.suspended] : [], context: AppState.current)
         sampler.beginStall(sequence: callout.sequence)
-        defer { sampler.endStall() }
+        defer {
+            sampler.endStall()
+            facts.endStall()
+        }
         facts.beginStall(callout.sequence)
         // Detected now (or at the thread's own earlier capture); the first sample may wait a
         // little for the thread's own stack, which then carries its own, later time.

@@ -57,6 +57,7 @@ struct ThreadSampler {
     /// the capture counters.
     func sample(record: ((inout MonitorStatistics) -> Void) -> Void) -> Sample {
         let time = sw_monotonic_ns()
+        stacks.perfSyscallArgument = nil
         var kernel = reader.read()
         if let captured = ownCapture() ?? awaitOwnCapture(kernel) {
             stacks.remember(captured.addresses, from: .signal)
@@ -140,6 +141,7 @@ struct ThreadSampler {
         ) -> (addresses: [UInt64], source: SampleSource, timedOut: Bool) {
             if let perf {
                 stacks.inKernelPerPerf = perf.inKernel
+                stacks.perfSyscallArgument = perf.syscallArgument
                 record { $0.perfUnwindNanos.appendBounded(UInt64(max(0, perf.unwindNanos))) }
             }
             stacks.remember(addresses, from: source)

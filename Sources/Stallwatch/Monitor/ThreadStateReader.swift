@@ -11,6 +11,9 @@ final class ThreadStateReader {
         var syscall: Int32?
         var wchan: String?
         var cpuTimeNanos: UInt64
+        /// The syscall's first two arguments, from the same read of the syscall file as
+        /// `syscall` (a second read may find the thread elsewhere).
+        var arguments: (UInt64, UInt64)?
     }
 
     private let stat: Int32
@@ -31,8 +34,16 @@ final class ThreadStateReader {
         for fd in [stat, syscall, wchan, schedstat] where fd >= 0 { close(fd) }
     }
 
+    /// The newest reading (`read()` keeps it for the wait facts of the same sample).
+    private(set) var last: Reading?
+
     func read() -> Reading {
-        Reading(state: readState(), syscall: readSyscall(), wchan: readWchan(), cpuTimeNanos: readCPUTime())
+        let (number, arguments) = readSyscall()
+        let reading = Reading(
+            state: readState(), syscall: number, wchan: readWchan(), cpuTimeNanos: readCPUTime(),
+            arguments: arguments)
+        last = reading
+        return reading
     }
 
     private func contents(_ fd: Int32) -> Substring? {
@@ -49,11 +60,16 @@ final class ThreadStateReader {
         return rest.first.map(ThreadState.init(procCode:)) ?? .unknown
     }
 
-    private func readSyscall() -> Int32? {
-        guard let text = contents(syscall) else { return -1 }
-        let first = text.prefix { $0 != " " && $0 != "\n" }
-        if first == "running" { return nil }
-        return Int32(first) ?? -1
+    /// "nr arg1 … arg6 sp pc" in a syscall, "-1 sp pc" blocked outside one, "running".
+    private func readSyscall() -> (Int32?, (UInt64, UInt64)?) {
+        guard let text = contents(syscall) else { return (-1, nil) }
+        let fields = text.split(whereSeparator: { $0 == " " || $0 == "\n" })
+        guard let first = fields.first, first != "running" else { return (nil, nil) }
+        guard let number = Int32(first) else { return (-1, nil) }
+        guard number >= 0, fields.count >= 3, let a = UInt64(hex: fields[1]), let b = UInt64(hex: fields[2]) else {
+            return (number, nil)
+        }
+        return (number, (a, b))
     }
 
     private func readWchan() -> String? {
