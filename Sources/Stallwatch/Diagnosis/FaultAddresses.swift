@@ -3,7 +3,8 @@ import CStallwatchShims
 import Glibc
 
 /// The addresses the loop thread page-faults on (a perf page-fault event, `CStallwatchFaults.h`)
-/// and the mappings that hold them. The event is enabled only while a stall is in progress;
+/// and the mappings that hold them. The event is attached to the thread only while a stall is
+/// in progress (an attached event costs the thread at every context switch, even disabled);
 /// each fault then costs the faulting thread one ring record. Watchdog thread only.
 final class FaultAddresses {
     /// One recorded fault.
@@ -20,7 +21,9 @@ final class FaultAddresses {
         var isFile: Bool { name.hasPrefix("/") }
     }
 
-    private let handle: OpaquePointer
+    private let tid: Int32
+    /// The event, while a stall is in progress.
+    private var handle: OpaquePointer?
     /// When the event was last enabled: older records are another stall's.
     private var enabledAt: UInt64 = 0
     /// Mappings looked up in this stall (one ioctl each the first time).
@@ -28,30 +31,41 @@ final class FaultAddresses {
     private var addresses = [UInt64](repeating: 0, count: 64)
     private var times = [Int64](repeating: 0, count: 64)
 
-    /// Opens the event on `tid`, or nil (perf_event_paranoid 3, no perf): the reason's errno in `error`.
+    /// Faults on `tid` can be recorded (the event opens: not at perf_event_paranoid 3, or
+    /// without perf), or nil with the reason's errno in `error`. The probe's event is closed
+    /// again at once.
     static func open(tid: Int32) -> (FaultAddresses?, error: Int32) {
         var handle: OpaquePointer?
         let code = sw_faults_open(tid, &handle)
         guard code == 0, let handle else { return (nil, -code) }
-        return (FaultAddresses(handle), 0)
+        sw_faults_close(handle)
+        return (FaultAddresses(tid: tid), 0)
     }
 
-    private init(_ handle: OpaquePointer) { self.handle = handle }
+    private init(tid: Int32) { self.tid = tid }
 
-    deinit { sw_faults_close(handle) }
+    deinit { disable() }
 
-    /// A stall began: record its faults.
+    /// A stall began: attach the event and record its faults.
     func enable() {
         enabledAt = sw_monotonic_ns()
         mappings.removeAll(keepingCapacity: true)
-        _ = sw_faults_enable(handle)
+        disable()
+        var opened: OpaquePointer?
+        guard sw_faults_open(tid, &opened) == 0, let opened else { return }
+        _ = sw_faults_enable(opened)
+        handle = opened
     }
 
-    /// The stall ended.
-    func disable() { _ = sw_faults_disable(handle) }
+    /// The stall ended: the event detaches.
+    func disable() {
+        if let handle { sw_faults_close(handle) }
+        handle = nil
+    }
 
     /// The faults since the stall began, newest first (at most 64).
     func newest() -> [Fault] {
+        guard let handle else { return [] }
         let count = Int(
             sw_faults_newest(handle, Int64(clamping: enabledAt), &addresses, &times, Int32(addresses.count)))
         return (0..<count).map { Fault(address: addresses[$0], time: UInt64(max(0, times[$0]))) }
