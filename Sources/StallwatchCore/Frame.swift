@@ -75,11 +75,19 @@ public struct Frame: Sendable, Hashable, Codable {
     /// The function a demangled `symbol` stands for, without the wrappers the optimizer adds:
     /// `generic specialization <…> of`, `function signature specialization <…> of` (whose
     /// `<…>` the demangler leaves with an unclosed `[`), `partial apply forwarder for`,
-    /// `merged`. The symbol itself when it has none.
+    /// `merged`, and an async function's continuations (`(1) suspend resume partial function
+    /// for`, `(2) await resume partial function for`). The symbol itself when it has none.
     package static func standsFor(_ symbol: String) -> Substring {
         var rest = Substring(symbol)
         while let first = rest.utf8.first, wrapperInitials.contains(first) {
             if let tail = rest.dropping("partial apply forwarder for ") ?? rest.dropping("merged ") {
+                rest = tail
+                continue
+            }
+            if first == UInt8(ascii: "("), let close = rest.firstIndex(of: ")"),
+                let tail = rest[rest.index(after: close)...].dropping(" suspend resume partial function for ")
+                    ?? rest[rest.index(after: close)...].dropping(" await resume partial function for ")
+            {
                 rest = tail
                 continue
             }
@@ -94,7 +102,7 @@ public struct Frame: Sendable, Hashable, Codable {
     }
 
     private static let wrapperInitials: Set<UInt8> = [
-        UInt8(ascii: "g"), UInt8(ascii: "f"), UInt8(ascii: "p"), UInt8(ascii: "m"),
+        UInt8(ascii: "g"), UInt8(ascii: "f"), UInt8(ascii: "p"), UInt8(ascii: "m"), UInt8(ascii: "("),
     ]
 
     static func isSystemModule(_ path: String) -> Bool {

@@ -95,6 +95,12 @@ import Testing
             "Loop.run(mode:_:)"
         ),
         ("merged SampleSupport.LockedSettings.value(_: Swift.String) -> Swift.Int", "LockedSettings.value(_:)"),
+        // An async function's continuations, as a release build names them.
+        (
+            "(1) suspend resume partial function for ThumbnailTasks.thumbnail(Swift.Int) async -> Swift.Int",
+            "thumbnail(_:)"
+        ),
+        ("(2) await resume partial function for App.Feed.reload() async throws -> ()", "Feed.reload()"),
     ]
 
     @Test(arguments: optimized.indices)

@@ -28,6 +28,18 @@ package enum SwiftNames {
 
         var atEnd: Bool { position >= text.count }
 
+        /// `(N) suspend resume partial function for ` or `(N) await resume partial function for `.
+        mutating func consumeContinuationPrefix() -> Bool {
+            let start = position
+            guard consume("(") else { return false }
+            while !atEnd, text[position].properties.numericType != nil { position += 1 }
+            if consume(") suspend resume partial function for ") || consume(") await resume partial function for ") {
+                return true
+            }
+            position = start
+            return false
+        }
+
         /// One demangled entity: wrappers, closures, then a qualified function or accessor.
         mutating func entity() -> String? {
             for wrapper in ["generic specialization ", "function signature specialization "]
@@ -38,8 +50,10 @@ package enum SwiftNames {
                 guard skipAngles(), consume(" of ") else { return nil }
                 return entity()
             }
-            // A forwarder to a function and a merged function stand for that function.
+            // A forwarder to a function and a merged function stand for that function, and so
+            // does an async function's continuation (`(1) suspend resume partial function for`).
             for dropped in ["partial apply forwarder for ", "merged "] where consume(dropped) { return entity() }
+            if consumeContinuationPrefix() { return entity() }
             for dropped in ["static ", "protocol witness for ", "dispatch thunk of ", "@objc "] where consume(dropped) {
                 return witnessTail(entity())
             }
