@@ -92,14 +92,16 @@ func isCompilerGenerated(_ frame: Frame) -> Bool {
 
 /// Whether the demangled `symbol` is a thunk or outlined code, whatever wraps it.
 private func isGlue(_ symbol: String) -> Bool {
-    // Every glue prefix starts with r, t or o; most symbols start with a module's name.
+    // Every glue prefix starts with r, t, o or _; most symbols start with a module's name.
     guard let first = symbol.utf8.first else { return false }
     let function = compilerGeneratedInitials.contains(first) ? Substring(symbol) : Frame.standsFor(symbol)
     guard let initial = function.utf8.first, compilerGeneratedInitials.contains(initial) else { return false }
     return compilerGeneratedPrefixes.contains { function.utf8.starts(with: $0.utf8) }
 }
 
-private let compilerGeneratedPrefixes = ["reabstraction thunk", "thunk for ", "outlined "]
+/// Thunks, outlined copies, and the runtime helpers the compiler emits into every module
+/// (`__swift_instantiateConcreteTypeFromMangledName`, `__swift_project_boxed_opaque_existential_1`…).
+private let compilerGeneratedPrefixes = ["reabstraction thunk", "thunk for ", "outlined ", "__swift_"]
 private let compilerGeneratedInitials = Set(compilerGeneratedPrefixes.compactMap(\.utf8.first))
 
 /// How a frame is named without its trace's module map (no load addresses, no build root):
