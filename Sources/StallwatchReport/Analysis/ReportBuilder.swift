@@ -215,7 +215,8 @@ package struct ReportBuilder: Sendable {
 
         var signatures = tally.signatures.signatures(origins: origins, traceCount: tally.traceCount, workers: workers)
         for index in signatures.indices.prefix(max(0, top)) {
-            signatures[index].ifFixed = tally.savings.ifFixed(signatures[index], rates: rates, frames: tally.frames)
+            let key = SignatureKey(category: signatures[index].category, frames: signatures[index].frames)
+            signatures[index].ifFixed = tally.signatures.saving(of: key)?.ifFixed(rates: rates, frames: tally.frames)
         }
         return StallReport(
             traces: infos, fleet: fleet.summary(unreadable: unreadable),

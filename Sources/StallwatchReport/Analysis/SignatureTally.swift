@@ -35,17 +35,23 @@ struct SignatureTally: Sendable {
     var traceStalls: [(trace: Int, stalls: Int)] = []
     var firstSeen: UInt64?
     var lastSeen: UInt64?
+    /// What the stalls cost the run (`StallReport.Signature.ifFixed`).
+    var saving = Saving()
 
     /// Adds `stalls[index]`, of signature `key`, from trace number `trace` (`facts` are its
-    /// facts), reading its fields where they lie. Traces come in order: every stall of one
-    /// before any of the next.
-    mutating func add(_ stalls: [StallFigures], at index: Int, trace: Int, key: SignatureKey, facts: TraceFacts?) {
+    /// facts), which dropped `dropped` frames (`Saving.droppedFrames`), reading its fields where
+    /// they lie. Traces come in order: every stall of one before any of the next.
+    mutating func add(
+        _ stalls: [StallFigures], at index: Int, trace: Int, key: SignatureKey, facts: TraceFacts?, dropped: Double
+    ) {
         let nanos = stalls[index].durationNanos
         let start = stalls[index].start
+        let tier = stalls[index].tier
         count += 1
         totalNanos += nanos
         if isLonger(nanos, start) { longest = (stalls[index], nanos, start) }
-        tiers[stalls[index].tier.ordinal] += 1
+        tiers[tier.ordinal] += 1
+        saving.add(overrun: stalls[index].overrunNanos, hang: tier >= .hang ? nanos : 0, dropped: dropped)
         sites.add(1, to: Site(file: stalls[index].file, line: stalls[index].line))
         let weight = Double(max(1, nanos))
         for category in StallCategory.allCases {
@@ -95,6 +101,7 @@ struct SignatureTally: Sendable {
         traceStalls += rest
         firstSeen = [firstSeen, later.firstSeen].compactMap { $0 }.min()
         lastSeen = [lastSeen, later.lastSeen].compactMap { $0 }.max()
+        saving.add(later.saving)
     }
 
     /// The signature `key` these stalls make; `origins` names each trace's build and host,
@@ -156,14 +163,22 @@ struct SignatureTally: Sendable {
 struct SignatureTallies: Sendable {
     var byKey = TallyTable<SignatureKey, SignatureTally>()
 
-    /// Adds `stalls`, the stalls of trace number `trace` (with `facts`), after every trace
-    /// added so far.
-    mutating func add(_ stalls: [StallFigures], trace: Int, facts: TraceFacts?) {
+    /// Adds `stalls`, the stalls of trace number `trace` (with `facts` and frame clock
+    /// `clock`, none by default), after every trace added so far.
+    mutating func add(
+        _ stalls: [StallFigures], trace: Int, facts: TraceFacts?, clock: [TraceRecord.FrameClock] = []
+    ) {
+        let dropped = Saving.droppedFrames(stalls, clock: clock)
         for index in stalls.indices {
             let key = stalls[index].key
             byKey.values[byKey.slot(key) { SignatureTally() }].add(
-                stalls, at: index, trace: trace, key: key, facts: facts)
+                stalls, at: index, trace: trace, key: key, facts: facts, dropped: dropped[index])
         }
+    }
+
+    /// What `key`'s stalls cost the run; nil when none had it.
+    func saving(of key: SignatureKey) -> Saving? {
+        byKey.keys.firstIndex(of: key).map { byKey.values[$0].saving }
     }
 
     /// Adds what `later` added up, from traces after these.
