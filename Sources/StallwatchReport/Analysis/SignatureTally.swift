@@ -7,10 +7,11 @@ import StallwatchCore
 /// (`TraceOrigins`), so adding a stall hashes no path and no name. The longest stall is kept
 /// itself (not where it lies), so the other stalls can be let go once added up.
 struct SignatureTally: Sendable {
-    /// A registration site, as a key (made into `file:line` text once, at the end).
+    /// A registration site, as a key (made into `file:line` text once, at the end). The line
+    /// comes first, so comparing two sites mostly compares their lines, not their files.
     struct Site: Hashable {
-        var file: String
         var line: UInt32
+        var file: String
     }
 
     /// Stalls and traces, for one build or host.
@@ -52,7 +53,7 @@ struct SignatureTally: Sendable {
         if isLonger(nanos, start) { longest = (stalls[index], nanos, start) }
         tiers[tier.ordinal] += 1
         saving.add(overrun: stalls[index].overrunNanos, hang: tier >= .hang ? nanos : 0, dropped: dropped)
-        sites.add(1, to: Site(file: stalls[index].file, line: stalls[index].line))
+        sites.add(1, to: Site(line: stalls[index].line, file: stalls[index].file))
         let weight = Double(max(1, nanos))
         for category in StallCategory.allCases {
             categoryNanos[category.ordinal] += stalls[index].breakdown.share(of: category) * weight

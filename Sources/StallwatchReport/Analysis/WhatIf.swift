@@ -61,6 +61,7 @@ struct Saving: Sendable {
         // Every (interval, stall, frames) claim in one array, in stall order, and what each
         // interval's claims add up to (summed in that same order).
         var claims: [(interval: Int, stall: Int, frames: Double)] = []
+        claims.reserveCapacity(stalls.count * 2)
         var claimed = [Double](repeating: 0, count: clock.count)
         for index in stalls.indices {
             let start = stalls[index].start
