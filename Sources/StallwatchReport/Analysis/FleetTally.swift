@@ -106,7 +106,7 @@ struct FleetTotals: Sendable {
         traces += 1
         if let process = trace.process { processes.insert(process) }
         if let host = trace.facts.host { hosts.insert(host) }
-        builds.insert(trace.facts.build)
+        builds.insert(trace.info.build)
         if let version = trace.facts.appVersion { appVersions.insert(version) }
         bytes += trace.info.bytes
         if let start = trace.facts.wallClockStart { see(start, start &+ trace.run) }

@@ -224,8 +224,13 @@ struct TraceOrigins {
 
     /// Trace `trace` has `facts`.
     mutating func set(_ trace: Int, _ facts: TraceFacts) {
-        build[trace] = number(facts.build)
-        host[trace] = number(facts.host ?? "unknown")
+        set(trace, build: facts.build, host: facts.host)
+    }
+
+    /// Trace `trace` is of build `build` (`TraceFacts.build`) and host `host`.
+    mutating func set(_ trace: Int, build: String, host: String?) {
+        self.build[trace] = number(build)
+        self.host[trace] = number(host ?? "unknown")
     }
 
     private mutating func number(_ name: String) -> Int {
