@@ -56,10 +56,13 @@ struct Saving: Sendable {
         var result = [Double](repeating: 0, count: stalls.count)
         let expected = clock.reduce(UInt64(0)) { $0 + $1.expected }
         let length = clock.reduce(UInt64(0)) { $0 + $1.intervalLength }
-        guard expected > 0, length > 0, !stalls.isEmpty else { return result }
+        guard expected > 0, length > 0, !stalls.isEmpty, clock.contains(where: { $0.dropped > 0 }) else {
+            return result
+        }
         let period = Double(length) / Double(expected)
-        // Every (interval, stall, frames) claim in one array, in stall order, and what each
-        // interval's claims add up to (summed in that same order).
+        // Every (interval, stall, frames) claim on an interval that dropped frames (the others
+        // give none back) in one array, in stall order, and what each interval's claims add up
+        // to (summed in that same order).
         var claims: [(interval: Int, stall: Int, frames: Double)] = []
         claims.reserveCapacity(stalls.count * 2)
         var claimed = [Double](repeating: 0, count: clock.count)
@@ -72,7 +75,7 @@ struct Saving: Sendable {
             while interval < clock.count, clock[interval].intervalStart < end {
                 let from = max(start, clock[interval].intervalStart)
                 let to = min(end, clock[interval].intervalStart &+ clock[interval].intervalLength)
-                if to > from {
+                if to > from && clock[interval].dropped > 0 {
                     let frames = Double(to - from) / period
                     claims.append((interval, index, frames))
                     claimed[interval] += frames
@@ -81,7 +84,7 @@ struct Saving: Sendable {
             }
         }
         // Each stall's claims come in interval order, so its frames add up in that order.
-        for claim in claims where clock[claim.interval].dropped > 0 && claimed[claim.interval] > 0 {
+        for claim in claims where claimed[claim.interval] > 0 {
             let scale = min(1, Double(clock[claim.interval].dropped) / claimed[claim.interval])
             result[claim.stall] += claim.frames * scale
         }
