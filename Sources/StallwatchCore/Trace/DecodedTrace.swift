@@ -296,13 +296,17 @@ struct StallAssembler {
         slots.reserveCapacity(began.count)
         var stallRecords: [TraceRecord.StallBegan] = []
         stallRecords.reserveCapacity(began.count)
-        var ends: [UInt64: TraceRecord.StallEnded] = [:]
-        ends.reserveCapacity(ended.count)
-        for record in ended { ends[record.id] = record }
-        for record in began where slots[record.id] == nil {
-            slots[record.id] = stallRecords.count
-            stallRecords.append(record)
+        for record in began {
+            // One hash for a new id; an id seen before gets its first slot back.
+            if let first = slots.updateValue(stallRecords.count, forKey: record.id) {
+                slots[record.id] = first
+            } else {
+                stallRecords.append(record)
+            }
         }
+        // Each stall's `stallEnded` by slot (of several, the last counts).
+        var ends = [TraceRecord.StallEnded?](repeating: nil, count: stallRecords.count)
+        for record in ended { if let slot = slots[record.id] { ends[slot] = record } }
         let grouped = Self.group(samples, slots: slots, stalls: stallRecords.count)
         let (ordered, ranges, repeatedSamples) = Self.droppingRepeats(grouped.0, ranges: grouped.1)
         let orphans = grouped.2
@@ -318,24 +322,24 @@ struct StallAssembler {
             var flags: StallFlags = [.unfinished]
             var start = record.start
             var end: UInt64?
-            if let ended = ends[record.id] {
+            if let ended = ends[slot] {
                 flags = ended.flags
                 end = ended.end
                 // The executor's own timing of a stall that ended replaces the monitor's.
-                if let retimed = retimed[record.id] { (start, end) = (retimed.start, retimed.end) }
+                if !retimed.isEmpty, let retimed = retimed[record.id] { (start, end) = (retimed.start, retimed.end) }
             }
             if timedOut { flags.insert(.captureTimedOut) }
             let reached = end ?? lastTime ?? start
             let elapsed = reached >= start ? reached - start : 0
             let tier = max(
                 record.tier, thresholds.tier(for: .nanoseconds(Int64(clamping: elapsed))) ?? record.tier)
+            let context = contexts.isEmpty ? nil : contexts[record.id]
             result.append(
                 (
                     Stall(
                         id: record.id, start: start, end: end, tier: tier,
                         callout: identity(record, in: &identities), flags: flags,
-                        expected: contexts[record.id]?.expected,
-                        context: contexts[record.id].map { Self.dictionary($0.state) } ?? [:]),
+                        expected: context?.expected, context: context.map { Self.dictionary($0.state) } ?? [:]),
                     slot
                 ))
         }

@@ -69,20 +69,24 @@ private func derivedID(_ loaded: LoadedTrace) -> String {
         }
         return hash
     }
+    // Both words' bytes, least significant first, as one hex string.
     let words = [fnv(0xcbf2_9ce4_8422_2325), fnv(0x84222325_cbf29ce4)]
-    return words.map { word in hex((0..<8).map { UInt8(truncatingIfNeeded: word >> (8 * UInt64($0))) }) }.joined()
+    return hex(words.flatMap { word in (0..<8).map { UInt8(truncatingIfNeeded: word >> (8 * UInt64($0))) } })
 }
 
 /// Bytes as lowercase hex.
 func hex(_ bytes: [UInt8]) -> String {
-    let digits = Array("0123456789abcdef".utf8)
-    var result: [UInt8] = []
-    result.reserveCapacity(bytes.count * 2)
-    for byte in bytes {
-        result.append(digits[Int(byte >> 4)])
-        result.append(digits[Int(byte & 15)])
+    var result = [UInt8](repeating: 0, count: bytes.count * 2)
+    for index in bytes.indices {
+        result[2 * index] = hexDigit(bytes[index] >> 4)
+        result[2 * index + 1] = hexDigit(bytes[index] & 15)
     }
     return String(decoding: result, as: UTF8.self)
+}
+
+/// The lowercase hex digit of `value` (0...15), as a UTF-8 byte.
+private func hexDigit(_ value: UInt8) -> UInt8 {
+    value < 10 ? UInt8(ascii: "0") + value : UInt8(ascii: "a") + value - 10
 }
 
 /// A wall-clock time (ns since 1970) as ISO 8601 UTC to the millisecond:

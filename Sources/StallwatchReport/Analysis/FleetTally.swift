@@ -17,7 +17,6 @@ struct FleetTally: Sendable {
     var latency = [UInt64](repeating: 0, count: LatencyBuckets.count)
     var congestion = CongestionAnalysis.Tally()
     var fleet = FleetTotals()
-    var savings = SavingsTally()
     /// The texts of the signatures whose stalls are left out (`ReportBuilder.leavingOut`), and
     /// how many stalls of each were.
     var leftOut: [String: Int] = [:]
@@ -35,8 +34,9 @@ struct FleetTally: Sendable {
     /// Adds `loaded`, trace number `number`, with its stalls' figures, after the traces added
     /// so far.
     mutating func add(_ loaded: LoadedTrace, number: Int, stalls all: [StallFigures]) {
+        // Filtering makes the array its own copy, so it runs only when a stall is expected.
         var analyzed = all
-        if !includeExpected {
+        if !includeExpected && all.contains(where: { $0.expected != nil }) {
             analyzed.removeAll { stall in
                 guard stall.expected != nil else { return false }
                 expected.add(stall)
@@ -56,10 +56,9 @@ struct FleetTally: Sendable {
         }
         var totals = TraceTotals(loaded, number: number, stalls: analyzed.count)
         totals.rates = RunRates(stalls: analyzed, runNanos: totals.run)
-        signatures.add(analyzed, trace: number, facts: totals.facts)
+        signatures.add(analyzed, trace: number, facts: totals.facts, clock: loaded.trace.frameClock)
         stalls.add(analyzed)
         frames.add(loaded.trace.frameClock)
-        savings.add(analyzed, clock: loaded.trace.frameClock)
         for record in loaded.trace.latencyHistograms {
             for bucket in record.buckets where Int(bucket.index) < LatencyBuckets.count {
                 latency[Int(bucket.index)] += bucket.count
@@ -79,7 +78,6 @@ struct FleetTally: Sendable {
         for index in latency.indices { latency[index] += later.latency[index] }
         congestion.merge(later.congestion)
         fleet.add(later.fleet)
-        savings.merge(later.savings)
         for (text, count) in later.leftOut { leftOut[text, default: 0] += count }
         expected.add(later.expected)
         for (value, part) in later.grouped { grouped[value, default: CountAndTime()].add(part) }
@@ -108,7 +106,7 @@ struct FleetTotals: Sendable {
         traces += 1
         if let process = trace.process { processes.insert(process) }
         if let host = trace.facts.host { hosts.insert(host) }
-        builds.insert(trace.facts.build)
+        builds.insert(trace.info.build)
         if let version = trace.facts.appVersion { appVersions.insert(version) }
         bytes += trace.info.bytes
         if let start = trace.facts.wallClockStart { see(start, start &+ trace.run) }

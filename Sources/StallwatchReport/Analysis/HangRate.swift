@@ -97,13 +97,17 @@ extension StallReport {
 
     /// Each group's rates, highest hang rate first (then name), from each trace's group and rates.
     static func groupRates(_ traces: [(group: String, rates: RunRates)]) -> [GroupRate] {
-        var groups: [String: (traces: Int, rates: RunRates)] = [:]
+        // A fleet has a few groups, mostly found by comparing, not hashing (`TallyTable`).
+        var groups = TallyTable<String, (traces: Int, rates: RunRates)>()
         for trace in traces {
-            groups[trace.group, default: (0, RunRates())].traces += 1
-            groups[trace.group]!.rates.add(trace.rates)
+            let slot = groups.slot(trace.group) { (0, RunRates()) }
+            groups.values[slot].traces += 1
+            groups.values[slot].rates.add(trace.rates)
         }
-        return groups.map { GroupRate(name: $0.key, traces: $0.value.traces, rates: $0.value.rates) }
-            .sorted { ($1.hangRateSecondsPerHour, $0.name) < ($0.hangRateSecondsPerHour, $1.name) }
+        return groups.keys.indices.map {
+            GroupRate(name: groups.keys[$0], traces: groups.values[$0].traces, rates: groups.values[$0].rates)
+        }
+        .sorted { ($1.hangRateSecondsPerHour, $0.name) < ($0.hangRateSecondsPerHour, $1.name) }
     }
 }
 

@@ -196,7 +196,9 @@ package struct ReportBuilder: Sendable {
         var origins = TraceOrigins(count: numbers)
         for run in tally.runs.indices {
             for index in tally.runs[run].indices {
-                origins.set(tally.runs[run][index].number, tally.runs[run][index].facts)
+                origins.set(
+                    tally.runs[run][index].number, build: tally.runs[run][index].info.build,
+                    host: tally.runs[run][index].facts.host)
                 infos.append(tally.runs[run][index].info)
             }
         }
@@ -215,7 +217,8 @@ package struct ReportBuilder: Sendable {
 
         var signatures = tally.signatures.signatures(origins: origins, traceCount: tally.traceCount, workers: workers)
         for index in signatures.indices.prefix(max(0, top)) {
-            signatures[index].ifFixed = tally.savings.ifFixed(signatures[index], rates: rates, frames: tally.frames)
+            let key = SignatureKey(category: signatures[index].category, frames: signatures[index].frames)
+            signatures[index].ifFixed = tally.signatures.saving(of: key)?.ifFixed(rates: rates, frames: tally.frames)
         }
         return StallReport(
             traces: infos, fleet: fleet.summary(unreadable: unreadable),
@@ -226,7 +229,7 @@ package struct ReportBuilder: Sendable {
             hitchRatioMsPerSecond: rates.hitchRatioMsPerSecond,
             hitchGrade: HitchGrade(msPerSecond: rates.hitchRatioMsPerSecond),
             hangRateSecondsPerHour: rates.hangRateSecondsPerHour,
-            rateByBuild: StallReport.groupRates(tally.runs.joined().map { ($0.facts.build, $0.rates) }),
+            rateByBuild: StallReport.groupRates(tally.runs.joined().map { ($0.info.build, $0.rates) }),
             rateByHost: StallReport.groupRates(tally.runs.joined().map { ($0.facts.host ?? "unknown", $0.rates) }),
             stalls: stallStats, loopLatency: Self.latency(tally.latency), congestion: tally.congestion.stats(),
             signatureCount: signatures.count,

@@ -155,25 +155,21 @@ struct StallFigures: Sendable {
         let trace = loaded.trace
         let budget = (trace.header?.thresholds.budget ?? TierThresholds.default.budget).nanoseconds
         let names = TraceNames(modules: trace.modules)
-        var result: [StallFigures] = []
-        result.reserveCapacity(trace.bareStalls.count)
         var state = TableReading(trace.table)
-        for slot in trace.bareStalls.indices {
+        // Each made where it lies in the array (appending copied every stall's figures).
+        return trace.bareStalls.indices.map { slot in
             let reading = memo.read(
                 trace.bareStalls[slot], slot: slot, of: trace.table, classifier: classifier, names: names,
                 perRow: false, state: &state)
-            let analysis = reading.analysis
-            result.append(
-                StallFigures(
-                    trace.bareStalls[slot], tracePath: loaded.path, durationNanos: reading.durationNanos,
-                    budgetNanos: budget, weighedNanos: reading.total, breakdown: analysis.breakdown,
-                    category: analysis.category, key: analysis.key,
-                    representativeFrames: analysis.representativeStack < 0
-                        ? [] : memo.stacks.frames(ofStack: analysis.representativeStack),
-                    confidence: analysis.representative?.confidence ?? 0, names: names,
-                    sampleCount: trace.table.ranges[slot].count, waits: reading.waits))
+            return StallFigures(
+                trace.bareStalls[slot], tracePath: loaded.path, durationNanos: reading.durationNanos,
+                budgetNanos: budget, weighedNanos: reading.total, breakdown: reading.analysis.breakdown,
+                category: reading.analysis.category, key: reading.analysis.key,
+                representativeFrames: reading.analysis.representativeStack < 0
+                    ? [] : memo.stacks.frames(ofStack: reading.analysis.representativeStack),
+                confidence: reading.analysis.representative?.confidence ?? 0, names: names,
+                sampleCount: trace.table.ranges[slot].count, waits: reading.waits)
         }
-        return result
     }
 }
 

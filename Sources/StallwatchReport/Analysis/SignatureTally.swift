@@ -7,10 +7,11 @@ import StallwatchCore
 /// (`TraceOrigins`), so adding a stall hashes no path and no name. The longest stall is kept
 /// itself (not where it lies), so the other stalls can be let go once added up.
 struct SignatureTally: Sendable {
-    /// A registration site, as a key (made into `file:line` text once, at the end).
+    /// A registration site, as a key (made into `file:line` text once, at the end). The line
+    /// comes first, so comparing two sites mostly compares their lines, not their files.
     struct Site: Hashable {
-        var file: String
         var line: UInt32
+        var file: String
     }
 
     /// Stalls and traces, for one build or host.
@@ -35,18 +36,24 @@ struct SignatureTally: Sendable {
     var traceStalls: [(trace: Int, stalls: Int)] = []
     var firstSeen: UInt64?
     var lastSeen: UInt64?
+    /// What the stalls cost the run (`StallReport.Signature.ifFixed`).
+    var saving = Saving()
 
     /// Adds `stalls[index]`, of signature `key`, from trace number `trace` (`facts` are its
-    /// facts), reading its fields where they lie. Traces come in order: every stall of one
-    /// before any of the next.
-    mutating func add(_ stalls: [StallFigures], at index: Int, trace: Int, key: SignatureKey, facts: TraceFacts?) {
+    /// facts), which dropped `dropped` frames (`Saving.droppedFrames`), reading its fields where
+    /// they lie. Traces come in order: every stall of one before any of the next.
+    mutating func add(
+        _ stalls: [StallFigures], at index: Int, trace: Int, key: SignatureKey, facts: TraceFacts?, dropped: Double
+    ) {
         let nanos = stalls[index].durationNanos
         let start = stalls[index].start
+        let tier = stalls[index].tier
         count += 1
         totalNanos += nanos
         if isLonger(nanos, start) { longest = (stalls[index], nanos, start) }
-        tiers[stalls[index].tier.ordinal] += 1
-        sites.add(1, to: Site(file: stalls[index].file, line: stalls[index].line))
+        tiers[tier.ordinal] += 1
+        saving.add(overrun: stalls[index].overrunNanos, hang: tier >= .hang ? nanos : 0, dropped: dropped)
+        sites.add(1, to: Site(line: stalls[index].line, file: stalls[index].file))
         let weight = Double(max(1, nanos))
         for category in StallCategory.allCases {
             categoryNanos[category.ordinal] += stalls[index].breakdown.share(of: category) * weight
@@ -95,6 +102,7 @@ struct SignatureTally: Sendable {
         traceStalls += rest
         firstSeen = [firstSeen, later.firstSeen].compactMap { $0 }.min()
         lastSeen = [lastSeen, later.lastSeen].compactMap { $0 }.max()
+        saving.add(later.saving)
     }
 
     /// The signature `key` these stalls make; `origins` names each trace's build and host,
@@ -156,14 +164,22 @@ struct SignatureTally: Sendable {
 struct SignatureTallies: Sendable {
     var byKey = TallyTable<SignatureKey, SignatureTally>()
 
-    /// Adds `stalls`, the stalls of trace number `trace` (with `facts`), after every trace
-    /// added so far.
-    mutating func add(_ stalls: [StallFigures], trace: Int, facts: TraceFacts?) {
+    /// Adds `stalls`, the stalls of trace number `trace` (with `facts` and frame clock
+    /// `clock`, none by default), after every trace added so far.
+    mutating func add(
+        _ stalls: [StallFigures], trace: Int, facts: TraceFacts?, clock: [TraceRecord.FrameClock] = []
+    ) {
+        let dropped = Saving.droppedFrames(stalls, clock: clock)
         for index in stalls.indices {
             let key = stalls[index].key
             byKey.values[byKey.slot(key) { SignatureTally() }].add(
-                stalls, at: index, trace: trace, key: key, facts: facts)
+                stalls, at: index, trace: trace, key: key, facts: facts, dropped: dropped[index])
         }
+    }
+
+    /// What `key`'s stalls cost the run; nil when none had it.
+    func saving(of key: SignatureKey) -> Saving? {
+        byKey.keys.firstIndex(of: key).map { byKey.values[$0].saving }
     }
 
     /// Adds what `later` added up, from traces after these.
@@ -208,8 +224,13 @@ struct TraceOrigins {
 
     /// Trace `trace` has `facts`.
     mutating func set(_ trace: Int, _ facts: TraceFacts) {
-        build[trace] = number(facts.build)
-        host[trace] = number(facts.host ?? "unknown")
+        set(trace, build: facts.build, host: facts.host)
+    }
+
+    /// Trace `trace` is of build `build` (`TraceFacts.build`) and host `host`.
+    mutating func set(_ trace: Int, build: String, host: String?) {
+        self.build[trace] = number(build)
+        self.host[trace] = number(host ?? "unknown")
     }
 
     private mutating func number(_ name: String) -> Int {

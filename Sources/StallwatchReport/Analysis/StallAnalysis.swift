@@ -307,7 +307,9 @@ struct StallSite {
     init(_ callout: CalloutIdentity, frames: [Frame]) {
         file = callout.file
         line = callout.line
-        guard callout.file == StallwatchSymbols.heartbeatFile,
+        // The lengths first: most callouts' files differ from it in length.
+        guard callout.file.utf8.count == StallwatchSymbols.heartbeatFile.utf8.count,
+            callout.file == StallwatchSymbols.heartbeatFile,
             let handler = frames.last(where: { !$0.isSystem && !isCompilerGenerated($0) && $0.line != nil }),
             let path = handler.file, let line = handler.line
         else { return }

@@ -21,8 +21,9 @@ extension StallReport {
     }
 }
 
-/// What each signature's stalls cost the run, added up a trace at a time: their overrun, hang
-/// time and the frames they dropped.
+/// What one signature's stalls cost the run, added up a stall at a time with the rest of the
+/// signature's tally (`SignatureTally.saving`): their overrun, hang time and the frames they
+/// dropped.
 ///
 /// The frame clock records intervals (delivered and dropped frames per interval), not single
 /// frames, so a stall's dropped frames are estimated: each frame period of the stall inside an
@@ -30,34 +31,24 @@ extension StallReport {
 /// claim more frames than it dropped, each gets its share of what it did drop. So the frames
 /// given back never exceed the frames dropped. Frames are counted in thousandths, integers, so
 /// the totals do not depend on the order traces are added in.
-struct SavingsTally: Sendable {
-    struct Saving: Sendable {
-        var overrunNanos: UInt64 = 0
-        var hangNanos: UInt64 = 0
-        var droppedMilliframes: UInt64 = 0
-    }
+struct Saving: Sendable {
+    var overrunNanos: UInt64 = 0
+    var hangNanos: UInt64 = 0
+    var droppedMilliframes: UInt64 = 0
 
-    var bySignature: [SignatureKey: Saving] = [:]
-
-    /// Adds a trace's `stalls` with the frame clock `clock` it recorded.
-    mutating func add(_ stalls: [StallFigures], clock: [TraceRecord.FrameClock]) {
-        let dropped = Self.droppedFrames(stalls, clock: clock)
-        for index in stalls.indices {
-            var saving = bySignature[stalls[index].key] ?? Saving()
-            saving.overrunNanos += stalls[index].overrunNanos
-            if stalls[index].tier >= .hang { saving.hangNanos += stalls[index].durationNanos }
-            saving.droppedMilliframes += UInt64((dropped[index] * 1000).rounded())
-            bySignature[stalls[index].key] = saving
-        }
+    /// Adds a stall of `overrun`, hang time `hang` (0 below the hang tier) that dropped
+    /// `dropped` frames (`droppedFrames(_:clock:)`).
+    mutating func add(overrun: UInt64, hang: UInt64, dropped: Double) {
+        overrunNanos += overrun
+        hangNanos += hang
+        droppedMilliframes += UInt64((dropped * 1000).rounded())
     }
 
     /// Adds what `other` added up.
-    mutating func merge(_ other: SavingsTally) {
-        for (key, saving) in other.bySignature {
-            bySignature[key, default: Saving()].overrunNanos += saving.overrunNanos
-            bySignature[key, default: Saving()].hangNanos += saving.hangNanos
-            bySignature[key, default: Saving()].droppedMilliframes += saving.droppedMilliframes
-        }
+    mutating func add(_ other: Saving) {
+        overrunNanos += other.overrunNanos
+        hangNanos += other.hangNanos
+        droppedMilliframes += other.droppedMilliframes
     }
 
     /// The frames each of `stalls` dropped, by the estimate above.
@@ -65,10 +56,16 @@ struct SavingsTally: Sendable {
         var result = [Double](repeating: 0, count: stalls.count)
         let expected = clock.reduce(UInt64(0)) { $0 + $1.expected }
         let length = clock.reduce(UInt64(0)) { $0 + $1.intervalLength }
-        guard expected > 0, length > 0, !stalls.isEmpty else { return result }
+        guard expected > 0, length > 0, !stalls.isEmpty, clock.contains(where: { $0.dropped > 0 }) else {
+            return result
+        }
         let period = Double(length) / Double(expected)
-        // Each interval's claims: (stall, frames) pairs, and their sum.
-        var claims: [[(stall: Int, frames: Double)]] = Array(repeating: [], count: clock.count)
+        // Every (interval, stall, frames) claim on an interval that dropped frames (the others
+        // give none back) in one array, in stall order, and what each interval's claims add up
+        // to (summed in that same order).
+        var claims: [(interval: Int, stall: Int, frames: Double)] = []
+        claims.reserveCapacity(stalls.count * 2)
+        var claimed = [Double](repeating: 0, count: clock.count)
         for index in stalls.indices {
             let start = stalls[index].start
             let end = start &+ stalls[index].durationNanos
@@ -78,33 +75,33 @@ struct SavingsTally: Sendable {
             while interval < clock.count, clock[interval].intervalStart < end {
                 let from = max(start, clock[interval].intervalStart)
                 let to = min(end, clock[interval].intervalStart &+ clock[interval].intervalLength)
-                if to > from { claims[interval].append((index, Double(to - from) / period)) }
+                if to > from && clock[interval].dropped > 0 {
+                    let frames = Double(to - from) / period
+                    claims.append((interval, index, frames))
+                    claimed[interval] += frames
+                }
                 interval += 1
             }
         }
-        for interval in clock.indices where clock[interval].dropped > 0 {
-            let claimed = claims[interval].reduce(0) { $0 + $1.frames }
-            guard claimed > 0 else { continue }
-            let scale = min(1, Double(clock[interval].dropped) / claimed)
-            for claim in claims[interval] { result[claim.stall] += claim.frames * scale }
+        // Each stall's claims come in interval order, so its frames add up in that order.
+        for claim in claims where claimed[claim.interval] > 0 {
+            let scale = min(1, Double(clock[claim.interval].dropped) / claimed[claim.interval])
+            result[claim.stall] += claim.frames * scale
         }
         return result
     }
 
-    /// The run's figures without `signature`'s stalls: `rates` and `frames` are the run's own.
-    func ifFixed(_ signature: StallReport.Signature, rates: RunRates, frames: FrameTotals) -> StallReport.IfFixed? {
-        guard let saving = bySignature[SignatureKey(category: signature.category, frames: signature.frames)] else {
-            return nil
-        }
+    /// The run's figures without these stalls: `rates` and `frames` are the run's own.
+    func ifFixed(rates: RunRates, frames: FrameTotals) -> StallReport.IfFixed {
         var without = rates
-        without.overrunNanos -= min(without.overrunNanos, saving.overrunNanos)
-        without.hangNanos -= min(without.hangNanos, saving.hangNanos)
+        without.overrunNanos -= min(without.overrunNanos, overrunNanos)
+        without.hangNanos -= min(without.hangNanos, hangNanos)
         var ifFixed = StallReport.IfFixed(
             hitchRatioMsPerSecond: without.hitchRatioMsPerSecond,
             hitchGrade: HitchGrade(msPerSecond: without.hitchRatioMsPerSecond),
             hangRateSecondsPerHour: without.hangRateSecondsPerHour)
         if frames.records > 0 {
-            let given = min(frames.dropped, (saving.droppedMilliframes + 500) / 1000)
+            let given = min(frames.dropped, (droppedMilliframes + 500) / 1000)
             ifFixed.droppedFrames = frames.dropped - given
             let seconds = Double(frames.intervalNanos) / 1e9
             ifFixed.fps = seconds == 0 ? 0 : round(Double(frames.delivered + given) / seconds, 2)
