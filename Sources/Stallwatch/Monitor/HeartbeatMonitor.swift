@@ -118,11 +118,16 @@ public final class HeartbeatMonitor: @unchecked Sendable {
 
         /// Where the executor's own tick report (`HeartbeatMonitor.tickEnded`) stores the tick
         /// that ran a heartbeat. Never freed: a thread the executor ran on keeps pointing at it.
+        /// Kept in `tickSlots`, so it stays reachable (LeakSanitizer).
         let ticks: UnsafeMutablePointer<sw_tick_slot> = {
             let slot = UnsafeMutablePointer<sw_tick_slot>.allocate(capacity: 1)
             slot.initialize(to: sw_tick_slot(armed: 0, sequence: 0, run: 0, start: 0, end: 0, reports: 0))
+            Executor.tickSlots.withLock { $0.append(slot) }
             return slot
         }()
+
+        /// Every tick slot made: one per executor ever watched.
+        private static let tickSlots = Locked<[UnsafeMutablePointer<sw_tick_slot>]>([])
 
         /// The Swift Concurrency pool's threads that ran a heartbeat (prepared for sampling), and
         /// the name they have in /proc (`watchConcurrencyPool`); nil for a serial executor.
