@@ -57,7 +57,9 @@ import Testing
         }
         """
 
-    @Test func aRuleForTheModulesFunctionMakesItsStallADatabaseStall() throws {
+    @Test(
+        .disabled(if: Sanitizer.thread, "TSan delivers the sampling signal late, away from the running photo hashing"))
+    func aRuleForTheModulesFunctionMakesItsStallADatabaseStall() throws {
         let builtIn = try photoCategories([])
         #expect(builtIn == ["compute"])
         let rules = try rulesFile(Self.photosAreDatabase)
@@ -67,7 +69,9 @@ import Testing
         #expect(try photoCategories([], environment: ["STALLWATCH_RULES": rules]) == ["database"])
     }
 
-    @Test func everyClassifyingCommandTakesTheRules() throws {
+    @Test(
+        .disabled(if: Sanitizer.thread, "TSan delivers the sampling signal late, away from the running photo hashing"))
+    func everyClassifyingCommandTakesTheRules() throws {
         let trace = try Self.recording.get()
         let rules = try rulesFile(Self.photosAreDatabase)
         defer { unlink(rules) }
