@@ -54,6 +54,7 @@ import Testing
             return nil
         } catch {
             #expect(error.file == path)
+            // `path: problem`, or `path:LINE: problem` now that an error names its line.
             #expect(error.description.hasPrefix(path + ":"))
             return error
         }
