@@ -103,6 +103,19 @@ import Testing
         ),
         ("lostRecords", 0, .lostRecords(.init(time: 90_200_000_000, count: 17))),
         ("recordedUntil", 0, .recordedUntil(time: 92_000_000_000)),
+        (
+            "stallLeadUp", 0,
+            .stallLeadUp(
+                .init(
+                    id: 7, window: 2_000_000_000, callouts: 130, busy: 412_000_000, lost: 0,
+                    sites: [
+                        .init(site: 3, count: 120, nanos: 380_000_000), .init(site: 1, count: 10, nanos: 32_000_000),
+                    ],
+                    recent: [
+                        .init(site: 3, before: 40_000_000, duration: 18_000_000),
+                        .init(site: 1, before: 12_000_000, duration: 3_000_000),
+                    ]))
+        ),
         ("platform", 0, .platform(.init(architecture: "x86_64"))),
         (
             "congestedIteration", 0,

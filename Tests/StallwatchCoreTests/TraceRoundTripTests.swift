@@ -99,6 +99,11 @@ enum TraceFixture {
                 id: 7, expected: nil,
                 state: [.init(key: "screen", value: "Feed"), .init(key: "scrolling", value: "true")])),
         .recordedUntil(time: 81_235_000_000_000),
+        .stallLeadUp(
+            .init(
+                id: 7, window: 2_000_000_000, callouts: 40, busy: 90_000_000, lost: 3,
+                sites: [.init(site: 1, count: 40, nanos: 90_000_000)],
+                recent: [.init(site: 1, before: 5_000_000, duration: 2_000_000)])),
     ]
 
     /// A preamble and `records`, encoded with one encoder.
@@ -149,7 +154,7 @@ enum TraceFixture {
             contentsOf: everyKind[21...].filter {
                 ![
                     .origin, .congestedIteration, .sampleCounters, .sampleWait, .stallRetimed, .stallContext,
-                    .recordedUntil,
+                    .recordedUntil, .stallLeadUp,
                 ].contains(
                     $0.kind)
             })

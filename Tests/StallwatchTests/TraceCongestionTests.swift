@@ -1,5 +1,6 @@
 // A congested iteration (callouts that overran the budget together, none alone) is recorded
-// one by one: its time, and in full mode the call sites whose callouts took it.
+// one by one: its time, and the call sites whose callouts took it whenever the recorder keeps
+// callouts (full mode, or the flight recorder in stalls mode).
 import Foundation
 import StallwatchCore
 import Testing
@@ -9,13 +10,15 @@ import Testing
 @Suite(.serialized) struct TraceCongestionTests {
     /// Records one iteration of 8 × 4 ms posts from one line and 4 × 1 ms from another (about
     /// 36 ms against the 16.7 ms budget, no callout near it), in `mode`.
-    func recordCongestion(mode: TraceMode) async throws -> (trace: DecodedTrace, heavyLine: UInt32) {
+    func recordCongestion(mode: TraceMode, flightWindow: Duration = TraceRecorder.defaultFlightWindow) async throws -> (
+        trace: DecodedTrace, heavyLine: UInt32
+    ) {
         let path = FileManager.default.temporaryDirectory.appendingPathComponent("stallwatch-congestion-\(UUID())")
             .path
         defer { unlink(path) }
         let heavyLine = Box<UInt32>(0)
         try await onLoopThreadThrowing { loop in
-            let recorder = try TraceRecorder(path: path, loop: loop, mode: mode)
+            let recorder = try TraceRecorder(path: path, loop: loop, mode: mode, flightWindow: flightWindow)
             try recorder.start()
             // Let the recorder attach before the congested burst is posted.
             let attached = Box(false)
@@ -33,8 +36,9 @@ import Testing
         return (DecodedTrace(decoding: bytes, fileName: path), heavyLine.value)
     }
 
-    @Test func fullModeBlamesTheSitesOfACongestedIteration() async throws {
-        let (trace, heavyLine) = try await recordCongestion(mode: .full)
+    @Test(arguments: [TraceMode.full, .stalls])
+    func theSitesOfACongestedIterationAreBlamed(mode: TraceMode) async throws {
+        let (trace, heavyLine) = try await recordCongestion(mode: mode)
         #expect(trace.outcome.endedCleanly, "\(trace.outcome.problems)")
         let counted = trace.congestion.reduce(0) { $0 + $1.count }
         #expect(counted >= 1)
@@ -53,8 +57,8 @@ import Testing
         #expect(trace.stalls.isEmpty, "\(trace.stalls.map(\.duration))")
     }
 
-    @Test func stallsModeRecordsTheIterationWithoutSites() async throws {
-        let (trace, _) = try await recordCongestion(mode: .stalls)
+    @Test func stallsModeWithoutTheFlightRecorderRecordsTheIterationWithoutSites() async throws {
+        let (trace, _) = try await recordCongestion(mode: .stalls, flightWindow: .zero)
         let counted = trace.congestion.reduce(0) { $0 + $1.count }
         #expect(counted >= 1)
         #expect(UInt64(trace.congestedIterations.count) == counted)

@@ -36,17 +36,26 @@ final class StackCapture {
     /// until the handler returns, and a thread preempted there (on a loaded machine, often as
     /// it is about to enter the handler) read as blocking its ticks, so the watchdog signalled
     /// it for the rest of the stall, and a signal cut a sleep short. A tick being delivered is
-    /// not pending; a blocked one stays pending. Not cached while `own`'s handler runs.
+    /// not pending; a blocked one stays pending. Not cached while `own`'s handler runs, nor
+    /// while the mask has the signal but no tick is pending yet: a thread that got little CPU
+    /// since it blocked the signal (a loaded machine) has had no tick to hold back, and caching
+    /// that "no" left it unsignalled, its samples stale, for the rest of the stall.
     func ticksBlocked(tid: Int32, own: SelfSampler) -> Bool {
         if let blocksTicks { return blocksTicks }
-        let blocked = Self.blocksWithTickPending(signal: sw_self_default_signal(), tid: tid)
-        if blocked && own.inHandler { return false }
-        blocksTicks = blocked
-        return blocked
+        let (blocked, pending) = Self.tickMask(signal: sw_self_default_signal(), tid: tid)
+        if !blocked {
+            blocksTicks = false
+            return false
+        }
+        if !pending || own.inHandler { return false }
+        blocksTicks = true
+        return true
     }
 
-    private static func blocksWithTickPending(signal: Int32, tid: Int32) -> Bool {
-        guard let file = fopen("/proc/self/task/\(tid)/status", "r") else { return false }
+    /// Whether thread `tid`'s mask has `signal` and whether one waits for it, from its /proc
+    /// status (both false when it cannot be read).
+    private static func tickMask(signal: Int32, tid: Int32) -> (blocked: Bool, pending: Bool) {
+        guard let file = fopen("/proc/self/task/\(tid)/status", "r") else { return (false, false) }
         defer { fclose(file) }
         var line: UnsafeMutablePointer<CChar>?
         var capacity = 0
@@ -62,7 +71,7 @@ final class StackCapture {
                 if field == "SigBlk:" { blocked = true } else { pending = true }
             }
         }
-        return blocked && pending
+        return (blocked, pending)
     }
     /// When the previous sample (or the stall's detection) was: perf samples older are not news.
     var lastSampleTime: UInt64 = 0

@@ -54,6 +54,7 @@ extension HeartbeatRecorder: TraceSource {
     var symbolicator: Symbolicator { monitor.symbolicator }
     var callouts: EventRing? { nil }
     var board: CalloutBoard? { nil }
+    var flightWindowNanos: UInt64 { 0 }
     /// The app cannot name its version here: `STALLWATCH_APP_VERSION`, if set.
     var appVersion: String? { TraceOutput.environmentAppVersion }
 }

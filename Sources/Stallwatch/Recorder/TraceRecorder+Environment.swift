@@ -5,12 +5,13 @@ import Synchronization
 extension TraceRecorder {
     /// What the environment asks for: `STALLWATCH_TRACE=path` turns recording on;
     /// `STALLWATCH_BUDGET_MS` (a positive number of milliseconds) and
-    /// `STALLWATCH_MODE=stalls|full` tune it. Bad values are reported on stderr once and the
-    /// defaults used.
+    /// `STALLWATCH_MODE=stalls|full` and `STALLWATCH_FLIGHT_MS` (the flight recorder's window,
+    /// 0 for none) tune it. Bad values are reported on stderr once and the defaults used.
     struct EnvironmentRequest: Equatable {
         var path: String
         var budgetMilliseconds: Double?
         var mode: TraceMode
+        var flightMilliseconds: Double?
         var warnings: [String]
 
         init?(_ environment: [String: String]) {
@@ -23,6 +24,14 @@ extension TraceRecorder {
                     budgetMilliseconds = value
                 } else {
                     warnings.append("STALLWATCH_BUDGET_MS=\(text) is not a positive number of milliseconds; using 16.7")
+                }
+            }
+            if let text = environment["STALLWATCH_FLIGHT_MS"] {
+                if let value = Double(text), value >= 0, value.isFinite {
+                    flightMilliseconds = value
+                } else {
+                    warnings.append(
+                        "STALLWATCH_FLIGHT_MS=\(text) is not a number of milliseconds (0 for none); using 2000")
                 }
             }
             if let text = environment["STALLWATCH_MODE"] {
@@ -76,6 +85,8 @@ extension TraceRecorder {
         for warning in request.warnings { FileHandle.standardError.write(Data("stallwatch: \(warning)\n".utf8)) }
         var configuration = StallMonitor.Configuration()
         if let budget = request.budgetMilliseconds { configuration.budget = .nanoseconds(Int64(budget * 1_000_000)) }
+        let flightWindow =
+            request.flightMilliseconds.map { Duration.nanoseconds(Int64($0 * 1_000_000)) } ?? defaultFlightWindow
         do {
             let recorder: TraceRecorder
             if let own {
@@ -83,10 +94,12 @@ extension TraceRecorder {
                 // app's budget.
                 let message = "stallwatch: STALLWATCH_TRACE=\(request.path) records the app's own StallMonitor\n"
                 FileHandle.standardError.write(Data(message.utf8))
-                recorder = try TraceRecorder(path: request.path, mode: request.mode, recording: own)
+                recorder = try TraceRecorder(
+                    path: request.path, mode: request.mode, recording: own, flightWindow: flightWindow)
             } else {
                 recorder = try TraceRecorder(
-                    path: request.path, loop: loop, mode: request.mode, configuration: configuration)
+                    path: request.path, loop: loop, mode: request.mode, configuration: configuration,
+                    flightWindow: flightWindow)
             }
             try recorder.start()
             environmentRecorder.withLock { $0 = recorder }

@@ -4,8 +4,9 @@ import Foundation
 import StallwatchCore
 
 /// Records a `MainLoop` to a trace file: stalls with their samples and symbols as the
-/// monitor finds them, per-second summaries (loop-latency histogram, congestion, frame
-/// clocks, lost records) and, in `full` mode, every callout.
+/// monitor finds them, what the loop ran in the seconds before each (the flight recorder),
+/// per-second summaries (loop-latency histogram, congestion, frame clocks, lost records) and,
+/// in `full` mode, every callout.
 ///
 /// The loop thread only pushes fixed-size events into a lock-free ring; a writer thread
 /// drains it, encodes records and writes the file. When the ring is full, events are
@@ -34,9 +35,18 @@ public final class TraceRecorder: @unchecked Sendable {
     /// split stalls by version: the `appVersion` given to `init`, else `STALLWATCH_APP_VERSION`.
     public let appVersion: String?
 
+    /// How far back the flight recorder keeps the loop's callouts in memory, so that each
+    /// stall's record says what ran just before it (`show --stall N`) and congested iterations
+    /// name their sites, in either mode; `.zero` turns it off (then `stalls` mode records no
+    /// callouts at all).
+    public let flightWindow: Duration
+    var flightWindowNanos: UInt64 { flightWindow.nanoseconds }
+
     let loop: MainLoop
-    /// Full mode carries every callout: a ring of 256 Ki events (10 MiB) rides out the
-    /// writer's 50 ms naps at millions of callouts per second; stalls mode carries iterations.
+    /// Full mode carries every callout to the file: a ring of 256 Ki events (10 MiB) rides out
+    /// the writer's 50 ms naps at millions of callouts per second. Stalls mode with the flight
+    /// recorder carries them to its window: 64 Ki events (2.5 MiB), over a million callouts a
+    /// second; without it, iterations only (4 Ki events).
     let ring: EventRing
     /// The file and its writer, as `HeartbeatRecorder`'s.
     let output: TraceOutput
@@ -49,24 +59,35 @@ public final class TraceRecorder: @unchecked Sendable {
         set { output.onStallEnded = newValue }
     }
 
+    /// The flight recorder's window unless told otherwise.
+    public static let defaultFlightWindow = Duration.seconds(2)
+
     /// A recorder writing to `path` (created or truncated) for `loop`, with a monitor of
     /// `configuration`; `appVersion` (else `STALLWATCH_APP_VERSION`) goes into the trace's
-    /// origin. Throws if the file cannot be opened.
+    /// origin; `flightWindow` (negative counts as zero) is how far back each stall's lead-up
+    /// reaches. Throws if the file cannot be opened.
     public init(
         path: String, loop: MainLoop = .main, mode: TraceMode = .stalls,
-        configuration: StallMonitor.Configuration = StallMonitor.Configuration(), appVersion: String? = nil
+        configuration: StallMonitor.Configuration = StallMonitor.Configuration(), appVersion: String? = nil,
+        flightWindow: Duration = TraceRecorder.defaultFlightWindow
     ) throws {
         self.output = try TraceOutput(path: path)
         self.mode = mode
         self.appVersion = appVersion ?? TraceOutput.environmentAppVersion
         self.loop = loop
+        self.flightWindow = max(flightWindow, .zero)
         self.source = Locked((StallMonitor(loop: loop, configuration: configuration), true, nil))
-        self.ring = EventRing(capacity: mode == .full ? 1 << 18 : 1 << 12)
+        self.ring = EventRing(capacity: mode == .full ? 1 << 18 : flightWindow > .zero ? 1 << 16 : 1 << 12)
     }
 
     /// A recorder writing to `path` the stalls of `monitor`, which someone else starts and stops.
-    convenience init(path: String, mode: TraceMode, recording monitor: StallMonitor) throws {
-        try self.init(path: path, loop: monitor.loop, mode: mode, configuration: monitor.configuration)
+    convenience init(
+        path: String, mode: TraceMode, recording monitor: StallMonitor,
+        flightWindow: Duration = TraceRecorder.defaultFlightWindow
+    ) throws {
+        try self.init(
+            path: path, loop: monitor.loop, mode: mode, configuration: monitor.configuration,
+            flightWindow: flightWindow)
         source.withLock { $0 = (monitor, false, nil) }
     }
 
@@ -84,10 +105,10 @@ public final class TraceRecorder: @unchecked Sendable {
                 listen(to: monitor)
             }
             // The loop's callout stream, unless another recorder of the app's already takes it.
-            let attach: @Sendable () -> Void = { [loop, ring, mode] in
+            let attach: @Sendable () -> Void = { [loop, ring, mode, flightWindow] in
                 guard loop.calloutState.pointee.ring == nil else { return }
                 loop.calloutState.pointee.ring = ring
-                loop.calloutState.pointee.recordCallouts = mode == .full
+                loop.calloutState.pointee.recordCallouts = mode == .full || flightWindow > .zero
             }
             if loop.isCurrent { attach() } else { loop.post(label: "TraceRecorder.attach", attach) }
         }

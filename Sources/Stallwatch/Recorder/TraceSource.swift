@@ -17,6 +17,8 @@ protocol TraceSource: AnyObject, Sendable {
     var callouts: EventRing? { get }
     /// The loop's board (congestion, frame clocks); nil without a `MainLoop`.
     var board: CalloutBoard? { get }
+    /// How far back the flight recorder keeps callouts, in nanoseconds; 0 for none.
+    var flightWindowNanos: UInt64 { get }
 }
 
 extension TraceRecorder: TraceSource {

@@ -33,6 +33,10 @@ struct TraceWriter {
     /// congested. Cleared at each iteration event.
     private var iterationSites: [UInt64: (count: UInt64, nanos: UInt64)] = [:]
     private var iterationCallouts: UInt64 = 0
+    /// The callouts of the last seconds, for each stall's `stallLeadUp` (nil: the recorder's
+    /// flight window is 0, or there is no loop).
+    private var flight: FlightWindow?
+    private var recordingStart: UInt64 = 0
 
     /// Summaries cover one second; the file is written at least every 50 ms.
     static let interval: UInt64 = 1_000_000_000
@@ -53,12 +57,16 @@ struct TraceWriter {
 
     init(recorder: any TraceSource) {
         self.recorder = recorder
+        if recorder.callouts != nil, recorder.flightWindowNanos > 0 {
+            flight = FlightWindow(length: recorder.flightWindowNanos)
+        }
     }
 
     mutating func run() {
         bytes = TraceEncoder.preamble
         writeHeader()
         intervalStart = sw_monotonic_ns()
+        recordingStart = intervalStart
         lastCongested = recorder.board?.congestedIterations.load(ordering: .relaxed) ?? 0
         while recorder.output.isRunning {
             _ = recorder.output.wake.wait(timeout: .now() + .milliseconds(Self.flushPeriod))
@@ -70,15 +78,11 @@ struct TraceWriter {
     }
 
     private mutating func drain() {
+        // The stalls queued so far, then the loop's events: every callout that ended before a
+        // queued stall began was pushed before the stall was queued, so its lead-up has them.
         let stalls = recorder.output.pending.withLock { pending in
             defer { pending.removeAll() }
             return pending
-        }
-        for stall in stalls {
-            switch stall {
-            case .began(let stall): write(stall, ended: false)
-            case .ended(let stall): write(stall, ended: true)
-            }
         }
         let converter = Timebase.shared.converter()
         recorder.callouts?.drain { event in
@@ -91,10 +95,17 @@ struct TraceWriter {
                 iterationSites.removeAll(keepingCapacity: true)
                 iterationCallouts = 0
             } else {
-                writeCallout(event, converter)
+                takeCallout(event, converter)
             }
         }
         let now = sw_monotonic_ns()
+        if let lost = recorder.callouts?.dropped.load(ordering: .relaxed) { flight?.sawLost(total: lost, at: now) }
+        for stall in stalls {
+            switch stall {
+            case .began(let stall): write(stall, ended: false)
+            case .ended(let stall): write(stall, ended: true)
+            }
+        }
         if now - intervalStart >= Self.interval { summarize(until: now) }
         flush()
     }
@@ -131,7 +142,9 @@ struct TraceWriter {
         }
     }
 
-    private mutating func writeCallout(_ event: EventRing.Event, _ converter: Timebase.Converter) {
+    /// One callout from the ring: into the flight window and the iteration's sites, and into
+    /// the file in `full` mode.
+    private mutating func takeCallout(_ event: EventRing.Event, _ converter: Timebase.Converter) {
         // The phase (bits 8-15) is not part of a call site.
         let key = RawSiteKey(
             descriptor: event.descriptor.rawValue & ~0xFF00, label: event.label, file: event.file)
@@ -151,16 +164,19 @@ struct TraceWriter {
         lastSite = (key, ids)
         let (site, mode) = ids
         let duration = converter.duration(from: event.start, to: event.end)
-        append(
-            .callout(
-                TraceRecord.Callout(site: site, mode: mode, start: converter.nanos(event.start), duration: duration)))
+        let start = converter.nanos(event.start)
+        if recorder.mode == .full {
+            append(.callout(TraceRecord.Callout(site: site, mode: mode, start: start, duration: duration)))
+        }
+        flight?.add(site: site, start: start, duration: duration)
         let known = iterationSites[site]
         iterationSites[site] = ((known?.count ?? 0) + 1, (known?.nanos ?? 0) &+ duration)
         iterationCallouts += 1
     }
 
     /// An iteration the loop counted as congested: its time, and the sites of the callouts
-    /// seen since the previous iteration event (none in `stalls` mode), largest first.
+    /// seen since the previous iteration event (none when callouts are not recorded: `stalls`
+    /// mode with the flight recorder off), largest first.
     private mutating func writeCongestedIteration(start: UInt64, duration: UInt64) {
         let sites = iterationSites.map {
             TraceRecord.CongestedIteration.SiteTime(site: $0.key, count: $0.value.count, nanos: $0.value.nanos)
@@ -188,6 +204,9 @@ struct TraceWriter {
             beganAt[stall.id] = stall.start
             // The app's state at detection, kept even if the process dies in the stall.
             if !stall.context.isEmpty || stall.expected != nil { appendContext(of: stall) }
+            if let flight {
+                append(.stallLeadUp(flight.leadUp(id: stall.id, before: stall.start, since: recordingStart)))
+            }
         }
         let done = samplesWritten[stall.id] ?? 0
         for sample in stall.samples.dropFirst(done) { write(sample, of: stall.id) }

@@ -47,6 +47,9 @@ public struct DecodedTrace: Sendable {
     public var lostRecords: UInt64 = 0
     /// The latest time the recording says it was running (`recordedUntil`), if it says.
     public var recordedUntil: UInt64?
+    /// What the loop ran before each stall (`stallLeadUp` records), by stall id (the last
+    /// counts); traces recorded without the flight recorder have none.
+    public var leadUps: [UInt64: TraceRecord.StallLeadUp] = [:]
     /// Samples whose stall has no `stallBegan` record (lost to damage); left out of `stalls`.
     public var orphanSamples = 0
     /// How decoding went.
@@ -124,6 +127,7 @@ public struct DecodedTrace: Sendable {
             }
         case .lostRecords(let record): lostRecords &+= record.count
         case .recordedUntil(let time): recordedUntil = max(recordedUntil ?? 0, time)
+        case .stallLeadUp(let record): leadUps[record.id] = record
         default: assembler.add(record)
         }
     }

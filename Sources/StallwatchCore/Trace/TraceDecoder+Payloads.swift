@@ -161,6 +161,38 @@ extension TraceParser {
                         nanos: try reader.varint("nanos")))
             }
             return .congestedIteration(.init(start: start, duration: duration, callouts: callouts, sites: sites))
+        case .stallLeadUp:
+            let id = try reader.varint("id")
+            let window = try reader.varint("window")
+            let callouts = try reader.varint("callouts")
+            let busy = try reader.varint("busy")
+            let lost = try reader.varint("lost")
+            let siteCount = try reader.varint("siteCount")
+            // Each site and each recent callout takes at least three bytes.
+            guard siteCount <= UInt64(reader.end - reader.position) / 3 else {
+                throw .outOfRange("siteCount", siteCount)
+            }
+            var sites: [TraceRecord.CongestedIteration.SiteTime] = []
+            for _ in 0..<siteCount {
+                sites.append(
+                    .init(
+                        site: try reader.varint("site"), count: try reader.varint("count"),
+                        nanos: try reader.varint("nanos")))
+            }
+            let recentCount = try reader.varint("recentCount")
+            guard recentCount <= UInt64(reader.end - reader.position) / 3 else {
+                throw .outOfRange("recentCount", recentCount)
+            }
+            var recent: [TraceRecord.StallLeadUp.Recent] = []
+            for _ in 0..<recentCount {
+                recent.append(
+                    .init(
+                        site: try reader.varint("site"), before: try reader.varint("before"),
+                        duration: try reader.varint("duration")))
+            }
+            return .stallLeadUp(
+                .init(
+                    id: id, window: window, callouts: callouts, busy: busy, lost: lost, sites: sites, recent: recent))
         case .sampleCounters:
             return .sampleCounters(try parseCounters(&reader))
         case .sampleWait:

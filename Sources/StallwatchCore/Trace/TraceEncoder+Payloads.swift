@@ -122,6 +122,24 @@ extension TraceEncoder {
                 writer.varint(site.count)
                 writer.varint(site.nanos)
             }
+        case .stallLeadUp(let leadUp):
+            writer.varint(leadUp.id)
+            writer.varint(leadUp.window)
+            writer.varint(leadUp.callouts)
+            writer.varint(leadUp.busy)
+            writer.varint(leadUp.lost)
+            writer.varint(UInt64(leadUp.sites.count))
+            for site in leadUp.sites {
+                writer.varint(site.site)
+                writer.varint(site.count)
+                writer.varint(site.nanos)
+            }
+            writer.varint(UInt64(leadUp.recent.count))
+            for callout in leadUp.recent {
+                writer.varint(callout.site)
+                writer.varint(callout.before)
+                writer.varint(callout.duration)
+            }
         case .sampleCounters(let counters):
             writeCounters(counters, to: &writer)
         case .sampleWait(let wait):

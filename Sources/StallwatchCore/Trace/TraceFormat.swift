@@ -105,9 +105,12 @@ public enum TraceRecordKind: UInt8, CaseIterable, Sendable, Hashable {
     /// The recording was running at this time: written every second and when it stops, so a
     /// reader's run time ends at the last one, whatever the loop did and however it ended.
     case recordedUntil = 24
+    /// What the loop ran in the seconds before a stall (the flight recorder): callouts and
+    /// busy time in the window, the sites that took it, the last callouts one by one.
+    case stallLeadUp = 25
 
     /// The id the next new kind gets.
-    public static let nextID: UInt8 = 25
+    public static let nextID: UInt8 = 26
 
     /// Ids that are not kinds and must never become kinds.
     public static let reservedIDs: [ClosedRange<UInt8>] = [0...0, 128...255]
@@ -135,6 +138,7 @@ public enum TraceRecordKind: UInt8, CaseIterable, Sendable, Hashable {
         case .sampleProvenance: "sampleProvenance"
         case .congestedIteration: "congestedIteration"
         case .recordedUntil: "recordedUntil"
+        case .stallLeadUp: "stallLeadUp"
         case .sampleCounters: "sampleCounters"
         case .sampleWait: "sampleWait"
         case .stallRetimed: "stallRetimed"

@@ -52,6 +52,8 @@ public enum TraceRecord: Sendable, Hashable {
     indirect case stallContext(StallContext)
     /// The recording was still running at `time` (kind 24).
     case recordedUntil(time: UInt64)
+    /// What the loop ran in the seconds before a stall (kind 25).
+    indirect case stallLeadUp(StallLeadUp)
 
     /// The record's kind id.
     public var kind: TraceRecordKind {
@@ -80,6 +82,7 @@ public enum TraceRecord: Sendable, Hashable {
         case .stallRetimed: .stallRetimed
         case .stallContext: .stallContext
         case .recordedUntil: .recordedUntil
+        case .stallLeadUp: .stallLeadUp
         }
     }
 }
@@ -552,6 +555,65 @@ extension TraceRecord {
             self.duration = duration
             self.callouts = callouts
             self.sites = sites
+        }
+    }
+
+    /// What the loop ran in the window before a stall began, from the recorder's flight
+    /// recorder (the callouts of the last seconds, kept in memory in every mode): how many
+    /// callouts ended in it and their time, the call sites that took most of it, and the last
+    /// callouts one by one.
+    public struct StallLeadUp: Sendable, Hashable {
+        /// One of the last callouts before the stall.
+        public struct Recent: Sendable, Hashable {
+            /// The `CallSite` id.
+            public var site: UInt64
+            /// How long before the stall's start it started, in nanoseconds.
+            public var before: UInt64
+            /// How long it ran, in nanoseconds.
+            public var duration: UInt64
+
+            /// Creates one recent callout.
+            public init(site: UInt64, before: UInt64, duration: UInt64) {
+                self.site = site
+                self.before = before
+                self.duration = duration
+            }
+        }
+
+        /// The `StallBegan.id`.
+        public var id: UInt64
+        /// How far back the window reaches from the stall's start, in nanoseconds: the
+        /// recorder's window, or less when the recording (or the stall before) began later.
+        public var window: UInt64
+        /// How many callouts ended in the window.
+        public var callouts: UInt64
+        /// Their summed duration, in nanoseconds: the loop's busy time in the window.
+        public var busy: UInt64
+        /// Callout events the recorder's ring dropped while the window was kept (0: complete).
+        public var lost: UInt64
+        /// The sites that took most of the window's time, largest first (at most
+        /// `StallLeadUp.maxSites`).
+        public var sites: [CongestedIteration.SiteTime]
+        /// The last callouts before the stall, oldest first (at most `StallLeadUp.maxRecent`).
+        public var recent: [Recent]
+
+        /// The most sites a record keeps.
+        public static let maxSites = 8
+        /// The most recent callouts a record lists.
+        public static let maxRecent = 16
+
+        /// Creates a lead-up record.
+        public init(
+            id: UInt64, window: UInt64, callouts: UInt64, busy: UInt64, lost: UInt64,
+            sites: [CongestedIteration.SiteTime], recent: [Recent]
+        ) {
+            self.id = id
+            self.window = window
+            self.callouts = callouts
+            self.busy = busy
+            self.lost = lost
+            self.sites = sites
+            self.recent = recent
         }
     }
 }

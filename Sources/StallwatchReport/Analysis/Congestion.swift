@@ -14,7 +14,7 @@ extension StallReport {
         /// Their whole time, summed, in milliseconds (of the described ones).
         package var totalMs: Double
         /// The call sites that took most of the described iterations' time, largest first
-        /// (empty unless a trace was recorded in `full` mode, which records every callout).
+        /// (empty unless a trace's recorder kept its callouts: `full` mode, or the flight recorder).
         package var sites: [CongestionSite]
         /// How many distinct sites there were in all.
         package var siteCount: Int

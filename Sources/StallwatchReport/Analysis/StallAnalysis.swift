@@ -65,6 +65,9 @@ package struct AnalyzedStall: Sendable {
     package var budgetNanos: UInt64
     /// How the frames of the stall's trace are named.
     package var names: FrameNamer
+    /// What the loop ran just before the stall, when its trace has the flight recorder's
+    /// record of it (read by `init(slot:of:classifier:)`, which `show` uses).
+    package var leadUp: LeadUp?
 
     /// The index of the representative stack's sample, `nil` without one.
     package var representativeSample: Int? { representative?.sample }
@@ -105,6 +108,7 @@ package struct AnalyzedStall: Sendable {
             slot: slot, of: loaded.trace.table, stall: loaded.trace.bareStalls[slot], tracePath: loaded.path,
             budget: loaded.trace.header?.thresholds.budget ?? TierThresholds.default.budget, classifier: classifier,
             names: FrameNamer(modules: loaded.trace.modules), memo: AppFrameMemo(), state: &state)
+        leadUp = loaded.trace.leadUps[stall.id].map { LeadUp($0, callSites: loaded.trace.callSites) }
     }
 
     /// `stall`, whose samples are rows `table.ranges[slot]`, read once (`AppFrameMemo.read`)

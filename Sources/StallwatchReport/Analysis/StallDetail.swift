@@ -101,6 +101,8 @@ package struct StallDetail: Sendable, Hashable, Encodable {
     package var stack: [StallReport.StackFrame]
     /// Every sample, in time order.
     package var samples: [SampleDetail]
+    /// What the loop ran in the seconds before the stall, `null` when the trace does not say.
+    package var leadUp: LeadUp?
 
     /// A reason and its fraction of the stall.
     package struct ReasonShare: Sendable, Hashable, Encodable {
@@ -134,6 +136,7 @@ package struct StallDetail: Sendable, Hashable, Encodable {
             ReasonShare(category: $0.category, reason: $0.reason, share: round($0.share, 4))
         }
         representativeSample = analyzed.representativeSample
+        leadUp = analyzed.leadUp
         stack = analyzed.representativeFrames.map { ReportBuilder.stackFrame($0, names: analyzed.names) }
         samples = stall.samples.enumerated().map { index, sample in
             let verdict = analyzed.classifications[index]
@@ -148,7 +151,7 @@ package struct StallDetail: Sendable, Hashable, Encodable {
 
     private enum CodingKeys: String, CodingKey {
         case id, tier, durationMs, unfinished, category, site, signature, stackConfidence, trace, flags, callout
-        case expected, appState, categoryShares, reasons, representativeSample, stack, samples
+        case expected, appState, categoryShares, reasons, representativeSample, stack, samples, leadUp
     }
 
     /// Encodes the summary's keys and the detail's in one object (`null` when absent).
@@ -172,5 +175,6 @@ package struct StallDetail: Sendable, Hashable, Encodable {
         try container.encode(representativeSample, forKey: .representativeSample)
         try container.encode(stack, forKey: .stack)
         try container.encode(samples, forKey: .samples)
+        try container.encode(leadUp, forKey: .leadUp)
     }
 }

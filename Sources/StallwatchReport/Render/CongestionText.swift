@@ -16,7 +16,8 @@ enum CongestionText {
         }
         if congestion.sites.isEmpty {
             lines.append(
-                elideMiddle("  sites not recorded: record in full mode (stallwatch record --mode full)", width))
+                elideMiddle(
+                    "  sites not recorded: the recorder kept no callouts (its flight recorder was off)", width))
             return lines
         }
         lines.append("  " + padLeft("share", 5) + "  " + padLeft("time", 10) + "  " + padLeft("callouts", 8) + "  site")

@@ -67,6 +67,10 @@ package enum StallText {
             analyzed.key.frames, separator: " ← ", first: "  signature \(analyzed.key.category.rawValue): ",
             continuation: "            ", width: width)
         lines.append("")
+        if let leadUp = analyzed.leadUp {
+            lines += leadUpLines(leadUp, style: style, width: width)
+            lines.append("")
+        }
         if stall.samples.isEmpty {
             lines.append("No samples.")
             return terminalText(lines, style: style)
