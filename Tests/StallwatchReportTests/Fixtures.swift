@@ -39,7 +39,8 @@ enum Fixture {
 
     /// Six stalls (compute hang, two io hitches, database micro hang, unfinished lock wait,
     /// compute hitch), two frame-clock summaries and a latency histogram, 6 s of run time.
-    static func standard(mode: TraceMode = .stalls, withCallouts: Bool = false) -> [UInt8] {
+    /// With `appState`, what the app said of four of them (`stallContext`, as `appStates`).
+    static func standard(mode: TraceMode = .stalls, withCallouts: Bool = false, appState: Bool = false) -> [UInt8] {
         var builder = TraceBuilder()
         builder.add([
             .header(
@@ -143,6 +144,7 @@ enum Fixture {
                         .init(index: UInt16(LatencyBuckets.index(forNanoseconds: 300_000_000)), count: 1),
                     ])),
         ])
+        if appState { builder.add(appStates.map { .stallContext($0) }) }
         if withCallouts {
             for index in 0..<10 {
                 builder.add(
@@ -151,6 +153,20 @@ enum Fixture {
         }
         return builder.bytes
     }
+
+    /// The app's state at stalls 1 and 4 (`screen=Feed`), 2 (`screen=Settings`) and 3 (the
+    /// expected-long `export.pdf` under `modal=true`, `screen=Export`); 5 and 6 have none.
+    static let appStates: [TraceRecord.StallContext] = {
+        func state(_ pairs: KeyValuePairs<String, String>) -> [TraceRecord.StallContext.KeyValue] {
+            pairs.map { .init(key: $0.key, value: $0.value) }
+        }
+        return [
+            .init(id: 1, expected: nil, state: state(["screen": "Feed"])),
+            .init(id: 2, expected: nil, state: state(["screen": "Settings"])),
+            .init(id: 3, expected: "export.pdf", state: state(["modal": "true", "screen": "Export"])),
+            .init(id: 4, expected: nil, state: state(["screen": "Feed"])),
+        ]
+    }()
 
     /// A trace with just a header and `count` compute hitches of `duration` at site 1.
     static func hitches(count: Int, duration: UInt64, runTime: UInt64 = 10 * second) -> [UInt8] {

@@ -183,6 +183,100 @@ import Testing
         #expect(rows == expected)
     }
 
+    /// What the app said of its stalls (`Fixture.appStates`): stall id, expected label, app state.
+    static let appStates: [(id: Int, expected: String?, state: [String])] = [
+        (1, nil, ["screen=Feed"]), (2, nil, ["screen=Settings"]), (3, "export.pdf", ["modal=true", "screen=Export"]),
+        (4, nil, ["screen=Feed"]), (5, nil, []), (6, nil, []),
+    ]
+
+    @Test(
+        .disabled(if: ToolSanitizer.active, "checks a format with DuckDB, not memory"),
+        .enabled(if: ExternalTools.hasDuckDB, "needs duckdb in the venv (scripts/install-deps.sh)"))
+    func duckDBReadsTheAppStateAndExpectedColumns() throws {
+        let python = try #require(ExternalTools.python)
+        let trace = directory.write("state.swtrace", Fixture.standard(appState: true))
+        let jsonl = try export(trace, "jsonl")
+        let tools = ExternalTools.root + "/tools/fleet/"
+        func query(_ sql: String) throws -> [[String: Any]] {
+            let file = directory.write("query.sql", Array(sql.utf8))
+            let engine = ExternalTools.run(python, [tools + "duckdb_signatures.py", jsonl, file])
+            #expect(engine.status == 0, "\(engine.error)")
+            return try engine.output.split(separator: "\n").map {
+                try #require(try JSONSerialization.jsonObject(with: Data($0.utf8)) as? [String: Any])
+            }
+        }
+        // The types DuckDB infers: a nullable string and a list of strings.
+        let rows = try query(
+            """
+            SELECT stall_id, expected, app_state, typeof(expected) AS expected_type, typeof(app_state) AS state_type
+            FROM stalls ORDER BY stall_id
+            """)
+        #expect(rows.count == Self.appStates.count)
+        for (row, want) in zip(rows, Self.appStates) {
+            #expect(row["stall_id"] as? Int == want.id)
+            #expect(row["expected"] as? String == want.expected, "\(row)")
+            #expect(want.expected != nil || row["expected"] is NSNull, "\(row)")
+            #expect(row["app_state"] as? [String] == want.state, "\(row)")
+            #expect(row["expected_type"] as? String == "VARCHAR")
+            #expect(row["state_type"] as? String == "VARCHAR[]")
+        }
+        // Usable as they are: the stalls of one state, the expected ones apart.
+        let counts = try query(
+            """
+            SELECT count(*) FILTER (WHERE list_contains(app_state, 'screen=Feed')) AS feed,
+                   count(expected) AS expected,
+                   count(*) FILTER (WHERE len(app_state) = 0) AS without_state
+            FROM stalls
+            """)
+        #expect(counts.count == 1)
+        #expect(counts.first?["feed"] as? Int == 2)
+        #expect(counts.first?["expected"] as? Int == 1)
+        #expect(counts.first?["without_state"] as? Int == 2)
+    }
+
+    @Test(
+        .disabled(if: ToolSanitizer.active, "checks a format with opentelemetry-proto, not memory"),
+        .enabled(if: ExternalTools.hasOTLPProto, "needs opentelemetry-proto in the venv (scripts/install-deps.sh)"))
+    func otlpAppStateAndExpectedParseIntoTheOfficialMessages() throws {
+        let python = try #require(ExternalTools.python)
+        let trace = directory.write("state.swtrace", Fixture.standard(appState: true))
+        let path = try export(trace, "otlp-json")
+        let tools = ExternalTools.root + "/tools/fleet"
+        let check = ExternalTools.run(python, [tools + "/check_otlp.py", path, "6"])
+        #expect(check.output == "OTLP ok: 1 resources, 6 spans\n", "\(check.error)")
+        // Each stall span's stallwatch.app.* and stallwatch.expected attributes as the official
+        // messages hold them: key, which value field is set, and the value.
+        let script = """
+            import sys
+            sys.path.insert(0, sys.argv[2])
+            import check_otlp
+            lines = []
+            for resource in check_otlp.parse(sys.argv[1]).resource_spans:
+                for scope in resource.scope_spans:
+                    for span in scope.spans:
+                        values = {a.key: a.value for a in span.attributes}
+                        picked = sorted(
+                            f"{key} {value.WhichOneof('value')} {getattr(value, value.WhichOneof('value'))}"
+                            for key, value in values.items()
+                            if key == "stallwatch.expected" or key.startswith("stallwatch.app."))
+                        lines.append((values["stallwatch.stall_id"].int_value, picked))
+            for stall, picked in sorted(lines):
+                print("; ".join([str(stall)] + picked))
+            """
+        let run = ExternalTools.run(python, ["-c", script, path, tools])
+        #expect(run.status == 0, "\(run.error)")
+        #expect(
+            run.output.split(separator: "\n").map(String.init) == [
+                "1; stallwatch.app.screen string_value Feed",
+                "2; stallwatch.app.screen string_value Settings",
+                "3; stallwatch.app.modal string_value true; stallwatch.app.screen string_value Export; "
+                    + "stallwatch.expected string_value export.pdf",
+                "4; stallwatch.app.screen string_value Feed",
+                "5",
+                "6",
+            ], "\(run.output)")
+    }
+
     @Test(
         .disabled(if: ToolSanitizer.active, "checks a format with ClickHouse, not memory"),
         .enabled(if: ExternalTools.hasChDB, "needs chdb in the venv (scripts/install-deps.sh)"))

@@ -92,6 +92,50 @@ struct HTMLBrowserTests {
         expectEveryStall(load, of: page)
         #expect(load.dom.contains("Stallwatch report — 3 traces"))
         #expect(load.dom.contains(">Stalls (12)<"))
+        // No stall has app state or is expected: no filter.
+        #expect(load.dom.contains("<div id=\"filters\" class=\"toolbar filters\" hidden=\"hidden\"></div>"))
+        #expect(!load.dom.contains("<select"))
+    }
+
+    @Test func theAppStateAndExpectedFiltersShowOnlyTheirStalls() throws {
+        // Stalls 1 and 4 at screen=Feed, 2 at Settings, 3 expected at Export; 5 and 6 without.
+        let page = RenderedPage([Fixture.standard(appState: true)], in: directory)
+        // The self-test chose each filter and checked the table's rows and the timeline's hits.
+        let load = try loadChecked(page, name: "state.html")
+        #expect(load.attribute("data-selftest-steps")?.contains("filters ") == true)
+        expectEveryStall(load, of: page)
+        #expect(load.dom.contains("<div id=\"filters\" class=\"toolbar filters\">"))
+        let options = [
+            "in any app state", "modal=true (1)", "screen=Export (1)", "screen=Feed (2)", "screen=Settings (1)",
+            "expected or not", "not expected (5)", "expected only (1)",
+        ]
+        for option in options { #expect(load.dom.contains(">\(option)</option>"), "\(option)") }
+        // The selected stall shows its state and its reason.
+        let file = directory.path + "/state.html"
+        let selected = try Chromium.load(file, fragment: "stall=0:3")
+        #expect(selected.dom.contains("<dt>app state</dt><dd>modal=true, screen=Export</dd>"))
+        #expect(selected.dom.contains("<dt>expected</dt><dd>export.pdf (long on purpose; not counted)</dd>"))
+
+        // Opened with a filter in the address: the table has the rows of its stalls only.
+        func rows(_ fragment: String) throws -> (ids: [Int], dom: String) {
+            let load = try Chromium.load(file, fragment: fragment)
+            #expect(load.attribute("data-ready") == "true")
+            #expect(load.console.isEmpty, "console: \(load.console)")
+            return ((1...6).filter { load.count("data-stall=\"0:\($0)\"><td") == 1 }, load.dom)
+        }
+        let feed = try rows("state=screen%3DFeed")
+        #expect(feed.ids == [1, 4])
+        #expect(feed.dom.contains(">Stalls (2 of 6)<"))
+        #expect(feed.dom.contains(">2 of 6 stalls shown<"))
+        #expect(try rows("state=screen=Settings").ids == [2])
+        #expect(try rows("expected=only").ids == [3])
+        #expect(try rows("expected=no").ids == [1, 2, 4, 5, 6])
+        #expect(try rows("state=screen%3DFeed&expected=only").ids == [])
+        #expect(try rows("state=modal%3Dtrue&expected=only").ids == [3])
+        // A value no stall has leaves the page unfiltered.
+        let none = try rows("state=screen%3DNowhere")
+        #expect(none.ids == [1, 2, 3, 4, 5, 6])
+        #expect(none.dom.contains(">Stalls (6)<"))
     }
 
     @Test func hostileNamesAreShownAsText() throws {

@@ -60,6 +60,20 @@ import Testing
         #expect(flame["parent"]?.first == -1)
     }
 
+    @Test func aStallsAppStateIsKeyValuePairsAndItsExpectedReasonAString() throws {
+        let page = RenderedPage([Fixture.standard(appState: true)], in: directory)
+        let strings = page.strings
+        let rows = try #require((page.data["traces"] as? [[String: Any]])?.first?["stalls"] as? [[Any]])
+        func row(_ id: Int) throws -> [Any] { try #require(rows.first { $0[0] as? Int == id }) }
+        let three = try row(3)
+        #expect((three[14] as? Int).map { strings[$0] } == "export.pdf")
+        #expect((three[15] as? [[Int]])?.map { $0.map { strings[$0] } } == [["modal", "true"], ["screen", "Export"]])
+        #expect((try row(1)[15] as? [[Int]])?.map { $0.map { strings[$0] } } == [["screen", "Feed"]])
+        let five = try row(5)
+        #expect(five[14] as? Int == -1)
+        #expect((five[15] as? [Any])?.isEmpty == true)
+    }
+
     private func loadedFixtures() -> [LoadedTrace] {
         let path = directory.write("one.swtrace", Fixture.standard())
         return [try! TraceLoader.load(path: path).get()]

@@ -32,7 +32,8 @@ def hex_to_base64(value, digits, what):
     return base64.b64encode(bytes.fromhex(value)).decode()
 
 
-def main(path, expected_spans=None):
+def parse(path):
+    """The export at `path` as an ExportTraceServiceRequest, parsed strictly (ids checked as hex)."""
     document = json.load(open(path))
     for resource in document.get("resourceSpans", []):
         for scope in resource.get("scopeSpans", []):
@@ -44,6 +45,11 @@ def main(path, expected_spans=None):
         json_format.ParseDict(document, request, ignore_unknown_fields=False)
     except json_format.ParseError as error:
         fail(str(error))
+    return request
+
+
+def main(path, expected_spans=None):
+    request = parse(path)
     spans = 0
     span_ids = set()
     for resource in request.resource_spans:

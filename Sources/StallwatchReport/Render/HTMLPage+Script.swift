@@ -55,7 +55,7 @@ extension HTMLPage {
             const s = {
               index: stalls.length, trace: t, id: r[0], start: r[1], duration: r[2], tier: r[3], category: r[4],
               site: r[5], signature: r[6], stack: r[7], unfinished: r[8] === 1, samples: r[9], shares: r[10],
-              reasons: r[11], label: r[12], kind: r[13], expected: r[14], state: r[15],
+              reasons: r[11], label: r[12], kind: r[13], expected: r[14], state: r[15], hidden: false,
             };
             stalls.push(s);
             lane.stalls.push(s);
@@ -64,6 +64,7 @@ extension HTMLPage {
           return lane;
         });
         const stallKey = (s) => s.trace + ':' + s.id;
+        const stateText = (s) => s.state.map((p) => str(p[0]) + '=' + str(p[1])).join(', ');
         const stallName = (s) => (D.traces.length > 1 ? 'trace ' + (s.trace + 1) + ' · ' : '') + 'stall ' + s.id;
 
         function stackList(stackIndex, limit) {
@@ -167,7 +168,7 @@ extension HTMLPage {
             el('div', null, 'posted at ' + str(s.site) + (s.label >= 0 ? ' "' + str(s.label) + '"' : '')),
             el('div', null, CATS[s.category] + ': ' + breakdownText(s.shares)),
             ...(s.expected >= 0 ? [el('div', null, 'expected: ' + str(s.expected))] : []),
-            ...(s.state >= 0 ? [el('div', null, 'app state: ' + str(s.state))] : []),
+            ...(s.state.length ? [el('div', null, 'app state: ' + stateText(s))] : []),
             stackList(s.stack, 8),
           ];
         }
@@ -291,7 +292,7 @@ extension HTMLPage {
           for (let i = firstVisible(lane, tl.t0); i < lane.stalls.length; i++) {
             const s = lane.stalls[i];
             if (s.start > tl.t1) break;
-            if (s.start + s.duration < tl.t0) continue;
+            if (s.hidden || s.start + s.duration < tl.t0) continue;
             const x0 = tx(s.start), w = Math.max(2, tx(s.start + s.duration) - x0), h = TIER_HEIGHT[s.tier] || 12;
             const column = Math.floor(x0);
             if (w <= 2 && column === lastColumn && h <= lastHeight) continue;
@@ -330,6 +331,7 @@ extension HTMLPage {
           for (let i = firstVisible(lane, t - slack); i < lane.stalls.length; i++) {
             const s = lane.stalls[i];
             if (s.start > t + slack) break;
+            if (s.hidden) continue;
             const distance = t < s.start ? s.start - t : t > s.start + s.duration ? t - s.start - s.duration : 0;
             if (distance <= slack && (distance < bestDistance || (distance === bestDistance && s.tier > best.tier))) {
               best = s; bestDistance = distance;
@@ -418,7 +420,7 @@ extension HTMLPage {
           if (s.reasons.length) row('reasons', s.reasons.map((r) => str(r[0]) + ' ' + pct(r[1])).join(', '));
           row('samples', String(s.samples));
           if (s.expected >= 0) row('expected', str(s.expected) + ' (long on purpose; not counted)');
-          if (s.state >= 0) row('app state', str(s.state));
+          if (s.state.length) row('app state', stateText(s));
           if (s.signature >= 0) row('signature', signatureText(s.signature));
           box.replaceChildren(
             el('h3', null, stallName(s) + ' — ' + TIERS[s.tier] + ', ' + fmtMs(s.duration) + (s.unfinished ? ' (unfinished)' : '')),

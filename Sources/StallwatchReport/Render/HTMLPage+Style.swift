@@ -24,6 +24,11 @@ extension HTMLPage {
           vertical-align: baseline; }
         .errors { background: #fef3f2; color: #b42318; border: 1px solid #fda29b; padding: 8px; white-space: pre-wrap; }
         .toolbar { display: flex; gap: 8px; align-items: center; margin-bottom: 6px; flex-wrap: wrap; }
+        .filters { margin: 10px 0 0; font-size: 13px; }
+        .filters[hidden] { display: none; }
+        .filters .name { color: var(--dim); }
+        select { font: inherit; font-size: 13px; padding: 2px 6px; border: 1px solid #c9ced6; border-radius: 4px;
+          background: #fff; }
         button { font: inherit; font-size: 12px; padding: 2px 10px; border: 1px solid #c9ced6; border-radius: 4px;
           background: #fff; cursor: pointer; }
         button:hover { background: var(--panel); }

@@ -1,14 +1,18 @@
 extension HTMLPage {
     /// The page's main script, part 3: the signature table (sortable, each row expanding to
     /// its stack and its stalls) and the stall table (sortable; a row selects its stall).
-    /// Both add rows a page at a time, so ten thousand stalls stay responsive.
+    /// Both add rows a page at a time, so ten thousand stalls stay responsive. When any stall
+    /// has app state or is expected, the filters above the timeline show the stalls of one
+    /// app-state `key=value` and/or only the expected (or unexpected) ones, in the timeline
+    /// and the stall table.
     static let tableScript = #"""
         // ---- Tables ----
         const PAGE = 200;
         function sortableTable(id, columns, rows, renderRow, defaultColumn, onRendered) {
           const table = document.getElementById(id), head = table.tHead, body = table.tBodies[0];
           const more = document.getElementById(id + '-more');
-          const state = { column: defaultColumn, descending: true, shown: PAGE, order: rows.slice() };
+          // `all`: every row in the chosen order; `order`: those `keep` lets through.
+          const state = { column: defaultColumn, descending: true, shown: PAGE, all: rows.slice(), order: rows.slice(), keep: null };
           const headRow = el('tr');
           columns.forEach((column, i) => {
             headRow.appendChild(el('th', { 'data-column': i, title: 'sort by ' + column.name, onclick: () => {
@@ -23,7 +27,14 @@ extension HTMLPage {
             const key = columns[state.column].key, sign = state.descending ? -1 : 1;
             const keyed = rows.map((row) => ({ row, key: key(row) }));
             keyed.sort((a, b) => (a.key < b.key ? -1 : a.key > b.key ? 1 : 0) * sign || a.row.index - b.row.index);
-            state.order = keyed.map((k) => k.row);
+            state.all = keyed.map((k) => k.row);
+            state.order = state.keep ? state.all.filter(state.keep) : state.all;
+          }
+          function filter(keep) {
+            state.keep = keep;
+            state.order = keep ? state.all.filter(keep) : state.all;
+            state.shown = PAGE;
+            render();
           }
           function render() {
             Array.from(headRow.children).forEach((th, i) => {
@@ -39,7 +50,7 @@ extension HTMLPage {
             if (onRendered) onRendered();
           }
           sort(); render();
-          return { render, state };
+          return { render, state, filter };
         }
         const tierText = (tiers) => tiers.map((n, i) => (n ? TIERS[i] + ' ' + n : null)).filter((x) => x).join(', ');
 
@@ -121,13 +132,81 @@ extension HTMLPage {
         }, 2, () => { stallRowsByKey = new Map(Array.from(document.querySelectorAll('#stalls tbody tr'), (r) => [r.getAttribute('data-stall'), r])); });
         // Start order by default, not by the last column chosen.
         stallTable.state.column = 2; stallTable.state.descending = false;
-        stallTable.state.order = stalls.slice().sort((a, b) => a.trace - b.trace || a.start - b.start);
+        stallTable.state.all = stallTable.state.order = stalls.slice().sort((a, b) => a.trace - b.trace || a.start - b.start);
         stallTable.render();
         function highlightStallRow(s) {
           document.querySelectorAll('#stalls tr.selected').forEach((r) => r.classList.remove('selected'));
           const row = stallRowsByKey.get(stallKey(s));
           if (row) row.classList.add('selected');
         }
+
+        // ---- Filters: one app-state key=value, expected or not ----
+        // Shown only when some stall has app state or is expected. A hidden stall is neither
+        // drawn nor hit on the timeline and has no row in the stall table.
+        const filters = { pair: null, expected: 'all', pairs: [] };
+        function stallShown(s) {
+          const pair = filters.pair;
+          if (pair && !s.state.some((p) => p[0] === pair[0] && p[1] === pair[1])) return false;
+          if (filters.expected === 'all') return true;
+          return (filters.expected === 'only') === (s.expected >= 0);
+        }
+        function applyFilters() {
+          let shown = 0;
+          for (const s of stalls) { s.hidden = !stallShown(s); if (!s.hidden) shown++; }
+          const all = filters.pair === null && filters.expected === 'all';
+          stallTable.filter(all ? null : (s) => !s.hidden);
+          document.getElementById('stalls-title').textContent = 'Stalls (' + (all ? stalls.length : shown + ' of ' + stalls.length) + ')';
+          document.getElementById('filter-count').textContent = all ? '' : shown + ' of ' + stalls.length + ' stalls shown';
+          if (tl.hover && tl.hover.hidden) { tl.hover = null; hideTooltip(); }
+          redraw();
+        }
+        (function buildFilters() {
+          const counts = new Map();
+          let expectedCount = 0;
+          for (const s of stalls) {
+            for (const p of s.state) {
+              const key = p[0] + ':' + p[1], entry = counts.get(key);
+              if (entry) entry.count++; else counts.set(key, { pair: p, text: str(p[0]) + '=' + str(p[1]), count: 1 });
+            }
+            if (s.expected >= 0) expectedCount++;
+          }
+          if (!counts.size && !expectedCount) return;
+          const box = document.getElementById('filters');
+          box.hidden = false;
+          box.appendChild(el('span', { class: 'name' }, 'Show stalls'));
+          if (counts.size) {
+            filters.pairs = Array.from(counts.values()).sort((a, b) => (a.text < b.text ? -1 : a.text > b.text ? 1 : 0));
+            const select = el('select', { id: 'state-filter', 'aria-label': 'Stalls of one app state', onchange: () => {
+              filters.pair = select.value === '' ? null : filters.pairs[Number(select.value)].pair;
+              applyFilters();
+            } }, el('option', { value: '' }, 'in any app state'),
+            ...filters.pairs.map((entry, i) => el('option', { value: i }, entry.text + ' (' + entry.count + ')')));
+            box.appendChild(select);
+          }
+          if (expectedCount) {
+            const select = el('select', { id: 'expected-filter', 'aria-label': 'Expected stalls', onchange: () => {
+              filters.expected = select.value;
+              applyFilters();
+            } }, el('option', { value: 'all' }, 'expected or not'),
+            el('option', { value: 'no' }, 'not expected (' + (stalls.length - expectedCount) + ')'),
+            el('option', { value: 'only' }, 'expected only (' + expectedCount + ')'));
+            box.appendChild(select);
+          }
+          box.appendChild(el('span', { id: 'filter-count', class: 'hint' }));
+          // The address can set them: #state=KEY=VALUE, #expected=only|no, or both joined by '&'.
+          for (const part of location.hash.slice(1).split('&')) {
+            const m = /^(state|expected)=(.*)$/.exec(part);
+            if (!m) continue;
+            const value = decodeURIComponent(m[2]);
+            const select = document.getElementById(m[1] + '-filter');
+            if (!select) continue;
+            const index = m[1] === 'state' ? filters.pairs.findIndex((entry) => entry.text === value) : -1;
+            const option = m[1] === 'state' ? (index >= 0 ? String(index) : null) : ['all', 'no', 'only'].includes(value) ? value : null;
+            if (option === null) continue;
+            select.value = option;
+            select.dispatchEvent(new Event('change'));
+          }
+        })();
 
         """#
 
@@ -212,6 +291,44 @@ extension HTMLPage {
             if (chip) chip.click();
           }
           step('expand');
+          // The filters: each lists only its stalls, the timeline hits only those, and
+          // 'any' and 'or not' bring every stall back.
+          const choose = (id, value) => {
+            const select = document.getElementById(id);
+            select.value = value;
+            select.dispatchEvent(new Event('change'));
+          };
+          const listed = () => Array.from(document.querySelectorAll('#stalls tbody tr'), (row) => row.getAttribute('data-stall'));
+          const listsOnly = (wanted, what) => {
+            const keys = new Set(wanted.map(stallKey)), rows = listed();
+            check(rows.length === Math.min(wanted.length, PAGE) && rows.every((k) => keys.has(k)), what + ' lists only its stalls');
+            check(stalls.every((s) => s.hidden === !keys.has(stallKey(s))), what + ' hides the others');
+            setView(0, tl.extent);
+            const hit = (s) => stallAt(tx(s.start + s.duration / 2), laneTop(s.trace) + LABEL + FRAMES + 3 + BUSY + 3 + STALLS - 3);
+            const other = stalls.find((s) => !keys.has(stallKey(s)));
+            if (other) check(hit(other) !== other, what + ' hides the others on the timeline');
+            if (wanted.length) {
+              const longest = wanted.reduce((a, b) => (b.duration > a.duration ? b : a));
+              check(hit(longest) === longest, what + ' keeps its stalls on the timeline');
+            }
+          };
+          if (document.getElementById('state-filter')) {
+            const p = filters.pairs[0].pair;
+            choose('state-filter', '0');
+            listsOnly(stalls.filter((s) => s.state.some((q) => q[0] === p[0] && q[1] === p[1])), 'the app-state filter');
+            choose('state-filter', '');
+          }
+          if (document.getElementById('expected-filter')) {
+            choose('expected-filter', 'only');
+            listsOnly(stalls.filter((s) => s.expected >= 0), 'the expected filter');
+            choose('expected-filter', 'no');
+            listsOnly(stalls.filter((s) => s.expected < 0), 'the not-expected filter');
+            choose('expected-filter', 'all');
+          }
+          if (filters.pairs.length || document.getElementById('expected-filter')) {
+            listsOnly(stalls, 'no filter');
+            step('filters');
+          }
           const more = document.querySelector('#stalls-more button');
           if (more) {
             more.click();

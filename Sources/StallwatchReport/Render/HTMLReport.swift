@@ -60,6 +60,7 @@ enum HTMLPage {
         <div id="traces" class="traces"></div>
         <div id="figures" class="figures"></div>
         <div id="counts" class="counts"></div>
+        <div id="filters" class="toolbar filters" hidden="hidden"></div>
         </header>
         <pre id="errors" class="errors" hidden="hidden"></pre>
         <main>

@@ -193,7 +193,7 @@ struct HTMLReportData {
         // Stalls in start order, each
         // [id, startMs, durationMs, tier, category, site, signature, stack, unfinished,
         //  samples, category permille, [[reason, permille]…], label, kind, expected reason,
-        //  app state].
+        //  [[app-state key, value]…] by key].
         lane.key("stalls")
         let sorted = stalls.sorted { ($0.stall.start, $0.stall.id) < ($1.stall.start, $1.stall.id) }
         var rows: [String] = []
@@ -222,10 +222,10 @@ struct HTMLReportData {
             let reasons = analyzed.breakdown.topReasons.map { (intern($0.reason), Int(($0.share * 1_000).rounded())) }
             row.array(reasons) { $0.raw("[\($1.0),\($1.1)]") }
             row.raw(",\(stall.callout.label.map { intern($0) } ?? -1),\(intern("\(stall.callout.kind)"))")
-            let state = stall.context.sorted { $0.key < $1.key }.map { "\($0.key)=\($0.value)" }
-            row.raw(
-                ",\(stall.expected.map { intern($0) } ?? -1),\(state.isEmpty ? -1 : intern(state.joined(separator: ", ")))]"
-            )
+            row.raw(",\(stall.expected.map { intern($0) } ?? -1),")
+            let state = stall.context.sorted { $0.key < $1.key }.map { (intern($0.key), intern($0.value)) }
+            row.array(state) { $0.raw("[\($1.0),\($1.1)]") }
+            row.raw("]")
             rows.append(row.text)
         }
         lane.raw("[" + rows.joined(separator: ",") + "]")
