@@ -149,16 +149,8 @@ extension TraceParser {
             let start = try reader.varint("start")
             let duration = try reader.varint("duration")
             let callouts = try reader.varint("callouts")
-            let count = try reader.varint("siteCount")
-            // Each site takes at least three bytes.
-            guard count <= UInt64(reader.end - reader.position) / 3 else { throw .outOfRange("siteCount", count) }
-            var sites: [TraceRecord.CongestedIteration.SiteTime] = []
-            sites.reserveCapacity(Int(count))
-            for _ in 0..<count {
-                sites.append(
-                    .init(
-                        site: try reader.varint("site"), count: try reader.varint("count"),
-                        nanos: try reader.varint("nanos")))
+            let sites = try parseTriples(&reader, count: "siteCount", ("site", "count", "nanos")).map {
+                TraceRecord.CongestedIteration.SiteTime(site: $0.0, count: $0.1, nanos: $0.2)
             }
             return .congestedIteration(.init(start: start, duration: duration, callouts: callouts, sites: sites))
         case .stallLeadUp:
@@ -167,28 +159,11 @@ extension TraceParser {
             let callouts = try reader.varint("callouts")
             let busy = try reader.varint("busy")
             let lost = try reader.varint("lost")
-            let siteCount = try reader.varint("siteCount")
-            // Each site and each recent callout takes at least three bytes.
-            guard siteCount <= UInt64(reader.end - reader.position) / 3 else {
-                throw .outOfRange("siteCount", siteCount)
+            let sites = try parseTriples(&reader, count: "siteCount", ("site", "count", "nanos")).map {
+                TraceRecord.CongestedIteration.SiteTime(site: $0.0, count: $0.1, nanos: $0.2)
             }
-            var sites: [TraceRecord.CongestedIteration.SiteTime] = []
-            for _ in 0..<siteCount {
-                sites.append(
-                    .init(
-                        site: try reader.varint("site"), count: try reader.varint("count"),
-                        nanos: try reader.varint("nanos")))
-            }
-            let recentCount = try reader.varint("recentCount")
-            guard recentCount <= UInt64(reader.end - reader.position) / 3 else {
-                throw .outOfRange("recentCount", recentCount)
-            }
-            var recent: [TraceRecord.StallLeadUp.Recent] = []
-            for _ in 0..<recentCount {
-                recent.append(
-                    .init(
-                        site: try reader.varint("site"), before: try reader.varint("before"),
-                        duration: try reader.varint("duration")))
+            let recent = try parseTriples(&reader, count: "recentCount", ("site", "before", "duration")).map {
+                TraceRecord.StallLeadUp.Recent(site: $0.0, before: $0.1, duration: $0.2)
             }
             return .stallLeadUp(
                 .init(
@@ -200,6 +175,21 @@ extension TraceParser {
         case .callout, .sync:
             preconditionFailure("parsed by TraceParser.parsePayload")
         }
+    }
+
+    /// A count (named `count` in errors), then three varints per item (named `names`). Each
+    /// item takes at least three bytes: a count past that is corruption, not a size.
+    private static func parseTriples(
+        _ reader: inout TraceByteReader, count name: StaticString, _ names: (StaticString, StaticString, StaticString)
+    ) throws(TraceFieldError) -> [(UInt64, UInt64, UInt64)] {
+        let count = try reader.varint(name)
+        guard count <= UInt64(reader.end - reader.position) / 3 else { throw .outOfRange(name, count) }
+        var triples: [(UInt64, UInt64, UInt64)] = []
+        triples.reserveCapacity(Int(count))
+        for _ in 0..<count {
+            triples.append((try reader.varint(names.0), try reader.varint(names.1), try reader.varint(names.2)))
+        }
+        return triples
     }
 
     private static func parseSample(_ reader: inout TraceByteReader) throws(TraceFieldError)

@@ -116,30 +116,15 @@ extension TraceEncoder {
             writer.varint(iteration.start)
             writer.varint(iteration.duration)
             writer.varint(iteration.callouts)
-            writer.varint(UInt64(iteration.sites.count))
-            for site in iteration.sites {
-                writer.varint(site.site)
-                writer.varint(site.count)
-                writer.varint(site.nanos)
-            }
+            writeTriples(iteration.sites.map { ($0.site, $0.count, $0.nanos) }, to: &writer)
         case .stallLeadUp(let leadUp):
             writer.varint(leadUp.id)
             writer.varint(leadUp.window)
             writer.varint(leadUp.callouts)
             writer.varint(leadUp.busy)
             writer.varint(leadUp.lost)
-            writer.varint(UInt64(leadUp.sites.count))
-            for site in leadUp.sites {
-                writer.varint(site.site)
-                writer.varint(site.count)
-                writer.varint(site.nanos)
-            }
-            writer.varint(UInt64(leadUp.recent.count))
-            for callout in leadUp.recent {
-                writer.varint(callout.site)
-                writer.varint(callout.before)
-                writer.varint(callout.duration)
-            }
+            writeTriples(leadUp.sites.map { ($0.site, $0.count, $0.nanos) }, to: &writer)
+            writeTriples(leadUp.recent.map { ($0.site, $0.before, $0.duration) }, to: &writer)
         case .sampleCounters(let counters):
             writeCounters(counters, to: &writer)
         case .sampleWait(let wait):
@@ -150,6 +135,16 @@ extension TraceEncoder {
     }
 
     /// Whole nanoseconds; negative durations are 0 and huge ones saturate.
+    /// A count, then three varints per item (a site's count and time, a recent callout).
+    private func writeTriples(_ triples: [(UInt64, UInt64, UInt64)], to writer: inout TraceByteWriter) {
+        writer.varint(UInt64(triples.count))
+        for (first, second, third) in triples {
+            writer.varint(first)
+            writer.varint(second)
+            writer.varint(third)
+        }
+    }
+
     private func nanoseconds(_ duration: Duration) -> UInt64 {
         let (seconds, attoseconds) = duration.components
         guard seconds >= 0, attoseconds >= 0 else { return 0 }
