@@ -102,7 +102,7 @@ public struct DecodedTrace: Sendable {
     }
 
     /// Takes in one record, in file order (the one place that says what each kind adds).
-    mutating func add(_ record: TraceRecord, to assembler: inout StallAssembler) {
+    mutating func add(_ record: consuming TraceRecord, to assembler: inout StallAssembler) {
         switch record {
         case .header(let header): if self.header == nil { self.header = header }
         case .platform(let platform): architecture = platform.architecture
