@@ -84,8 +84,8 @@ public struct DecodedTrace: Sendable {
         // Callouts, nearly every record of a full-mode trace, are only added up: straight here,
         // not through a closure and `add`'s switch (that made a serial decode ten times slower
         // than the split one, which counts them the same way).
-        // Samples and stalls' beginnings and ends, most records of a fleet's traces, go straight
-        // into the assembler.
+        // Samples, stalls' beginnings and ends, call sites and symbols, most records of a fleet's
+        // traces, go straight into the assembler.
         while true {
             while parser.takeStallRecord(in: bytes, into: &assembler) {}
             guard let record = parser.next(in: bytes) else { break }
@@ -105,7 +105,7 @@ public struct DecodedTrace: Sendable {
     }
 
     /// Takes in one record, in file order (the one place that says what each kind adds).
-    mutating func add(_ record: TraceRecord, to assembler: inout StallAssembler) {
+    mutating func add(_ record: consuming TraceRecord, to assembler: inout StallAssembler) {
         switch record {
         case .header(let header): if self.header == nil { self.header = header }
         case .platform(let platform): architecture = platform.architecture

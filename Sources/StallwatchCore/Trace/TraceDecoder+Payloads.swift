@@ -33,15 +33,7 @@ extension TraceParser {
             let buildID = Array(try reader.bytes("buildID", count: try reader.varint("buildID")))
             return .module(.init(index: index, loadAddress: load, path: path, buildID: buildID))
         case .callSite:
-            let id = try reader.varint("id")
-            let kindCode = try reader.byte("kind")
-            guard let calloutKind = CalloutKind(rawValue: kindCode) else {
-                throw .outOfRange("kind", UInt64(kindCode))
-            }
-            let line = try reader.varint32("line")
-            let label = try reader.optionalString("label")
-            let file = try reader.string("file")
-            return .callSite(.init(id: id, kind: calloutKind, label: label, file: file, line: line))
+            return .callSite(try parseCallSite(&reader))
         case .modeName:
             let id = try reader.varint16("id")
             return .modeName(.init(id: id, name: try reader.string("name")))
@@ -54,15 +46,7 @@ extension TraceParser {
             let label = try reader.string("label")
             return .annotation(.init(id: id, annotation: Annotation(label: label, category: category)))
         case .symbol:
-            let address = try reader.varint("address")
-            let module = try reader.varint32("module")
-            let line = try reader.varint32("line")
-            let name = try reader.optionalString("name")
-            let file = try reader.optionalString("file")
-            return .symbol(
-                .init(
-                    address: address, module: module, name: name, file: file,
-                    line: line == 0 ? nil : line))
+            return .symbol(try parseSymbol(&reader))
         case .stallBegan:
             return .stallBegan(try parseStallBegan(&reader))
         case .sample:
@@ -204,6 +188,31 @@ extension TraceParser {
             stall: fields.stall, time: fields.time, state: fields.state, syscall: fields.syscall,
             wchan: wchan.map { String(decoding: $0, as: UTF8.self) }, cpuTime: fields.cpuTime,
             annotation: fields.annotation, captureTimedOut: fields.captureTimedOut, frames: frames)
+    }
+
+    /// A `callSite` payload.
+    @inline(__always)
+    static func parseCallSite(_ reader: inout TraceByteReader) throws(TraceFieldError) -> TraceRecord.CallSite {
+        let id = try reader.varint("id")
+        let kindCode = try reader.byte("kind")
+        guard let calloutKind = CalloutKind(rawValue: kindCode) else {
+            throw .outOfRange("kind", UInt64(kindCode))
+        }
+        let line = try reader.varint32("line")
+        let label = try reader.optionalString("label")
+        let file = try reader.string("file")
+        return .init(id: id, kind: calloutKind, label: label, file: file, line: line)
+    }
+
+    /// A `symbol` payload.
+    @inline(__always)
+    static func parseSymbol(_ reader: inout TraceByteReader) throws(TraceFieldError) -> TraceRecord.Symbol {
+        let address = try reader.varint("address")
+        let module = try reader.varint32("module")
+        let line = try reader.varint32("line")
+        let name = try reader.optionalString("name")
+        let file = try reader.optionalString("file")
+        return .init(address: address, module: module, name: name, file: file, line: line == 0 ? nil : line)
     }
 
     /// A `stallBegan` payload.

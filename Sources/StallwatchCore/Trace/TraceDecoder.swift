@@ -106,16 +106,17 @@ struct TraceParser {
     }
 
     /// Takes the next record straight into `assembler` when it is a well-formed sample,
-    /// `stallBegan` or `stallEnded` (nearly every record of a fleet's traces) without making a
-    /// `TraceRecord` of it; false, with nothing consumed, for anything else (which `next(in:)`
-    /// then reads, and reports if it is bad).
+    /// `stallBegan`, `stallEnded`, `callSite` or `symbol` (nearly every record of a fleet's
+    /// traces) without making a `TraceRecord` of it; false, with nothing consumed, for anything
+    /// else (which `next(in:)` then reads, and reports if it is bad).
     @inline(__always)
     mutating func takeStallRecord(in buffer: UnsafeRawBufferPointer, into assembler: inout StallAssembler) -> Bool {
         guard phase == .records, let base = buffer.baseAddress, buffer.count - offset >= 2 else { return false }
         let kind = base.load(fromByteOffset: offset, as: UInt8.self)
         guard
             kind == TraceRecordKind.sample.rawValue || kind == TraceRecordKind.stallBegan.rawValue
-                || kind == TraceRecordKind.stallEnded.rawValue
+                || kind == TraceRecordKind.stallEnded.rawValue || kind == TraceRecordKind.callSite.rawValue
+                || kind == TraceRecordKind.symbol.rawValue
         else { return false }
         let start = offset
         var header = TraceByteReader(base: base, position: start + 1, end: buffer.count)
@@ -130,10 +131,18 @@ struct TraceParser {
                 let record = try TraceParser.parseStallBegan(&reader)
                 try reader.finish()
                 assembler.began.append(record)
-            } else {
+            } else if kind == TraceRecordKind.stallEnded.rawValue {
                 let record = try TraceParser.parseStallEnded(&reader)
                 try reader.finish()
                 assembler.ended.append(record)
+            } else if kind == TraceRecordKind.callSite.rawValue {
+                let site = try TraceParser.parseCallSite(&reader)
+                try reader.finish()
+                assembler.sites[site.id] = site
+            } else {
+                let symbol = try TraceParser.parseSymbol(&reader)
+                try reader.finish()
+                assembler.symbols[symbol.address] = symbol
             }
         } catch {
             return false

@@ -190,10 +190,12 @@ enum TraceInputs {
         defer { close(descriptor) }
         var info = stat()
         guard fstat(descriptor, &info) == 0, info.st_mode & S_IFMT == S_IFREG else { return nil }
-        var head = [UInt8](repeating: 0, count: 1024)
-        let count = head.withUnsafeMutableBytes { pread(descriptor, $0.baseAddress, $0.count, 0) }
-        guard count > 0 else { return nil }
-        var decoder = TraceDecoder(Array(head.prefix(count)))
+        // Read straight into the decoder's bytes: no zero fill, no copy of the part read.
+        let head = [UInt8](unsafeUninitializedCapacity: 1024) { buffer, initialized in
+            initialized = max(0, pread(descriptor, buffer.baseAddress, buffer.count, 0))
+        }
+        guard !head.isEmpty else { return nil }
+        var decoder = TraceDecoder(head)
         for _ in 0..<8 {
             guard let record = decoder.next() else { return nil }
             if case .origin(let origin) = record { return origin.traceID.isEmpty ? nil : origin.traceID }
