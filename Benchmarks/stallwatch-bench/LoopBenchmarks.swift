@@ -92,8 +92,9 @@ enum LoopBenchmarks {
         return results.withLock { (median($0.set), median($0.scope)) }
     }
 
-    static func chainNanosPerTask(_ loop: MainLoop, tasks: Int) -> Double {
+    static func chainNanosPerTask(_ loop: MainLoop, tasks: Int, workNanos: UInt64 = 0) -> Double {
         let chain = Chain(loop: loop, tasks: tasks)
+        chain.workNanos = workNanos
         chain.start = nowNanos()
         loop.post(chain.step)
         loop.run()
@@ -106,6 +107,8 @@ enum LoopBenchmarks {
         var remaining: Int
         var start: UInt64 = 0
         var elapsed: UInt64 = 0
+        /// How long each step works (reading the clock) before it posts the next: 0 for none.
+        var workNanos: UInt64 = 0
 
         init(loop: MainLoop, tasks: Int) {
             self.loop = loop
@@ -113,6 +116,10 @@ enum LoopBenchmarks {
         }
 
         @Sendable func step() {
+            if workNanos > 0 {
+                let begin = nowNanos()
+                while nowNanos() - begin < workNanos {}
+            }
             remaining -= 1
             if remaining == 0 {
                 elapsed = nowNanos() - start

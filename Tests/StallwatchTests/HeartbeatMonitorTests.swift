@@ -116,6 +116,28 @@ final class HeartbeatHarness: @unchecked Sendable {
 }
 
 @Suite(.serialized) struct HeartbeatMonitorTests {
+    /// How a stall is timed by the tick that ran its heartbeat (due at 1,000 ms, 16 ms budget).
+    @Test func theTickThatRanTheHeartbeatTimesTheStall() {
+        let ms: UInt64 = 1_000_000
+        let budget = 16 * ms
+        func timed(_ tick: (UInt64, UInt64), end: UInt64) -> (UInt64, UInt64?) {
+            var stall = Stall(
+                id: 1, start: 1_000 * ms, end: end, tier: .hitch,
+                callout: CalloutIdentity(kind: .post, file: "t", line: 1, phase: .beforeTimers))
+            HeartbeatMonitor.time(&stall, due: 1_000 * ms, budget: budget, by: (tick.0 * ms, tick.1 * ms))
+            return (stall.start / ms, stall.end.map { $0 / ms })
+        }
+        // Running when the heartbeat was sent: the tick is the stall.
+        #expect(timed((990, 1_060), end: 1_061 * ms) == (990, 1_060))
+        // Began just after (the executor woke for work queued ahead of the heartbeat) and long:
+        // the tick is the stall, not the wake-up before it (seen in CI: a 0.1 ms "stall").
+        #expect(timed((1_000 + 0, 1_060), end: 1_060 * ms) == (1_000, 1_060))
+        #expect(timed((1_001, 1_061), end: 1_061 * ms) == (1_001, 1_061))
+        // Began a budget or more after: the executor was busy outside its ticks until then.
+        #expect(timed((1_040, 1_041), end: 1_041 * ms) == (1_000, 1_040))
+        #expect(timed((1_020, 1_080), end: 1_080 * ms) == (1_000, 1_020))
+    }
+
     /// An executor that reports its ticks: the stall is the tick that held it, to the
     /// microsecond at both ends (the heartbeat alone understates it by up to a check interval).
     @Test(.disabled(if: Sanitizer.thread, "TSan delivers the sampling signal late, away from the running culprit"))

@@ -77,22 +77,30 @@ final class AnnotationScopes: @unchecked Sendable {
     func push(_ label: StaticString, _ category: StallCategory?, expected: Bool = false) -> UInt64 {
         nextToken += 1
         let code = category.map { UInt8($0.ordinal + 1) } ?? 0
-        entries.append((nextToken, CalloutSite.pack(label), code, expected))
-        publish()
+        let packed = CalloutSite.pack(label)
+        entries.append((nextToken, packed, code, expected))
+        publish(expectedChanged: expected)
         return nextToken
     }
 
     func pop(_ token: UInt64) {
         // By token, not by position: async scopes on the main actor may end out of order.
-        if let index = entries.lastIndex(where: { $0.token == token }) { entries.remove(at: index) }
-        publish()
+        var removedExpected = false
+        if entries.last?.token == token {
+            removedExpected = entries.removeLast().expected
+        } else if let index = entries.lastIndex(where: { $0.token == token }) {
+            removedExpected = entries.remove(at: index).expected
+        }
+        publish(expectedChanged: removedExpected)
     }
 
-    private func publish() {
+    /// Publishes the innermost scope, and the outermost expected-long one when an expected-long
+    /// scope came or went (the only way it changes).
+    private func publish(expectedChanged: Bool) {
         let innermost = entries.last
         label.store(innermost?.label ?? 0, ordering: .relaxed)
         category.store(innermost?.category ?? 0, ordering: .relaxed)
-        expected.store(entries.first { $0.expected }?.label ?? 0, ordering: .relaxed)
+        if expectedChanged { expected.store(entries.first { $0.expected }?.label ?? 0, ordering: .relaxed) }
     }
 
     /// Watchdog thread: the label of the expected-long scope the thread is in now, if any.

@@ -139,7 +139,9 @@ extension HeartbeatMonitor {
                     watch.nextSample = now &+ Self.tickPoll
                     return
                 }
-                if let tick { Self.time(&stall, due: watch.stallDue, by: tick) }
+                if let tick {
+                    Self.time(&stall, due: watch.stallDue, budget: configuration.tiers.budget.nanoseconds, by: tick)
+                }
                 watch.stall = nil
                 watch.ending = nil
                 core.deliverEnded(stall)
@@ -251,7 +253,7 @@ extension HeartbeatMonitor {
         timed.end = ranAt
         // The tick that ran the heartbeat has mostly ended by now (not waited for).
         if let tick = watch.executor.tick(ofRun: watch.executor.runs.load(ordering: .relaxed)) {
-            Self.time(&timed, due: watch.sentDue, by: tick)
+            Self.time(&timed, due: watch.sentDue, budget: configuration.tiers.budget.nanoseconds, by: tick)
         }
         var stall = timed
         stall.end = nil
@@ -267,11 +269,13 @@ extension HeartbeatMonitor {
 
     /// `stall`, whose heartbeat was due at `due`, timed by the executor's own tick that ran the
     /// heartbeat: a tick already running when the heartbeat was sent held the executor all along,
-    /// so it is the stall, start to end; a tick that began later ends the stall when it began (the
-    /// executor was busy outside its ticks, e.g. handling I/O events, whose start stays the
-    /// heartbeat's due time).
-    static func time(_ stall: inout Stall, due: UInt64, by tick: (start: UInt64, end: UInt64)) {
-        if tick.start <= due {
+    /// so it is the stall, start to end. So is a tick over `budget` long that began less than
+    /// `budget` after the due time: the executor was idle or waking meanwhile (work queued just
+    /// ahead of the heartbeat, run in the same tick), not stalled. A tick that began later ends the
+    /// stall when it began (the executor was busy outside its ticks, e.g. handling I/O events,
+    /// whose start stays the heartbeat's due time).
+    static func time(_ stall: inout Stall, due: UInt64, budget: UInt64, by tick: (start: UInt64, end: UInt64)) {
+        if tick.start <= due || (tick.start - due < budget && tick.end &- tick.start >= budget) {
             (stall.start, stall.end) = (tick.start, tick.end)
         } else if let end = stall.end, tick.start < end {
             stall.end = tick.start

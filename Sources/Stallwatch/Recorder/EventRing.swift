@@ -56,8 +56,13 @@ final class EventRing: @unchecked Sendable {
         head.value.store(position &+ 1, ordering: .releasing)
     }
 
-    /// Writer thread: hands every event pushed so far to `body`, oldest first.
-    func drain(_ body: (Event) -> Void) {
+    /// How many events it holds.
+    var capacity: Int { mask + 1 }
+
+    /// Writer thread: hands every event pushed so far to `body`, oldest first; returns how
+    /// many there were.
+    @discardableResult
+    func drain(_ body: (Event) -> Void) -> Int {
         let from = tail.value.load(ordering: .relaxed)
         let to = head.value.load(ordering: .acquiring)
         var position = from
@@ -66,6 +71,7 @@ final class EventRing: @unchecked Sendable {
             position &+= 1
         }
         tail.value.store(to, ordering: .releasing)
+        return to &- from
     }
 }
 

@@ -43,10 +43,11 @@ public final class TraceRecorder: @unchecked Sendable {
     var flightWindowNanos: UInt64 { flightWindow.nanoseconds }
 
     let loop: MainLoop
-    /// Full mode carries every callout to the file: a ring of 256 Ki events (10 MiB) rides out
-    /// the writer's 50 ms naps at millions of callouts per second. Stalls mode with the flight
-    /// recorder carries them to its window: 64 Ki events (2.5 MiB), over a million callouts a
-    /// second; without it, iterations only (4 Ki events).
+    /// Full mode carries every callout to the file: a ring of 256 Ki events (10 MiB). Stalls
+    /// mode with the flight recorder carries them to its window: 64 Ki events (2.5 MiB);
+    /// without it, iterations only (4 Ki events). The writer drains every 5 ms while the loop
+    /// is busy, so these ride out about a million callouts a second (a callout and an iteration
+    /// event each); beyond what the writer can take, events are dropped and counted.
     let ring: EventRing
     /// The file and its writer, as `HeartbeatRecorder`'s.
     let output: TraceOutput

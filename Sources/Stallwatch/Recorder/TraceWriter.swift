@@ -38,9 +38,13 @@ struct TraceWriter {
     private var flight: FlightWindow?
     private var recordingStart: UInt64 = 0
 
-    /// Summaries cover one second; the file is written at least every 50 ms.
+    /// Summaries cover one second; the file is written at least every 50 ms, and every 5 ms
+    /// while a drain finds the ring more than a quarter full (a busy loop: the ring would
+    /// otherwise overflow between naps). An idle loop keeps the 50 ms naps.
     static let interval: UInt64 = 1_000_000_000
     static let flushPeriod: Int = 50
+    static let busyFlushPeriod: Int = 5
+    private var lastDrained = 0
 
     struct RawSiteKey: Hashable {
         var descriptor: UInt64
@@ -69,7 +73,9 @@ struct TraceWriter {
         recordingStart = intervalStart
         lastCongested = recorder.board?.congestedIterations.load(ordering: .relaxed) ?? 0
         while recorder.output.isRunning {
-            _ = recorder.output.wake.wait(timeout: .now() + .milliseconds(Self.flushPeriod))
+            let busy = recorder.callouts.map { lastDrained > $0.capacity / 4 } ?? false
+            _ = recorder.output.wake.wait(
+                timeout: .now() + .milliseconds(busy ? Self.busyFlushPeriod : Self.flushPeriod))
             drain()
         }
         drain()
@@ -85,7 +91,7 @@ struct TraceWriter {
             return pending
         }
         let converter = Timebase.shared.converter()
-        recorder.callouts?.drain { event in
+        let drained = recorder.callouts?.drain { event in
             if event.descriptor.isIteration {
                 let nanos = converter.duration(from: event.start, to: event.end)
                 latency[LatencyBuckets.index(forNanoseconds: nanos)] += 1
@@ -98,6 +104,7 @@ struct TraceWriter {
                 takeCallout(event, converter)
             }
         }
+        lastDrained = drained ?? 0
         let now = sw_monotonic_ns()
         if let lost = recorder.callouts?.dropped.load(ordering: .relaxed) { flight?.sawLost(total: lost, at: now) }
         for stall in stalls {
