@@ -174,6 +174,7 @@ private func starvePool(jobs: Int, milliseconds: UInt32) {
         // Detected within a generous margin of start + budget (the hook woke the watchdog at
         // the first job; it sent a heartbeat at once).
         let latency = harness.monitor.statistics.detectionLatencyNanos.last ?? .max
+        print("[pool] first sample \(latency / 1_000) µs after the deadline")
         #expect(latency < 50_000_000, "detected \(latency) ns after the deadline")
         #expect(stall.durationNanos > 100_000_000)
     }
