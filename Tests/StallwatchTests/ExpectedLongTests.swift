@@ -68,7 +68,8 @@ import Testing
         #expect(gate.status == 0, "\(gate.output)")
         let strict = try runProduct("stallwatch", ["gate", path, "--max-stalls", "0", "--include-expected"])
         #expect(strict.status == 1, "\(strict.output)")
-        // The page's stall rows carry both (its tooltip, details and filters show them).
+        // The page's stall rows carry both (its tooltip, details and filters show them); the
+        // state is a list of key and value strings there, so each is looked for on its own.
         let page = try runProduct("stallwatch", ["report", path, "--html", "-"])
         #expect(["export.pdf", "modal", "true", "screen", "Export"].allSatisfy { page.output.contains("\"\($0)\"") })
         let show = try runProduct("stallwatch", ["show", path, "--stall", "\(stall.id)"])

@@ -7,27 +7,23 @@ import Testing
 @testable import Stallwatch
 
 @Suite(.serialized) struct FlightRecorderTests {
-    /// Records, in `mode`, ten 2 ms posts labelled "before", then 100 ms later a 60 ms stall
-    /// ("stall"), and decodes the trace (kept at the returned path; the caller removes it).
+    /// Records, in `mode`, ten 2 ms posts labelled "before" 50 ms into the recording, then
+    /// 100 ms later a 60 ms stall ("stall"), and decodes the trace (kept at the returned path;
+    /// the caller removes it).
     func recordLeadUp(mode: TraceMode, flightWindow: Duration = TraceRecorder.defaultFlightWindow) async throws
         -> (trace: DecodedTrace, path: String)
     {
         let path = FileManager.default.temporaryDirectory.appendingPathComponent("stallwatch-flight-\(UUID())").path
-        try await onLoopThreadThrowing { loop in
-            let recorder = try TraceRecorder(path: path, loop: loop, mode: mode, flightWindow: flightWindow)
-            try recorder.start()
-            let attached = Box(false)
-            loop.schedule(after: .milliseconds(50)) { _ in attached.value = true }
-            while !attached.value { loop.runOnce(timeout: .milliseconds(100)) }
-            for _ in 0..<10 { loop.post(label: "before") { sleepForStallTest(milliseconds: 2) } }
-            loop.schedule(after: .milliseconds(100), label: "stall") { _ in sleepForStallTest(milliseconds: 60) }
-            let done = Box(false)
-            loop.schedule(after: .milliseconds(400)) { _ in done.value = true }
-            while !done.value { loop.runOnce(timeout: .milliseconds(100)) }
-            recorder.stop()
+        let trace = try await recordedTrace(
+            at: path, mode: mode, flightWindow: flightWindow, runFor: .milliseconds(450)
+        ) {
+            loop in
+            loop.schedule(after: .milliseconds(50)) { _ in
+                for _ in 0..<10 { loop.post(label: "before") { sleepForStallTest(milliseconds: 2) } }
+                loop.schedule(after: .milliseconds(100), label: "stall") { _ in sleepForStallTest(milliseconds: 60) }
+            }
         }
-        let bytes = [UInt8](try Data(contentsOf: URL(fileURLWithPath: path)))
-        return (DecodedTrace(decoding: bytes, fileName: path), path)
+        return (trace, path)
     }
 
     @Test(arguments: [TraceMode.stalls, .full])

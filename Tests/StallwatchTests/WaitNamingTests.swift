@@ -119,15 +119,18 @@ import Testing
     }
 }
 
-/// Records a trace at `path` of a fresh loop on which `post` posts its work, runs the loop
-/// 300 ms, and decodes the trace.
-func recordedTrace(at path: String, _ post: @escaping @Sendable (MainLoop) -> Void) async throws -> DecodedTrace {
+/// Records a trace at `path`, in `mode` with the flight recorder's `flightWindow`, of a fresh
+/// loop on which `post` posts its work, runs the loop `runFor` (300 ms), and decodes the trace.
+func recordedTrace(
+    at path: String, mode: TraceMode = .stalls, flightWindow: Duration = TraceRecorder.defaultFlightWindow,
+    runFor: Duration = .milliseconds(300), _ post: @escaping @Sendable (MainLoop) -> Void
+) async throws -> DecodedTrace {
     try await onLoopThreadThrowing { loop in
-        let recorder = try TraceRecorder(path: path, loop: loop, mode: .stalls)
+        let recorder = try TraceRecorder(path: path, loop: loop, mode: mode, flightWindow: flightWindow)
         try recorder.start()
         post(loop)
         let done = Box(false)
-        loop.schedule(after: .milliseconds(300)) { _ in done.value = true }
+        loop.schedule(after: runFor) { _ in done.value = true }
         while !done.value { loop.runOnce(timeout: .milliseconds(100)) }
         recorder.stop()
     }

@@ -38,7 +38,7 @@ public final class TraceRecorder: @unchecked Sendable {
     /// How far back the flight recorder keeps the loop's callouts in memory, so that each
     /// stall's record says what ran just before it (`show --stall N`) and congested iterations
     /// name their sites, in either mode; `.zero` turns it off (then `stalls` mode records no
-    /// callouts at all).
+    /// callouts at all). Any thread.
     public let flightWindow: Duration
     var flightWindowNanos: UInt64 { flightWindow.nanoseconds }
 
@@ -60,7 +60,7 @@ public final class TraceRecorder: @unchecked Sendable {
         set { output.onStallEnded = newValue }
     }
 
-    /// The flight recorder's window unless told otherwise.
+    /// The flight recorder's window unless told otherwise (2 s). Any thread.
     public static let defaultFlightWindow = Duration.seconds(2)
 
     /// A recorder writing to `path` (created or truncated) for `loop`, with a monitor of
