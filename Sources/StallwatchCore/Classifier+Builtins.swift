@@ -33,6 +33,13 @@ extension Classifier {
               }
             },
             {
+              "name": "dispatch-worker-idle",
+              "level": "stack",
+              "category": "other",
+              "reason": "idle",
+              "match": { "symbol": "_dispatch_worker_thread", "syscall": ["futex"], "maxDepth": 6 }
+            },
+            {
               "name": "sqlite-module",
               "category": "database",
               "reasonFrom": "matchOutermost",

@@ -10,15 +10,66 @@
 /// after its end, stands for nothing past it. So the weights of a stall with samples add up to
 /// its duration exactly; a stall without samples has all of its duration unsampled.
 ///
+/// Samples stamped **less than a microsecond apart** (`lookWidth`) are one look at several
+/// threads: a pool starvation samples every pool thread at each look and stamps them a
+/// nanosecond apart (a trace knows a sample by its stall and time, so they cannot share one).
+/// They share the time until the next look equally, so no thread's share depends on the
+/// order they were sampled in (the first ones by a nanosecond more when it does not divide,
+/// so the sum stays exact). One thread is never sampled twice within a microsecond: a
+/// capture alone reads /proc for longer.
+///
 /// Pure; use it on any thread.
 public enum StallAccounting {
     /// The nanoseconds each of `stall`'s samples (sorted by time) stands for.
     public static func sampleWeights(_ stall: Stall) -> [UInt64] {
         let samples = stall.samples
+        var walk = Walk(start: stall.start, end: stall.end)
         return samples.indices.map { index in
-            weight(
-                at: samples[index].time, next: index + 1 < samples.count ? samples[index + 1].time : nil,
-                isFirst: index == 0, start: stall.start, end: stall.end)
+            walk.weight(of: index, count: samples.count) { samples[$0].time }
+        }
+    }
+
+    /// How close the stamps of one look's samples are: closer than this, samples are one look.
+    public static let lookWidth: UInt64 = 1_000
+
+    /// Gives a stall's samples their weights one by one, in time order: what `sampleWeights`
+    /// does, for a caller that walks its samples in another form (the report's sample table).
+    @usableFromInline
+    package struct Walk {
+        @usableFromInline let start: UInt64
+        @usableFromInline let end: UInt64?
+        /// The current look (samples stamped within `lookWidth` of its first): its first
+        /// index, the index past it, each one's share, and how many of its first samples get
+        /// a nanosecond more.
+        @usableFromInline var groupStart = 0
+        @usableFromInline var groupEnd = 0
+        @usableFromInline var share: UInt64 = 0
+        @usableFromInline var extra = 0
+
+        /// A walk over the samples of a stall from `start` to `end` (nil: unfinished).
+        @inlinable
+        package init(start: UInt64, end: UInt64?) {
+            self.start = start
+            self.end = end
+        }
+
+        /// The weight of sample `index` of `count` (asked in order, from 0), whose times
+        /// `time(i)` gives.
+        @inlinable
+        package mutating func weight(of index: Int, count: Int, time: (Int) -> UInt64) -> UInt64 {
+            if index >= groupEnd {
+                let stamp = time(index)
+                var next = index + 1
+                while next < count && time(next) &- stamp < StallAccounting.lookWidth { next += 1 }
+                let span = StallAccounting.weight(
+                    at: stamp, next: next < count ? time(next) : nil, isFirst: index == 0, start: start, end: end)
+                let size = UInt64(next - index)
+                groupStart = index
+                groupEnd = next
+                share = span / size
+                extra = Int(span % size)
+            }
+            return share + (index - groupStart < extra ? 1 : 0)
         }
     }
 
@@ -26,7 +77,7 @@ public enum StallAccounting {
     /// (nil: unfinished): from `time` (from `start` for the first sample, `isFirst`) until
     /// `next`, the next sample's time, or for the last sample (`next` nil) until `end`; never
     /// outside the stall.
-    @inline(__always)
+    @inlinable
     package static func weight(at time: UInt64, next: UInt64?, isFirst: Bool, start: UInt64, end: UInt64?)
         -> UInt64
     {

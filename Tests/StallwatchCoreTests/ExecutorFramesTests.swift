@@ -2,7 +2,9 @@
 // (Integration/NIO records one): its loop, pipeline and HTTP codec are infrastructure in every
 // form (closures, protocol witnesses, extensions, its C parser), the handler it called is the
 // app's even when its parameter types are NIO's, and NIO's event-loop wait is idle only while
-// the thread is in epoll_wait (handlers run inside that function's callback).
+// the thread is in epoll_wait (handlers run inside that function's callback). A Swift
+// Concurrency pool thread (a libdispatch worker) is idle only in the worker's own semaphore
+// wait, as a starved pool's sampling shows it; a job blocked on a semaphore is not.
 import Testing
 
 @testable import StallwatchCore
@@ -46,5 +48,35 @@ import Testing
             state: .running)
         let verdict = classifier.classify(computing)
         #expect(verdict.category == .compute && verdict.reason != "idle", "\(verdict)")
+    }
+
+    @Test func aPoolThreadIsIdleOnlyInItsWorkersOwnWait() {
+        let classifier = Classifier()
+        let futex = SyscallTable.number(for: "futex")
+        let semaphoreWait = [
+            frame("__futex_abstimed_wait_common", in: Lib.libc),
+            frame("__new_sem_wait_slow64.constprop.0", in: Lib.libc),
+            frame("_dispatch_sema4_timedwait", in: Lib.dispatch),
+            frame("_dispatch_semaphore_wait_slow", in: Lib.dispatch),
+        ]
+        let worker = [
+            frame("_dispatch_worker_thread", in: Lib.dispatch), frame("start_thread", in: Lib.libc),
+        ]
+        let parked = Sample(
+            time: 1, frames: semaphoreWait + worker, state: .sleeping, syscall: futex, wchan: "futex_do_wait")
+        let idle = classifier.classify(parked)
+        #expect(idle.category == .other && idle.reason == "idle", "\(idle)")
+        // A job that waits on a DispatchSemaphore of its own: the worker is deeper in the stack.
+        let job = [
+            frame("Dispatch.DispatchSemaphore.wait() -> ()", in: Lib.dispatch),
+            frame("closure #1 () -> () in FeedApp.Importer.run() -> ()", in: Lib.app),
+            frame("_dispatch_call_block_and_release", in: Lib.dispatch),
+            frame("_dispatch_client_callout", in: Lib.dispatch),
+            frame("_dispatch_root_queue_drain", in: Lib.dispatch),
+        ]
+        let blocked = Sample(
+            time: 1, frames: semaphoreWait + job + worker, state: .sleeping, syscall: futex, wchan: "futex_do_wait")
+        let verdict = classifier.classify(blocked)
+        #expect(verdict.category == .lockWait, "\(verdict)")
     }
 }

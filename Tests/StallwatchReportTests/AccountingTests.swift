@@ -97,6 +97,44 @@ import Testing
         #expect(sums.report == 40 && abs(sums.categories - 40) < 0.001, "\(sums)")
     }
 
+    @Test func samplesOfSeveralThreadsAtOneLookShareItsTimeEqually() throws {
+        // A pool starvation samples every pool thread at each look, stamping the look's
+        // samples a nanosecond apart: none of them stands for more of the stall than another.
+        let looks: [[UInt64]] = [[11_000, 11_001], [21_000, 21_001, 21_002]]
+        let stall = Stall(
+            id: 1, start: 1_000, end: 31_000, tier: .hitch,
+            callout: CalloutIdentity(kind: .post, file: "A/a.swift", line: 1, mode: "default", phase: .beforeSources),
+            samples: looks.flatMap { $0 }.map { Sample(time: $0, frames: [], state: .running) })
+        // 20 µs from the start to the second look, in two; the last 10 µs in three, the first
+        // by a nanosecond more, so that the weights still add up to the duration.
+        #expect(StallAccounting.sampleWeights(stall) == [10_000, 10_000, 3_334, 3_333, 3_333])
+        // The report's own path (the decoder's sample table) shares them out the same way.
+        let ms = Fixture.millisecond
+        var builder = TraceBuilder()
+        builder.add([
+            .header(
+                .init(
+                    processName: "Pool", pid: 1, wallClockStart: 0, clockBase: Fixture.clockBase, mode: .stalls,
+                    thresholds: .default, sampleInterval: .milliseconds(5))),
+            .callSite(.init(id: 1, kind: .post, file: "A/a.swift", line: 1)),
+            .modeName(.init(id: 0, name: "default")),
+            .stallBegan(.init(id: 1, start: 2_000 * ms, site: 1, mode: 0, phase: .beforeSources, tier: .hitch)),
+        ])
+        // Two threads at each look, one running and one asleep: half the time each.
+        for (time, state): (UInt64, ThreadState) in [
+            (10 * ms, .running), (10 * ms + 1, .sleeping), (20 * ms, .running), (20 * ms + 1, .sleeping),
+        ] {
+            builder.add(.sample(.init(stall: 1, time: 2_000 * ms + time, state: state, cpuTime: 0, frames: [])))
+        }
+        builder.add(.stallEnded(.init(id: 1, end: 2_030 * ms)))
+        let path = directory.write("pool.swtrace", builder.bytes)
+        let report = try #require(
+            try JSONSerialization.jsonObject(with: Data(CLIRun(["report", path, "--json"]).output.utf8))
+                as? [String: Any])
+        let categories = try #require((report["stalls"] as? [String: Any])?["categoryMs"] as? [String: Double])
+        #expect(categories["compute"] == 15 && categories["other"] == 15, "\(categories)")
+    }
+
     @Test func aStallWithoutSamplesIsUnsampledTime() {
         let stall = Stall(
             id: 1, start: 1_000, end: 51_000, tier: .hitch,

@@ -92,6 +92,24 @@ extension HeartbeatMonitor {
         var idle: [Int32: IdleProbe] = [:]
         /// Whether the idle waits were learned since the last heartbeat was sent.
         var learned = false
+        /// The futex words two or more pool threads were parked on when the pool went quiet.
+        /// libdispatch's idle workers all wait on their root queue's one semaphore, so a thread
+        /// waiting on one of these is parked idle even where its own wait was never learned: a
+        /// thread that was running when the pool went quiet, or parked there by another path
+        /// (a CI run sampled such a thread for 200 ms of a starvation, and its semaphore wait
+        /// outweighed the blockers). Two threads, because one job blocked on its own semaphore
+        /// while the pool is quiet is one thread.
+        var idleWords: Set<UInt64> = []
+
+        /// Whether pool thread `tid` is parked in an idle wait now (one pread).
+        func isParked(_ tid: Int32) -> Bool {
+            guard let probe = idle[tid] else { return false }
+            switch probe.state() {
+            case .idle: return true
+            case .unknownWait(let wait): return wait.call == IdleProbe.futex && idleWords.contains(wait.argument)
+            case .busy, .gone: return false
+            }
+        }
     }
 
     /// One look at the pool. A heartbeat in flight past the budget → a stall: every pool thread
@@ -129,6 +147,7 @@ extension HeartbeatMonitor {
             let threads = PoolThreads.threads(named: executor.pool?.withLock { $0.name } ?? PoolThreads.defaultName)
             guard !threads.isEmpty else { return }
             pool.sampled = samplers(for: threads, pool: &pool, executor: executor)
+            for tid in threads where pool.idle[tid] == nil { pool.idle[tid] = IdleProbe(tid: tid) }
             var stall = newStall(of: executor, start: pending, suspended: suspended, nextID: &nextID)
             for sampler in pool.sampled { sampler.beginStall() }
             samplePool(&stall, pool)
@@ -154,12 +173,20 @@ extension HeartbeatMonitor {
         pool.seen = sw_pool_enqueued()
     }
 
-    /// One sample of each pool thread not parked in its idle wait, appended to `stall` (up to
-    /// the per-stall limit).
+    /// One sample of each pool thread not parked in an idle wait, appended to `stall` (up to
+    /// the per-stall limit). One look at the pool: its samples are stamped a nanosecond apart
+    /// from its first one's time, so that they share the time until the next look equally
+    /// (`StallAccounting.lookWidth`).
     private func samplePool(_ stall: inout Stall, _ pool: PoolWatch) {
+        var stamp: UInt64?
         for sampler in pool.sampled where stall.samples.count < configuration.maxSamplesPerStall {
-            if let probe = pool.idle[sampler.tid], probe.state() == .idle { continue }
-            stall.samples.append(sampler.sample(record: core.recordCommon))
+            if pool.isParked(sampler.tid) { continue }
+            var sample = sampler.sample(record: core.recordCommon)
+            if let last = stamp {
+                sample.time = last + 1
+            }
+            stamp = sample.time
+            stall.samples.append(sample)
         }
     }
 
@@ -172,10 +199,16 @@ extension HeartbeatMonitor {
         pool.learned = true
         let threads = PoolThreads.threads(named: executor.pool?.withLock { $0.name } ?? PoolThreads.defaultName)
         pool.idle = pool.idle.filter { threads.contains($0.key) }
+        var parkedOn: [UInt64: Int] = [:]
         for tid in threads {
             let probe = pool.idle[tid] ?? IdleProbe(tid: tid)
             pool.idle[tid] = probe
-            if case .unknownWait(let signature) = probe.state() { probe.learn(signature) }
+            guard case .unknownWait(let signature) = probe.state() else { continue }
+            probe.learn(signature)
+            if signature.call == IdleProbe.futex { parkedOn[signature.argument, default: 0] += 1 }
+        }
+        for (word, threads) in parkedOn where threads >= 2 && pool.idleWords.count < 16 {
+            pool.idleWords.insert(word)
         }
         _ = samplers(for: threads, pool: &pool, executor: executor)
     }

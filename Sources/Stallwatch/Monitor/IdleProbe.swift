@@ -24,6 +24,12 @@ final class IdleProbe {
             return number
         })
 
+    /// `futex`'s number.
+    static let futex: Int32 = {
+        guard let number = SyscallTable.number(for: "futex") else { preconditionFailure("no futex in SyscallTable") }
+        return number
+    }()
+
     /// The calls whose first argument identifies what they wait on (futex word, epoll fd).
     static let keyedByArgument: Set<Int32> = Set(
         ["futex", "epoll_wait", "epoll_pwait", "epoll_pwait2"].compactMap { SyscallTable.number(for: $0) })

@@ -232,7 +232,7 @@ struct StallReading {
 
 extension AppFrameMemo {
     /// Reads `stall`, whose samples are rows `table.ranges[slot]` (this memo's table): weighs
-    /// each row (`StallAccounting.weight`), finds its verdict (once per distinct `RowKey`;
+    /// each row (`StallAccounting.Walk`), finds its verdict (once per distinct `RowKey`;
     /// rows in a row mostly repeat the one before, found without hashing) and its stack, groups
     /// the rows into runs and analyzes those (`RunAnalysis`, frames named by `names`). The one
     /// loop over a stall's samples that every analysis runs; `perRow` also keeps each row's
@@ -251,11 +251,11 @@ extension AppFrameMemo {
             verdicts.reserveCapacity(range.count)
             weights.reserveCapacity(range.count)
         }
+        var walk = StallAccounting.Walk(start: stall.start, end: stall.end)
+        let first = range.lowerBound
         for index in range {
             let row = table.rows[index]
-            let weight = StallAccounting.weight(
-                at: row.time, next: index + 1 < range.upperBound ? table.rows[index + 1].time : nil,
-                isFirst: index == range.lowerBound, start: stall.start, end: stall.end)
+            let weight = walk.weight(of: index - first, count: range.count) { table.rows[first + $0].time }
             total += weight
             var key = RowKey(row)
             if table.anyKernelFacts && table.hasKernelFacts(index, stall: stall.id) {
