@@ -36,7 +36,17 @@ package enum StallwatchSymbols {
     /// Symbols starting with one of these are Stallwatch's own frames, not the app's
     /// (`Frame.isSystem`), matched against the function a symbol is part of (`Frame.owner(of:)`:
     /// closures, witnesses and statics by their function).
-    package static let infrastructurePrefixes = ["\(runtimeModule).", "\(coreModule)."] + executorPrefixes
+    package static let infrastructurePrefixes =
+        ["\(runtimeModule).", "\(coreModule).", poolHook] + executorPrefixes
+
+    /// The pool monitor's enqueue hook (`CStallwatchShims/pool_hook.c`), in the stack of every
+    /// thread that enqueues a task while the pool is watched: a C function, compiled into the
+    /// app or the preload library.
+    package static let poolHook = "sw_pool_hook"
+
+    /// The preload library's file name: every frame in it is Stallwatch's (`stallwatch record`
+    /// puts it into a program nobody changed).
+    package static let preloadLibrary = "libStallwatchPreload.so"
 
     /// Executors' own dispatch code, compiled into apps like Stallwatch is: swift-nio's event
     /// loops, channel pipeline and HTTP codec (its C parser too). Their frames are

@@ -40,6 +40,8 @@ import Testing
         ("/home/ci/toolchain/libdispatch.so", true),
         ("[vdso]", true),
         ("linux-vdso.so.1", true),
+        // Stallwatch's preload library, in a program `stallwatch record` runs.
+        ("/work/stallwatch/.build/release/libStallwatchPreload.so", true),
         ("/srv/feed/.build/release/FeedApp", false),
         ("/srv/feed/.build/release/libMyORM.so", false),
     ])

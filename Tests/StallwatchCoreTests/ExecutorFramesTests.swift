@@ -33,6 +33,8 @@ import Testing
         #expect(!frame("closure #1 () -> () in FeedApp.Feed.reload() -> ()", in: Lib.app).isSystem)
         // Stallwatch's own, as before.
         #expect(frame("closure #1 () -> () in Stallwatch.MainLoop.post() -> ()", in: Lib.app).isSystem)
+        // The pool monitor's enqueue hook, in every enqueuing thread's stack (a C function).
+        #expect(frame("sw_pool_hook", in: Lib.app).isSystem)
     }
 
     @Test func nioIsIdleOnlyWhileInItsEpollWait() {
