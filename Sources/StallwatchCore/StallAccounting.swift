@@ -63,11 +63,17 @@ public enum StallAccounting {
                 while next < count && time(next) &- stamp < StallAccounting.lookWidth { next += 1 }
                 let span = StallAccounting.weight(
                     at: stamp, next: next < count ? time(next) : nil, isFirst: index == 0, start: start, end: end)
-                let size = UInt64(next - index)
                 groupStart = index
                 groupEnd = next
-                share = span / size
-                extra = Int(span % size)
+                // A look of one sample (every stall of one thread) needs no division.
+                if next == index + 1 {
+                    share = span
+                    extra = 0
+                } else {
+                    let size = UInt64(next - index)
+                    share = span / size
+                    extra = Int(span % size)
+                }
             }
             return share + (index - groupStart < extra ? 1 : 0)
         }

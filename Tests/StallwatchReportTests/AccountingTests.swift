@@ -135,6 +135,36 @@ import Testing
         #expect(categories["compute"] == 15 && categories["other"] == 15, "\(categories)")
     }
 
+    @Test func aStallOfSeveralThreadsSaysOnHowManyItsStackWas() throws {
+        let blocker = [
+            Frame(address: 0x5000, symbol: "usleep", module: "/usr/lib/x86_64-linux-gnu/libc.so.6"),
+            Frame(address: 0x6000, symbol: "App.blockingWork() -> ()", module: "/srv/app/App"),
+        ]
+        let other = [Frame(address: 0x7000, symbol: "App.parse() -> ()", module: "/srv/app/App")]
+        // Three looks at two threads: both blocked, one of them, both.
+        let looks = [[blocker, blocker], [blocker, other], [blocker, blocker]]
+        var samples: [Sample] = []
+        for (look, stacks) in looks.enumerated() {
+            for (thread, frames) in stacks.enumerated() {
+                samples.append(
+                    Sample(time: UInt64(10_000 * (look + 1) + thread), frames: frames, state: .sleeping))
+            }
+        }
+        let stall = Stall(
+            id: 1, start: 1_000, end: 41_000, tier: .hitch,
+            callout: CalloutIdentity(kind: .post, file: "A/a.swift", line: 1, mode: "default", phase: .beforeSources),
+            samples: samples)
+        let analyzed = AnalyzedStall(stall, tracePath: "t", budget: .milliseconds(16), classifier: Classifier())
+        let spread = try #require(ThreadSpread(analyzed))
+        #expect(spread.threads == 2 && spread.withStack == 2, "\(spread)")
+        // One thread at each look: nothing to say.
+        var single = stall
+        single.samples = [samples[0], samples[2], samples[4]]
+        #expect(
+            ThreadSpread(AnalyzedStall(single, tracePath: "t", budget: .milliseconds(16), classifier: Classifier()))
+                == nil)
+    }
+
     @Test func aStallWithoutSamplesIsUnsampledTime() {
         let stall = Stall(
             id: 1, start: 1_000, end: 51_000, tier: .hitch,

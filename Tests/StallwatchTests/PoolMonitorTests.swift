@@ -215,6 +215,13 @@ private func starvePool(jobs: Int, milliseconds: UInt32) {
         #expect(show.status == 0, "\(show)")
         #expect(show.output.contains(HeartbeatMonitor.poolLabel), "\(show.output)")
         #expect(show.output.contains("blockPoolThreadForTest"), "\(show.output)")
+        // Every pool thread ran a blocker: the representative stack is on all of them.
+        let detail = try runProduct("stallwatch", ["show", path, "--stall", String(stall.id), "--json"])
+        let json = try #require(try JSONSerialization.jsonObject(with: Data(detail.output.utf8)) as? [String: Any])
+        let threads = try #require(json["threads"] as? [String: Int], "\(detail.output.prefix(2_000))")
+        #expect(threads["threads"] ?? 0 >= PoolMonitorTests.width, "\(threads)")
+        #expect(threads["withStack"] ?? 0 >= PoolMonitorTests.width, "\(threads)")
+        #expect(show.output.contains("threads   the representative stack on"), "\(show.output)")
     }
 }
 

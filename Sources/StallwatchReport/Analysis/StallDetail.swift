@@ -103,6 +103,9 @@ package struct StallDetail: Sendable, Hashable, Encodable {
     package var samples: [SampleDetail]
     /// What the loop ran in the seconds before the stall, `null` when the trace does not say.
     package var leadUp: LeadUp?
+    /// How many threads each look sampled and how many had the representative stack (a pool
+    /// starvation), `null` for a stall of one thread.
+    package var threads: ThreadSpread?
 
     /// A reason and its fraction of the stall.
     package struct ReasonShare: Sendable, Hashable, Encodable {
@@ -137,6 +140,7 @@ package struct StallDetail: Sendable, Hashable, Encodable {
         }
         representativeSample = analyzed.representativeSample
         leadUp = analyzed.leadUp
+        threads = ThreadSpread(analyzed)
         stack = analyzed.representativeFrames.map { ReportBuilder.stackFrame($0, names: analyzed.names) }
         samples = stall.samples.enumerated().map { index, sample in
             let verdict = analyzed.classifications[index]
@@ -151,7 +155,7 @@ package struct StallDetail: Sendable, Hashable, Encodable {
 
     private enum CodingKeys: String, CodingKey {
         case id, tier, durationMs, unfinished, category, site, signature, stackConfidence, trace, flags, callout
-        case expected, appState, categoryShares, reasons, representativeSample, stack, samples, leadUp
+        case expected, appState, categoryShares, reasons, representativeSample, stack, samples, leadUp, threads
     }
 
     /// Encodes the summary's keys and the detail's in one object (`null` when absent).
@@ -176,5 +180,6 @@ package struct StallDetail: Sendable, Hashable, Encodable {
         try container.encode(stack, forKey: .stack)
         try container.encode(samples, forKey: .samples)
         try container.encode(leadUp, forKey: .leadUp)
+        try container.encode(threads, forKey: .threads)
     }
 }

@@ -66,6 +66,11 @@ package enum StallText {
         lines += wrapItems(
             analyzed.key.frames, separator: " ← ", first: "  signature \(analyzed.key.category.rawValue): ",
             continuation: "            ", width: width)
+        if let spread = ThreadSpread(analyzed) {
+            lines.append(
+                "  threads   the representative stack on \(spread.withStack) of the \(spread.threads) threads"
+                    + " sampled at each look")
+        }
         lines.append("")
         if let leadUp = analyzed.leadUp {
             lines += leadUpLines(leadUp, style: style, width: width)
