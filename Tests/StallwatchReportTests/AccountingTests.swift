@@ -39,6 +39,28 @@ import Testing
         return (total, categories, folded, weights, stallMillis)
     }
 
+    /// A stalls-mode trace of one stall from 2 s, `lasting` long, with samples at the given
+    /// offsets from its start, in the given states, without frames.
+    func oneStall(lasting: UInt64, samples: [(offset: UInt64, state: ThreadState)]) -> [UInt8] {
+        let start = 2_000 * Fixture.millisecond
+        var builder = TraceBuilder()
+        builder.add([
+            .header(
+                .init(
+                    processName: "Accounting", pid: 1, wallClockStart: 0, clockBase: Fixture.clockBase,
+                    mode: .stalls, thresholds: .default, sampleInterval: .milliseconds(5))),
+            .callSite(.init(id: 1, kind: .post, file: "A/a.swift", line: 1)),
+            .modeName(.init(id: 0, name: "default")),
+            .stallBegan(.init(id: 1, start: start, site: 1, mode: 0, phase: .beforeSources, tier: .hitch)),
+        ])
+        for sample in samples {
+            builder.add(
+                .sample(.init(stall: 1, time: start + sample.offset, state: sample.state, cpuTime: 0, frames: [])))
+        }
+        builder.add(.stallEnded(.init(id: 1, end: start + lasting)))
+        return builder.bytes
+    }
+
     @Test func everyOutputAddsUpToTheReportTotal() throws {
         for bytes in [Fixture.standard(), Fixture.app()] {
             let sums = try sums(bytes)
@@ -78,22 +100,8 @@ import Testing
         #expect(analyzed.breakdown.totalNanos == 40_000 && analyzed.unsampledNanos == 0)
         // The report's own path (the decoder's sample table) shares out the same 40 ms.
         let ms = Fixture.millisecond
-        var builder = TraceBuilder()
-        builder.add([
-            .header(
-                .init(
-                    processName: "Late", pid: 1, wallClockStart: 0, clockBase: Fixture.clockBase, mode: .stalls,
-                    thresholds: .default, sampleInterval: .milliseconds(5))),
-            .callSite(.init(id: 1, kind: .post, file: "A/a.swift", line: 1)),
-            .modeName(.init(id: 0, name: "default")),
-            .stallBegan(.init(id: 1, start: 2_000 * ms, site: 1, mode: 0, phase: .beforeSources, tier: .hitch)),
-        ])
-        for offset: UInt64 in [17, 30, 45] {
-            builder.add(
-                .sample(.init(stall: 1, time: 2_000 * ms + offset * ms, state: .running, cpuTime: 0, frames: [])))
-        }
-        builder.add(.stallEnded(.init(id: 1, end: 2_040 * ms)))
-        let sums = try sums(builder.bytes)
+        let bytes = oneStall(lasting: 40 * ms, samples: [17, 30, 45].map { ($0 * ms, .running) })
+        let sums = try sums(bytes)
         #expect(sums.report == 40 && abs(sums.categories - 40) < 0.001, "\(sums)")
     }
 
@@ -108,26 +116,13 @@ import Testing
         // 20 µs from the start to the second look, in two; the last 10 µs in three, the first
         // by a nanosecond more, so that the weights still add up to the duration.
         #expect(StallAccounting.sampleWeights(stall) == [10_000, 10_000, 3_334, 3_333, 3_333])
-        // The report's own path (the decoder's sample table) shares them out the same way.
+        // The report's own path (the decoder's sample table) shares them out the same way:
+        // two threads at each look, one running and one asleep, half the time each.
         let ms = Fixture.millisecond
-        var builder = TraceBuilder()
-        builder.add([
-            .header(
-                .init(
-                    processName: "Pool", pid: 1, wallClockStart: 0, clockBase: Fixture.clockBase, mode: .stalls,
-                    thresholds: .default, sampleInterval: .milliseconds(5))),
-            .callSite(.init(id: 1, kind: .post, file: "A/a.swift", line: 1)),
-            .modeName(.init(id: 0, name: "default")),
-            .stallBegan(.init(id: 1, start: 2_000 * ms, site: 1, mode: 0, phase: .beforeSources, tier: .hitch)),
-        ])
-        // Two threads at each look, one running and one asleep: half the time each.
-        for (time, state): (UInt64, ThreadState) in [
-            (10 * ms, .running), (10 * ms + 1, .sleeping), (20 * ms, .running), (20 * ms + 1, .sleeping),
-        ] {
-            builder.add(.sample(.init(stall: 1, time: 2_000 * ms + time, state: state, cpuTime: 0, frames: [])))
-        }
-        builder.add(.stallEnded(.init(id: 1, end: 2_030 * ms)))
-        let path = directory.write("pool.swtrace", builder.bytes)
+        let bytes = oneStall(
+            lasting: 30 * ms,
+            samples: [(10 * ms, .running), (10 * ms + 1, .sleeping), (20 * ms, .running), (20 * ms + 1, .sleeping)])
+        let path = directory.write("pool.swtrace", bytes)
         let report = try #require(
             try JSONSerialization.jsonObject(with: Data(CLIRun(["report", path, "--json"]).output.utf8))
                 as? [String: Any])
