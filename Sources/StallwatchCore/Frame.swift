@@ -35,8 +35,47 @@ public struct Frame: Sendable, Hashable, Codable {
     /// or is unknown.
     public var isSystem: Bool {
         guard let module else { return true }
-        if let symbol, Frame.isInfrastructure(symbol) { return true }
+        if let symbol, Frame.isInfrastructure(symbol) || Frame.isToolchainLibrary(symbol) { return true }
         return Frame.isSystemModule(module)
+    }
+
+    /// The toolchain's Swift libraries' code compiled into the app's binary — a generic of the
+    /// standard library, Concurrency, Foundation or Dispatch specialised or inlined there
+    /// (`(extension in Swift):Swift.Task<…>.init(name:priority:operation:)`, `generic
+    /// specialization <Swift.Int> of Swift.Array.sort() -> ()`): the toolchain's, as the same
+    /// code is in `libswiftCore.so`. Read from the module the function is defined in (an
+    /// extension's, not its type's: `(extension in FeedApp):Swift.Array.chunks()` is the
+    /// app's). A protocol witness is left to the module: it may be the app's conformance with
+    /// the app's code inlined into it.
+    static func isToolchainLibrary(_ symbol: String) -> Bool {
+        guard let module = definingModule(of: standsFor(symbol)) else { return false }
+        return StallwatchSymbols.toolchainSwiftModules.contains(String(module))
+    }
+
+    /// The module a demangled function is defined in: an extension's module, else the first
+    /// component of its qualified name; nil for a protocol witness or an unqualified name.
+    static func definingModule(of function: Substring) -> Substring? {
+        var rest = function
+        while true {
+            if rest.hasPrefix("protocol witness for ") { return nil }
+            if let tail = rest.dropping("static ") ?? rest.dropping("@objc ") {
+                rest = tail
+            } else if let tail = rest.dropping("(extension in "), let close = tail.firstIndex(of: ")") {
+                return tail[..<close]
+            } else if rest.hasPrefix("closure #") || rest.hasPrefix("implicit closure #"),
+                let offset = rest.utf8Offset(of: " in ")
+            {
+                rest = rest[rest.utf8.index(rest.utf8.startIndex, offsetBy: offset + 4)...]
+            } else {
+                guard let dot = rest.firstIndex(of: "."), dot > rest.startIndex,
+                    rest[..<dot].utf8.allSatisfy({
+                        $0 == UInt8(ascii: "_") || ($0 | 0x20) >= 0x61 && ($0 | 0x20) <= 0x7A
+                            || $0 >= 0x30 && $0 <= 0x39
+                    })
+                else { return nil }
+                return rest[..<dot]
+            }
+        }
     }
 
     /// Stallwatch's own run loop and monitor, compiled into the app: not the app's code, in

@@ -44,6 +44,13 @@ package enum StallwatchSymbols {
     /// app or the preload library.
     package static let poolHook = "sw_pool_hook"
 
+    /// The toolchain's Swift modules: their generics specialised into an app are not the app's
+    /// code (`Frame.isToolchainLibrary`).
+    package static let toolchainSwiftModules: Set<String> = [
+        "Swift", "_Concurrency", "_StringProcessing", "RegexBuilder", "Synchronization", "Observation",
+        "Distributed", "Foundation", "FoundationEssentials", "FoundationInternationalization", "Dispatch",
+    ]
+
     /// The preload library's file name: every frame in it is Stallwatch's (`stallwatch record`
     /// puts it into a program nobody changed).
     package static let preloadLibrary = "libStallwatchPreload.so"

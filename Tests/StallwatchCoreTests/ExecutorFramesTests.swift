@@ -37,6 +37,30 @@ import Testing
         #expect(frame("sw_pool_hook", in: Lib.app).isSystem)
     }
 
+    @Test func theToolchainsGenericsCompiledIntoTheAppAreNotTheApps() {
+        // As a release-built sourcekit-lsp's stack names them (a task created in a closure).
+        let toolchain = [
+            "(extension in Swift):Swift.Task< where B == Swift.Error>.init(name: Swift.Optional<Swift.String>, priority: Swift.Optional<Swift.TaskPriority>, operation: sending @isolated(any) @Sendable () async throws -> A) -> Swift.Task<A, Swift.Error>",
+            "generic specialization <Swift.Int> of Swift.Array.sort() -> ()",
+            "closure #1 (Swift.Int, Swift.Int) -> Swift.Bool in Swift.MutableCollection.sort() -> ()",
+            "static Swift.Int.random(in: Swift.Range<Swift.Int>) -> Swift.Int",
+        ]
+        for symbol in toolchain {
+            #expect(frame(symbol, in: Lib.app).isSystem, "\(symbol)")
+        }
+        // The app's own: an extension of a standard type, a closure it passes to one, its
+        // conformance to a standard protocol (its code may be inlined into the witness).
+        let app = [
+            "(extension in FeedApp):Swift.Array<A>.chunks(of: Swift.Int) -> [[A]]",
+            "closure #1 (Swift.Int) -> Swift.Bool in FeedApp.Feed.visible() -> [Swift.Int]",
+            "protocol witness for Swift.Sequence.makeIterator() -> A.Iterator in conformance FeedApp.Posts : Swift.Sequence in FeedApp",
+            "fnv1a(_: Swift.Array<Swift.UInt8>, seed: Swift.UInt64) -> Swift.UInt64",
+        ]
+        for symbol in app {
+            #expect(!frame(symbol, in: Lib.app).isSystem, "\(symbol)")
+        }
+    }
+
     @Test func nioIsIdleOnlyWhileInItsEpollWait() {
         let wait = frame(Self.nio.last!, in: Lib.app)
         let handler = frame(Self.handler, in: Lib.app)

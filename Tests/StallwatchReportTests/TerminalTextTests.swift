@@ -183,7 +183,7 @@ import Testing
           callout   timer "hash photos" posted at FeedApp/Photos.swift:40, mode default,
                     phase beforeTimers
           category  compute: compute 100 %
-          reasons   fnv1a(_:seed:) 83 %, Array.withUnsafeBytes(_:) 17 %
+          reasons   fnv1a(_:seed:) 83 %, PhotoLibrary.hash(_:chunk:seed:) 17 %
           signature compute: fnv1a(_:seed:) ←
                     closure #1 in PhotoLibrary.hash(_:chunk:seed:) ← main()
 
@@ -191,7 +191,7 @@ import Testing
                time  state       syscall     category  reason       top frames
            +17.0 ms  R running   -           compute   fnv1a…eed:)  fnv1a(_:seed:) ← …
            +80.0 ms  R running   -           compute   fnv1a…eed:)  fnv1a(_:seed:) ← …
-          +140.0 ms  R running   -           compute   Array…s(_:)  Array.wi…tes(_:) ← …
+          +140.0 ms  R running   -           compute   Photo…eed:)  Array.wi…tes(_:) ← …
           +180.0 ms  R running   -           compute   fnv1a…eed:)  fnv1a(_:seed:) ← …
 
         Representative stack (sample 1, innermost first): 83 % of the stall's time,
@@ -207,14 +207,14 @@ import Testing
         Stall 1 — microHang, 240.0 ms in -
           callout   timer "hash photos" posted at FeedApp/Photos.swift:40, mode default, phase beforeTimers
           category  compute: compute 100 %
-          reasons   fnv1a(_:seed:) 83 %, Array.withUnsafeBytes(_:) 17 %
+          reasons   fnv1a(_:seed:) 83 %, PhotoLibrary.hash(_:chunk:seed:) 17 %
           signature compute: fnv1a(_:seed:) ← closure #1 in PhotoLibrary.hash(_:chunk:seed:) ← main()
 
         Samples (4; stacks: signal; time from the callout's start)
                time  state       syscall     category  reason              top frames
            +17.0 ms  R running   -           compute   fnv1a(_:seed:)      fnv1a(_:seed:) ← closur…eed:) ← …
            +80.0 ms  R running   -           compute   fnv1a(_:seed:)      fnv1a(_:seed:) ← closur…eed:) ← …
-          +140.0 ms  R running   -           compute   Array.wit…ytes(_:)  Array.withUnsafeBytes(_:) ← …
+          +140.0 ms  R running   -           compute   PhotoLibr…k:seed:)  Array.withUnsafeBytes(_:) ← …
           +180.0 ms  R running   -           compute   fnv1a(_:seed:)      fnv1a(_:seed:) ← closur…eed:) ← …
 
         Representative stack (sample 1, innermost first): 83 % of the stall's time, 3 of 4 samples

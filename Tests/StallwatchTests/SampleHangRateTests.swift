@@ -1,5 +1,5 @@
 // The hang-rate gate tells the feed screen's remedy apart: the blocking FeedScreen (a SQLite
-// query of about half a second on the main thread) fails `gate --max-hang-rate 0`, and the fixed
+// query of half a second to a second on the main thread) fails `gate --max-hang-rate 0`, and the fixed
 // one (the query off the loop) passes it.
 import Foundation
 import Testing

@@ -8,14 +8,28 @@ import Synchronization
 /// given, is what the classifier reports for samples taken inside the scope, before looking
 /// at the stack or the kernel state. Scopes nest. On a thread without a running `MainLoop`
 /// the scope is free: it just runs `body`. Any thread.
-@inline(__always)
+@inlinable
 public func annotate<T, E: Error>(
     _ label: StaticString, category: StallCategory? = nil, _ body: () throws(E) -> T
 ) throws(E) -> T {
-    guard let scopes = AnnotationScopes.current else { return try body() }
-    let token = scopes.push(label, category)
-    defer { scopes.pop(token) }
+    let token = enterScope(label, category, expected: false)
+    defer { leaveScope(token) }
     return try body()
+}
+
+/// Opens a scope on the calling thread's loop (`annotate`, `expectLong`): its token, 0 on a
+/// thread without one. Not generic, so that the inlinable scopes specialise in the caller's
+/// module around one call in and one call out.
+@usableFromInline
+func enterScope(_ label: StaticString, _ category: StallCategory?, expected: Bool) -> UInt64 {
+    AnnotationScopes.current?.push(label, category, expected: expected) ?? 0
+}
+
+/// Closes the scope `enterScope` opened (nothing for token 0).
+@usableFromInline
+func leaveScope(_ token: UInt64) {
+    guard token != 0 else { return }
+    AnnotationScopes.current?.pop(token)
 }
 
 /// The async form of `annotate` for main-actor code. Suspended scopes stay published: work
@@ -36,11 +50,10 @@ public func annotate<T>(
 /// but reports count it apart and no `stallwatch gate` limit counts it (unless
 /// `--include-expected`). It is an annotation scope too (samples show `label`). On a thread
 /// without a running `MainLoop` or a watched executor it just runs `body`. Any thread.
-@inline(__always)
+@inlinable
 public func expectLong<T, E: Error>(_ label: StaticString, _ body: () throws(E) -> T) throws(E) -> T {
-    guard let scopes = AnnotationScopes.current else { return try body() }
-    let token = scopes.push(label, nil, expected: true)
-    defer { scopes.pop(token) }
+    let token = enterScope(label, nil, expected: true)
+    defer { leaveScope(token) }
     return try body()
 }
 
