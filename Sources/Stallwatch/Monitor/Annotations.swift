@@ -60,8 +60,11 @@ public func expectLong<T, E: Error>(_ label: StaticString, _ body: () throws(E) 
 /// The annotation scopes of one loop thread: a stack owned by that thread, and its innermost
 /// entry (and its outermost expected-long one) published with atomic stores for the watchdog.
 final class AnnotationScopes: @unchecked Sendable {
-    private var entries: [(token: UInt64, label: UInt64, category: UInt8, expected: Bool)] = []
-    private var nextToken: UInt64 = 0
+    // The loop thread alone touches these (the watchdog reads only the atomics below), so the
+    // runtime's per-access exclusivity checks are left out: they were most of a scope's cost.
+    @exclusivity(unchecked) private var entries: [(token: UInt64, label: UInt64, category: UInt8, expected: Bool)] =
+        []
+    @exclusivity(unchecked) private var nextToken: UInt64 = 0
     /// Packed `StaticString` of the innermost scope, 0 when none.
     let label = Atomic<UInt64>(0)
     /// 0 when none, else 1 + the index of the category in `StallCategory.allCases`.
