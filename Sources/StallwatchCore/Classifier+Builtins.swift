@@ -151,6 +151,12 @@ extension Classifier {
               }
             },
             {
+              "name": "cpu-wait",
+              "category": "other",
+              "reason": "waiting for a CPU",
+              "match": { "wait": ["cpu"] }
+            },
+            {
               "name": "futex-syscall",
               "category": "lockWait",
               "match": { "syscall": ["futex", "futex_waitv"] }

@@ -28,6 +28,8 @@ extension WaitFact {
         case .database:
             let sql = statement.map { WaitFact.oneLine($0, limit: 60) } ?? "?"
             return "SQL `\(sql)`" + (target.map { " on \($0)" } ?? "")
+        case .cpu:
+            return "a CPU (runnable, kept off one by other threads)"
         }
     }
 

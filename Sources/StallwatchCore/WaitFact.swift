@@ -26,6 +26,10 @@ public struct WaitFact: Sendable, Hashable, Codable {
         case futex = 5
         /// A registered SQLite connection is running `statement` on the database `target`.
         case database = 6
+        /// Runnable but not running: the thread spent most of the time since the previous
+        /// sample waiting for a CPU (its scheduler run delay, /proc/…/schedstat), kept off one
+        /// by other threads or processes. What it would run is not the wait.
+        case cpu = 7
 
         /// The spelling used in rules files and JSON (`"file"`, `"pageFault"`…).
         public var name: String {
@@ -36,6 +40,7 @@ public struct WaitFact: Sendable, Hashable, Codable {
             case .mutex: "mutex"
             case .futex: "futex"
             case .database: "database"
+            case .cpu: "cpu"
             }
         }
 

@@ -74,6 +74,24 @@ import Testing
         #expect(try Classifier.decodeRules(json: encoded, source: "again") == rules)
     }
 
+    @Test func aRunnableThreadKeptOffACPUIsWaitingNotComputing() {
+        let classifier = Classifier()
+        let app = Frame(address: 0x5610_4a41_2340, symbol: "FeedApp.Feed.layout() -> ()", module: "/srv/feed/FeedApp")
+        var sample = running(nil, wait: WaitFact(kind: .cpu))
+        sample.frames = [app]
+        #expect(
+            classifier.classify(sample)
+                == Classification(category: .other, reason: "waiting for a CPU", ruleName: "cpu-wait"))
+        // In a syscall too: the thread waits for a CPU, not for the call.
+        sample.syscall = SyscallTable.number(for: "read")
+        #expect(classifier.classify(sample).ruleName == "cpu-wait")
+        // Without the fact it is the app's code running.
+        sample.wait = nil
+        sample.syscall = nil
+        #expect(classifier.classify(sample).category == .compute)
+        #expect(WaitFact(kind: .cpu).summary == "a CPU (runnable, kept off one by other threads)")
+    }
+
     @Test(arguments: [
         (#"{"cpu": "kernel"}"#, "unknown cpu 'kernel'"),
         (#"{"minDelta": {"majflt": 1}}"#, "unknown counter 'majflt'"),

@@ -215,6 +215,22 @@ import Testing
         SQLiteStatements.unregister(connection)
     }
 
+    @Test(.enabled(if: ProcessInfo.processInfo.activeProcessorCount >= 2, "the watchdog needs a CPU of its own"))
+    func aThreadKeptOffItsCPUIsWaitingForACPUNotComputing() async throws {
+        // The loop thread shares one CPU with a spinning thread while its own nice is 19: the
+        // scheduler gives it about 1.5 % of that CPU, so 3 ms of its own work take ~200 ms.
+        let run = try await monitored { loop, measure in
+            measure.post(loop) { runKeptOffTheCPUForStallTest(cpuNanos: 3_000_000) }
+        }
+        let stall = try #require(run.ended.max { $0.durationNanos < $1.durationNanos }, "no stall")
+        let breakdown = examine(stall, "kept off its CPU")
+        let waiting = stall.samples.filter { $0.wait?.kind == .cpu }
+        #expect(waiting.count >= 2, "\(waiting.count) of \(stall.samples.count) samples wait for a CPU")
+        #expect(breakdown.dominant == .other, "\(breakdown)")
+        #expect(reasons(breakdown).first == "waiting for a CPU", "\(reasons(breakdown))")
+        #expect(waiting.allSatisfy { $0.state == .running })
+    }
+
     @Test func aRecordedTraceKeepsTheFactsAndTheOwnersStack() async throws {
         let path = FileManager.default.temporaryDirectory.appendingPathComponent("stallwatch-waits-\(UUID()).trace")
             .path
@@ -254,6 +270,42 @@ import Testing
 // The stalling work, named for the stacks.
 
 // readWholeFileForStallTest (one Data(contentsOf:), seed 000's main-thread read) is in StackSourceTests.
+
+/// Runs `cpuNanos` of the calling thread's own CPU time while it shares its CPU with a
+/// spinning thread (which inherits that one CPU) and has nice 19 (at most 5 s of wall time);
+/// then puts its CPU mask back and stops the spinner. Its nice stays 19 (lowering it again needs privilege): call it on a
+/// thread of its own.
+@inline(never) func runKeptOffTheCPUForStallTest(cpuNanos: UInt64) {
+    var allowed = cpu_set_t()
+    guard sw_get_thread_affinity(&allowed) == 0 else { return }
+    let first = withUnsafeBytes(of: &allowed) { bytes in
+        (0..<(bytes.count * 8)).first { bytes[$0 / 8] & (1 << ($0 % 8)) != 0 }
+    }
+    guard let first else { return }
+    var one = cpu_set_t()
+    withUnsafeMutableBytes(of: &one) { $0[first / 8] = UInt8(1 << (first % 8)) }
+    guard sw_set_thread_affinity(&one) == 0 else { return }
+    defer { _ = sw_set_thread_affinity(&allowed) }
+    // The spinner is made before the nice goes up (a new thread inherits it) and runs before
+    // the work starts.
+    let flags = Locked((spinning: false, stop: false))
+    let spinner = Thread {
+        flags.withLock { $0.spinning = true }
+        while !flags.withLock({ $0.stop }) {}
+    }
+    spinner.start()
+    defer { flags.withLock { $0.stop = true } }
+    while !flags.withLock({ $0.spinning }) { usleep(100) }
+    _ = setpriority(__priority_which_t(PRIO_PROCESS.rawValue), id_t(sw_gettid()), 19)
+    func cpuTime() -> UInt64 {
+        var now = timespec()
+        clock_gettime(CLOCK_THREAD_CPUTIME_ID, &now)
+        return UInt64(now.tv_sec) * 1_000_000_000 + UInt64(now.tv_nsec)
+    }
+    let start = cpuTime()
+    let giveUp = MainLoop.monotonicNanos() + 5_000_000_000
+    while cpuTime() - start < cpuNanos && MainLoop.monotonicNanos() < giveUp {}
+}
 
 @inline(never) func writeOnceForStallTest(_ path: String, _ buffer: [UInt8]) {
     let fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0o600)

@@ -28,6 +28,21 @@ final class SampleFacts {
     private var mappings = MappingGrowth()
     private var ownerScanners: [Int32: StackScanner] = [:]
     private var pendingCounters: KernelCounters?
+    /// The thread's CPU clock (the kernel's `MAKE_THREAD_CPUCLOCK(tid, CPUCLOCK_SCHED)`, as
+    /// glibc's `pthread_getcpuclockid` makes it): unlike schedstat, its reading includes the
+    /// slice the thread is running now, and unlike schedstat's run delay, it moves while the
+    /// thread waits (a run delay is added only when the thread gets a CPU again).
+    private let cpuClock: clockid_t
+    /// The previous sample's CPU time, when it was read and whether the thread was runnable.
+    private var previousCPU: (nanos: UInt64, readAt: UInt64, runnable: Bool)?
+    /// The current sample's CPU time and when it was read, just before its /proc state.
+    private var currentCPU: (nanos: UInt64, readAt: UInt64)?
+
+    /// A runnable thread that ran for at most this share of the time since the previous
+    /// sample, runnable then too, waited for a CPU (`WaitFact.Kind.cpu`). A quarter: a thread
+    /// that shares a core with one or two busy threads still runs a third to a half of the
+    /// time, and that is its own code running slowly, not a wait.
+    static let cpuWaitShare = 0.25
     private var files = GrowingFiles()
 
     /// Syscalls whose first argument is the descriptor they wait on.
@@ -66,6 +81,7 @@ final class SampleFacts {
         self.reader = sampler.reader
         self.stacks = sampler.stacks
         counters = KernelCounterReader(tid: tid)
+        cpuClock = clockid_t(bitPattern: (~UInt32(bitPattern: tid) << 3) | 6)
         faults = faultAddresses && !PerfSampler.disabledByEnvironment ? FaultAddresses.open(tid: tid).0 : nil
     }
 
@@ -81,6 +97,7 @@ final class SampleFacts {
         previous = baseline?.sequence == sequence ? baseline?.counters : nil
         previousWait = nil
         previousTime = 0
+        previousCPU = nil
         mappings.reset()
         files.reset()
         faults?.enable()
@@ -93,6 +110,7 @@ final class SampleFacts {
     /// syscall arguments just before it, and adds the counters, their delta and the wait fact.
     func sample(_ take: () -> Sample) -> Sample {
         pendingCounters = counters.read()
+        currentCPU = cpuTime().map { ($0, sw_monotonic_ns()) }
         var sample = take()
         complete(&sample)
         return sample
@@ -109,8 +127,28 @@ final class SampleFacts {
             sample.countersDelta = previous.map { reading.delta(since: $0) }
             previous = reading
         }
-        sample.wait = waitFact(sample)
+        sample.wait = waitFact(sample) ?? cpuWait(sample)
         previousWait = sample.wait
+    }
+
+    /// A CPU wait when the thread was runnable at this sample and the previous one and ran for
+    /// at most `cpuWaitShare` of the time between them.
+    private func cpuWait(_ sample: Sample) -> WaitFact? {
+        guard let current = currentCPU else { return nil }
+        let runnable = sample.state == .running
+        defer { previousCPU = (current.nanos, current.readAt, runnable) }
+        guard runnable, let previous = previousCPU, previous.runnable, current.readAt > previous.readAt,
+            current.nanos >= previous.nanos
+        else { return nil }
+        let ran = Double(current.nanos - previous.nanos)
+        return ran <= Self.cpuWaitShare * Double(current.readAt - previous.readAt) ? WaitFact(kind: .cpu) : nil
+    }
+
+    /// The thread's CPU time now (one clock_gettime), nil when the thread has exited.
+    private func cpuTime() -> UInt64? {
+        var now = timespec()
+        guard clock_gettime(cpuClock, &now) == 0 else { return nil }
+        return UInt64(now.tv_sec) * 1_000_000_000 + UInt64(now.tv_nsec)
     }
 
     private func waitFact(_ sample: Sample) -> WaitFact? {
