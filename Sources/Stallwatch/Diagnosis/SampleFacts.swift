@@ -127,8 +127,12 @@ final class SampleFacts {
             sample.countersDelta = previous.map { reading.delta(since: $0) }
             previous = reading
         }
-        sample.wait = waitFact(sample) ?? cpuWait(sample)
-        previousWait = sample.wait
+        // A CPU wait is the fact only when nothing else is known; the facts that carry on from
+        // sample to sample (a read, a page fault in progress) carry on across it.
+        let fact = waitFact(sample)
+        let cpu = cpuWait(sample)
+        sample.wait = fact ?? cpu
+        previousWait = fact
     }
 
     /// A CPU wait when the thread was runnable at this sample and the previous one and ran for
