@@ -52,6 +52,12 @@ public struct Frame: Sendable, Hashable, Codable {
         return StallwatchSymbols.toolchainSwiftModules.contains(String(module))
     }
 
+    /// An ASCII letter, digit or underscore: what a module name is made of.
+    private static func isIdentifierByte(_ byte: UInt8) -> Bool {
+        byte == UInt8(ascii: "_") || (byte | 0x20) >= UInt8(ascii: "a") && (byte | 0x20) <= UInt8(ascii: "z")
+            || byte >= UInt8(ascii: "0") && byte <= UInt8(ascii: "9")
+    }
+
     /// The module a demangled function is defined in: an extension's module, else the first
     /// component of its qualified name; nil for a protocol witness or an unqualified name.
     static func definingModule(of function: Substring) -> Substring? {
@@ -68,10 +74,7 @@ public struct Frame: Sendable, Hashable, Codable {
                 rest = rest[rest.utf8.index(rest.utf8.startIndex, offsetBy: offset + 4)...]
             } else {
                 guard let dot = rest.firstIndex(of: "."), dot > rest.startIndex,
-                    rest[..<dot].utf8.allSatisfy({
-                        $0 == UInt8(ascii: "_") || ($0 | 0x20) >= 0x61 && ($0 | 0x20) <= 0x7A
-                            || $0 >= 0x30 && $0 <= 0x39
-                    })
+                    rest[..<dot].utf8.allSatisfy(isIdentifierByte)
                 else { return nil }
                 return rest[..<dot]
             }

@@ -32,6 +32,17 @@ public enum StallAccounting {
     /// How close the stamps of one look's samples are: closer than this, samples are one look.
     public static let lookWidth: UInt64 = 1_000
 
+    /// The index past the look that begins at sample `index` of `count`, whose times `time(i)`
+    /// gives (in time order): the samples stamped within `lookWidth` of that one. The one
+    /// definition of a look, for the weights here and for the report's thread counts.
+    @inlinable
+    package static func lookEnd(from index: Int, count: Int, time: (Int) -> UInt64) -> Int {
+        let stamp = time(index)
+        var next = index + 1
+        while next < count && time(next) &- stamp < lookWidth { next += 1 }
+        return next
+    }
+
     /// Gives a stall's samples their weights one by one, in time order: what `sampleWeights`
     /// does, for a caller that walks its samples in another form (the report's sample table).
     @usableFromInline
@@ -58,11 +69,9 @@ public enum StallAccounting {
         @inlinable
         package mutating func weight(of index: Int, count: Int, time: (Int) -> UInt64) -> UInt64 {
             if index >= groupEnd {
-                let stamp = time(index)
-                var next = index + 1
-                while next < count && time(next) &- stamp < StallAccounting.lookWidth { next += 1 }
+                let next = StallAccounting.lookEnd(from: index, count: count, time: time)
                 let span = StallAccounting.weight(
-                    at: stamp, next: next < count ? time(next) : nil, isFirst: index == 0, start: start, end: end)
+                    at: time(index), next: next < count ? time(next) : nil, isFirst: index == 0, start: start, end: end)
                 groupStart = index
                 groupEnd = next
                 // A look of one sample (every stall of one thread) needs no division.

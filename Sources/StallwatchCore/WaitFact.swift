@@ -26,9 +26,10 @@ public struct WaitFact: Sendable, Hashable, Codable {
         case futex = 5
         /// A registered SQLite connection is running `statement` on the database `target`.
         case database = 6
-        /// Runnable but not running: the thread spent most of the time since the previous
-        /// sample waiting for a CPU (its scheduler run delay, /proc/…/schedstat), kept off one
-        /// by other threads or processes. What it would run is not the wait.
+        /// Runnable but not running: the thread was runnable at this sample and the previous
+        /// one, and its CPU clock moved by at most a quarter of the time between them, so it
+        /// waited on a run queue, kept off a CPU by other threads or processes. What it would
+        /// run is not the wait.
         case cpu = 7
 
         /// The spelling used in rules files and JSON (`"file"`, `"pageFault"`…).

@@ -19,13 +19,13 @@ public func annotate<T, E: Error>(
 
 /// Opens a scope on the calling thread's loop (`annotate`, `expectLong`): its token, 0 on a
 /// thread without one. Not generic, so that the inlinable scopes specialise in the caller's
-/// module around one call in and one call out.
+/// module around one call in and one call out. Any thread.
 @usableFromInline
 func enterScope(_ label: StaticString, _ category: StallCategory?, expected: Bool) -> UInt64 {
     AnnotationScopes.current?.push(label, category, expected: expected) ?? 0
 }
 
-/// Closes the scope `enterScope` opened (nothing for token 0).
+/// Closes the scope `enterScope` opened (nothing for token 0), on the thread that opened it.
 @usableFromInline
 func leaveScope(_ token: UInt64) {
     guard token != 0 else { return }

@@ -2,7 +2,7 @@ import StallwatchCore
 
 /// How many threads a stall's looks sampled, and on how many of them its representative stack
 /// was: what a pool starvation comes to ("`usleep ← blockingWork()` on 2 of 2 threads"). A
-/// look is the samples stamped within `StallAccounting.lookWidth` of each other.
+/// look is as `StallAccounting.lookEnd` says.
 ///
 /// A plain value; use it on any thread.
 package struct ThreadSpread: Sendable, Hashable, Encodable {
@@ -21,14 +21,10 @@ package struct ThreadSpread: Sendable, Hashable, Encodable {
         var looks: [(size: Int, withStack: Int)] = []
         var index = 0
         while index < samples.count {
-            let stamp = samples[index].time
-            var look = (size: 0, withStack: 0)
-            while index < samples.count && samples[index].time &- stamp < StallAccounting.lookWidth {
-                look.size += 1
-                if RepresentativeStack.groupKey(samples[index].frames) == key { look.withStack += 1 }
-                index += 1
-            }
-            looks.append(look)
+            let end = StallAccounting.lookEnd(from: index, count: samples.count) { samples[$0].time }
+            let withStack = samples[index..<end].count { RepresentativeStack.groupKey($0.frames) == key }
+            looks.append((end - index, withStack))
+            index = end
         }
         guard let threads = looks.map(\.size).max(), threads > 1 else { return nil }
         var counts: [Int: Int] = [:]
