@@ -67,6 +67,8 @@ enum Recall {
         func post(_ work: @escaping @Sendable () -> Void)
         func stop()
         var statistics: String { get }
+        /// The sampling signals the watchdog sent the watched thread (`statistics.captures`).
+        var signalsSent: Int { get }
     }
 
     final class MainLoopTarget: Target, @unchecked Sendable {
@@ -82,6 +84,7 @@ enum Recall {
             return "watchdog \(stats.watchdogScheduling); self-sampling \(stats.selfSampling); "
                 + "missed by the watchdog \(stats.missedByWatchdog)"
         }
+        var signalsSent: Int { recorder.monitor.statistics.captures }
     }
 
     final class HeartbeatTarget: Target, @unchecked Sendable {
@@ -100,6 +103,7 @@ enum Recall {
             let stats = recorder.monitor.statistics
             return "watchdog \(stats.watchdogScheduling); self-sampling \(stats.selfSampling)"
         }
+        var signalsSent: Int { recorder.monitor.statistics.captures }
     }
 
     /// What one target's sessions gave.
@@ -108,6 +112,7 @@ enum Recall {
         var detected: [Stall] = []
         var lost: UInt64 = 0
         var shortCallouts = 0
+        var signalsSent = 0
         var summary = ""
     }
 
@@ -169,6 +174,7 @@ enum Recall {
             }
             target.stop()
             outcome.summary = target.statistics
+            outcome.signalsSent += target.signalsSent
             let trace = DecodedTrace(
                 decoding: [UInt8](try Data(contentsOf: URL(fileURLWithPath: path))), fileName: path)
             outcome.detected += trace.stalls
@@ -209,9 +215,10 @@ enum Recall {
     }
 
     static func report(name: String, label: String, _ outcome: Outcome) {
-        // An injected stall that ended within the budget is no stall: something cut its wait
-        // short, and the monitor changed what the app did — counted on its own, never excused.
-        let cutShort = outcome.truths.filter { $0.injected && $0.end - $0.start <= budget }
+        // An injected stall whose wait a signal ended early (EINTR), or that ended within the
+        // budget, was changed by the monitor: counted on its own, never excused. One that still
+        // overran the budget is a stall all the same, and is matched as one.
+        let cutShort = outcome.truths.filter { $0.injected && ($0.interrupted || $0.end - $0.start <= budget) }
         let truths = outcome.truths.filter { !$0.injected || $0.end - $0.start > budget }
         let (detected, lost) = (outcome.detected, outcome.lost)
         let (shortCallouts, summary) = (outcome.shortCallouts, outcome.summary)
@@ -278,12 +285,19 @@ enum Recall {
             name: "\(prefix).invented", value: Double(invented), unit: "stalls with no true stall under them",
             goal: goals ? "0" : nil
         ).printLine()
-        let kinds = cutShort.map { "\($0.kind.map { "\($0)" } ?? "?")\($0.interrupted ? " (EINTR)" : "")" }
+        let kinds = cutShort.map {
+            "\($0.kind.map { "\($0)" } ?? "?") \(($0.end - $0.start) / 1_000_000) ms\($0.interrupted ? " (EINTR)" : "")"
+        }
         Result(
             name: "\(prefix).cut_short", value: Double(cutShort.count),
             unit:
-                "injected stalls that ended within the budget\(kinds.isEmpty ? "" : ": " + kinds.joined(separator: ", "))",
+                "injected stalls whose wait a signal ended early or that ended within the budget"
+                + (kinds.isEmpty ? "" : ": " + kinds.joined(separator: ", ")),
             goal: goals ? "0" : nil
+        ).printLine()
+        Result(
+            name: "\(prefix).signals", value: Double(outcome.signalsSent),
+            unit: "sampling signals the watchdog sent the watched thread (it samples itself)", goal: goals ? "0" : nil
         ).printLine()
         Result(name: "\(prefix).lost_records", value: Double(lost), unit: "records", goal: goals ? "0" : nil)
             .printLine()
@@ -309,12 +323,13 @@ enum Recall {
 
         deinit { close(fd) }
 
-        /// Blocks for about `nanos`; returns whether a signal cut the wait short (EINTR).
+        /// Blocks for about `nanos`; returns whether a signal cut the wait short (EINTR), its own or
+        /// (a mutex) its holder's.
         func stall(_ kind: Kind, nanos: UInt64) -> Bool {
             switch kind {
             case .compute: MonitorBenchmarks.spin(nanoseconds: nanos)
             case .sleep: return usleep(UInt32(nanos / 1000)) != 0 && errno == EINTR
-            case .mutex: holder.block(for: nanos)
+            case .mutex: return holder.block(for: nanos)
             case .fileIO: writeAndSync(for: nanos)
             }
             return false
@@ -336,6 +351,7 @@ enum Recall {
         private let request = DispatchSemaphore(value: 0)
         private let held = DispatchSemaphore(value: 0)
         private var holdNanos: UInt64 = 0
+        private var holdInterrupted = false
 
         init() {
             pthread_mutex_init(mutex, nil)
@@ -344,18 +360,21 @@ enum Recall {
                     request.wait()
                     pthread_mutex_lock(mutex)
                     held.signal()
-                    usleep(UInt32(holdNanos / 1000))
+                    holdInterrupted = usleep(UInt32(holdNanos / 1000)) != 0 && errno == EINTR
                     pthread_mutex_unlock(mutex)
                 }
             }.start()
         }
 
-        @inline(never) func block(for nanos: UInt64) {
+        /// Waits about `nanos` for the mutex; whether a signal cut the holder's sleep short.
+        @inline(never) func block(for nanos: UInt64) -> Bool {
             holdNanos = nanos
             request.signal()
             held.wait()
             pthread_mutex_lock(mutex)
+            let interrupted = holdInterrupted
             pthread_mutex_unlock(mutex)
+            return interrupted
         }
     }
 }

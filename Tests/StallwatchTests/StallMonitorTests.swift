@@ -169,8 +169,13 @@ import Testing
 
     @Test func aStallPostedTheMomentStartReturnsIsCaughtEveryTime() async throws {
         // 200 starts, each followed at once by a 40 ms stall: a sleep (no tick of its own: only
-        // the watchdog or the loop's own stamps can see it) or a spin, alternately.
+        // the watchdog or the loop's own stamps can see it) or a spin, alternately. A sleep
+        // that a signal cut short would be a shorter stall: the sleep says so itself, and the
+        // watchdog must not have signalled the thread at all while it sampled itself (under
+        // ThreadSanitizer it cannot, and the watchdog signals instead).
         let stalls = Locked<[(round: Int, label: String?, nanos: UInt64)]>([])
+        let cut = Locked<[String]>([])
+        let signalled = Locked<[String]>([])
         let rounds = 200
         try await onLoopThreadThrowing { loop in
             for round in 0..<rounds {
@@ -180,19 +185,44 @@ import Testing
                 }
                 try monitor.start()
                 if round % 2 == 0 {
-                    loop.post(label: "sleep") { sleepForStallTest(milliseconds: 40) }
+                    loop.post(label: "sleep") {
+                        let start = MainLoop.monotonicNanos()
+                        let result = usleep(40_000)
+                        let error = errno
+                        let slept = MainLoop.monotonicNanos() - start
+                        if result != 0 || slept < 40_000_000 {
+                            cut.withLock {
+                                $0.append("round \(round): usleep \(result) errno \(error) after \(slept) ns")
+                            }
+                        }
+                    }
                 } else {
                     loop.post(label: "spin") { spinForStallTest(milliseconds: 40) }
                 }
                 loop.runOnce(timeout: .milliseconds(100))
                 monitor.stop()
+                let statistics = monitor.statistics
+                var selfSamples = false
+                if case .on = statistics.selfSampling { selfSamples = true }
+                if statistics.captures > 0 || !selfSamples {
+                    signalled.withLock {
+                        $0.append(
+                            "round \(round): \(statistics.captures) signals, self-sampling \(statistics.selfSampling)")
+                    }
+                }
             }
         }
         let seen = stalls.withLock { $0 }
+        #expect(cut.withLock { $0 }.isEmpty, "a sleep was cut short: \(cut.withLock { $0 })")
+        if !Sanitizer.thread {
+            #expect(signalled.withLock { $0 }.isEmpty, "the watchdog signalled: \(signalled.withLock { $0 })")
+        }
         for round in 0..<rounds {
             let mine = seen.filter { $0.round == round }
             #expect(mine.count == 1, "round \(round): \(mine)")
-            #expect(mine.allSatisfy { $0.label == (round % 2 == 0 ? "sleep" : "spin") && $0.nanos >= 40_000_000 })
+            #expect(
+                mine.allSatisfy { $0.label == (round % 2 == 0 ? "sleep" : "spin") && $0.nanos >= 40_000_000 },
+                "round \(round): \(mine)")
         }
     }
 

@@ -28,11 +28,9 @@ final class SampleFacts {
     private var mappings = MappingGrowth()
     private var ownerScanners: [Int32: StackScanner] = [:]
     private var pendingCounters: KernelCounters?
-    /// The thread's CPU clock (the kernel's `MAKE_THREAD_CPUCLOCK(tid, CPUCLOCK_SCHED)`, as
-    /// glibc's `pthread_getcpuclockid` makes it): unlike schedstat, its reading includes the
-    /// slice the thread is running now, and unlike schedstat's run delay, it moves while the
-    /// thread waits (a run delay is added only when the thread gets a CPU again).
-    private let cpuClock: clockid_t
+    /// The thread's CPU clock: unlike schedstat's run delay, it moves while the thread waits
+    /// (a run delay is added only when the thread gets a CPU again).
+    private let cpuClock: ThreadCPUClock
     /// The previous sample's CPU time, when it was read and whether the thread was runnable.
     private var previousCPU: (nanos: UInt64, readAt: UInt64, runnable: Bool)?
     /// The current sample's CPU time and when it was read, just before its /proc state.
@@ -81,7 +79,7 @@ final class SampleFacts {
         self.reader = sampler.reader
         self.stacks = sampler.stacks
         counters = KernelCounterReader(tid: tid)
-        cpuClock = clockid_t(bitPattern: (~UInt32(bitPattern: tid) << 3) | 6)
+        cpuClock = ThreadCPUClock(tid: tid)
         faults = faultAddresses && !PerfSampler.disabledByEnvironment ? FaultAddresses.open(tid: tid).0 : nil
     }
 
@@ -110,7 +108,7 @@ final class SampleFacts {
     /// syscall arguments just before it, and adds the counters, their delta and the wait fact.
     func sample(_ take: () -> Sample) -> Sample {
         pendingCounters = counters.read()
-        currentCPU = cpuTime().map { ($0, sw_monotonic_ns()) }
+        currentCPU = cpuClock.read().map { ($0, sw_monotonic_ns()) }
         var sample = take()
         complete(&sample)
         return sample
@@ -146,13 +144,6 @@ final class SampleFacts {
         else { return nil }
         let ran = Double(current.nanos - previous.nanos)
         return ran <= Self.cpuWaitShare * Double(current.readAt - previous.readAt) ? WaitFact(kind: .cpu) : nil
-    }
-
-    /// The thread's CPU time now (one clock_gettime), nil when the thread has exited.
-    private func cpuTime() -> UInt64? {
-        var now = timespec()
-        guard clock_gettime(cpuClock, &now) == 0 else { return nil }
-        return UInt64(now.tv_sec) * 1_000_000_000 + UInt64(now.tv_nsec)
     }
 
     private func waitFact(_ sample: Sample) -> WaitFact? {

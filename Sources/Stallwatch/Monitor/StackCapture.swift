@@ -27,19 +27,28 @@ final class StackCapture {
     var ownWaitFailed = false
     /// When the process was stopped while a sample waited for an own capture.
     var stoppedDuring: ClosedRange<UInt64>?
-    /// Whether the thread blocks the self-sampling signal, once read in this stall.
+    /// Whether the thread blocks the self-sampling signal, once known in this stall.
     private var blocksTicks: Bool?
+    /// A tick was seen waiting, blocked, outside the handler: the thread's CPU time and its
+    /// tick count then.
+    private var suspectedBlocking: (cpuNanos: UInt64, ticks: UInt64)?
+    /// The CPU time a thread must run with a tick held back, taking none, to be taken to block
+    /// its ticks: two tick floors (`MonitorConfiguration.selfSamplingPeriod`), far more than the
+    /// handler's own few tens of microseconds.
+    static let blockingEvidenceNanos: UInt64 = 1_000_000
 
-    /// Whether thread `tid` blocks the self-sampling signal, read once per stall: its `SigBlk`
-    /// in /proc has the signal and a tick waits in its `SigPnd`/`ShdPnd`, undelivered. The mask
-    /// alone is not enough: the kernel blocks the signal from the moment it delivers a tick
-    /// until the handler returns, and a thread preempted there (on a loaded machine, often as
-    /// it is about to enter the handler) read as blocking its ticks, so the watchdog signalled
-    /// it for the rest of the stall, and a signal cut a sleep short. A tick being delivered is
-    /// not pending; a blocked one stays pending. Not cached while `own`'s handler runs, nor
-    /// while the mask has the signal but no tick is pending yet: a thread that got little CPU
-    /// since it blocked the signal (a loaded machine) has had no tick to hold back, and caching
-    /// that "no" left it unsignalled, its samples stale, for the rest of the stall.
+    /// Whether thread `tid` blocks the self-sampling signal (once known, for the rest of the
+    /// stall): its `SigBlk` in /proc has the signal, a tick waits in its `SigPnd`/`ShdPnd`, and
+    /// it ran `blockingEvidenceNanos` of CPU since it was first seen so without taking a tick.
+    /// The mask and a pending tick at one look are not enough: the kernel blocks the signal from
+    /// the moment it delivers a tick until the handler returns, and a thread held up there
+    /// (preempted, or its virtual CPU taken by the host while its tick timer ran on) shows the
+    /// next tick pending behind a blocked signal. Signalled for the rest of the stall, such a
+    /// thread soon runs into a sleep that a signal cuts short. A thread that really blocks its
+    /// ticks runs and takes none; one held up in the handler does not run. Not cached while the
+    /// mask has the signal but no tick is pending yet: a thread that got little CPU since it
+    /// blocked the signal has had no tick to hold back, and caching that "no" left it
+    /// unsignalled, its samples stale, for the rest of the stall.
     func ticksBlocked(tid: Int32, own: SelfSampler) -> Bool {
         if let blocksTicks { return blocksTicks }
         let (blocked, pending) = Self.tickMask(signal: sw_self_default_signal(), tid: tid)
@@ -48,6 +57,13 @@ final class StackCapture {
             return false
         }
         if !pending || own.inHandler { return false }
+        let ticks = own.counters.ticks
+        let cpuNanos = ThreadCPUClock(tid: tid).read() ?? 0
+        guard let suspected = suspectedBlocking, suspected.ticks == ticks, cpuNanos >= suspected.cpuNanos else {
+            suspectedBlocking = (cpuNanos, ticks)
+            return false
+        }
+        guard cpuNanos - suspected.cpuNanos >= Self.blockingEvidenceNanos else { return false }
         blocksTicks = true
         return true
     }
@@ -120,6 +136,7 @@ final class StackCapture {
         lastTimedOut = false
         ownWaitFailed = false
         blocksTicks = nil
+        suspectedBlocking = nil
         inKernelPerPerf = false
         enablePending = usePerf
     }

@@ -182,6 +182,15 @@ struct ThreadSampler {
             // capture was in vain, or there was none to wait for.
             timedOut = stacks.ownWaitFailed
         } else if canCapture && !(kernel.state == .diskSleep && stacks.lastTimedOut) {
+            // The sample's /proc reading is as old as the work since (perf attached, the mask
+            // read: up to a few hundred microseconds), long enough for the thread to enter a
+            // sleep a signal would end early: read again just before signalling.
+            let now = reader.read()
+            if let call = now.syscall, StackScanner.neverRestarted.contains(call) {
+                kernel = now
+                let scanned = stacks.scanner.scan()
+                return finish(scanned, scanned.isEmpty ? .none : .scan, timedOut: false)
+            }
             let capture = Sampler.capture(tid: tid, timeoutNanos: Int64(clamping: captureTimeout.nanoseconds))
             record { stats in
                 stats.captures += 1
