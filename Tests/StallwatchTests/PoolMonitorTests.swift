@@ -84,6 +84,7 @@ private func starvePool(jobs: Int, milliseconds: UInt32) {
         #expect(
             share >= 0.9, "\(blocked.count) of \(longest.samples.count) samples name the blocker; others: \(others)")
         #expect(Classifier().breakdown(of: longest).dominant == .other)  // usleep: a sleep
+        #expect(longest.samples.allSatisfy { $0.counters != nil }, "every sample has its thread's counters")
         // Every pool thread was sampled: one sample each per interval.
         let pool = PoolThreads.threads(named: PoolThreads.defaultName).count
         #expect(pool >= Self.width)

@@ -2,8 +2,9 @@ import CStallwatchShims
 import Glibc
 import StallwatchCore
 
-/// Adds the kernel counters and the wait-for fact to each sample of a stall. Created once per
-/// watchdog (for the loop thread); every method runs on the watchdog thread, never the loop's.
+/// Adds the kernel counters and the wait-for fact to each sample of a stall: part of a thread's
+/// `ThreadSampler`, whatever watches the thread (the loop's watchdog, a heartbeat executor's,
+/// each pool thread's). Every method runs on the watchdog thread, never the sampled one's.
 ///
 /// Counter deltas: each sample's delta is from the previous sample of the same stall. For the
 /// first sample it is from the reading the watchdog takes when it first sees the callout
@@ -17,7 +18,8 @@ final class SampleFacts {
     private let reader: ThreadStateReader
     /// The sampler's stacks: a perf stack taken in a syscall carries its first argument.
     private let stacks: StackCapture
-    private let statements: StatementSlot
+    /// The statement the thread's annotations say runs now (nil: a thread without scopes).
+    private let statements: StatementSlot?
     /// The thread's fault addresses (perf), if perf is available and not switched off.
     private let faults: FaultAddresses?
     /// When the previous sample of this stall was taken (faults since then are its interval's).
@@ -71,13 +73,15 @@ final class SampleFacts {
             "sendfile", "copy_file_range",
         ].map { SyscallTable.number(for: $0)! })
 
-    /// Facts for thread `tid`, with what `sampler` read; `faultAddresses` opens the perf
-    /// page-fault event (unless `STALLWATCH_PERF` switches perf off).
-    init(tid: Int32, statements: StatementSlot, sampler: ThreadSampler, faultAddresses: Bool) {
+    /// Facts for thread `tid`, with what its sampler's `reader` and `stacks` read;
+    /// `faultAddresses` opens the perf page-fault event (unless `STALLWATCH_PERF` switches perf
+    /// off), which stays attached to the thread.
+    init(tid: Int32, statements: StatementSlot?, reader: ThreadStateReader, stacks: StackCapture, faultAddresses: Bool)
+    {
         self.tid = tid
         self.statements = statements
-        self.reader = sampler.reader
-        self.stacks = sampler.stacks
+        self.reader = reader
+        self.stacks = stacks
         counters = KernelCounterReader(tid: tid)
         cpuClock = ThreadCPUClock(tid: tid)
         faults = faultAddresses && !PerfSampler.disabledByEnvironment ? FaultAddresses.open(tid: tid).0 : nil
@@ -90,9 +94,10 @@ final class SampleFacts {
         baseline = (sequence, reading)
     }
 
-    /// A stall of callout `sequence` starts: its first delta is from that callout's baseline.
-    func beginStall(_ sequence: UInt64) {
-        previous = baseline?.sequence == sequence ? baseline?.counters : nil
+    /// A stall of callout `sequence` starts: its first delta is from that callout's baseline
+    /// (none for an executor's stall: its first sample has no delta).
+    func beginStall(_ sequence: UInt64?) {
+        previous = sequence != nil && baseline?.sequence == sequence ? baseline?.counters : nil
         previousWait = nil
         previousTime = 0
         previousCPU = nil
@@ -147,7 +152,7 @@ final class SampleFacts {
     }
 
     private func waitFact(_ sample: Sample) -> WaitFact? {
-        if let running = statements.read() {
+        if let running = statements?.read() {
             return WaitFact(
                 kind: .database, target: SQLiteStatements.file(forTag: running.tag), statement: running.text)
         }

@@ -16,11 +16,9 @@ extension StallMonitor {
         let board = loop.board
         let sampler = ThreadSampler(
             tid: loop.threadID, configuration: configuration.common, canCapture: samplerError == nil,
-            annotations: loop.annotations, usePerf: configuration.perfSampling, own: selfSampler)
-        core.recordCommon { $0.perfSampling = sampler.stacks.perfStatus }
-        let facts = SampleFacts(
-            tid: loop.threadID, statements: loop.annotations.statement, sampler: sampler,
+            annotations: loop.annotations, usePerf: configuration.perfSampling, own: selfSampler,
             faultAddresses: configuration.perfSampling)
+        core.recordCommon { $0.perfSampling = sampler.stacks.perfStatus }
         let budget = configuration.tiers.budget.nanoseconds
         var nextID: UInt64 = 1
         var sleeper = Sleeper(board: board, threshold: configuration.suspendThreshold.nanoseconds)
@@ -54,7 +52,7 @@ extension StallMonitor {
             let start = timebase.nanos(current.startCycles)
             let deadline = start.saturatingAdding(budget)
             if sw_monotonic_ns() < deadline {
-                facts.sawCallout(current.sequence)
+                sampler.sawCallout(current.sequence)
                 sleeper.sleep(until: deadline)
                 continue
             }
@@ -66,7 +64,7 @@ extension StallMonitor {
             let suspended = sleeper.takeOverslept()
             timeStall(
                 current, id: nextID, start: start, deadline: deadline, suspended: suspended, sampler: sampler,
-                facts: facts, overruns: cursor, sleeper: &sleeper)
+                overruns: cursor, sleeper: &sleeper)
             nextID += 1
         }
         // Stopped: the overruns that ended before stop() are stalls still to be recorded.
@@ -120,7 +118,7 @@ extension StallMonitor {
 
     private func timeStall(
         _ callout: CalloutSnapshot, id: UInt64, start: UInt64, deadline: UInt64, suspended: Bool,
-        sampler: ThreadSampler, facts: SampleFacts, overruns cursor: UInt64, sleeper: inout Sleeper
+        sampler: ThreadSampler, overruns cursor: UInt64, sleeper: inout Sleeper
     ) {
         let board = loop.board
         board.declareStall(callout.sequence)
@@ -130,13 +128,11 @@ extension StallMonitor {
         sampler.beginStall(sequence: callout.sequence)
         defer {
             sampler.endStall()
-            facts.endStall()
         }
-        facts.beginStall(callout.sequence)
         // Detected now (or at the thread's own earlier capture); the first sample may wait a
         // little for the thread's own stack, which then carries its own, later time.
         let looked = sw_monotonic_ns()
-        stall.samples.append(facts.sample { sample(sampler, &sleeper) })
+        stall.samples.append(sample(sampler, &sleeper))
         stall.note(sampler)
         core.recordDetection(at: min(looked, stall.samples[0].time), deadline: deadline)
         core.deliverBegan(stall)
@@ -173,7 +169,7 @@ extension StallMonitor {
                 break
             }
             if stall.samples.count < configuration.maxSamplesPerStall {
-                stall.samples.append(facts.sample { sample(sampler, &sleeper) })
+                stall.samples.append(sample(sampler, &sleeper))
                 stall.note(sampler)
             }
         }

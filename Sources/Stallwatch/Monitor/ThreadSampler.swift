@@ -3,7 +3,8 @@ import Glibc
 import StallwatchCore
 
 /// One sample of a watched thread — /proc facts, then its stack from the first source that gives
-/// one (docs/watchdog.md, "Where a sample's stack comes from"), then the innermost annotation.
+/// one (docs/watchdog.md, "Where a sample's stack comes from"), then the innermost annotation,
+/// the kernel counters and the wait-for fact (`SampleFacts`).
 /// Shared by `StallMonitor` (the `MainLoop` thread) and `HeartbeatMonitor` (any executor's
 /// thread, learned from a heartbeat). Watchdog thread only.
 struct ThreadSampler {
@@ -20,14 +21,18 @@ struct ThreadSampler {
 
     /// The thread's own ticks and their period.
     let own: (sampler: SelfSampler, period: Duration)?
+    /// The counters and wait-for facts added to each sample.
+    let facts: SampleFacts
 
     /// A sampler of thread `tid` with the monitor's `configuration` (capture timeout, sampling
     /// interval, tick period); `usePerf` opens a perf event on it (enabled only during a stall,
     /// `beginStall` to `endStall`) with a period following the sampling interval. With `own`,
-    /// the thread's own captures come first.
+    /// the thread's own captures come first. `faultAddresses` attaches perf's page-fault event
+    /// to the thread for good (it names a faulting read's mapped file): right for a UI loop, not
+    /// for threads that switch at every request, which it would cost at every switch.
     init(
         tid: Int32, configuration: MonitorConfiguration, canCapture: Bool, annotations: AnnotationScopes?,
-        usePerf: Bool = false, own: SelfSampler? = nil
+        usePerf: Bool = false, own: SelfSampler? = nil, faultAddresses: Bool = false
     ) {
         self.tid = tid
         self.reader = ThreadStateReader(tid: tid)
@@ -37,14 +42,27 @@ struct ThreadSampler {
         self.canCapture = canCapture
         self.annotations = annotations
         self.own = own.map { (sampler: $0, period: configuration.selfSamplingPeriod) }
+        self.facts = SampleFacts(
+            tid: tid, statements: annotations?.statement, reader: reader, stacks: stacks, faultAddresses: faultAddresses
+        )
     }
 
+    /// The watchdog saw loop callout `sequence` running and will sleep to its deadline: the
+    /// reading the first sample's counter delta starts from, should it stall.
+    func sawCallout(_ sequence: UInt64) { facts.sawCallout(sequence) }
+
     /// A stall of callout `sequence` (the loop's clock; nil for an executor) was detected:
-    /// forget the last one's stacks; perf starts with the first capture.
-    func beginStall(sequence: UInt64? = nil) { stacks.beginStall(sequence: sequence) }
+    /// forget the last one's stacks and facts; perf starts with the first capture.
+    func beginStall(sequence: UInt64? = nil) {
+        stacks.beginStall(sequence: sequence)
+        facts.beginStall(sequence)
+    }
 
     /// The stall ended: perf sampling stops.
-    func endStall() { stacks.endStall() }
+    func endStall() {
+        stacks.endStall()
+        facts.endStall()
+    }
 
     /// The watchdog samples every `interval` now (it grows for long hangs).
     func follow(interval: UInt64) {
@@ -53,9 +71,13 @@ struct ThreadSampler {
     }
 
     /// One sample: the thread's own capture since the previous sample if it took one, else /proc
-    /// first (a signal would disturb the syscall it reports), then the stack. `record` receives
-    /// the capture counters.
+    /// first (a signal would disturb the syscall it reports), then the stack; with the kernel
+    /// counters and the wait-for fact. `record` receives the capture counters.
     func sample(record: ((inout MonitorStatistics) -> Void) -> Void) -> Sample {
+        facts.sample { stackSample(record: record) }
+    }
+
+    private func stackSample(record: ((inout MonitorStatistics) -> Void) -> Void) -> Sample {
         let time = sw_monotonic_ns()
         stacks.perfSyscallArgument = nil
         var kernel = reader.read()
