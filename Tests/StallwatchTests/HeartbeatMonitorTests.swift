@@ -210,6 +210,8 @@ final class HeartbeatHarness: @unchecked Sendable {
     }
 
     @Test func aLockWaitInsideAJobIsNotMistakenForTheIdleWait() throws {
+        // A job waits for a mutex a thread named 'cache-refresh' holds: a lock-wait stall, whose
+        // samples have the same wait-for facts as a loop's (the owner) and the thread's counters.
         let executor = TestExecutor(name: "locking-queue")
         defer { executor.stop() }
         let harness = try HeartbeatHarness([("locking-queue", { executor.execute($0) })])
@@ -217,7 +219,14 @@ final class HeartbeatHarness: @unchecked Sendable {
         nonisolated(unsafe) let mutex = UnsafeMutablePointer<pthread_mutex_t>.allocate(capacity: 1)
         pthread_mutex_init(mutex, nil)
         defer { mutex.deallocate() }
-        holdElsewhere(milliseconds: 70, lock: { pthread_mutex_lock(mutex) }, unlock: { pthread_mutex_unlock(mutex) })
+        let owner = Box<Int32>(0)
+        let held = DispatchSemaphore(value: 0)
+        Thread {
+            sw_set_thread_name("cache-refresh")
+            owner.value = sw_gettid()
+            FactCache.refresh(mutex, held: held, milliseconds: 70)
+        }.start()
+        held.wait()
         executor.execute { lockMutexForStallTest(mutex) }
         #expect(eventually { !harness.ended.withLock({ $0 }).isEmpty })
         harness.monitor.stop()
@@ -232,31 +241,6 @@ final class HeartbeatHarness: @unchecked Sendable {
         if !Sanitizer.thread {  // TSan delivers the sampling signal late, after the lock is free
             #expect(stall.topSymbols().contains { $0.contains("lockMutexForStallTest") }, "\(stall.topSymbols())")
         }
-    }
-
-    @Test func anExecutorsSamplesNameWhatItWaitsFor() throws {
-        // The same wait-for facts as a loop's samples: here a mutex and the thread that holds it.
-        let executor = TestExecutor(name: "waiting-queue")
-        defer { executor.stop() }
-        let harness = try HeartbeatHarness([("waiting-queue", { executor.execute($0) })])
-        harness.waitUntilSettled()
-        nonisolated(unsafe) let mutex = UnsafeMutablePointer<pthread_mutex_t>.allocate(capacity: 1)
-        pthread_mutex_init(mutex, nil)
-        defer { mutex.deallocate() }
-        let owner = Box<Int32>(0)
-        let held = DispatchSemaphore(value: 0)
-        Thread {
-            sw_set_thread_name("cache-refresh")
-            owner.value = sw_gettid()
-            FactCache.refresh(mutex, held: held, milliseconds: 200)
-        }.start()
-        held.wait()
-        executor.execute { lockMutexForStallTest(mutex) }
-        #expect(eventually { !harness.ended.withLock({ $0 }).isEmpty })
-        harness.monitor.stop()
-        while pthread_mutex_trylock(mutex) != 0 { usleep(1_000) }
-        pthread_mutex_unlock(mutex)
-        let stall = try #require(harness.ended.withLock { $0 }.max { $0.durationNanos < $1.durationNanos })
         let owners = stall.samples.compactMap { $0.wait?.kind == .mutex ? $0.wait?.owner : nil }
         #expect(
             !owners.isEmpty && owners.count >= stall.samples.count / 2,
