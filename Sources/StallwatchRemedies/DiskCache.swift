@@ -27,14 +27,16 @@ public final class DiskCache: Sendable {
     }
 
     /// The bytes stored for `key`, or nil if there are none (or they cannot be read: a cache
-    /// miss is the right answer to an unreadable file). Blocks on file I/O: call it off the loop.
-    /// Any thread.
+    /// miss is the right answer to an unreadable file). Only a regular file is an entry: a FIFO,
+    /// a device or a symbolic link put in the directory is a miss, opened without waiting
+    /// (`O_NONBLOCK`, `O_NOFOLLOW`) so it cannot hold the caller's queue. Blocks on file I/O:
+    /// call it off the loop. Any thread.
     public func data(forKey key: String) -> [UInt8]? {
-        let fd = open(path(forKey: key), O_RDONLY | O_CLOEXEC)
+        let fd = open(path(forKey: key), O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOFOLLOW)
         guard fd >= 0 else { return nil }
         defer { close(fd) }
         var info = stat()
-        guard fstat(fd, &info) == 0 else { return nil }
+        guard fstat(fd, &info) == 0, info.st_mode & S_IFMT == S_IFREG else { return nil }
         var bytes: [UInt8] = []
         bytes.reserveCapacity(Int(info.st_size))
         var chunk = [UInt8](repeating: 0, count: 64 << 10)

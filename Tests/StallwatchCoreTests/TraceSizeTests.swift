@@ -28,6 +28,34 @@ import Testing
         #expect(withoutSync(decodeAll(bytes).records) == records)
     }
 
+    /// 17 keys of 65,535-byte values made a 1,114,241-byte record that every reader refused
+    /// (`show`, `gate`, `export` exited 2): the encoder keeps what fits in 512 KiB and says how
+    /// many keys it left out.
+    @Test func noAppStateMakesAnUnreadableRecord() {
+        let value = String(repeating: "v", count: 65_535)
+        let state = (0..<17).map { TraceRecord.StallContext.KeyValue(key: "key\($0 + 10)", value: value) }
+        let bytes = TraceFixture.encode([.stallContext(.init(id: 3, expected: "load", state: state))])
+        let decoded = decodeAll(bytes)
+        #expect(decoded.outcome.problems.isEmpty, "\(decoded.outcome.problems)")
+        guard case .stallContext(let context) = withoutSync(decoded.records).first else {
+            Issue.record("no context record: \(decoded.records.map(\.kind))")
+            return
+        }
+        // Seven pairs of 65,546 bytes fit in 512 KiB; the eighth stands for the ten left out.
+        // (Compared by key and size: a failure must not print megabytes.)
+        #expect(context.state.count == 7 + 1)
+        #expect(context.state.dropLast().map(\.key) == state.prefix(7).map(\.key))
+        #expect(context.state.dropLast().allSatisfy { $0.value == value })
+        #expect(context.state.last?.key == TraceRecord.StallContext.cutKey)
+        #expect(context.state.last?.value.hasPrefix("10 more keys left out") == true)
+        #expect(context.expected == "load")
+        // What fits stays whole.
+        let small = Array(state.prefix(2))
+        let whole = withoutSync(
+            decodeAll(TraceFixture.encode([.stallContext(.init(id: 4, expected: nil, state: small))])).records)
+        #expect(whole == [.stallContext(.init(id: 4, expected: nil, state: small))])
+    }
+
     @Test func bucketsAreLogLinear() {
         #expect(LatencyBuckets.index(forNanoseconds: 0) == 0)
         #expect(LatencyBuckets.index(forNanoseconds: 999) == 0)

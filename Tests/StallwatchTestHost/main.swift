@@ -195,6 +195,21 @@ case "hang":
         spinForHost(milliseconds: 3_600_000)
     }
     loop.run()
+case "close-fds":
+    // STALLWATCH_TRACE set by the test: a callout closes every descriptor it did not open
+    // (3...1023, the trace's among them), opens 40 files of its own in the directory the second
+    // argument names, and stalls while the recorder has records to write; then exits.
+    let loop = MainLoop.main
+    let directory = CommandLine.arguments.dropFirst(2).first ?? "/tmp"
+    loop.post(label: "close and open") {
+        for fd in Int32(3)...1023 { close(fd) }
+        for index in 0..<40 { _ = open("\(directory)/appfile-\(index).txt", O_WRONLY | O_CREAT | O_TRUNC, 0o644) }
+        spinForHost(milliseconds: 80)
+        usleep(1_500_000)  // the writer's next flush (every second) comes meanwhile
+        report("returned", true)
+        exit(0)
+    }
+    loop.run()
 default:
     FileHandle.standardError.write(
         Data(

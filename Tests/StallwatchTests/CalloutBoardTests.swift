@@ -30,6 +30,20 @@ import Testing
             ])
     }
 
+    /// A label of 64 KiB or more packed to nothing (no label, not expected, counted by the
+    /// gate): it is cut at 65,535 bytes, back to a character boundary.
+    @Test func aLabelOf64KiBOrMoreIsCutAtACharacterBoundary() {
+        let full = String(
+            decoding: UnsafeBufferPointer(
+                start: longStaticLabel.utf8Start, count: longStaticLabel.utf8CodeUnitCount), as: UTF8.self)
+        let cut = CalloutSite.unpack(CalloutSite.pack(longStaticLabel))
+        // Bytes 65,533...65,535 are one character, cut whole.
+        #expect(cut?.utf8.count == 65_533)
+        #expect(cut.map { full.hasPrefix($0) } == true)
+        #expect(cut?.contains("\u{FFFD}") == false)
+        #expect(CalloutSite.unpack(CalloutSite.pack("short")) == "short")
+    }
+
     @Test func aNestedRunSuspendsTheOuterCalloutAndResumesIt() async {
         let seen = await onLoopThread { loop -> [Bool] in
             let seen = Box<[Bool]>([])

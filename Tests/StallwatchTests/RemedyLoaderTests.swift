@@ -442,6 +442,32 @@ private func decodeInt(_ bytes: [UInt8]) throws -> Int {
         #expect(cache.data(forKey: "stored ") == nil)
     }
 
+    /// A FIFO at an entry's path blocked `open` for ever (and with it the `Loader`'s disk
+    /// queue); a link to a device or a file elsewhere is not the cache's either.
+    @Test func onlyARegularFileIsAnEntryAndNothingElseIsWaitedOn() throws {
+        let directory = TemporaryDirectory()
+        let cache = try DiskCache(directory: directory.path)
+        #expect(mkfifo(cache.path(forKey: "fifo"), 0o600) == 0)
+        #expect(symlink("/dev/zero", cache.path(forKey: "device")) == 0)
+        try cache.store([7], forKey: "real")
+        #expect(symlink(cache.path(forKey: "real"), cache.path(forKey: "link")) == 0)
+        let answered = DispatchSemaphore(value: 0)
+        let results = Locked<[String: [UInt8]?]>([:])
+        // On a thread of its own: before the fix the FIFO's open never returned, and a wait
+        // with a generous timeout turns that into a failure instead of a hung suite.
+        Thread.detachNewThread {
+            for key in ["fifo", "device", "link", "real"] {
+                let value = cache.data(forKey: key)
+                results.withLock { $0[key] = value }
+            }
+            answered.signal()
+        }
+        #expect(answered.wait(timeout: .now() + 20) == .success, "a read of the cache blocked")
+        let read = results.withLock { $0 }
+        #expect(read["fifo"] == .some(nil) && read["device"] == .some(nil) && read["link"] == .some(nil))
+        #expect(read["real"] == .some([7]))
+    }
+
     @Test func concurrentAtomicWritesAreNeverTornAndLeaveNoTemporaryFiles() throws {
         let directory = TemporaryDirectory()
         let cache = try DiskCache(directory: directory.path)

@@ -133,6 +133,24 @@ import Testing
         #expect(!hang.samples.isEmpty)
     }
 
+    /// The recorder wrote 436 bytes of trace into the app's own file once the app had closed
+    /// the trace's descriptor and opened files of its own (which got its number).
+    @Test func afterTheAppClosesTheTracesDescriptorNothingIsWrittenIntoItsFiles() throws {
+        let directory = TemporaryDirectory()
+        try FileManager.default.createDirectory(atPath: directory.path, withIntermediateDirectories: true)
+        let path = directory.path + "/closed.swtrace"
+        let run = try runProduct(
+            "StallwatchTestHost", ["close-fds", directory.path], environment: ["STALLWATCH_TRACE": path])
+        #expect(run.status == 0 && run.output.contains("returned=1"), "\(run)")
+        for index in 0..<40 {
+            let size =
+                (try? FileManager.default.attributesOfItem(atPath: directory.path + "/appfile-\(index).txt"))?[
+                    .size] as? Int
+            #expect(size == 0, "appfile-\(index).txt has \(size ?? -1) bytes")
+        }
+        #expect(run.errors.contains("the program closed its descriptor"), "\(run.errors)")
+    }
+
     @Test func aForkedChildThatCallsExitDoesNotHangOrTouchTheTrace() throws {
         // The child inherits the recorder's atexit handler but not its threads: stopping the
         // recorder there would wait for ever. The child's alarm (10 s) and the timeout turn that
@@ -213,12 +231,23 @@ import Testing
         let good = TraceRecorder.EnvironmentRequest([
             "STALLWATCH_TRACE": "/tmp/x.trace", "STALLWATCH_BUDGET_MS": "8.5", "STALLWATCH_MODE": "full",
         ])
-        #expect(good?.budgetMilliseconds == 8.5)
+        #expect(good?.budget == .microseconds(8_500))
         #expect(good?.mode == .full)
         #expect(good?.warnings.isEmpty == true)
         #expect(TraceRecorder.EnvironmentRequest([:]) == nil)
         let bad = TraceRecorder.EnvironmentRequest(["STALLWATCH_TRACE": "t", "STALLWATCH_BUDGET_MS": "-3"])
-        #expect(bad?.budgetMilliseconds == nil)
+        #expect(bad?.budget == nil)
         #expect(bad?.warnings.count == 1)
+        // Past a day (1e20 ms overflowed the nanosecond conversion and crashed every recorded
+        // program before its main): each warned once, the default used.
+        let huge = TraceRecorder.EnvironmentRequest([
+            "STALLWATCH_TRACE": "t", "STALLWATCH_BUDGET_MS": "1e20", "STALLWATCH_FLIGHT_MS": "9.3e12",
+            "STALLWATCH_UNSERVICED_MS": "1e300",
+        ])
+        #expect(huge?.budget == nil && huge?.flightWindow == nil && huge?.unservicedWarning == nil)
+        #expect(huge?.warnings.count == 3)
+        #expect(huge?.warnings.first?.contains("using 16.66") == true, "\(huge?.warnings ?? [])")
+        let none = TraceRecorder.EnvironmentRequest(["STALLWATCH_TRACE": "t", "STALLWATCH_FLIGHT_MS": "0"])
+        #expect(none?.flightWindow == .zero && none?.warnings.isEmpty == true)
     }
 }

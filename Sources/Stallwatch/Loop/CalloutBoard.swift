@@ -113,11 +113,18 @@ package struct CalloutSite {
         self.line = line
     }
 
+    /// A static string as one word: its address and (in the top 16 bits) its length. A string
+    /// of 64 KiB or more is cut to its first 65,535 bytes, at a character boundary, as the trace
+    /// cuts every string (`TraceFormat.maxStringBytes`).
     static func pack(_ string: StaticString?) -> UInt64 {
-        guard let string, string.hasPointerRepresentation, string.utf8CodeUnitCount < 1 << 16 else {
-            return 0
+        guard let string, string.hasPointerRepresentation else { return 0 }
+        var count = string.utf8CodeUnitCount
+        if count > TraceFormat.maxStringBytes {
+            count = TraceFormat.maxStringBytes
+            // Back to the start of the character the cut falls in (continuation bytes: 10xxxxxx).
+            while count > 0 && string.utf8Start[count] & 0xC0 == 0x80 { count -= 1 }
         }
-        return UInt64(UInt(bitPattern: string.utf8Start)) | UInt64(string.utf8CodeUnitCount) << 48
+        return UInt64(UInt(bitPattern: string.utf8Start)) | UInt64(count) << 48
     }
 
     /// Reads back a packed static string; safe because static strings live for the process.

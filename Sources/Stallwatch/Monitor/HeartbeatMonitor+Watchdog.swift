@@ -15,6 +15,8 @@ extension HeartbeatMonitor {
         /// The thread's own ticks (`configuration.selfSampling`), for the current tid.
         var own: SelfSampler?
         var stall: Stall?
+        /// How much of the stall ran inside an `expectLong` scope.
+        var scopes = ExpectedScopeTally()
         /// The stall's heartbeat ran: its run number, and until when to wait for the tick that
         /// ran it (an executor that reports its ticks reports each at its end).
         var ending: (run: UInt64, until: UInt64)?
@@ -88,8 +90,11 @@ extension HeartbeatMonitor {
                 expected = sw_monotonic_ns()  // not a stop of the process
                 continue
             }
-            expected = max(wakeAt, sw_monotonic_ns())
-            let delay = expected > sw_monotonic_ns() ? expected - sw_monotonic_ns() : 0
+            // One reading of the clock: read twice, it could pass `expected` between the
+            // comparison and the subtraction (an overflow trap with many loops).
+            let current = sw_monotonic_ns()
+            expected = max(wakeAt, current)
+            let delay = expected - current
             _ = wake.wait(timeout: .now() + .nanoseconds(Int(clamping: delay)))
             if forDeadline, configuration.watchdogLatenessForTesting > .zero {
                 sleepForTesting(configuration.watchdogLatenessForTesting)
@@ -99,6 +104,7 @@ extension HeartbeatMonitor {
         for index in watches.indices where watches[index].stall != nil {
             var stall = watches[index].stall!
             if watches[index].ending == nil { stall.flags.insert(.unfinished) }
+            watches[index].scopes.settle(&stall, budget: budget)
             watches[index].sampler?.endStall()
             for sampler in watches[index].pool?.sampled ?? [] { sampler.endStall() }
             core.deliverEnded(stall)
@@ -144,13 +150,14 @@ extension HeartbeatMonitor {
                 }
                 watch.stall = nil
                 watch.ending = nil
+                watch.scopes.settle(&stall, budget: budget)
                 core.deliverEnded(stall)
             } else {
                 if now >= watch.nextSample, stall.samples.count < configuration.maxSamplesPerStall,
                     let sampler = watch.sampler
                 {
                     stall.samples.append(sample(sampler))
-                    stall.note(sampler)
+                    watch.scopes.note(sampler, &stall)
                 }
                 if now >= watch.nextSample {
                     let interval = configuration.common.sampleInterval(after: now &- stall.start)
@@ -194,7 +201,8 @@ extension HeartbeatMonitor {
             watch.stallDue = pending
             sampler.beginStall(sequence: sequence)
             stall.samples.append(sample(sampler))
-            stall.note(sampler)
+            watch.scopes = ExpectedScopeTally()
+            watch.scopes.note(sampler, &stall)
             let first = stall.samples[0].time
             core.recordDetection(at: first, deadline: pending.saturatingAdding(budget))
             core.deliverBegan(stall)

@@ -132,8 +132,9 @@ extension StallMonitor {
         // Detected now (or at the thread's own earlier capture); the first sample may wait a
         // little for the thread's own stack, which then carries its own, later time.
         let looked = sw_monotonic_ns()
+        var scopes = ExpectedScopeTally()
         stall.samples.append(sample(sampler, &sleeper))
-        stall.note(sampler)
+        scopes.note(sampler, &stall)
         core.recordDetection(at: min(looked, stall.samples[0].time), deadline: deadline)
         core.deliverBegan(stall)
 
@@ -170,13 +171,14 @@ extension StallMonitor {
             }
             if stall.samples.count < configuration.maxSamplesPerStall {
                 stall.samples.append(sample(sampler, &sleeper))
-                stall.note(sampler)
+                scopes.note(sampler, &stall)
             }
         }
         // Stopped while a sample waited (not in a sleep whose oversleep flagged it already).
         if sleeper.overslept(during: start...max(start, stall.end ?? sw_monotonic_ns())) {
             stall.flags.insert(.suspended)
         }
+        scopes.settle(&stall, budget: configuration.tiers.budget.nanoseconds)
         core.deliverEnded(stall)
     }
 

@@ -250,10 +250,44 @@ struct ThreadSampler {
     }
 }
 
-extension Stall {
-    /// Notes what `sampler`'s thread says of the stall at its latest sample: the expected-long
-    /// scope (`expectLong`) it is in, the first one seen standing for the stall.
-    mutating func note(_ sampler: ThreadSampler) {
-        if expected == nil { expected = sampler.annotations?.expectedReason() }
+/// How much of a stall ran inside an `expectLong` scope, from its samples as they are taken. A
+/// stall is expected only if the samples taken outside such a scope stand for no more than the
+/// budget: a short scope early in a long stall excuses none of it, and a scope the stall
+/// outlives by less than a frame still excuses all of it (sampling cannot tell that tail apart).
+/// The watchdog thread's, one per stall in progress.
+struct ExpectedScopeTally {
+    /// The first expected-long scope seen.
+    private(set) var reason: String?
+    /// The time samples outside any such scope stand for, up to the latest sample.
+    private var outside: UInt64 = 0
+    private var last: (time: UInt64, inside: Bool)?
+
+    /// Notes the scope `sampler`'s thread is in at its latest sample, taken at `time`, of a
+    /// stall that began at `start`; sets the stall's `expected` to the scope seen first (what
+    /// a trace keeps if the process dies in the stall).
+    mutating func note(_ sampler: ThreadSampler, _ stall: inout Stall) {
+        guard let time = stall.samples.last?.time else { return }
+        let scope = sampler.annotations?.expectedReason()
+        if let last {
+            if !last.inside { outside &+= time &- min(time, last.time) }
+        } else if scope == nil {
+            outside &+= time &- min(time, stall.start)
+        }
+        if reason == nil { reason = scope }
+        last = (time, scope != nil)
+        stall.expected = reason
+    }
+
+    /// Settles `stall.expected` once it ended (at `stall.end`, else now): the reason, or nil if
+    /// the time outside the scope passed `budget`.
+    func settle(_ stall: inout Stall, budget: UInt64) {
+        guard let reason else {
+            stall.expected = nil
+            return
+        }
+        var outside = self.outside
+        let end = stall.end ?? sw_monotonic_ns()
+        if let last, !last.inside, end > last.time { outside &+= end - last.time }
+        stall.expected = outside <= budget ? reason : nil
     }
 }

@@ -26,14 +26,8 @@ extension HeartbeatRecorder {
         PreloadYield.isPreloadInstance.store(true, ordering: .relaxed)
         for warning in request.warnings { report(warning) }
         var configuration = HeartbeatMonitor.Configuration()
-        if let budget = request.budgetMilliseconds { configuration.budget = .nanoseconds(Int64(budget * 1_000_000)) }
-        if let text = environment["STALLWATCH_UNSERVICED_MS"] {
-            if let value = Double(text), value > 0, value.isFinite {
-                configuration.unservicedWarning = .nanoseconds(Int64(value * 1_000_000))
-            } else {
-                report("STALLWATCH_UNSERVICED_MS=\(text) is not a positive number of milliseconds; using 3000")
-            }
-        }
+        if let budget = request.budget { configuration.budget = budget }
+        if let unserviced = request.unservicedWarning { configuration.unservicedWarning = unserviced }
         let monitor = HeartbeatMonitor(configuration: configuration)
         var executors = [monitor.watchMainQueue()]
         // The Swift Concurrency pool too, unless STALLWATCH_POOL=0: it gets its first heartbeat

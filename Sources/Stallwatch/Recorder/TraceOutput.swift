@@ -32,11 +32,25 @@ final class TraceOutput: Sendable {
         PreloadYield.yield()
         let fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o644)
         guard fd >= 0 else { throw SystemError(call: "open(\(path))", errno: errno) }
+        var info = stat()
+        _ = fstat(fd, &info)
         self.fd = fd
         self.path = path
+        identity = (info.st_dev, info.st_ino)
     }
 
-    deinit { close(fd) }
+    /// The device and inode of the file `init` opened.
+    private let identity: (device: UInt, inode: UInt)
+
+    /// Whether `fd` is still the trace: an app may close every descriptor it did not open and
+    /// open files of its own, which then get the trace's number. Checked before every write,
+    /// so the recorder never writes into (nor closes) a file the app owns. Any thread.
+    var isStillTheTrace: Bool {
+        var info = stat()
+        return fstat(fd, &info) == 0 && info.st_dev == identity.device && info.st_ino == identity.inode
+    }
+
+    deinit { if isStillTheTrace { close(fd) } }
 
     /// The recorder's `onStallEnded`: called with every finished stall after it is queued.
     var onStallEnded: (@Sendable (Stall) -> Void)? {

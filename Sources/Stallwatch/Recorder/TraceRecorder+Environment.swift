@@ -4,36 +4,46 @@ import Synchronization
 
 extension TraceRecorder {
     /// What the environment asks for: `STALLWATCH_TRACE=path` turns recording on;
-    /// `STALLWATCH_BUDGET_MS` (a positive number of milliseconds) and
-    /// `STALLWATCH_MODE=stalls|full` and `STALLWATCH_FLIGHT_MS` (the flight recorder's window,
-    /// 0 for none) tune it. Bad values are reported on stderr once and the defaults used.
+    /// `STALLWATCH_BUDGET_MS` (a positive number of milliseconds),
+    /// `STALLWATCH_MODE=stalls|full`, `STALLWATCH_FLIGHT_MS` (the flight recorder's window, 0
+    /// for none) and, for the preload library, `STALLWATCH_UNSERVICED_MS` tune it. Bad values
+    /// are reported on stderr once and the defaults used. The one reader of these variables.
     struct EnvironmentRequest: Equatable {
         var path: String
-        var budgetMilliseconds: Double?
+        var budget: Duration?
         var mode: TraceMode
-        var flightMilliseconds: Double?
+        var flightWindow: Duration?
+        var unservicedWarning: Duration?
         var warnings: [String]
+
+        /// The longest duration a variable may give: a day. Past it a value is a mistake (and
+        /// past 9.2e12 ms it would not fit the nanosecond clock at all).
+        static let longestMilliseconds = 86_400_000.0
 
         init?(_ environment: [String: String]) {
             guard let path = environment["STALLWATCH_TRACE"], !path.isEmpty else { return nil }
             self.path = path
-            warnings = []
+            var warnings: [String] = []
+            func milliseconds(_ name: String, zeroAllowed: Bool, usual: Duration) -> Duration? {
+                guard let text = environment[name] else { return nil }
+                if let value = Double(text), value.isFinite, zeroAllowed ? value >= 0 : value > 0,
+                    value <= Self.longestMilliseconds
+                {
+                    return .nanoseconds(Int64((value * 1_000_000).rounded()))
+                }
+                let what = zeroAllowed ? "a number of milliseconds (0 for none)" : "a positive number of milliseconds"
+                let usualText = Double(usual.nanoseconds) / 1e6
+                warnings.append(
+                    "\(name)=\(text) is not \(what) of at most \(Int(Self.longestMilliseconds)); using \(usualText)")
+                return nil
+            }
+            budget = milliseconds("STALLWATCH_BUDGET_MS", zeroAllowed: false, usual: TierThresholds.default.budget)
+            flightWindow = milliseconds(
+                "STALLWATCH_FLIGHT_MS", zeroAllowed: true, usual: TraceRecorder.defaultFlightWindow)
+            unservicedWarning = milliseconds(
+                "STALLWATCH_UNSERVICED_MS", zeroAllowed: false,
+                usual: HeartbeatMonitor.Configuration().unservicedWarning)
             mode = .stalls
-            if let text = environment["STALLWATCH_BUDGET_MS"] {
-                if let value = Double(text), value > 0, value.isFinite {
-                    budgetMilliseconds = value
-                } else {
-                    warnings.append("STALLWATCH_BUDGET_MS=\(text) is not a positive number of milliseconds; using 16.7")
-                }
-            }
-            if let text = environment["STALLWATCH_FLIGHT_MS"] {
-                if let value = Double(text), value >= 0, value.isFinite {
-                    flightMilliseconds = value
-                } else {
-                    warnings.append(
-                        "STALLWATCH_FLIGHT_MS=\(text) is not a number of milliseconds (0 for none); using 2000")
-                }
-            }
             if let text = environment["STALLWATCH_MODE"] {
                 switch text {
                 case "stalls": mode = .stalls
@@ -41,6 +51,7 @@ extension TraceRecorder {
                 default: warnings.append("STALLWATCH_MODE=\(text) is not 'stalls' or 'full'; using stalls")
                 }
             }
+            self.warnings = warnings
         }
     }
 
@@ -84,9 +95,8 @@ extension TraceRecorder {
         }
         for warning in request.warnings { FileHandle.standardError.write(Data("stallwatch: \(warning)\n".utf8)) }
         var configuration = StallMonitor.Configuration()
-        if let budget = request.budgetMilliseconds { configuration.budget = .nanoseconds(Int64(budget * 1_000_000)) }
-        let flightWindow =
-            request.flightMilliseconds.map { Duration.nanoseconds(Int64($0 * 1_000_000)) } ?? defaultFlightWindow
+        if let budget = request.budget { configuration.budget = budget }
+        let flightWindow = request.flightWindow ?? defaultFlightWindow
         do {
             let recorder: TraceRecorder
             if let own {

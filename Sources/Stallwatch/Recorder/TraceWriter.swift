@@ -23,6 +23,8 @@ struct TraceWriter {
     private var samplesWritten: [UInt64: Int] = [:]
     /// The start each open stall's `stallBegan` gave.
     private var beganAt: [UInt64: UInt64] = [:]
+    /// The expected-long reason a stall had when it began, for the stalls that had one.
+    private var expectedAtBegin: [UInt64: String] = [:]
     private var latency = [UInt64](repeating: 0, count: LatencyBuckets.count)
     private var intervalStart: UInt64 = 0
     private var lastCongested: UInt64 = 0
@@ -211,6 +213,7 @@ struct TraceWriter {
             beganAt[stall.id] = stall.start
             // The app's state at detection, kept even if the process dies in the stall.
             if !stall.context.isEmpty || stall.expected != nil { appendContext(of: stall) }
+            if stall.expected != nil { expectedAtBegin[stall.id] = stall.expected }
             if let flight {
                 append(.stallLeadUp(flight.leadUp(id: stall.id, before: stall.start, since: recordingStart)))
             }
@@ -222,8 +225,10 @@ struct TraceWriter {
             var flags = stall.flags
             if stall.end != nil { flags.remove(.unfinished) }
             append(.stallEnded(TraceRecord.StallEnded(id: stall.id, end: stall.end ?? sw_monotonic_ns(), flags: flags)))
-            // Marked expected-long after its start (the next context record replaces the first).
-            if stall.expected != nil { appendContext(of: stall) }
+            // Marked expected-long after its start, or no longer (it outlived its scope): the
+            // next context record replaces the first.
+            if stall.expected != expectedAtBegin[stall.id] ?? nil { appendContext(of: stall) }
+            expectedAtBegin[stall.id] = nil
             // Timed again by its executor after it began (HeartbeatMonitor with tick reports).
             if let end = stall.end, let began = beganAt[stall.id], began != stall.start {
                 append(.stallRetimed(TraceRecord.StallRetimed(id: stall.id, start: stall.start, end: end)))
@@ -367,6 +372,13 @@ struct TraceWriter {
         guard !bytes.isEmpty else { return }
         defer { bytes.removeAll(keepingCapacity: true) }
         guard !failed else { return }
+        guard recorder.output.isStillTheTrace else {
+            failed = true
+            let message =
+                "stallwatch: stopped writing trace \(recorder.output.path): the program closed its descriptor\n"
+            FileHandle.standardError.write(Data(message.utf8))
+            return
+        }
         var offset = 0
         while offset < bytes.count {
             let written = bytes.withUnsafeBytes {

@@ -57,10 +57,16 @@ extension TraceEncoder {
         case .stallContext(let context):
             writer.varint(context.id)
             writer.optionalString(context.expected)
-            writer.varint(UInt64(context.state.count))
-            for pair in context.state {
+            let kept = TraceRecord.StallContext.keptPairs(of: context.state)
+            let cut = context.state.count - kept
+            writer.varint(UInt64(kept + (cut > 0 ? 1 : 0)))
+            for pair in context.state[..<kept] {
                 writer.string(pair.key)
                 writer.string(pair.value)
+            }
+            if cut > 0 {
+                writer.string(TraceRecord.StallContext.cutKey)
+                writer.string("\(cut) more keys left out: a stall's app state holds at most 512 KiB")
             }
         case .congestion(let congestion):
             writer.varint(congestion.intervalStart)

@@ -419,6 +419,25 @@ extension TraceRecord {
             self.expected = expected
             self.state = state
         }
+
+        /// The key of the pair that stands for the keys left out (`keptPairs`).
+        public static let cutKey = "…"
+
+        /// How many of `state`'s first pairs the encoder keeps: as many as fit in 512 KiB (each
+        /// string cut to `TraceFormat.maxStringBytes` as usual), so that no app state makes a
+        /// record longer than `TraceFormat.maxPayloadLength`, which a reader refuses. The pairs
+        /// left out are replaced by one pair, `cutKey`, that says how many there were.
+        static func keptPairs(of state: [KeyValue]) -> Int {
+            let room = TraceFormat.maxPayloadLength / 2
+            var used = 0
+            for (index, pair) in state.enumerated() {
+                // Two strings of at most maxStringBytes, each with a length of at most 3 bytes.
+                used += min(pair.key.utf8.count, TraceFormat.maxStringBytes) + 3
+                used += min(pair.value.utf8.count, TraceFormat.maxStringBytes) + 3
+                if used > room { return index }
+            }
+            return state.count
+        }
     }
 
     /// One callout, stalled or not (`full` mode).
