@@ -7,6 +7,15 @@ import Testing
 @testable import StallwatchCore
 
 @Suite struct DataModelTests {
+    /// A negative duration is 0 nanoseconds: -500 ms (0 s and negative attoseconds) trapped,
+    /// and `MainLoop.run(mode:until:)` reached it with a deadline just passed.
+    @Test func durationsInNanosecondsAreNeverNegativeAndSaturate() {
+        #expect(Duration.milliseconds(-500).nanoseconds == 0)
+        #expect(Duration.seconds(-3).nanoseconds == 0)
+        #expect(Duration.milliseconds(1_500).nanoseconds == 1_500_000_000)
+        #expect(Duration.seconds(Int64.max).nanoseconds == .max)
+    }
+
     @Test func procLettersMapToStates() {
         let expected: [Character: ThreadState] = [
             "R": .running, "S": .sleeping, "D": .diskSleep, "T": .stopped, "t": .stopped,

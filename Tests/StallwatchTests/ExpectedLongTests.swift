@@ -26,6 +26,26 @@ import Testing
         #expect(ours[0].samples.contains { $0.annotation?.label == "splash.load" })
     }
 
+    /// `expectLong("tiny") { 25 ms }` then 600 ms more in the same callout was a 625 ms hang
+    /// "expected", out of every gate: only a stall whose time outside the scope stays within
+    /// the budget is expected, whichever comes first.
+    @Test(.disabled(if: Sanitizer.thread, "TSan delivers the sampling signal late, away from the running culprit"))
+    func aShortScopeDoesNotExcuseTheRestOfTheStall() async throws {
+        let run = try await monitored { loop, measure in
+            measure.post(loop) {
+                expectLong("tiny") { spinForStallTest(milliseconds: 30) }
+                spinForStallTest(milliseconds: 150)
+            }
+            measure.post(loop) {
+                spinForStallTest(milliseconds: 150)
+                expectLong("late") { spinForStallTest(milliseconds: 30) }
+            }
+            measure.post(loop) { expectLong("whole") { spinForStallTest(milliseconds: 150) } }
+        }
+        let ours = run.ended.filter { $0.callout.file == "StallwatchTests/ExpectedLongTests.swift" }
+        #expect(ours.map(\.expected) == [nil, nil, "whole"], "\(ours.map(\.expected))")
+    }
+
     @Test func aTraceKeepsTheExpectedReasonAndTheState() throws {
         let path = NSTemporaryDirectory() + "expected-\(UUID().uuidString).swtrace"
         defer { try? FileManager.default.removeItem(atPath: path) }

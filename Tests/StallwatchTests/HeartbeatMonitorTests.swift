@@ -278,6 +278,27 @@ final class HeartbeatHarness: @unchecked Sendable {
         #expect(categories["loop-0"] == .other)
     }
 
+    /// 16 or 64 loops on one monitor trapped 4 runs in 4 (an unsigned subtraction of two clock
+    /// readings that could pass each other). 64 loops, every other one busy, on two cores keep
+    /// the watchdog preempted often; it must survive and stop cleanly. No timing is asserted.
+    @Test func sixtyFourLoopsOnOneMonitorDoNotCrashTheWatchdog() throws {
+        let executors = (0..<64).map { TestExecutor(name: "busy-\($0)") }
+        defer { for executor in executors { executor.stop() } }
+        let harness = try HeartbeatHarness(
+            executors.enumerated().map { index, executor in ("busy-\(index)", { executor.execute($0) }) })
+        let until = MainLoop.monotonicNanos() + 1_500_000_000
+        for executor in executors.enumerated().filter({ $0.offset % 2 == 0 }).map(\.element) {
+            @Sendable func work() {
+                spinForStallTest(milliseconds: 20)
+                if MainLoop.monotonicNanos() < until { executor.execute(work) }
+            }
+            executor.execute(work)
+        }
+        usleep(1_600_000)
+        harness.monitor.stop()
+        #expect(harness.monitor.statistics.heartbeatsSent > 0)
+    }
+
     @Test func anExecutorThatNeverRunsItsHeartbeatGetsOneWarningAndNoStalls() throws {
         let harness = try HeartbeatHarness([("never-drained", { _ in })], warnAfter: .milliseconds(300))
         usleep(1_000_000)

@@ -122,15 +122,23 @@ import Testing
             if chunk.isEmpty { break }
             seen.append(chunk)
         }
-        usleep(500_000)
+        // 2.6 s in: it was a 19 ms hitch that passed `gate --max-hangs 0` when only the first
+        // sample was on disk and an unfinished stall ended there.
+        usleep(2_600_000)
         kill(process.processIdentifier, SIGKILL)
         process.waitUntilExit()
         #expect(process.terminationReason == .uncaughtSignal)
         let trace = DecodedTrace(decoding: try readBytes(path), fileName: path)
         let hang = try #require(trace.stalls.first)
         #expect(hang.callout.label == "hang forever")
-        #expect(hang.end == nil || hang.flags.contains(.unfinished))
-        #expect(!hang.samples.isEmpty)
+        #expect(hang.flags.contains(.unfinished))
+        // Known to run until the last `recordedUntil` (each second) or its last sample (its
+        // samples reach the file every half second): at least 1.5 s of the 2.6 s.
+        #expect(StallAccounting.duration(hang) >= 1_500_000_000, "\(StallAccounting.duration(hang))")
+        #expect(hang.tier == .severe)
+        #expect(hang.samples.count >= 3, "\(hang.samples.count)")
+        let gate = try runProduct("stallwatch", ["gate", path, "--max-hangs", "0"])
+        #expect(gate.status == 1, "\(gate.output)")
     }
 
     /// The recorder wrote 436 bytes of trace into the app's own file once the app had closed

@@ -17,6 +17,8 @@ extension HeartbeatMonitor {
         var stall: Stall?
         /// How much of the stall ran inside an `expectLong` scope.
         var scopes = ExpectedScopeTally()
+        /// When the stall in progress was last handed to the listeners (`deliverProgress`).
+        var progressed: UInt64 = 0
         /// The stall's heartbeat ran: its run number, and until when to wait for the tick that
         /// ran it (an executor that reports its ticks reports each at its end).
         var ending: (run: UInt64, until: UInt64)?
@@ -158,6 +160,10 @@ extension HeartbeatMonitor {
                 {
                     stall.samples.append(sample(sampler))
                     watch.scopes.note(sampler, &stall)
+                    if stall.samples.last!.time &- watch.progressed >= stallProgressInterval {
+                        watch.progressed = stall.samples.last!.time
+                        core.deliverProgress(stall)
+                    }
                 }
                 if now >= watch.nextSample {
                     let interval = configuration.common.sampleInterval(after: now &- stall.start)
@@ -204,6 +210,7 @@ extension HeartbeatMonitor {
             watch.scopes = ExpectedScopeTally()
             watch.scopes.note(sampler, &stall)
             let first = stall.samples[0].time
+            watch.progressed = first
             core.recordDetection(at: first, deadline: pending.saturatingAdding(budget))
             core.deliverBegan(stall)
             watch.nextSample = first.saturatingAdding(configuration.sampleInterval.nanoseconds)

@@ -4,6 +4,10 @@ import Foundation
 import StallwatchCore
 import Synchronization
 
+/// How often a stall in progress is handed to the listeners with the samples taken so far
+/// (`MonitorCore.deliverProgress`): at most this much of a hang's sampling is lost to a kill.
+let stallProgressInterval: UInt64 = 500_000_000
+
 /// A monitor's statistics: the counters every monitor keeps (`common`) and its own.
 protocol MonitorCounters: Sendable {
     init()
@@ -136,6 +140,14 @@ final class MonitorCore<Statistics: MonitorCounters>: @unchecked Sendable {  // 
         deliver(began, began: true)
     }
 
+    /// Hands `stall`, still running, to the listeners (a recorder writes its new samples, so a
+    /// hang that ends in a kill keeps them); not to `onStallBegan`, which ran once already.
+    func deliverProgress(_ stall: Stall) {
+        var running = stall
+        running.flags.insert(.unfinished)
+        deliver(running, began: true, callback: false)
+    }
+
     /// Delivers `stall` as ended: its tier from its duration, flagged `captureTimedOut` if a
     /// sample's capture was, and counted if `suspended`.
     func deliverEnded(_ stall: Stall) {
@@ -170,7 +182,7 @@ final class MonitorCore<Statistics: MonitorCounters>: @unchecked Sendable {  // 
 
     /// On the delivery queue: symbolicates the samples (their frames, and the lock owner's
     /// stack a sample's facts hold), then calls the callback and the listeners.
-    private func deliver(_ stall: Stall, began: Bool) {
+    private func deliver(_ stall: Stall, began: Bool, callback calling: Bool = true) {
         delivery.async { [self] in
             var stall = stall
             for index in stall.samples.indices {
@@ -179,8 +191,10 @@ final class MonitorCore<Statistics: MonitorCounters>: @unchecked Sendable {  // 
                     stall.samples[index].wait?.owner?.frames = symbolicator.symbolicate(frames.map(\.address))
                 }
             }
-            let callback = callbacks.withLock { began ? $0.began : $0.ended }
-            callback?(stall)
+            if calling {
+                let callback = callbacks.withLock { began ? $0.began : $0.ended }
+                callback?(stall)
+            }
             for listener in listeners.withLock({ $0.all.sorted { $0.key < $1.key }.map(\.value) }) {
                 listener(stall, began)
             }

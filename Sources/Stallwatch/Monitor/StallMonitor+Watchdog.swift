@@ -137,6 +137,7 @@ extension StallMonitor {
         scopes.note(sampler, &stall)
         core.recordDetection(at: min(looked, stall.samples[0].time), deadline: deadline)
         core.deliverBegan(stall)
+        var progressed = stall.samples[0].time
 
         while true {
             let elapsed = sw_monotonic_ns() &- start
@@ -172,6 +173,10 @@ extension StallMonitor {
             if stall.samples.count < configuration.maxSamplesPerStall {
                 stall.samples.append(sample(sampler, &sleeper))
                 scopes.note(sampler, &stall)
+                if stall.samples.last!.time &- progressed >= stallProgressInterval {
+                    progressed = stall.samples.last!.time
+                    core.deliverProgress(stall)
+                }
             }
         }
         // Stopped while a sample waited (not in a sleep whose oversleep flagged it already).

@@ -36,8 +36,9 @@ public final class HeartbeatRecorder: @unchecked Sendable {
     /// Starts the monitor and the writer. Any thread.
     public func start() throws {
         try output.start(self) {
-            monitor.onStallBegan = { [output] stall in output.enqueue(stall, began: true) }
-            monitor.onStallEnded = { [output] stall in output.enqueue(stall, began: false) }
+            // A listener, not the callbacks: they stay the program's, and a listener also gets a
+            // stall's samples while it runs (a hang that ends in a kill keeps them).
+            _ = monitor.core.addListener { [output] stall, began in output.enqueue(stall, began: began) }
             // The preload library starts the monitor first and the recorder at the first heartbeat.
             if !monitor.isRunning { try monitor.start() }
         }

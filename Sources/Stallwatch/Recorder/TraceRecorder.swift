@@ -98,13 +98,10 @@ public final class TraceRecorder: @unchecked Sendable {
     public func start() throws {
         try output.start(self) {
             let (monitor, owned, _) = source.withLock { $0 }
-            if owned {
-                monitor.onStallBegan = { [weak self] stall in self?.record(stall, began: true) }
-                monitor.onStallEnded = { [weak self] stall in self?.record(stall, began: false) }
-                try monitor.start()
-            } else {
-                listen(to: monitor)
-            }
+            // A listener, not the callbacks: they stay the app's, and a listener also gets a
+            // stall's samples while it runs (a hang that ends in a kill keeps them).
+            listen(to: monitor)
+            if owned { try monitor.start() }
             // The loop's callout stream, unless another recorder of the app's already takes it.
             let attach: @Sendable () -> Void = { [loop, ring, mode, flightWindow] in
                 guard loop.calloutState.pointee.ring == nil else { return }
@@ -122,11 +119,8 @@ public final class TraceRecorder: @unchecked Sendable {
         output.stop {
             // The monitor first: its last stalls reach the output before the writer's final drain.
             let (monitor, owned, listener) = source.withLock { $0 }
-            if owned {
-                monitor.stop()
-            } else if let listener {
-                monitor.removeListener(listener)
-            }
+            if owned { monitor.stop() }
+            if let listener { monitor.removeListener(listener) }
             let detach: @Sendable () -> Void = { [loop, ring] in
                 guard loop.calloutState.pointee.ring === ring else { return }
                 loop.calloutState.pointee.ring = nil

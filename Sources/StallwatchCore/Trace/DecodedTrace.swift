@@ -97,6 +97,20 @@ public struct DecodedTrace: Sendable {
         }
     }
 
+    /// The latest time any record says the recording ran: its `recordedUntil`, the end of its
+    /// last summary, callout or stall, its last sample. How far an unfinished stall is known
+    /// to have run.
+    private func lastRecordedTime(_ assembler: StallAssembler) -> UInt64? {
+        var last = recordedUntil ?? 0
+        last = max(last, lastCalloutEnd)
+        for record in frameClock { last = max(last, record.intervalStart &+ record.intervalLength) }
+        for record in latencyHistograms { last = max(last, record.intervalStart &+ record.intervalLength) }
+        for record in congestion { last = max(last, record.intervalStart &+ record.intervalLength) }
+        for record in assembler.ended { last = max(last, record.end) }
+        for sample in assembler.samples { last = max(last, sample.time) }
+        return last > 0 ? last : nil
+    }
+
     /// Takes in one callout: the loop's busy time.
     mutating func add(_ callout: TraceRecord.Callout) {
         calloutCount += 1
@@ -147,7 +161,7 @@ public struct DecodedTrace: Sendable {
     mutating func assemble(_ assembler: StallAssembler, fileName: String?, inputLength: Int) {
         callSites = assembler.sites
         let thresholds = header?.thresholds ?? .default
-        let made = assembler.stalls(modules: modules, thresholds: thresholds)
+        let made = assembler.stalls(modules: modules, thresholds: thresholds, traceEnd: lastRecordedTime(assembler))
         (bareStalls, orphanSamples, table) = (made.stalls, made.orphans, made.table)
         var repeats: [String] = []
         if made.repeatedStalls > 0 { repeats.append("\(made.repeatedStalls) begun again (a stall id seen before)") }
@@ -278,7 +292,14 @@ struct StallAssembler {
     /// The stalls, by start time, each with no samples, the number of orphan samples, every
     /// stall's samples as one table (`ranges[i]` are `stalls[i]`'s), and how many `stallBegan`
     /// and sample records repeated earlier ones (left out).
-    func stalls(modules: [TraceRecord.Module], thresholds: TierThresholds) -> (
+    ///
+    /// A stall with no `stallEnded` record (the process was killed in it) is unfinished: it ran
+    /// at least until its last sample and its budget (the watchdog saw it past start + budget),
+    /// and is taken to have run until `traceEnd`, the last time the trace says the recording
+    /// ran, but not past the start of the trace's next stall (one loop has one stall at a
+    /// time: a next one means this one's end record was lost). That is its `end`, and its
+    /// duration and tier follow from it in every output.
+    func stalls(modules: [TraceRecord.Module], thresholds: TierThresholds, traceEnd: UInt64? = nil) -> (
         stalls: [Stall], orphans: Int, table: SampleTable, repeatedStalls: Int, repeatedSamples: Int
     ) {
         // Of several modules with one index, the last counts.
@@ -348,6 +369,19 @@ struct StallAssembler {
                 ))
         }
         result.sort { ($0.stall.start, $0.stall.id) < ($1.stall.start, $1.stall.id) }
+        let budget = UInt64(clamping: thresholds.budget.nanoseconds)
+        for index in result.indices where result[index].stall.end == nil {
+            let stall = result[index].stall
+            let range = ranges[result[index].slot]
+            let lastSample = range.isEmpty ? stall.start : max(stall.start, ordered[range.upperBound - 1].time)
+            let seen = max(lastSample, stall.start.saturatingAdding(budget))
+            let next = result[(index + 1)...].first { $0.stall.start > stall.start }?.stall.start
+            var end = max(seen, min(traceEnd ?? 0, next ?? .max))
+            if let next, end > next { end = max(next, lastSample) }
+            result[index].stall.end = end
+            result[index].stall.tier = max(
+                stall.tier, thresholds.tier(for: .nanoseconds(Int64(clamping: end - stall.start))) ?? stall.tier)
+        }
 
         var table = SampleTable(
             stacks: stackFrames, wchans: wchans.strings, annotations: annotations, sources: sources,

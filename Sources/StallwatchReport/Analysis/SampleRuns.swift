@@ -130,7 +130,7 @@ struct StallFigures: Sendable {
         start = stall.start
         expected = stall.expected
         context = stall.context
-        unfinished = stall.end == nil
+        unfinished = stall.flags.contains(.unfinished)
         tier = stall.tier
         let site = StallSite(stall.callout, frames: representativeFrames)
         file = site.file

@@ -31,7 +31,7 @@ package struct StallDetail: Sendable, Hashable, Encodable {
             id = analyzed.stall.id
             tier = analyzed.stall.tier
             durationMs = ms(analyzed.durationNanos)
-            unfinished = analyzed.stall.end == nil
+            unfinished = analyzed.stall.flags.contains(.unfinished)
             category = analyzed.category
             site = analyzed.site
             signature = analyzed.key.frames

@@ -74,13 +74,13 @@ package enum ChromeTraceExporter {
             }
             let analyzed = stalls[slice.item]
             let stall = analyzed.stall
-            let unfinished = stall.end == nil || stall.flags.contains(.unfinished)
+            let unfinished = stall.flags.contains(.unfinished)
             let name =
                 "\(stall.tier.rawValue) \(analyzed.category.rawValue): \(analyzed.site)"
                 + (unfinished ? " (unfinished)" : "")
             let extent: String
-            if stall.end == nil {
-                extent = "drawn until the trace's last record (the stall never ended)"
+            if unfinished {
+                extent = "drawn until the last time the trace says it ran (the stall never ended)"
             } else if matched[slice.item] != nil {
                 extent = "drawn on its callout's clock"
             } else {

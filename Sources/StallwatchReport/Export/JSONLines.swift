@@ -71,7 +71,7 @@ package enum JSONLinesExporter {
         fields.add("start", facts.wallClock(stall.start).map(isoTime))
         fields.add("duration_ns", analyzed.durationNanos)
         fields.raw("duration_ms", format(Double(analyzed.durationNanos) / 1e6, 3))
-        fields.add("unfinished", stall.end == nil)
+        fields.add("unfinished", stall.flags.contains(.unfinished))
         fields.add("tier", stall.tier.rawValue)
         fields.add("category", analyzed.category.rawValue)
         let reason = analyzed.breakdown.topReasons.first { $0.category == analyzed.category }?.reason

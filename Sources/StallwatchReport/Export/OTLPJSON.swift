@@ -72,7 +72,7 @@ package enum OTLPJSONExporter {
             attribute("code.lineno", int: Int64(stall.callout.line)),
             attribute("stallwatch.stall_id", int: Int64(truncatingIfNeeded: stall.id)),
             attribute("stallwatch.duration_ms", double: Double(analyzed.durationNanos) / 1e6),
-            attribute("stallwatch.unfinished", bool: stall.end == nil),
+            attribute("stallwatch.unfinished", bool: stall.flags.contains(.unfinished)),
         ]
         if let reason = analyzed.breakdown.topReasons.first(where: { $0.category == analyzed.category })?.reason {
             attributes.append(attribute("stallwatch.reason", string: reason))

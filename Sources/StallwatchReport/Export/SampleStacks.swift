@@ -16,7 +16,7 @@ func missingStackName(_ sample: Sample) -> String {
 /// The one frame that stands for a stall without samples in the flame-graph exports (its time
 /// is real but no stack says where it went).
 func noSamplesName(_ stall: Stall) -> String {
-    stall.end == nil ? "[unfinished stall, no samples]" : "[no samples]"
+    stall.flags.contains(.unfinished) ? "[unfinished stall, no samples]" : "[no samples]"
 }
 
 extension LoadedTrace {
@@ -94,7 +94,7 @@ package enum ExportNotes {
     package static func stallsWithoutSamples(_ stalls: [AnalyzedStall], chrome: Bool = false) -> String? {
         let empty = stalls.filter { $0.stall.samples.isEmpty }
         guard !empty.isEmpty else { return nil }
-        let unfinished = empty.filter { $0.stall.end == nil }.count
+        let unfinished = empty.filter { $0.stall.flags.contains(.unfinished) }.count
         let counted =
             "\(empty.count) of \(stalls.count) \(stalls.count == 1 ? "stall" : "stalls") carried no samples"
             + (unfinished > 0 ? " (\(unfinished) unfinished)" : "")

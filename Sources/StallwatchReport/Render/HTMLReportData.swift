@@ -216,7 +216,7 @@ struct HTMLReportData {
             row.raw(",\(stall.tier.ordinal)")
             row.raw(",\(analyzed.category.ordinal)")
             row.raw(",\(intern(analyzed.site)),\(signatures[analyzed.key] ?? -1),\(stack)")
-            row.raw(",\(stall.end == nil ? 1 : 0),\(stall.samples.count),")
+            row.raw(",\(stall.flags.contains(.unfinished) ? 1 : 0),\(stall.samples.count),")
             row.array(StallCategory.allCases) { $0.int(Int((analyzed.breakdown.share(of: $1) * 1_000).rounded())) }
             row.raw(",")
             let reasons = analyzed.breakdown.topReasons.map { (intern($0.reason), Int(($0.share * 1_000).rounded())) }

@@ -179,7 +179,8 @@ package enum StallText {
                 + "  " + padLeft("stack", 5) + "  " + pad("site", siteWidth) + "  signature")
         for analyzed in stalls {
             let stall = analyzed.stall
-            let duration = format(Double(analyzed.durationNanos) / 1e6, 1) + " ms" + (stall.end == nil ? "+" : "")
+            let duration =
+                format(Double(analyzed.durationNanos) / 1e6, 1) + " ms" + (stall.flags.contains(.unfinished) ? "+" : "")
             let confidence = analyzed.representative.map { format($0.confidence * 100, 0) + "%" } ?? "-"
             let head =
                 "  " + padLeft(String(stall.id), 4) + "  " + pad(stall.tier.rawValue, 9) + "  " + padLeft(duration, 10)
