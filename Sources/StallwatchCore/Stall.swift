@@ -42,6 +42,10 @@ public struct Stall: Sendable, Hashable, Codable {
     public var expected: String?
     /// The app's state when the stall was detected (`AppState`: "screen" = "Feed"…).
     public var context: [String: String]
+    /// When the process was stopped during the stall (SIGSTOP, a debugger; read from a trace's
+    /// `stopped` records, disjoint and in order): not the app's time, so left out of its
+    /// duration, tier and sample weights (`StallAccounting`).
+    public var stopped: [Range<UInt64>] = []
 
     /// Creates a stall.
     public init(

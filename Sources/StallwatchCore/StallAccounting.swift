@@ -18,12 +18,15 @@
 /// so the sum stays exact). One thread is never sampled twice within a microsecond: a
 /// capture alone reads /proc for longer.
 ///
+/// Time the process was **stopped** (SIGSTOP, a debugger: `Stall.stopped`) is not the app's:
+/// it is left out of the duration and of the weight of the sample whose time it fell in.
+///
 /// Pure; use it on any thread.
 public enum StallAccounting {
     /// The nanoseconds each of `stall`'s samples (sorted by time) stands for.
     public static func sampleWeights(_ stall: Stall) -> [UInt64] {
         let samples = stall.samples
-        var walk = Walk(start: stall.start, end: stall.end)
+        var walk = Walk(start: stall.start, end: stall.end, stopped: stall.stopped)
         return samples.indices.map { index in
             walk.weight(of: index, count: samples.count) { samples[$0].time }
         }
@@ -49,6 +52,7 @@ public enum StallAccounting {
     package struct Walk {
         @usableFromInline let start: UInt64
         @usableFromInline let end: UInt64?
+        @usableFromInline let stopped: [Range<UInt64>]
         /// The current look (samples stamped within `lookWidth` of its first): its first
         /// index, the index past it, each one's share, and how many of its first samples get
         /// a nanosecond more.
@@ -57,11 +61,13 @@ public enum StallAccounting {
         @usableFromInline var share: UInt64 = 0
         @usableFromInline var extra = 0
 
-        /// A walk over the samples of a stall from `start` to `end` (nil: unfinished).
+        /// A walk over the samples of a stall from `start` to `end` (nil: unfinished), in which
+        /// the process was stopped over `stopped`.
         @inlinable
-        package init(start: UInt64, end: UInt64?) {
+        package init(start: UInt64, end: UInt64?, stopped: [Range<UInt64>] = []) {
             self.start = start
             self.end = end
+            self.stopped = stopped
         }
 
         /// The weight of sample `index` of `count` (asked in order, from 0), whose times
@@ -71,7 +77,8 @@ public enum StallAccounting {
             if index >= groupEnd {
                 let next = StallAccounting.lookEnd(from: index, count: count, time: time)
                 let span = StallAccounting.weight(
-                    at: time(index), next: next < count ? time(next) : nil, isFirst: index == 0, start: start, end: end)
+                    at: time(index), next: next < count ? time(next) : nil, isFirst: index == 0, start: start, end: end,
+                    stopped: stopped)
                 groupStart = index
                 groupEnd = next
                 // A look of one sample (every stall of one thread) needs no division.
@@ -92,25 +99,42 @@ public enum StallAccounting {
     /// (nil: unfinished): from `time` (from `start` for the first sample, `isFirst`) until
     /// `next`, the next sample's time, or for the last sample (`next` nil) until `end`; never
     /// outside the stall.
+    /// Time the process was stopped (`stopped`) within it is left out.
     @inlinable
-    package static func weight(at time: UInt64, next: UInt64?, isFirst: Bool, start: UInt64, end: UInt64?)
-        -> UInt64
-    {
+    package static func weight(
+        at time: UInt64, next: UInt64?, isFirst: Bool, start: UInt64, end: UInt64?, stopped: [Range<UInt64>] = []
+    ) -> UInt64 {
         let from = isFirst ? start : max(time, start)
         let until = min(next ?? end ?? time, end ?? .max)
-        return until > from ? until - from : 0
+        guard until > from else { return 0 }
+        return until - from - stoppedNanos(in: from..<until, of: stopped)
+    }
+
+    /// How much of `range` the intervals `stopped` (disjoint) cover.
+    @inlinable
+    package static func stoppedNanos(in range: Range<UInt64>, of stopped: [Range<UInt64>]) -> UInt64 {
+        var total: UInt64 = 0
+        for interval in stopped {
+            let low = max(interval.lowerBound, range.lowerBound)
+            let high = min(interval.upperBound, range.upperBound)
+            if high > low { total += high - low }
+        }
+        return total
     }
 
     /// How long `stall` lasted: until its end, or for an unfinished stall until its last
-    /// sample.
+    /// sample, less the time the process was stopped in it.
     public static func duration(_ stall: Stall) -> UInt64 {
-        duration(start: stall.start, end: stall.end, lastSample: stall.samples.last?.time)
+        duration(start: stall.start, end: stall.end, lastSample: stall.samples.last?.time, stopped: stall.stopped)
     }
 
     /// How long a stall from `start` lasted: until `end`, or (unfinished) until its last
-    /// sample, taken at `lastSample`.
-    package static func duration(start: UInt64, end: UInt64?, lastSample: UInt64?) -> UInt64 {
+    /// sample, taken at `lastSample`, less the time the process was stopped (`stopped`) in it.
+    package static func duration(
+        start: UInt64, end: UInt64?, lastSample: UInt64?, stopped: [Range<UInt64>] = []
+    ) -> UInt64 {
         let reached = end ?? lastSample ?? start
-        return reached > start ? reached - start : 0
+        guard reached > start else { return 0 }
+        return reached - start - stoppedNanos(in: start..<reached, of: stopped)
     }
 }

@@ -75,9 +75,11 @@ import Testing
         #expect(first.samples[2].syscall == -1)
 
         let second = trace.stalls[1]
-        #expect(second.end == nil)
+        // Unfinished and the last stall (its process was killed in it): it ran until the last
+        // time the trace holds (a callout that ended 0.98 s after it began), a hang.
+        #expect(second.end == 81_301_004_184_373)
         #expect(second.flags == [.unfinished])
-        #expect(second.tier == .hitch)  // 20 ms by its last sample
+        #expect(second.tier == .hang)
         #expect(second.callout.mode == "tracking")
         #expect(second.callout.label == nil)
         #expect(second.samples.first?.annotation == Annotation(label: "thumbnails"))
@@ -97,7 +99,8 @@ import Testing
         let trace = DecodedTrace(decoding: TraceFixture.encode(records))
         #expect(trace.outcome.endedCleanly, "\(trace.outcome.problems)")
         #expect(trace.stalls.map(\.start) == [95_000_000, 300_000_000])
-        #expect(trace.stalls.map(\.end) == [201_000_000, nil])
+        // The unfinished one reaches no later record: it is known to have run for its budget.
+        #expect(trace.stalls.map(\.end) == [201_000_000, 316_666_667])
         #expect(trace.stalls[0].tier == .microHang)  // 106 ms
         #expect(trace.stalls[1].flags.contains(.unfinished))
     }

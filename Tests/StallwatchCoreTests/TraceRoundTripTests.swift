@@ -104,6 +104,7 @@ enum TraceFixture {
                 id: 7, window: 2_000_000_000, callouts: 40, busy: 90_000_000, lost: 3,
                 sites: [.init(site: 1, count: 40, nanos: 90_000_000)],
                 recent: [.init(site: 1, before: 5_000_000, duration: 2_000_000)])),
+        .stopped(from: 81_234_700_000_000, length: 250_000_000),
     ]
 
     /// A preamble and `records`, encoded with one encoder.
@@ -154,7 +155,7 @@ enum TraceFixture {
             contentsOf: everyKind[21...].filter {
                 ![
                     .origin, .congestedIteration, .sampleCounters, .sampleWait, .stallRetimed, .stallContext,
-                    .recordedUntil, .stallLeadUp,
+                    .recordedUntil, .stallLeadUp, .stopped,
                 ].contains(
                     $0.kind)
             })

@@ -461,6 +461,10 @@ import Testing
             "unfinished" : 1,
             "unsampledMs" : 0
           },
+          "stopped" : {
+            "seconds" : 0,
+            "stalls" : 0
+          },
           "traces" : [
             {
               "appVersion" : null,

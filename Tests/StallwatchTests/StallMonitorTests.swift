@@ -393,4 +393,43 @@ import Testing
         #expect(!long.isEmpty, "\(lines)")
         #expect(long.allSatisfy { $0.contains("suspended=1") }, "\(stalls)")
     }
+
+    /// A recorded process stopped for 1.5 s in the middle of busy work: that was a severe stall,
+    /// a hang rate of thousands of s/h and a failed `gate --max-hangs 0`. The stopped time is
+    /// not the app's: left out of stalls, run time and gates, and `report` says how much.
+    @Test func theTimeAProcessWasStoppedIsLeftOutOfARecording() throws {
+        let path = NSTemporaryDirectory() + "stopped-\(UUID().uuidString).swtrace"
+        defer { unlink(path) }
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: builtProduct("StallwatchTestHost"))
+        process.arguments = ["busy"]
+        process.environment = ProcessInfo.processInfo.environment.merging(["STALLWATCH_TRACE": path]) { $1 }
+        let output = Pipe()
+        process.standardOutput = output
+        process.standardError = Pipe()
+        try process.run()
+        var seen = Data()
+        while !String(decoding: seen, as: UTF8.self).contains("busy") {
+            let chunk = output.fileHandleForReading.availableData
+            if chunk.isEmpty { break }
+            seen.append(chunk)
+        }
+        usleep(500_000)
+        kill(process.processIdentifier, SIGSTOP)
+        usleep(1_500_000)
+        kill(process.processIdentifier, SIGCONT)
+        _ = output.fileHandleForReading.readDataToEndOfFile()
+        process.waitUntilExit()
+        #expect(process.terminationStatus == 0)
+        let bytes = [UInt8](try Data(contentsOf: URL(fileURLWithPath: path)))
+        let trace = DecodedTrace(decoding: bytes, fileName: path)
+        // The writer wakes every 50 ms: it sees all but the start of the stop.
+        #expect(trace.stoppedNanos >= 1_200_000_000, "\(trace.stopped)")
+        let long = trace.stalls.filter { StallAccounting.duration($0) >= 250_000_000 }
+        #expect(long.isEmpty, "\(long.map { StallAccounting.duration($0) })")
+        let gate = try runProduct("stallwatch", ["gate", path, "--max-hangs", "0"])
+        #expect(gate.status == 0, "\(gate.output)")
+        let report = try runProduct("stallwatch", ["report", path])
+        #expect(report.output.contains(" s (SIGSTOP, a debugger), left out of"), "\(report.output)")
+    }
 }

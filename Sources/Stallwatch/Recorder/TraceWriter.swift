@@ -23,6 +23,8 @@ struct TraceWriter {
     private var samplesWritten: [UInt64: Int] = [:]
     /// The start each open stall's `stallBegan` gave.
     private var beganAt: [UInt64: UInt64] = [:]
+    /// The last stops of the process the writer noticed (`noteStop`), oldest first.
+    private var stops: [Range<UInt64>] = []
     /// The expected-long reason a stall had when it began, for the stalls that had one.
     private var expectedAtBegin: [UInt64: String] = [:]
     private var latency = [UInt64](repeating: 0, count: LatencyBuckets.count)
@@ -76,8 +78,11 @@ struct TraceWriter {
         lastCongested = recorder.board?.congestedIterations.load(ordering: .relaxed) ?? 0
         while recorder.output.isRunning {
             let busy = recorder.callouts.map { lastDrained > $0.capacity / 4 } ?? false
-            _ = recorder.output.wake.wait(
-                timeout: .now() + .milliseconds(busy ? Self.busyFlushPeriod : Self.flushPeriod))
+            let period = busy ? Self.busyFlushPeriod : Self.flushPeriod
+            let deadline = sw_monotonic_ns() &+ UInt64(period) * 1_000_000
+            if recorder.output.wake.wait(timeout: .now() + .milliseconds(period)) == .timedOut {
+                noteStop(after: deadline)
+            }
             drain()
         }
         drain()
@@ -95,10 +100,13 @@ struct TraceWriter {
         let converter = Timebase.shared.converter()
         let drained = recorder.callouts?.drain { event in
             if event.descriptor.isIteration {
-                let nanos = converter.duration(from: event.start, to: event.end)
+                // The time the process was stopped in the iteration is not the loop's latency.
+                let start = converter.nanos(event.start)
+                var nanos = converter.duration(from: event.start, to: event.end)
+                nanos -= min(nanos, StallAccounting.stoppedNanos(in: start..<start &+ nanos, of: stops))
                 latency[LatencyBuckets.index(forNanoseconds: nanos)] += 1
                 if event.label == EventRing.Event.congestedIteration {
-                    writeCongestedIteration(start: converter.nanos(event.start), duration: nanos)
+                    writeCongestedIteration(start: start, duration: nanos)
                 }
                 iterationSites.removeAll(keepingCapacity: true)
                 iterationCallouts = 0
@@ -117,6 +125,21 @@ struct TraceWriter {
         }
         if now - intervalStart >= Self.interval { summarize(until: now) }
         flush()
+    }
+
+    /// How late past its deadline the writer must wake for the process to count as stopped
+    /// meanwhile: far past any scheduling delay of a loaded machine, so that only a stop
+    /// (SIGSTOP, a debugger) makes it, and the stops people notice (seconds) are all caught.
+    static let stopThreshold: UInt64 = 200_000_000
+
+    /// Writes a `stopped` record if the writer woke more than `stopThreshold` after `deadline`:
+    /// the whole process was stopped from then (at the latest) until now.
+    private mutating func noteStop(after deadline: UInt64) {
+        let woke = sw_monotonic_ns()
+        guard woke > deadline, woke - deadline > Self.stopThreshold else { return }
+        append(.stopped(from: deadline, length: woke - deadline))
+        if stops.count == 16 { stops.removeFirst() }
+        stops.append(deadline..<woke)
     }
 
     // MARK: Records

@@ -47,6 +47,12 @@ public struct DecodedTrace: Sendable {
     public var lostRecords: UInt64 = 0
     /// The latest time the recording says it was running (`recordedUntil`), if it says.
     public var recordedUntil: UInt64?
+    /// When the process was stopped (SIGSTOP, a debugger: `stopped` records), merged, disjoint
+    /// and in order. Left out of stalls, run time and dropped frames.
+    public var stopped: [Range<UInt64>] = []
+    /// The stalls left out because, less the time the process was stopped in them, they were
+    /// within the budget: work the stop made look long.
+    public var stallsOnlyStopped = 0
     /// What the loop ran before each stall (`stallLeadUp` records), by stall id (the last
     /// counts); traces recorded without the flight recorder have none.
     public var leadUps: [UInt64: TraceRecord.StallLeadUp] = [:]
@@ -97,6 +103,41 @@ public struct DecodedTrace: Sendable {
         }
     }
 
+    /// `intervals` in order, overlapping or touching ones joined.
+    static func merged(_ intervals: [Range<UInt64>]) -> [Range<UInt64>] {
+        var result: [Range<UInt64>] = []
+        for interval in intervals.sorted(by: { $0.lowerBound < $1.lowerBound }) where !interval.isEmpty {
+            if let last = result.last, interval.lowerBound <= last.upperBound {
+                result[result.count - 1] = last.lowerBound..<max(last.upperBound, interval.upperBound)
+            } else {
+                result.append(interval)
+            }
+        }
+        return result
+    }
+
+    /// The frames the frame clock counted dropped while the process was stopped are not the
+    /// app's: each summary loses the frames due in its stopped time (from its dropped ones
+    /// and from those expected). (The writer leaves stopped time out of loop iterations
+    /// itself, before their latency is counted.)
+    private mutating func leaveStoppedTimeOut() {
+        for index in frameClock.indices {
+            let record = frameClock[index]
+            guard record.intervalLength > 0 else { continue }
+            let interval = record.intervalStart..<record.intervalStart.saturatingAdding(record.intervalLength)
+            let stoppedTime = StallAccounting.stoppedNanos(in: interval, of: stopped)
+            guard stoppedTime > 0 else { continue }
+            let due = UInt64(
+                (Double(stoppedTime) / Double(record.intervalLength) * Double(record.expected)).rounded())
+            let left = min(due, record.dropped)
+            frameClock[index].dropped -= left
+            frameClock[index].expected -= left
+        }
+    }
+
+    /// How long the process was stopped in all (`stopped`).
+    public var stoppedNanos: UInt64 { stopped.reduce(0) { $0 + ($1.upperBound - $1.lowerBound) } }
+
     /// The latest time any record says the recording ran: its `recordedUntil`, the end of its
     /// last summary, callout or stall, its last sample. How far an unfinished stall is known
     /// to have run.
@@ -141,6 +182,7 @@ public struct DecodedTrace: Sendable {
             }
         case .lostRecords(let record): lostRecords &+= record.count
         case .recordedUntil(let time): recordedUntil = max(recordedUntil ?? 0, time)
+        case .stopped(let from, let length): stopped.append(from..<from.saturatingAdding(length))
         case .stallLeadUp(let record): leadUps[record.id] = record
         default: assembler.add(record)
         }
@@ -161,8 +203,12 @@ public struct DecodedTrace: Sendable {
     mutating func assemble(_ assembler: StallAssembler, fileName: String?, inputLength: Int) {
         callSites = assembler.sites
         let thresholds = header?.thresholds ?? .default
-        let made = assembler.stalls(modules: modules, thresholds: thresholds, traceEnd: lastRecordedTime(assembler))
+        stopped = Self.merged(stopped)
+        let made = assembler.stalls(
+            modules: modules, thresholds: thresholds, traceEnd: lastRecordedTime(assembler), stopped: stopped)
         (bareStalls, orphanSamples, table) = (made.stalls, made.orphans, made.table)
+        stallsOnlyStopped = made.onlyStopped
+        if !stopped.isEmpty { leaveStoppedTimeOut() }
         var repeats: [String] = []
         if made.repeatedStalls > 0 { repeats.append("\(made.repeatedStalls) begun again (a stall id seen before)") }
         if made.repeatedSamples > 0 {
@@ -293,14 +339,22 @@ struct StallAssembler {
     /// stall's samples as one table (`ranges[i]` are `stalls[i]`'s), and how many `stallBegan`
     /// and sample records repeated earlier ones (left out).
     ///
-    /// A stall with no `stallEnded` record (the process was killed in it) is unfinished: it ran
-    /// at least until its last sample and its budget (the watchdog saw it past start + budget),
-    /// and is taken to have run until `traceEnd`, the last time the trace says the recording
-    /// ran, but not past the start of the trace's next stall (one loop has one stall at a
-    /// time: a next one means this one's end record was lost). That is its `end`, and its
-    /// duration and tier follow from it in every output.
-    func stalls(modules: [TraceRecord.Module], thresholds: TierThresholds, traceEnd: UInt64? = nil) -> (
-        stalls: [Stall], orphans: Int, table: SampleTable, repeatedStalls: Int, repeatedSamples: Int
+    /// A stall with no `stallEnded` record is unfinished. The last one (the process was killed
+    /// in it) ran at least until its last sample and its budget (the watchdog saw it past start
+    /// + budget) and is taken to have run until `traceEnd`, the last time the trace says the
+    /// recording ran: a recorder writes a stall's end as soon as it ends. One with a later stall
+    /// after it lost its end record (damage): it is known to have run until its last sample.
+    /// That is its `end`, and its duration and tier follow from it in every output.
+    ///
+    /// Each stall gets the times the process was `stopped` within it (`Stall.stopped`), left out
+    /// of its duration and tier; a stall that was within the budget without them is left out
+    /// (counted in `onlyStopped`).
+    func stalls(
+        modules: [TraceRecord.Module], thresholds: TierThresholds, traceEnd: UInt64? = nil,
+        stopped: [Range<UInt64>] = []
+    ) -> (
+        stalls: [Stall], orphans: Int, table: SampleTable, repeatedStalls: Int, repeatedSamples: Int,
+        onlyStopped: Int
     ) {
         // Of several modules with one index, the last counts.
         var modulePaths: [(index: UInt32, path: String)] = []
@@ -374,13 +428,36 @@ struct StallAssembler {
             let stall = result[index].stall
             let range = ranges[result[index].slot]
             let lastSample = range.isEmpty ? stall.start : max(stall.start, ordered[range.upperBound - 1].time)
-            let seen = max(lastSample, stall.start.saturatingAdding(budget))
-            let next = result[(index + 1)...].first { $0.stall.start > stall.start }?.stall.start
-            var end = max(seen, min(traceEnd ?? 0, next ?? .max))
-            if let next, end > next { end = max(next, lastSample) }
+            // A later stall means this one's end record was lost: it is known to have run until
+            // its last sample. Else it was still running when the trace ends.
+            let laterStall = result[(index + 1)...].contains { $0.stall.start > stall.start }
+            let end =
+                laterStall ? lastSample : max(lastSample, stall.start.saturatingAdding(budget), traceEnd ?? 0)
             result[index].stall.end = end
             result[index].stall.tier = max(
                 stall.tier, thresholds.tier(for: .nanoseconds(Int64(clamping: end - stall.start))) ?? stall.tier)
+        }
+        var onlyStopped = 0
+        if !stopped.isEmpty {
+            for index in result.indices {
+                let stall = result[index].stall
+                let span = stall.start..<max(stall.start, stall.end ?? stall.start)
+                let within = stopped.compactMap { interval -> Range<UInt64>? in
+                    let low = max(interval.lowerBound, span.lowerBound)
+                    let high = min(interval.upperBound, span.upperBound)
+                    return high > low ? low..<high : nil
+                }
+                guard !within.isEmpty else { continue }
+                result[index].stall.stopped = within
+                let duration = StallAccounting.duration(result[index].stall)
+                if let tier = thresholds.tier(for: .nanoseconds(Int64(clamping: duration))) {
+                    result[index].stall.tier = tier
+                } else {
+                    result[index].slot = -1
+                    onlyStopped += 1
+                }
+            }
+            result.removeAll { $0.slot < 0 }
         }
 
         var table = SampleTable(
@@ -388,7 +465,9 @@ struct StallAssembler {
             counters: counters, waits: waits.mapValues { $0.fact(frame: symbolizer.frame) })
         table.rows = ordered
         table.ranges = result.map { ranges[$0.slot] }
-        return (result.map(\.stall), orphans, table, began.count - stallRecords.count, repeatedSamples)
+        return (
+            result.map(\.stall), orphans, table, began.count - stallRecords.count, repeatedSamples, onlyStopped
+        )
     }
 
     /// A context record's pairs as a dictionary (of a key given twice, the last counts).

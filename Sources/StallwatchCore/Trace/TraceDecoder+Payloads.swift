@@ -113,6 +113,8 @@ extension TraceParser {
             return .lostRecords(.init(time: try reader.varint("time"), count: try reader.varint("count")))
         case .recordedUntil:
             return .recordedUntil(time: try reader.varint("time"))
+        case .stopped:
+            return .stopped(from: try reader.varint("from"), length: try reader.varint("length"))
         case .platform:
             return .platform(.init(architecture: try reader.string("architecture")))
         case .origin:

@@ -106,6 +106,9 @@ extension TraceEncoder {
             writer.varint(lost.count)
         case .recordedUntil(let time):
             writer.varint(time)
+        case .stopped(let from, let length):
+            writer.varint(from)
+            writer.varint(length)
         case .platform(let platform):
             writer.string(platform.architecture)
         case .origin(let origin):

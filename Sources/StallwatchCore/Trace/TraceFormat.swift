@@ -48,7 +48,7 @@ public enum TraceFormat {
 /// - Reserved: `0` (never a kind, so zero-filled bytes are caught as corruption);
 ///   `128...255` (kept for a future two-byte kind form; v1 readers skip them like any
 ///   unknown kind).
-/// - Next id: **22**.
+/// - Next id: **27**.
 ///
 /// A plain value; use it on any thread.
 public enum TraceRecordKind: UInt8, CaseIterable, Sendable, Hashable {
@@ -108,9 +108,12 @@ public enum TraceRecordKind: UInt8, CaseIterable, Sendable, Hashable {
     /// What the loop ran in the seconds before a stall (the flight recorder): callouts and
     /// busy time in the window, the sites that took it, the last callouts one by one.
     case stallLeadUp = 25
+    /// The process was stopped (SIGSTOP, a debugger) over an interval: time that is not the
+    /// app's, left out of stalls, run time and dropped frames.
+    case stopped = 26
 
     /// The id the next new kind gets.
-    public static let nextID: UInt8 = 26
+    public static let nextID: UInt8 = 27
 
     /// Ids that are not kinds and must never become kinds.
     public static let reservedIDs: [ClosedRange<UInt8>] = [0...0, 128...255]
@@ -143,6 +146,7 @@ public enum TraceRecordKind: UInt8, CaseIterable, Sendable, Hashable {
         case .sampleWait: "sampleWait"
         case .stallRetimed: "stallRetimed"
         case .stallContext: "stallContext"
+        case .stopped: "stopped"
         }
     }
 }

@@ -54,6 +54,8 @@ public enum TraceRecord: Sendable, Hashable {
     case recordedUntil(time: UInt64)
     /// What the loop ran in the seconds before a stall (kind 25).
     indirect case stallLeadUp(StallLeadUp)
+    /// The process was stopped from `from` for `length` nanoseconds (kind 26).
+    case stopped(from: UInt64, length: UInt64)
 
     /// The record's kind id.
     public var kind: TraceRecordKind {
@@ -83,6 +85,7 @@ public enum TraceRecord: Sendable, Hashable {
         case .stallContext: .stallContext
         case .recordedUntil: .recordedUntil
         case .stallLeadUp: .stallLeadUp
+        case .stopped: .stopped
         }
     }
 }

@@ -191,6 +191,8 @@ struct TraceTotals: Sendable {
     var number: Int
     var facts: TraceFacts
     var run: UInt64
+    /// How long the process was stopped (left out of `run`), and the stalls only that made long.
+    var stopped: (nanos: UInt64, stalls: Int)
     /// Whether the trace recorded callouts (`full` mode), and their time.
     var full: Bool
     var calloutNanos: UInt64
@@ -204,6 +206,7 @@ struct TraceTotals: Sendable {
         self.number = number
         facts = TraceFacts(loaded)
         run = ReportBuilder.runTime(of: loaded)
+        stopped = (loaded.trace.stoppedNanos, loaded.trace.stallsOnlyStopped)
         full = loaded.trace.header?.mode == .full || loaded.trace.calloutCount > 0
         calloutNanos = loaded.trace.calloutNanos
         let header = loaded.trace.header

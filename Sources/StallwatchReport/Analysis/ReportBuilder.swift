@@ -220,7 +220,7 @@ package struct ReportBuilder: Sendable {
             let key = SignatureKey(category: signatures[index].category, frames: signatures[index].frames)
             signatures[index].ifFixed = tally.signatures.saving(of: key)?.ifFixed(rates: rates, frames: tally.frames)
         }
-        return StallReport(
+        var report = StallReport(
             traces: infos, fleet: fleet.summary(unreadable: unreadable),
             runTimeSeconds: round(Double(runNanos) / 1e9, 6),
             loopUtilisation: fleet.sawFull && fleet.fullRunNanos > 0
@@ -235,6 +235,12 @@ package struct ReportBuilder: Sendable {
             signatureCount: signatures.count,
             signatures: Array(signatures.prefix(max(0, top))), leftOut: tally.leftOut,
             expected: tally.expected.stats, groups: tally.groups(by: groupBy))
+        let stopped = tally.runs.joined().reduce(into: (nanos: UInt64(0), stalls: 0)) {
+            $0.nanos += $1.stopped.nanos
+            $0.stalls += $1.stopped.stalls
+        }
+        report.stopped = StallReport.StoppedTime(seconds: round(Double(stopped.nanos) / 1e9, 6), stalls: stopped.stalls)
+        return report
     }
 
     /// Every signature of `stalls`, largest total time first (then count, then key): what
@@ -287,7 +293,16 @@ package struct ReportBuilder: Sendable {
 
     /// From the header's start (else the first timestamp) to the last timestamp (the recording's
     /// end, where the trace says it), in nanoseconds.
+    /// The app's run time: `wallRunTime(of:)` less the time the process was stopped (SIGSTOP,
+    /// a debugger), which is not the app's. What rates divide by.
     static func runTime(of loaded: LoadedTrace) -> UInt64 {
+        let wall = wallRunTime(of: loaded)
+        let stopped = loaded.trace.stoppedNanos
+        return wall > stopped ? wall - stopped : 0
+    }
+
+    /// From the trace's start to the last time it holds: the extent of its clock.
+    static func wallRunTime(of loaded: LoadedTrace) -> UInt64 {
         var first = UInt64.max
         var last: UInt64 = 0
         func see(_ time: UInt64) {

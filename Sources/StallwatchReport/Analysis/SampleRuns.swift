@@ -251,7 +251,7 @@ extension AppFrameMemo {
             verdicts.reserveCapacity(range.count)
             weights.reserveCapacity(range.count)
         }
-        var walk = StallAccounting.Walk(start: stall.start, end: stall.end)
+        var walk = StallAccounting.Walk(start: stall.start, end: stall.end, stopped: stall.stopped)
         let first = range.lowerBound
         for index in range {
             let row = table.rows[index]
@@ -285,7 +285,7 @@ extension AppFrameMemo {
         let analysis = RunAnalysis(state.runs, sampleCount: range.count, total: total, memo: self, names: names)
         return StallReading(
             durationNanos: StallAccounting.duration(
-                start: stall.start, end: stall.end, lastSample: table.lastTime(of: slot)),
+                start: stall.start, end: stall.end, lastSample: table.lastTime(of: slot), stopped: stall.stopped),
             total: total, waits: waits, analysis: analysis, verdicts: verdicts, weights: weights)
     }
 }

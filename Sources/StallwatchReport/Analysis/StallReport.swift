@@ -296,6 +296,15 @@ package struct StallReport: Sendable, Hashable, Codable {
     /// The stalls by the value of one `AppState` key (`report --by KEY`), most time first;
     /// empty without one.
     package var groups: [Group] = []
+    /// The time the processes were stopped (SIGSTOP, a debugger), left out of the run time,
+    /// the stalls and the frames, and the stalls left out because only the stop made them long.
+    package var stopped = StoppedTime(seconds: 0, stalls: 0)
+
+    /// Time the processes were stopped, and the stalls only the stop made long.
+    package struct StoppedTime: Sendable, Hashable, Codable {
+        package var seconds: Double
+        package var stalls: Int
+    }
 
     /// A number of stalls and their time.
     package struct CountAndTime: Sendable, Hashable, Codable {
@@ -314,7 +323,7 @@ package struct StallReport: Sendable, Hashable, Codable {
     private enum CodingKeys: String, CodingKey {
         case schemaVersion, traces, fleet, runTimeSeconds, loopUtilisation, frames, hitchRatioMsPerSecond, stalls
         case hitchGrade, hangRateSecondsPerHour, rateByBuild, rateByHost
-        case loopLatency, congestion, signatureCount, signatures, expected, groups
+        case loopLatency, congestion, signatureCount, signatures, expected, groups, stopped
     }
 
     /// Encodes every key, `null` for absent measurements, so the schema does not move.
@@ -338,6 +347,7 @@ package struct StallReport: Sendable, Hashable, Codable {
         try container.encode(signatures, forKey: .signatures)
         try container.encode(expected, forKey: .expected)
         try container.encode(groups, forKey: .groups)
+        try container.encode(stopped, forKey: .stopped)
     }
 
     private func encodeOrNull<Value: Encodable>(

@@ -29,7 +29,7 @@ package enum PprofExporter {
             if let interval = input.trace.trace.header?.sampleInterval { period = interval.nanoseconds }
             if let start = facts.wallClockStart {
                 first = min(first ?? start, start)
-                last = max(last ?? start, start &+ ReportBuilder.runTime(of: input.trace))
+                last = max(last ?? start, start &+ ReportBuilder.wallRunTime(of: input.trace))
             }
             for analyzed in input.stalls {
                 let weights = analyzed.sampleWeights

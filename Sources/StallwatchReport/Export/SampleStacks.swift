@@ -23,7 +23,7 @@ extension LoadedTrace {
     /// The last timestamp in the trace (`CLOCK_MONOTONIC` nanoseconds): where the run time of
     /// `report` ends, and how far the exports draw a stall that never ended.
     package var lastTimestamp: UInt64 {
-        let run = ReportBuilder.runTime(of: self)
+        let run = ReportBuilder.wallRunTime(of: self)
         if let base = trace.header?.clockBase { return base &+ run }
         // Without a header the run is measured from the first timestamp; the stalls and
         // callouts hold the last one.

@@ -39,6 +39,14 @@ package enum ReportText {
         lines.append(style.bold("Overview"))
         let label = "  " + pad("", 18)
         lines.append("  run time          \(format(report.runTimeSeconds, 2)) s")
+        if report.stopped.seconds > 0 {
+            let only = report.stopped.stalls > 0 ? "; \(plural(report.stopped.stalls, "stall")) only it made long" : ""
+            add(
+                [
+                    "\(format(report.stopped.seconds, 2)) s (SIGSTOP, a debugger)",
+                    "left out of run time, stalls and frames\(only)",
+                ], first: "  stopped           ", continuation: label)
+        }
         if let utilisation = report.loopUtilisation {
             lines.append("  loop utilisation  \(format(utilisation * 100, 1)) %")
         } else {

@@ -24,6 +24,8 @@ package enum StallText {
         var flags: [String] = []
         if stall.flags.contains(.unfinished) { flags.append("unfinished") }
         if stall.flags.contains(.suspended) { flags.append("suspended") }
+        let stopped = StallAccounting.stoppedNanos(in: 0..<UInt64.max, of: stall.stopped)
+        if stopped > 0 { flags.append("stopped \(format(Double(stopped) / 1e6, 1)) ms, left out") }
         if stall.flags.contains(.captureTimedOut) { flags.append("capture timed out") }
         if let expected = stall.expected { flags.append("expected: \(expected)") }
         let duration = format(Double(analyzed.durationNanos) / 1e6, 1) + " ms"
