@@ -160,8 +160,8 @@ extension StallBreakdown {
     public init(
         samples: [Sample], classifications: [Classification], weights: [UInt64], maxReasons: Int = 5
     ) {
-        precondition(samples.count == classifications.count, "one classification per sample")
-        precondition(samples.count == weights.count, "one weight per sample")
+        require(samples.count == classifications.count, "one classification per sample")
+        require(samples.count == weights.count, "one weight per sample")
         let total = weights.reduce(0, +)
         // With no measurable time, every sample counts once so the verdict still shows.
         var weigher = Weigher()

@@ -63,8 +63,8 @@ public final class ChunkedTask<Element> {
         progress: ((_ processed: Int, _ total: Int) -> Void)? = nil,
         completion: ((Outcome) -> Void)? = nil
     ) {
-        precondition(budget > .zero, "ChunkedTask budget must be positive, got \(budget)")
-        precondition(!modes.isEmpty, "ChunkedTask needs at least one mode")
+        require(budget > .zero, "ChunkedTask budget must be positive, got \(budget)")
+        require(!modes.isEmpty, "ChunkedTask needs at least one mode")
         self.loop = loop
         self.items = Array(items)
         self.total = self.items.count
@@ -87,7 +87,7 @@ public final class ChunkedTask<Element> {
     /// Starts processing at the loop's next iteration. Calling it again does nothing. Loop
     /// thread only.
     public func start() {
-        precondition(loop.isCurrent, "ChunkedTask.start must be called on the loop's thread")
+        require(loop.isCurrent, "ChunkedTask.start must be called on the loop's thread")
         guard !started else { return }
         started = true
         scheduleSlice()
@@ -96,7 +96,7 @@ public final class ChunkedTask<Element> {
     /// Stops before the next item; `completion` receives `.cancelled` now. Does nothing once
     /// finished. Safe from inside `process`. Loop thread only.
     public func cancel() {
-        precondition(loop.isCurrent, "ChunkedTask.cancel must be called on the loop's thread")
+        require(loop.isCurrent, "ChunkedTask.cancel must be called on the loop's thread")
         guard outcome == nil else { return }
         finish(.cancelled)
     }

@@ -74,9 +74,9 @@ public final class IdleScheduler {
     public init(
         loop: MainLoop, maximumIdlePeriod: Duration = .milliseconds(50), modes: [MainLoop.Mode] = [.default]
     ) {
-        precondition(
+        require(
             maximumIdlePeriod > .zero, "IdleScheduler maximumIdlePeriod must be positive, got \(maximumIdlePeriod)")
-        precondition(loop.isCurrent, "IdleScheduler must be created on the loop's thread")
+        require(loop.isCurrent, "IdleScheduler must be created on the loop's thread")
         self.loop = loop
         self.maximumIdlePeriod = maximumIdlePeriod
         self.maximumIdleNanos = maximumIdlePeriod.nanoseconds
@@ -106,9 +106,9 @@ public final class IdleScheduler {
         line: UInt = #line,
         _ body: @escaping (IdleDeadline) -> Void
     ) -> IdleTask {
-        precondition(loop.isCurrent, "IdleScheduler.schedule must be called on the loop's thread")
-        precondition(observer != nil, "IdleScheduler.schedule after invalidate()")
-        if let timeout { precondition(timeout > .zero, "IdleScheduler timeout must be positive, got \(timeout)") }
+        require(loop.isCurrent, "IdleScheduler.schedule must be called on the loop's thread")
+        require(observer != nil, "IdleScheduler.schedule after invalidate()")
+        if let timeout { require(timeout > .zero, "IdleScheduler timeout must be positive, got \(timeout)") }
         let site = CalloutSite(
             kind: .observer, label: label ?? "idle task", file: file, line: UInt32(truncatingIfNeeded: line))
         let task = IdleTask(body: body, site: site)

@@ -33,8 +33,8 @@ public final class LRUCache<Key: Hashable & Sendable, Value: Sendable>: @uncheck
         countLimit: Int = .max, totalCostLimit: Int = .max,
         onEviction: (@Sendable (Key, Value) -> Void)? = nil
     ) {
-        precondition(countLimit > 0, "LRUCache countLimit must be positive, got \(countLimit)")
-        precondition(totalCostLimit > 0, "LRUCache totalCostLimit must be positive, got \(totalCostLimit)")
+        require(countLimit > 0, "LRUCache countLimit must be positive, got \(countLimit)")
+        require(totalCostLimit > 0, "LRUCache totalCostLimit must be positive, got \(totalCostLimit)")
         self.countLimit = countLimit
         self.totalCostLimit = totalCostLimit
         self.onEviction = onEviction
@@ -57,7 +57,7 @@ public final class LRUCache<Key: Hashable & Sendable, Value: Sendable>: @uncheck
     /// negative; any cost up to `Int.max` is exact (see `totalCostLimit`).
     /// Any thread; `onEviction` runs on this thread after the lock is released.
     public func setValue(_ value: Value, forKey key: Key, cost: Int = 1) {
-        precondition(cost >= 0, "LRUCache cost must not be negative, got \(cost)")
+        require(cost >= 0, "LRUCache cost must not be negative, got \(cost)")
         // The replaced value is released after unlocking too: its deinit is user code.
         let (victims, replaced): ([(Key, Value)], Value?) = state.withLock { list in
             let replaced = list.index[key].map { list.remove($0).1 }
@@ -89,7 +89,7 @@ public final class LRUCache<Key: Hashable & Sendable, Value: Sendable>: @uncheck
     /// cache): the hook for memory pressure. Any thread; `onEviction` runs on this thread after
     /// the lock is released.
     public func purge(toCost: Int = 0) {
-        precondition(toCost >= 0, "LRUCache purge toCost must not be negative, got \(toCost)")
+        require(toCost >= 0, "LRUCache purge toCost must not be negative, got \(toCost)")
         let victims: [(Key, Value)] = state.withLock { list in
             var victims: [(Key, Value)] = []
             while list.totalCost > toCost || (toCost == 0 && list.count > 0) {

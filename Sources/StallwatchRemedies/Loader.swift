@@ -101,7 +101,7 @@ public final class Loader<Value: Sendable>: @unchecked Sendable {
         qos: DispatchQoS.QoSClass = .userInitiated,
         load: @escaping @Sendable (String) throws -> Value
     ) {
-        precondition(concurrencyLimit > 0, "Loader concurrencyLimit must be positive, got \(concurrencyLimit)")
+        require(concurrencyLimit > 0, "Loader concurrencyLimit must be positive, got \(concurrencyLimit)")
         self.loop = loop
         self.concurrencyLimit = concurrencyLimit
         self.memory = memory
@@ -119,7 +119,7 @@ public final class Loader<Value: Sendable>: @unchecked Sendable {
     /// A loader on `MainLoop.main` for main-actor code: its `load` takes a `@MainActor`
     /// completion (checked: the loader's loop must be the main loop). Any thread.
     public var mainActor: MainActorLoads {
-        precondition(loop === MainLoop.main, "only a loader on MainLoop.main completes on the main actor")
+        require(loop === MainLoop.main, "only a loader on MainLoop.main completes on the main actor")
         return MainActorLoads(loader: self)
     }
 

@@ -1,4 +1,5 @@
 import Stallwatch
+import StallwatchCore
 
 /// Warms the items just beyond the visible range, in the scroll direction, through a `Loader`,
 /// and cancels the warm-ups whose item left that window. Loop thread only (the loader's loop);
@@ -37,7 +38,7 @@ public final class Prefetcher<Value: Sendable> {
     /// A prefetcher warming `lookahead` (positive) indices ahead through `loader`; `keyForIndex`
     /// names an index's key (nil: nothing to load there) and is called on the loop. Loop thread.
     public init(loader: Loader<Value>, keyForIndex: @escaping (Int) -> String?, lookahead: Int = 8) {
-        precondition(lookahead > 0, "Prefetcher lookahead must be positive, got \(lookahead)")
+        require(lookahead > 0, "Prefetcher lookahead must be positive, got \(lookahead)")
         self.loader = loader
         self.keyForIndex = keyForIndex
         self.lookahead = lookahead
@@ -50,7 +51,7 @@ public final class Prefetcher<Value: Sendable> {
     /// Tells the prefetcher which indices are on screen now: it infers the direction, cancels
     /// prefetches that left the window and starts loads for the new window. Loop thread.
     public func visibleRangeChanged(_ visible: Range<Int>) {
-        precondition(loader.loop.isCurrent, "Prefetcher must be used on its loader's loop thread")
+        require(loader.loop.isCurrent, "Prefetcher must be used on its loader's loop thread")
         if let previous {
             if visible.lowerBound != previous.lowerBound {
                 direction = visible.lowerBound > previous.lowerBound ? .down : .up

@@ -64,7 +64,7 @@ public final class QueuePool: Sendable {
     /// must be positive. Any thread.
     public init(label: String = "stallwatch.pool", qos: DispatchQoS.QoSClass = .userInitiated, width: Int? = nil) {
         let width = width ?? min(Self.activeCoreCount(), Self.maximumDefaultWidth)
-        precondition(width > 0, "QueuePool width must be positive, got \(width)")
+        require(width > 0, "QueuePool width must be positive, got \(width)")
         self.width = width
         let serviceClass = DispatchQoS(qosClass: qos, relativePriority: 0)
         queues = (0..<width).map { DispatchQueue(label: "\(label).\($0)", qos: serviceClass) }

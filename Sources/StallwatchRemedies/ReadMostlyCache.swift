@@ -1,5 +1,6 @@
 import Glibc
 import Stallwatch
+import StallwatchCore
 
 /// A dictionary for values read far more often than written (parsed configuration, decoded
 /// thumbnails, interned strings): readers run concurrently, a writer runs alone, behind one
@@ -26,7 +27,7 @@ public final class ReadMostlyCache<Key: Hashable & Sendable, Value: Sendable>: @
         pthread_rwlockattr_setkind_np(&attributes, Int32(PTHREAD_RWLOCK_PREFER_WRITER_NONRECURSIVE_NP))
         let status = pthread_rwlock_init(lock, &attributes)
         pthread_rwlockattr_destroy(&attributes)
-        precondition(status == 0, "pthread_rwlock_init failed with \(status)")
+        require(status == 0, "pthread_rwlock_init failed with \(status)")
     }
 
     deinit {
@@ -86,7 +87,7 @@ public final class ReadMostlyCache<Key: Hashable & Sendable, Value: Sendable>: @
     /// section open.
     func withReadLock<Result>(_ body: () throws -> Result) rethrows -> Result {
         let status = pthread_rwlock_rdlock(lock)
-        precondition(status == 0, "pthread_rwlock_rdlock failed with \(status)")
+        require(status == 0, "pthread_rwlock_rdlock failed with \(status)")
         defer { pthread_rwlock_unlock(lock) }
         return try body()
     }
@@ -94,7 +95,7 @@ public final class ReadMostlyCache<Key: Hashable & Sendable, Value: Sendable>: @
     /// Runs `body` holding the lock exclusively; `body` must not take the lock again.
     func withWriteLock<Result>(_ body: () throws -> Result) rethrows -> Result {
         let status = pthread_rwlock_wrlock(lock)
-        precondition(status == 0, "pthread_rwlock_wrlock failed with \(status)")
+        require(status == 0, "pthread_rwlock_wrlock failed with \(status)")
         defer { pthread_rwlock_unlock(lock) }
         return try body()
     }

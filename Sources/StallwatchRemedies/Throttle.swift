@@ -40,7 +40,7 @@ public final class Throttle {
 
     /// At most one run per `minimumInterval` (positive), in `modes`. Loop thread only.
     public init(loop: MainLoop, minimumInterval: Duration, modes: [MainLoop.Mode] = [.common]) {
-        precondition(
+        require(
             minimumInterval > .zero, "Throttle minimumInterval must be positive, got \(minimumInterval)")
         self.loop = loop
         pacing = .interval(minimumInterval.nanoseconds)
@@ -54,7 +54,7 @@ public final class Throttle {
     public func request(
         file: StaticString = #fileID, line: UInt = #line, _ body: @escaping () -> Void
     ) {
-        precondition(loop.isCurrent, "Throttle.request must be called on the loop's thread")
+        require(loop.isCurrent, "Throttle.request must be called on the loop's thread")
         requests += 1
         pending = body
         guard timer == nil else { return }
@@ -66,7 +66,7 @@ public final class Throttle {
 
     /// Drops the pending body, if any. Loop thread only.
     public func cancel() {
-        precondition(loop.isCurrent, "Throttle.cancel must be called on the loop's thread")
+        require(loop.isCurrent, "Throttle.cancel must be called on the loop's thread")
         pending = nil
         timer?.cancel()
         timer = nil
@@ -116,7 +116,7 @@ public final class Debounce {
 
     /// A debouncer on `loop` with a positive `quietPeriod`, firing in `modes`. Loop thread only.
     public init(loop: MainLoop, quietPeriod: Duration, modes: [MainLoop.Mode] = [.common]) {
-        precondition(quietPeriod > .zero, "Debounce quietPeriod must be positive, got \(quietPeriod)")
+        require(quietPeriod > .zero, "Debounce quietPeriod must be positive, got \(quietPeriod)")
         self.loop = loop
         self.quietPeriod = quietPeriod
         self.modes = modes
@@ -129,7 +129,7 @@ public final class Debounce {
     public func request(
         file: StaticString = #fileID, line: UInt = #line, _ body: @escaping () -> Void
     ) {
-        precondition(loop.isCurrent, "Debounce.request must be called on the loop's thread")
+        require(loop.isCurrent, "Debounce.request must be called on the loop's thread")
         requests += 1
         pending = body
         timer?.cancel()
@@ -142,13 +142,13 @@ public final class Debounce {
 
     /// Runs the pending body now, if any, instead of after the quiet period. Loop thread only.
     public func flush() {
-        precondition(loop.isCurrent, "Debounce.flush must be called on the loop's thread")
+        require(loop.isCurrent, "Debounce.flush must be called on the loop's thread")
         fire()
     }
 
     /// Drops the pending body, if any. Loop thread only.
     public func cancel() {
-        precondition(loop.isCurrent, "Debounce.cancel must be called on the loop's thread")
+        require(loop.isCurrent, "Debounce.cancel must be called on the loop's thread")
         pending = nil
         timer?.cancel()
         timer = nil

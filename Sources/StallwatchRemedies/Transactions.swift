@@ -42,8 +42,8 @@ public final class LoopTransactions {
     public init(
         loop: MainLoop, activities: MainLoop.Activities = [.beforeWaiting, .exit], modes: [MainLoop.Mode] = [.common]
     ) {
-        precondition(loop.isCurrent, "LoopTransactions must be created on the loop's thread")
-        precondition(!activities.isEmpty, "LoopTransactions needs at least one activity to commit at")
+        require(loop.isCurrent, "LoopTransactions must be created on the loop's thread")
+        require(!activities.isEmpty, "LoopTransactions needs at least one activity to commit at")
         self.loop = loop
         observer = loop.addObserver(activities, order: Int.max, modes: modes, label: "LoopTransactions.commit") {
             [unowned self] _, activity in commit(activity)
@@ -65,8 +65,8 @@ public final class LoopTransactions {
         line: UInt = #line,
         _ body: @escaping (Target) -> Void
     ) {
-        precondition(loop.isCurrent, "LoopTransactions.request must be called on the loop's thread")
-        precondition(observer != nil, "LoopTransactions.request after invalidate()")
+        require(loop.isCurrent, "LoopTransactions.request must be called on the loop's thread")
+        require(observer != nil, "LoopTransactions.request after invalidate()")
         let key = Key(target: ObjectIdentifier(target), action: action.description)
         // The identifier of a freed target can be reused by a new object: only a live entry
         // for this very object coalesces.

@@ -357,6 +357,34 @@ import Testing
 
 // A process stopped by SIGSTOP (or a debugger) makes the callout it was in look endless: the
 // watchdog notices it overslept and flags that stall `suspended` instead of reporting a hang.
+@Suite struct MonitorCallbackTests {
+    /// `stop()` from `onStallBegan` died in libdispatch with no message (it waited for its own
+    /// delivery queue): now it stops the watchdog and returns, and the stall is still delivered
+    /// as ended (unfinished) once that callback returns.
+    @Test func stopInsideACallbackStopsTheMonitor() async throws {
+        let ended = Locked<[Stall]>([])
+        let stopped = DispatchSemaphore(value: 0)
+        let running = try await onLoopThreadThrowing { loop -> Bool in
+            let monitor = StallMonitor(loop: loop)
+            monitor.onStallBegan = { _ in
+                monitor.stop()
+                stopped.signal()
+            }
+            monitor.onStallEnded = { stall in ended.withLock { $0.append(stall) } }
+            try monitor.start()
+            loop.post { spinForStallTest(milliseconds: 80) }
+            loop.runOnce(timeout: .zero)
+            #expect(stopped.wait(timeout: .now() + 20) == .success)
+            loop.post { spinForStallTest(milliseconds: 80) }  // not watched any more
+            loop.runOnce(timeout: .zero)
+            return monitor.isRunning
+        }
+        #expect(!running)
+        // The stopped stall is delivered after the callback that stopped the monitor returned.
+        #expect(eventually { ended.withLock { $0.count } == 1 })
+    }
+}
+
 @Suite struct SuspendedProcessTests {
     @Test func aStallCausedByStoppingTheProcessIsFlaggedSuspended() throws {
         let process = Process()

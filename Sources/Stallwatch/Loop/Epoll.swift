@@ -3,6 +3,7 @@
 
 import CStallwatchShims
 import Glibc
+import StallwatchCore
 
 /// One epoll instance (a mode's interest set), spoken to in `SourceEvents`, plus eventfd
 /// helpers. Internal, loop-thread only.
@@ -70,7 +71,7 @@ struct Epoll {
 
     static func makeEventFD() -> Int32 {
         let fd = eventfd(0, Int32(EFD_CLOEXEC | EFD_NONBLOCK))
-        precondition(fd >= 0, "eventfd failed: errno \(errno)")
+        require(fd >= 0, "eventfd failed: errno \(errno)")
         return fd
     }
 
@@ -123,7 +124,7 @@ func blockingWaitForWork(
         let n = sw_epoll_wait_ns(epfd, events, capacity, remaining)
         if n >= 0 { return Int(n) }
         let error = errno
-        precondition(error == EINTR, "epoll_pwait2 failed: errno \(error)")
+        require(error == EINTR, "epoll_pwait2 failed: errno \(error)")
         if timeoutNanos > 0 {
             let now = sw_monotonic_ns()
             remaining = now >= deadline ? 0 : Int64(deadline - now)

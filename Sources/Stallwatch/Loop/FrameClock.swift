@@ -37,7 +37,7 @@ public final class FrameClock {
         loop: MainLoop, framesPerSecond: Int = 60, modes: [MainLoop.Mode] = [.common],
         onFrame: @escaping (FrameTick) -> Void
     ) {
-        precondition(
+        require(
             framesPerSecond > 0 && framesPerSecond <= 1000, "framesPerSecond must be in 1...1000")
         self.loop = loop
         self.framesPerSecond = framesPerSecond

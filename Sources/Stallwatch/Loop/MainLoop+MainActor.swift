@@ -10,12 +10,14 @@
 // by the compiler. What crosses threads (`post`, results of work done elsewhere) needs a closure
 // typed `@MainActor`: that is what this file adds.
 
+import StallwatchCore
+
 extension MainLoop {
     /// The main loop for main-actor code: `post` here takes a `@MainActor` closure, so it may use
     /// main-actor state (a `@MainActor` closure is `Sendable`: any thread may post it). Only
     /// `MainLoop.main` has it (checked). Any thread.
     public var mainActor: MainActorCallouts {
-        precondition(isMain, "only MainLoop.main runs main-actor callouts")
+        require(isMain, "only MainLoop.main runs main-actor callouts")
         return MainActorCallouts(loop: self)
     }
 

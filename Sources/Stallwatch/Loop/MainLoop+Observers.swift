@@ -93,7 +93,7 @@ extension MainLoop {
         line: UInt = #line,
         _ body: @escaping (Observer, LoopActivity) -> Void
     ) -> Observer {
-        precondition(isCurrent, "MainLoop.addObserver must be called on the loop's thread")
+        require(isCurrent, "MainLoop.addObserver must be called on the loop's thread")
         let observer = Observer(
             activities: activities, order: order, repeats: repeats, loop: self,
             site: CalloutSite(

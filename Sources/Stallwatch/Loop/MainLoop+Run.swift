@@ -42,7 +42,7 @@ extension MainLoop {
     }
 
     func run(_ mode: Mode, deadline: UInt64, returnAfterWork: Bool) -> RunResult {
-        precondition(isCurrent, "MainLoop.run must be called on the loop's thread")
+        require(isCurrent, "MainLoop.run must be called on the loop's thread")
         let state = self.state(for: mode)
         if !preparedThread { prepareThread() }
         let outerMode = currentMode

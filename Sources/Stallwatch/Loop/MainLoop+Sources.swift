@@ -80,7 +80,7 @@ extension MainLoop {
         func register(in state: ModeState) throws {
             var entry = state.sources[fd] ?? FDEntry()
             let existing = kind == .readable ? entry.reader : entry.writer
-            precondition(existing == nil, "fd \(fd) already has a \(kind) source in mode \(state.mode)")
+            require(existing == nil, "fd \(fd) already has a \(kind) source in mode \(state.mode)")
             let isNew = entry.interest.isEmpty
             if kind == .readable { entry.reader = self } else { entry.writer = self }
             if isNew {
@@ -108,7 +108,7 @@ extension MainLoop {
         line: UInt = #line,
         handler: @escaping (Source, SourceEvents) -> Void
     ) throws -> Source {
-        precondition(isCurrent, "MainLoop.addSource must be called on the loop's thread")
+        require(isCurrent, "MainLoop.addSource must be called on the loop's thread")
         let source = Source(
             fd: fd, kind: kind, loop: self,
             site: CalloutSite(

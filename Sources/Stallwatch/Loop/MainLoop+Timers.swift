@@ -119,8 +119,8 @@ extension MainLoop {
         site: CalloutSite,
         _ body: @escaping (Timer) -> Void
     ) -> Timer {
-        precondition(isCurrent, "MainLoop.schedule must be called on the loop's thread")
-        precondition(
+        require(isCurrent, "MainLoop.schedule must be called on the loop's thread")
+        require(
             intervalNanos.map { $0 > 0 } ?? true, "a repeating timer needs a positive interval")
         timerSequence += 1
         let timer = Timer(

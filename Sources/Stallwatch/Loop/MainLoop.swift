@@ -139,8 +139,8 @@ public final class MainLoop: @unchecked Sendable {
 
     /// Adds `mode` to the common set: items registered for `.common` join it. Loop thread.
     public func addCommonMode(_ mode: Mode) {
-        precondition(isCurrent, "MainLoop.addCommonMode must be called on the loop's thread")
-        precondition(mode != .common, "common is the set itself")
+        require(isCurrent, "MainLoop.addCommonMode must be called on the loop's thread")
+        require(mode != .common, "common is the set itself")
         guard commonModes.insert(mode.id).inserted else { return }
         let state = self.state(for: mode)
         state.servicesPosts = true
@@ -180,7 +180,7 @@ extension MainLoop {
             modeStates += Array(repeating: nil, count: index + 1 - modeStates.count)
         }
         if let state = modeStates[index] { return state }
-        precondition(mode != .common, "run the loop in a mode, not in the common set")
+        require(mode != .common, "run the loop in a mode, not in the common set")
         let state = ModeState(mode: mode, wakeFD: wakeFD)
         if commonModes.contains(mode.id) {
             state.servicesPosts = true

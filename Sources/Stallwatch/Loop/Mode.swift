@@ -36,7 +36,7 @@ enum ModeNames {
     static func intern(_ name: String) -> UInt16 {
         table.withLock { names in
             if let index = names.firstIndex(of: name) { return UInt16(index) }
-            precondition(names.count < Int(UInt16.max), "too many run-loop modes")
+            require(names.count < Int(UInt16.max), "too many run-loop modes")
             names.append(name)
             return UInt16(names.count - 1)
         }

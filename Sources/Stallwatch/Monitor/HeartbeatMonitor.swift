@@ -294,7 +294,7 @@ public final class HeartbeatMonitor: @unchecked Sendable {
     /// Starts the watchdog thread. Throws if the sampling signal is taken by someone else; if
     /// libunwind cannot be loaded, the monitor still runs and `samplerError` says why. Any thread.
     public func start() throws {
-        precondition(!core.isRunning, "HeartbeatMonitor.start called twice")
+        require(!core.isRunning, "HeartbeatMonitor.start called twice")
         PreloadYield.yield()  // a preloaded heartbeat monitor frees the sampling signal
         try core.installSampler()
         // Before the first heartbeat prepares an executor's thread: it unblocks only signals
@@ -304,7 +304,8 @@ public final class HeartbeatMonitor: @unchecked Sendable {
     }
 
     /// Stops watching and waits for the watchdog (a stall in progress is delivered as
-    /// unfinished) and the delivery queue. Any thread but the delivery queue.
+    /// unfinished) and the delivery queue. Any thread, a callback of the monitor's included (it
+    /// then does not wait for the deliveries queued after that callback).
     public func stop() {
         guard
             core.stopWatchdog(wake: {

@@ -4,6 +4,9 @@ import Foundation
 import StallwatchCore
 import Synchronization
 
+/// The key that marks monitors' delivery queues (`MonitorCore.drainDeliveries`).
+private let deliveryQueueKey = DispatchSpecificKey<ObjectIdentifier>()
+
 /// How often a stall in progress is handed to the listeners with the samples taken so far
 /// (`MonitorCore.deliverProgress`): at most this much of a hang's sampling is lost to a kill.
 let stallProgressInterval: UInt64 = 500_000_000
@@ -38,6 +41,15 @@ final class MonitorCore<Statistics: MonitorCounters>: @unchecked Sendable {  // 
     init(configuration: MonitorConfiguration, deliveryLabel: String) {
         self.configuration = configuration
         self.delivery = DispatchQueue(label: deliveryLabel)
+        delivery.setSpecific(key: Self.deliveryKey, value: ObjectIdentifier(delivery))
+    }
+
+    /// Marks each monitor's delivery queue, so that a call from a callback is known as one.
+    private static var deliveryKey: DispatchSpecificKey<ObjectIdentifier> { deliveryQueueKey }
+
+    /// Whether the caller runs on this monitor's delivery queue (inside a callback).
+    private var onDeliveryQueue: Bool {
+        DispatchQueue.getSpecific(key: Self.deliveryKey) == ObjectIdentifier(delivery)
     }
 
     /// The monitor's `onStallBegan`.
@@ -64,7 +76,7 @@ final class MonitorCore<Statistics: MonitorCounters>: @unchecked Sendable {  // 
 
     /// Stops delivering to the listener `id` (after the stalls already queued).
     func removeListener(_ id: UInt64) {
-        delivery.sync {}
+        drainDeliveries()
         _ = listeners.withLock { $0.all.removeValue(forKey: id) }
     }
 
@@ -103,7 +115,7 @@ final class MonitorCore<Statistics: MonitorCounters>: @unchecked Sendable {  // 
     }
 
     /// Tells the watchdog to finish (`wake` rouses it), and waits until it has; false if it was
-    /// not running. Any thread but the delivery queue.
+    /// not running. Any thread (the watchdog never waits for the delivery queue).
     func stopWatchdog(wake: () -> Void) -> Bool {
         guard running.exchange(false, ordering: .acquiringAndReleasing) else { return false }
         wake()
@@ -111,8 +123,12 @@ final class MonitorCore<Statistics: MonitorCounters>: @unchecked Sendable {  // 
         return true
     }
 
-    /// Waits for the deliveries queued so far. Any thread but the delivery queue.
-    func drainDeliveries() { delivery.sync {} }
+    /// Waits for the deliveries queued so far; from a callback (on the delivery queue) it
+    /// cannot, and returns: what is queued is delivered after that callback returns. Any thread.
+    func drainDeliveries() {
+        guard !onDeliveryQueue else { return }
+        delivery.sync {}
+    }
 
     /// Runs `work` on the delivery queue, after the stalls queued so far.
     func onDeliveryQueue(_ work: @escaping @Sendable () -> Void) { delivery.async(execute: work) }

@@ -177,7 +177,7 @@ public final class StallMonitor: @unchecked Sendable {
     /// Starts watching. Any thread. Throws if the sampling signal is taken by someone else;
     /// if libunwind cannot be loaded, the monitor still runs and `samplerError` says why.
     public func start() throws {
-        precondition(!core.isRunning, "StallMonitor.start called twice")
+        require(!core.isRunning, "StallMonitor.start called twice")
         PreloadYield.yield()  // a preloaded heartbeat monitor frees the sampling signal
         // Enablement never crashes the app: a monitor that STALLWATCH_TRACE started gives way,
         // and its recorder goes on recording this one once it runs.
@@ -186,7 +186,7 @@ public final class StallMonitor: @unchecked Sendable {
             handedOver = TraceRecorder.yieldEnvironmentRecorder(of: loop)
         }
         defer { handedOver?.adopt(self) }
-        precondition(
+        require(
             !loop.board.monitorAttached.exchange(true, ordering: .acquiringAndReleasing),
             "another StallMonitor watches this loop")
         do {
@@ -221,7 +221,8 @@ public final class StallMonitor: @unchecked Sendable {
     }
 
     /// Stops watching and waits for the watchdog to finish (a stall in progress is delivered
-    /// as unfinished). Any thread but the delivery queue.
+    /// as unfinished). Any thread, a callback of the monitor's included (it then does not wait
+    /// for the deliveries queued after that callback).
     public func stop() {
         let board = loop.board
         guard

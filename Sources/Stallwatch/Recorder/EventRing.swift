@@ -1,3 +1,4 @@
+import StallwatchCore
 import Synchronization
 
 /// The loop thread's lock-free single-producer ring of fixed-size events for the trace
@@ -30,7 +31,7 @@ final class EventRing: @unchecked Sendable {
     let dropped = Atomic<UInt64>(0)
 
     init(capacity: Int = 1 << 16) {
-        precondition(capacity > 0 && capacity & (capacity - 1) == 0, "capacity must be a power of two")
+        require(capacity > 0 && capacity & (capacity - 1) == 0, "capacity must be a power of two")
         slots = .allocate(capacity: capacity)
         mask = capacity - 1
         tailSeen.initialize(to: 0)

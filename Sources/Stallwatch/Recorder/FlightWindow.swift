@@ -25,12 +25,15 @@ struct FlightWindow {
     /// then). Marks older than the window are folded into `lostBefore`.
     private var lossMarks: [(time: UInt64, total: UInt64)] = []
     private var lostBefore: UInt64 = 0
+    /// The latest end of an entry the ring overwrote: the window holds every callout that
+    /// ended after it, and none before, so it never reaches further back.
+    private var overwrittenUntil: UInt64 = 0
 
     /// The most callouts a window keeps.
     static let defaultCapacity = 1 << 16
 
     init(length: UInt64, capacity: Int = FlightWindow.defaultCapacity) {
-        precondition(capacity > 0)
+        require(capacity > 0, "FlightWindow capacity must be positive, got \(capacity)")
         self.length = length
         self.capacity = capacity
     }
@@ -41,6 +44,7 @@ struct FlightWindow {
         if entries.count < capacity {
             entries.append(entry)
         } else {
+            overwrittenUntil = max(overwrittenUntil, entries[oldest].end)
             entries[oldest] = entry
             oldest = (oldest + 1) % capacity
         }
@@ -56,10 +60,12 @@ struct FlightWindow {
     }
 
     /// What ran in the window before `start` (a stall's), as the record of stall `id`:
-    /// callouts that ended in `[start - length, start]`, at most `capacity` of them. `since`
-    /// (when the recording began) shortens the window when it began later.
+    /// callouts that ended in `[start - length, start]`. `since` (when the recording began)
+    /// shortens the window when it began later, and so does the ring: more than `capacity`
+    /// callouts in the window, and it reaches back only to the end of the last one it dropped
+    /// (the record's `window` says how far it really reaches).
     func leadUp(id: UInt64, before start: UInt64, since: UInt64) -> TraceRecord.StallLeadUp {
-        let from = max(start > length ? start - length : 0, since)
+        let from = max(start > length ? start - length : 0, since, overwrittenUntil)
         var callouts: UInt64 = 0
         var busy: UInt64 = 0
         var bySite: [UInt64: (count: UInt64, nanos: UInt64)] = [:]

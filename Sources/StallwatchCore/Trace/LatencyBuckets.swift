@@ -38,7 +38,7 @@ public enum LatencyBuckets {
 
     /// The smallest latency, in nanoseconds, that falls in bucket `index`.
     public static func lowerBoundNanoseconds(ofBucket index: Int) -> UInt64 {
-        precondition(index >= 0 && index < count, "bucket index out of range")
+        require(index >= 0 && index < count, "bucket index out of range")
         if index < subBucketCount { return UInt64(index) * 1_000 }
         let shift = (index >> subBucketBits) - 1
         let micros = UInt64(subBucketCount + (index & (subBucketCount - 1))) << UInt64(shift)

@@ -95,7 +95,7 @@ package enum PprofExporter {
                 stream.next_out = target.baseAddress
                 stream.avail_out = UInt32(target.count)
                 let status = deflate(&stream, Z_FINISH)
-                precondition(status == Z_STREAM_END, "deflate did not finish in a deflateBound buffer")
+                require(status == Z_STREAM_END, "deflate did not finish in a deflateBound buffer")
                 return target.count - Int(stream.avail_out)
             }
         }

@@ -1,0 +1,26 @@
+// Rules the sources keep that no compiler checks.
+import Foundation
+import Testing
+
+@Suite struct SourcePolicyTests {
+    /// `precondition` loses its message in an optimised build ("precondition failure" is all a
+    /// release build printed for a second `StallMonitor`, a `ChunkedTask` budget of 0…): the
+    /// sources check their callers' arguments with `require`, which keeps it.
+    @Test func noPreconditionLosesItsMessageInARelease() throws {
+        let sources = URL(fileURLWithPath: #filePath).deletingLastPathComponent()
+            .deletingLastPathComponent().deletingLastPathComponent().appendingPathComponent("Sources")
+        let files = try #require(FileManager.default.enumerator(atPath: sources.path))
+        var offenders: [String] = []
+        var swiftFiles = 0
+        for case let file as String in files where file.hasSuffix(".swift") {
+            swiftFiles += 1
+            let text = try String(contentsOf: sources.appendingPathComponent(file), encoding: .utf8)
+            for (number, line) in text.split(separator: "\n", omittingEmptySubsequences: false).enumerated()
+            where line.contains("precondition(") && !line.trimmingCharacters(in: .whitespaces).hasPrefix("//") {
+                offenders.append("\(file):\(number + 1)")
+            }
+        }
+        #expect(swiftFiles > 100)
+        #expect(offenders.isEmpty, "\(offenders)")
+    }
+}
