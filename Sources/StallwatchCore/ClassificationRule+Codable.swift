@@ -79,9 +79,10 @@ extension RuleMatch: Codable {
             }
             return values
         }
-        let maxDepth = try container.decodeIfPresent(Int.self, forKey: .maxDepth)
-        if let maxDepth, maxDepth < 1 {
-            throw invalid(container, .maxDepth, "must be at least 1, got \(maxDepth)")
+        // Numbers are read as JSON numbers and then checked, so that 1.5, -5 or 1e20 is told
+        // as what it is, at its field (an integer decode failed as "not valid JSON").
+        let maxDepth = try container.decodeIfPresent(Double.self, forKey: .maxDepth).map { value in
+            try wholeNumber(value, from: 1, upTo: Double(Int32.max)) { invalid(container, .maxDepth, $0) }
         }
         var states: [ThreadState] = []
         for name in try list(.state) {
@@ -104,12 +105,14 @@ extension RuleMatch: Codable {
             return share
         }
         var minDelta: [KernelCounter: UInt64] = [:]
-        for (name, value) in try container.decodeIfPresent([String: UInt64].self, forKey: .minDelta) ?? [:] {
+        for (name, number) in try container.decodeIfPresent([String: Double].self, forKey: .minDelta) ?? [:] {
             guard let counter = KernelCounter(rawValue: name) else {
                 throw invalid(container, .minDelta, unknown("counter", name, KernelCounter.allCases))
             }
-            if value == 0 { throw invalid(container, .minDelta, "'\(name)' must be at least 1") }
-            minDelta[counter] = value
+            let value = try wholeNumber(number, from: 1, upTo: 1e18) {
+                invalid(container, .minDelta, "'\(name)' \($0)")
+            }
+            minDelta[counter] = UInt64(value)
         }
         var waits: [WaitFact.Kind] = []
         for name in try list(.wait) {
@@ -192,6 +195,18 @@ func rejectUnknownKeys(in decoder: any Decoder, allowed: [String]) throws {
                 debugDescription:
                     "unknown field (expected one of \(allowed.joined(separator: ", ")))"))
     }
+}
+
+/// `value` as a whole number from `low` to `high`, or the error `fail` makes of what is wrong
+/// with it ("must be a whole number from 1 to 2147483647, got 1.5").
+private func wholeNumber(_ value: Double, from low: Double, upTo high: Double, _ fail: (String) -> DecodingError)
+    throws -> Int
+{
+    guard value.rounded() == value, value >= low, value <= high else {
+        let shown = value.rounded() == value && abs(value) < 1e15 ? String(Int64(value)) : "\(value)"
+        throw fail("must be a whole number from \(Int64(low)) to \(Int64(high)), got \(shown)")
+    }
+    return Int(value)
 }
 
 private func invalid<Key: CodingKey>(

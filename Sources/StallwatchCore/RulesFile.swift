@@ -65,8 +65,11 @@ enum RulesFile {
         }
     }
 
-    /// Decodes rules from JSON; `source` names the file in errors.
-    static func decode(_ json: Data, source: String) throws(RulesFileError) -> [ClassificationRule] {
+    /// Decodes rules from JSON; `source` names the file in errors. A rule may not take one of
+    /// the `reserved` names (a user's file: the built-in rules' names).
+    static func decode(_ json: Data, source: String, reserved: Set<String> = []) throws(RulesFileError)
+        -> [ClassificationRule]
+    {
         let rules: [ClassificationRule]
         do {
             rules = try JSONDecoder().decode(Contents.self, from: json).rules
@@ -79,6 +82,14 @@ enum RulesFile {
         }
         var seen: [String: Int] = [:]
         for (index, rule) in rules.enumerated() {
+            if reserved.contains(rule.name) {
+                // A report names each verdict's rule: two rules of one name could not be told apart.
+                var error = RulesFileError(
+                    file: source, ruleIndex: index, field: "name",
+                    message: "'\(rule.name)' is the name of a built-in rule (docs/categories.md); choose another")
+                error.line = RulesFileLines.line(of: [.key("rules"), .index(index), .key("name")], in: [UInt8](json))
+                throw error
+            }
             if let first = seen[rule.name] {
                 var error = RulesFileError(
                     file: source, ruleIndex: index, field: "name",
@@ -100,27 +111,13 @@ enum RulesFile {
 
     /// Reads and decodes a rules file.
     static func load(path: String) throws(RulesFileError) -> [ClassificationRule] {
-        let data: Data
-        do {
-            data = try Data(contentsOf: URL(fileURLWithPath: path))
+        let bytes: [UInt8]
+        do throws(RegularFile.Failure) {
+            bytes = try RegularFile.read(path)
         } catch {
-            throw RulesFileError(file: path, message: "cannot read the file (\(readFailure(error)))")
+            throw RulesFileError(file: path, message: error.reason)
         }
-        return try decode(data, source: path)
-    }
-}
-
-/// A short cause for a failed read (FoundationEssentials has no localized descriptions).
-private func readFailure(_ error: any Error) -> String {
-    guard let error = error as? CocoaError else { return "\(error)" }
-    switch error.code {
-    case .fileReadNoSuchFile: return "no such file"
-    case .fileReadNoPermission: return "permission denied"
-    default:
-        if let posix = error.userInfo["NSUnderlyingError"] as? POSIXError {
-            return "\(posix.code)"
-        }
-        return "\(error.code)"
+        return try decode(Data(bytes), source: path, reserved: Set(Classifier.builtinRules.map(\.name)))
     }
 }
 
@@ -173,7 +170,7 @@ extension RulesFileError {
         case is [Any].Type:
             path.contains { $0.stringValue == "match" } ? "a string or a list of strings" : "a list"
         case is String.Type: "a string"
-        case is Int.Type: "an integer"
+        case is Int.Type, is Double.Type, is UInt64.Type: "an integer"
         default: "\(type)"
         }
     }

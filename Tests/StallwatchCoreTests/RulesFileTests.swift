@@ -247,8 +247,49 @@ import Testing
             try Classifier(rulesFile: path)
         } throws: { error in
             guard let error = error as? RulesFileError else { return false }
-            return error.file == path && error.message.hasPrefix("cannot read the file")
+            return error.file == path && error.message == "cannot open (No such file or directory)"
         }
+    }
+
+    /// A FIFO waited for a writer (or said "permission denied"), /dev/zero was read for ever;
+    /// 1e20, 1.5 and -5 said "The given data was not valid JSON"; a user rule could take a
+    /// built-in's name. Each now says what is wrong, where.
+    @Test func badInputsSayWhatIsWrongWhere() throws {
+        let directory = NSTemporaryDirectory() + "rules-\(UUID().uuidString)"
+        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        #expect(mkfifo(directory + "/fifo.json", 0o600) == 0)
+        func message(_ path: String) -> String? {
+            do {
+                _ = try Classifier.loadRules(fromFile: path)
+                return nil
+            } catch {
+                return "\(error)"
+            }
+        }
+        #expect(message(directory + "/fifo.json")?.hasSuffix("fifo.json: not a regular file (a FIFO)") == true)
+        #expect(message("/dev/zero") == "/dev/zero: not a regular file (a device)")
+        func rule(_ match: String, name: String = "mine") throws -> String? {
+            let path = directory + "/rules.json"
+            try #"{"version": 1, "rules": [{"name": "\#(name)", "category": "io", "match": \#(match)}]}"#
+                .write(toFile: path, atomically: true, encoding: .utf8)
+            return message(path).map { String($0.dropFirst(path.count)) }
+        }
+        #expect(
+            try rule(#"{"symbol": "f", "maxDepth": 1e20}"#)
+                == ":1: rule 0, field 'match.maxDepth': must be a whole number from 1 to 2147483647, got 1e+20")
+        #expect(
+            try rule(#"{"symbol": "f", "maxDepth": 1.5}"#)
+                == ":1: rule 0, field 'match.maxDepth': must be a whole number from 1 to 2147483647, got 1.5")
+        #expect(
+            try rule(#"{"minDelta": {"userTime": -5}}"#)
+                == ":1: rule 0, field 'match.minDelta': 'userTime' must be a whole number from 1 to "
+                + "1000000000000000000, got -5")
+        #expect(
+            try rule(#"{"symbol": "f"}"#, name: "cpu-wait")
+                == ":1: rule 0, field 'name': 'cpu-wait' is the name of a built-in rule (docs/categories.md); "
+                + "choose another")
+        #expect(try rule(#"{"symbol": "f", "maxDepth": 3}"#) == nil)
     }
 
     @Test func documentedExampleLoads() throws {

@@ -151,48 +151,12 @@ package enum TraceLoader {
     }
 
     private static func readFile(_ path: String) -> Result<[UInt8], TraceLoadError> {
-        func failure(_ what: String) -> Result<[UInt8], TraceLoadError> {
-            .failure(
-                TraceLoadError(
-                    path: path, description: "\(path): byte 0: cannot \(what) (\(String(cString: strerror(errno))))"))
-        }
-        // Non-blocking, so a FIFO's open does not wait for a writer; only regular files are read.
-        let descriptor = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK)
-        guard descriptor >= 0 else { return failure("open") }
-        defer { close(descriptor) }
-        var info = stat()
-        guard fstat(descriptor, &info) == 0 else { return failure("stat") }
-        let type = info.st_mode & S_IFMT
-        guard type == S_IFREG else {
-            let what =
-                type == S_IFDIR
-                ? "a directory named like a trace"
-                : type == S_IFIFO ? "a FIFO" : type == S_IFSOCK ? "a socket" : "a device"
+        do throws(RegularFile.Failure) {
+            return .success(try RegularFile.read(path, directory: "a directory named like a trace"))
+        } catch {
+            let hint = error.notRegular ? "; give a stream on standard input as '-'" : ""
             return .failure(
-                TraceLoadError(
-                    path: path,
-                    description: "\(path): byte 0: not a regular file (\(what)); give a stream on standard input as '-'"
-                ))
+                TraceLoadError(path: path, description: "\(path): byte \(error.offset): \(error.reason)\(hint)"))
         }
-        // Read straight into the final buffer (no chunk copies); a file that grows while being
-        // read is read up to the size it had.
-        let size = Int(max(0, info.st_size))
-        var failedAt: Int?
-        let bytes = [UInt8](unsafeUninitializedCapacity: size) { buffer, initialized in
-            while initialized < size {
-                let count = read(descriptor, buffer.baseAddress! + initialized, size - initialized)
-                if count < 0 && errno == EINTR { continue }
-                if count < 0 { failedAt = initialized }
-                if count <= 0 { break }
-                initialized += count
-            }
-        }
-        if let failedAt {
-            return .failure(
-                TraceLoadError(
-                    path: path,
-                    description: "\(path): byte \(failedAt): cannot read (\(String(cString: strerror(errno))))"))
-        }
-        return .success(bytes)
     }
 }
