@@ -1,0 +1,434 @@
+// CStallwatchScanUnwind: libunwind's remote API over this process's own memory, from a parked
+// thread's PC and SP. See include/CStallwatchScanUnwind.h and docs/watchdog.md, "The stack scan".
+#define _GNU_SOURCE
+#include "CStallwatchScanUnwind.h"
+
+#include <dlfcn.h>
+#include <elf.h>
+#include <link.h>
+#include <pthread.h>
+#include <stddef.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/uio.h>
+#include <unistd.h>
+
+// ---------------------------------------------------------------------------------------------
+// libunwind's generic (remote-capable) build, declared here as sampler.c declares the local one:
+// no libunwind header, nothing to link. Layouts from libunwind 1.6's libunwind-common.h,
+// libunwind-dynamic.h and libunwind-x86_64.h (stable ABI since 0.99).
+typedef uint64_t unw_word_t;
+typedef void *unw_addr_space_t;
+typedef struct { unw_word_t opaque[127]; } unw_cursor_t;  // UNW_TDEP_CURSOR_LEN on x86_64
+typedef struct {
+    unw_word_t start_ip, end_ip, lsda, handler, gp, flags;
+    int format, unwind_info_size;
+    void *unwind_info;
+    char extra;  // unw_tdep_proc_info_t
+} unw_proc_info_t;
+typedef struct {
+    void *next, *prev;
+    unw_word_t start_ip, end_ip, gp;
+    int32_t format, pad;
+    unw_word_t load_offset;
+    union {
+        struct { unw_word_t name_ptr, segbase, table_len, table_data; } rti;
+        unw_word_t room[8];
+    } u;
+} unw_dyn_info_t;
+typedef struct {
+    int (*find_proc_info)(unw_addr_space_t, unw_word_t, unw_proc_info_t *, int, void *);
+    void (*put_unwind_info)(unw_addr_space_t, unw_proc_info_t *, void *);
+    int (*get_dyn_info_list_addr)(unw_addr_space_t, unw_word_t *, void *);
+    int (*access_mem)(unw_addr_space_t, unw_word_t, unw_word_t *, int, void *);
+    int (*access_reg)(unw_addr_space_t, int, unw_word_t *, int, void *);
+    int (*access_fpreg)(unw_addr_space_t, int, void *, int, void *);
+    int (*resume)(unw_addr_space_t, unw_cursor_t *, void *);
+    int (*get_proc_name)(unw_addr_space_t, unw_word_t, char *, size_t, unw_word_t *, void *);
+} unw_accessors_t;
+enum { UNW_EBADREG = 3, UNW_EINVAL = 8, UNW_ENOINFO = 10 };
+enum { UNW_CACHE_GLOBAL = 1 };
+enum { UNW_INFO_FORMAT_REMOTE_TABLE = 2 };
+enum { REG_RBP = 6, REG_RSP = 7, REG_RIP = 16 };  // UNW_X86_64_*; UNW_REG_SP is RSP, UNW_REG_IP RIP
+
+static struct {
+    unw_addr_space_t (*create_addr_space)(unw_accessors_t *, int);
+    int (*set_caching_policy)(unw_addr_space_t, int);
+    void (*flush_cache)(unw_addr_space_t, unw_word_t, unw_word_t);
+    int (*init_remote)(unw_cursor_t *, unw_addr_space_t, void *);
+    int (*step)(unw_cursor_t *);
+    int (*get_reg)(unw_cursor_t *, int, unw_word_t *);
+    int (*search_unwind_table)(unw_addr_space_t, unw_word_t, unw_dyn_info_t *, unw_proc_info_t *, int, void *);
+} unw;
+
+// ---------------------------------------------------------------------------------------------
+// The loaded objects' segments, from dl_iterate_phdr, sorted by start; rebuilt when the loader's
+// add/remove counters change. Executable ones carry their object's .eh_frame_hdr search table.
+#define MAX_SEGMENTS 1024
+typedef struct {
+    uint64_t start, end;
+    int executable;
+    uint64_t hdr;        // the object's .eh_frame_hdr (0: none usable)
+    uint64_t table;      // its binary-search table: fde_count pairs of int32 (start, fde), hdr-relative
+    uint64_t fde_count;
+} segment;
+
+// The state of the one unwind under way (g_lock held), which libunwind's callbacks read.
+static struct {
+    segment segments[MAX_SEGMENTS];
+    int count;
+    unsigned long long adds, subs;
+    uint64_t pc, sp, stack_end;
+    uint64_t window_end;            // sp + bytes of the window copied so far
+    unsigned char window[SW_SCAN_WINDOW];
+    uint64_t frame_ip, frame_sp;    // the frame being stepped
+    int frame_index;
+    int rbp_source;
+    uint64_t rbp;
+} g;
+
+static pthread_mutex_t g_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_once_t g_once = PTHREAD_ONCE_INIT;
+static unw_addr_space_t g_as;  // NULL when libunwind-x86_64 is missing
+
+static long read_process(uint64_t address, void *buffer, size_t length) {
+    struct iovec local = {buffer, length};
+    struct iovec remote = {(void *)(uintptr_t)address, length};
+    return (long)process_vm_readv(getpid(), &local, 1, &remote, 1, 0);
+}
+
+static const segment *segment_containing(uint64_t address) {
+    int lo = 0, hi = g.count;
+    while (lo < hi) {
+        const int mid = (lo + hi) / 2;
+        if (g.segments[mid].end <= address) lo = mid + 1; else hi = mid;
+    }
+    return lo < g.count && g.segments[lo].start <= address ? &g.segments[lo] : NULL;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Segments.
+
+// Reads an .eh_frame_hdr field of `encoding` at *p (only the sizes the header uses), advancing.
+static int read_encoded(const unsigned char **p, unsigned encoding, uint64_t *value) {
+    switch (encoding & 0x0f) {
+    case 0x00: case 0x04: case 0x0c: { uint64_t v; memcpy(&v, *p, 8); *value = v; *p += 8; return 1; }
+    case 0x03: { uint32_t v; memcpy(&v, *p, 4); *value = v; *p += 4; return 1; }
+    case 0x0b: { int32_t v; memcpy(&v, *p, 4); *value = (uint64_t)(int64_t)v; *p += 4; return 1; }
+    default: return 0;
+    }
+}
+
+static int add_object(struct dl_phdr_info *info, size_t size, void *data) {
+    (void)size;
+    (void)data;
+    uint64_t hdr = 0, table = 0, fde_count = 0;
+    for (int i = 0; i < info->dlpi_phnum; i++) {
+        const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
+        if (ph->p_type != PT_GNU_EH_FRAME) continue;
+        // Read directly: the loader lock, held during the callback, keeps the object mapped.
+        const unsigned char *p = (const unsigned char *)(uintptr_t)(info->dlpi_addr + ph->p_vaddr);
+        const unsigned version = p[0], frame_encoding = p[1], count_encoding = p[2], table_encoding = p[3];
+        // Only the sorted table (datarel | sdata4) is searchable; without it, no CFI from here.
+        if (version != 1 || table_encoding != 0x3b) break;
+        const unsigned char *cursor = p + 4;
+        uint64_t ignored;
+        if (!read_encoded(&cursor, frame_encoding, &ignored) || !read_encoded(&cursor, count_encoding, &fde_count)) break;
+        hdr = (uint64_t)(uintptr_t)p;
+        table = (uint64_t)(uintptr_t)cursor;
+    }
+    for (int i = 0; i < info->dlpi_phnum && g.count < MAX_SEGMENTS; i++) {
+        const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
+        if (ph->p_type != PT_LOAD || ph->p_memsz == 0) continue;
+        segment *s = &g.segments[g.count++];
+        s->start = info->dlpi_addr + ph->p_vaddr;
+        s->end = s->start + ph->p_memsz;
+        s->executable = (ph->p_flags & PF_X) != 0;
+        s->hdr = s->executable ? hdr : 0;
+        s->table = s->executable ? table : 0;
+        s->fde_count = s->executable ? fde_count : 0;
+    }
+    return 0;
+}
+
+static int loader_counters(struct dl_phdr_info *info, size_t size, void *data) {
+    unsigned long long *counters = data;
+    if (size >= offsetof(struct dl_phdr_info, dlpi_subs) + sizeof info->dlpi_subs) {
+        counters[0] = info->dlpi_adds;
+        counters[1] = info->dlpi_subs;
+    }
+    return 1;  // the first object is enough
+}
+
+static int by_start(const void *a, const void *b) {
+    const uint64_t x = ((const segment *)a)->start, y = ((const segment *)b)->start;
+    return x < y ? -1 : x > y;
+}
+
+static void refresh_segments(void) {
+    unsigned long long counters[2] = {0, 0};
+    dl_iterate_phdr(loader_counters, counters);
+    if (g.count > 0 && counters[0] == g.adds && counters[1] == g.subs) return;
+    g.count = 0;
+    dl_iterate_phdr(add_object, NULL);
+    qsort(g.segments, (size_t)g.count, sizeof g.segments[0], by_start);
+    g.adds = counters[0];
+    g.subs = counters[1];
+    unw.flush_cache(g_as, 0, 0);  // cached rules may be of an object that is gone
+}
+
+// ---------------------------------------------------------------------------------------------
+// Memory: the stack from the window, loaded objects through process_vm_readv, nothing else.
+
+static int read_stack(uint64_t address, uint64_t *value) {
+    if (address < g.sp || address + 8 > g.stack_end || address + 8 > g.sp + SW_SCAN_WINDOW) return 0;
+    while (address + 8 > g.window_end) {
+        // Copy on in 16 KiB steps: most unwinds need a few KiB above SP.
+        uint64_t end = (g.window_end - g.sp + 16384) & ~(uint64_t)16383;
+        if (end > SW_SCAN_WINDOW) end = SW_SCAN_WINDOW;
+        if (g.sp + end > g.stack_end) end = g.stack_end - g.sp;
+        const size_t offset = (size_t)(g.window_end - g.sp);
+        const long copied = read_process(g.window_end, g.window + offset, (size_t)(end - offset));
+        if (copied <= 0) return 0;
+        g.window_end += (uint64_t)copied;
+    }
+    memcpy(value, g.window + (address - g.sp), 8);
+    return 1;
+}
+
+static int read_object(uint64_t address, void *buffer, size_t length) {
+    const segment *s = segment_containing(address);
+    if (s == NULL || address + length > s->end) return 0;
+    return read_process(address, buffer, length) == (long)length;
+}
+
+static int access_mem(unw_addr_space_t as, unw_word_t address, unw_word_t *value, int write, void *arg) {
+    (void)as;
+    (void)arg;
+    if (write) return -UNW_EINVAL;
+    if (read_stack(address, value) || read_object(address, value, 8)) return 0;
+    return -UNW_EINVAL;
+}
+
+// ---------------------------------------------------------------------------------------------
+// RBP, which the kernel does not show.
+
+// Whether `address` follows a call instruction in executable code (as StackScanner.isReturnAddress).
+static int is_return_address(uint64_t address) {
+    const segment *s = segment_containing(address);
+    if (s == NULL || !s->executable || address < s->start + 7) return 0;
+    unsigned char b[7];
+    if (!read_object(address - 7, b, sizeof b)) return 0;
+    // call rel32; call *reg, *(reg); call *disp8(reg); call *disp32(%rip) or *disp32(reg).
+    if (b[2] == 0xE8) return 1;
+    if (b[5] == 0xFF && ((b[6] & 0xF8) == 0xD0 || (b[6] & 0xF8) == 0x10)) return 1;
+    if (b[4] == 0xFF && (b[5] & 0xF8) == 0x50) return 1;
+    if (b[1] == 0xFF && (b[2] == 0x15 || (b[2] & 0xF8) == 0x90)) return 1;
+    return 0;
+}
+
+// A frame record at `rbp` (16-byte aligned, on the stack above `sp`): a saved RBP further up the
+// stack (or 0, the outermost; an async frame's flag bit 60 ignored) next to a return address.
+static int is_frame_record(uint64_t rbp, uint64_t sp) {
+    uint64_t saved, returns;
+    if (rbp < sp || (rbp & 15) != 0 || !read_stack(rbp, &saved) || !read_stack(rbp + 8, &returns)) return 0;
+    saved &= ~(1ull << 60);
+    if (saved != 0 && (saved <= rbp || saved >= g.stack_end || (saved & 15) != 0)) return 0;
+    return is_return_address(returns);
+}
+
+// The start of the function at `ip`, from its object's .eh_frame_hdr table (0 if none).
+static uint64_t function_start(uint64_t ip) {
+    const segment *s = segment_containing(ip);
+    if (s == NULL || !s->executable || s->hdr == 0 || s->fde_count == 0) return 0;
+    const int64_t target = (int64_t)(ip - s->hdr);
+    uint64_t lo = 0, hi = s->fde_count;
+    int32_t found = 0;
+    int any = 0;
+    while (lo < hi) {
+        const uint64_t mid = (lo + hi) / 2;
+        int32_t entry[2];
+        if (!read_object(s->table + mid * 8, entry, sizeof entry)) return 0;
+        if (entry[0] <= target) {
+            found = entry[0];
+            any = 1;
+            lo = mid + 1;
+        } else {
+            hi = mid;
+        }
+    }
+    return any ? s->hdr + (uint64_t)(int64_t)found : 0;
+}
+
+// The frame pointer of a function that sets one up as clang and swiftc do: [endbr64] push %rbp;
+// mov %rsp,%rbp; push <reg>…; [sub $n,%rsp]. At its call sites RSP = RBP - 8·pushes - n.
+static uint64_t frame_pointer_from_prologue(uint64_t start, uint64_t sp) {
+    unsigned char b[40];
+    if (start == 0 || !read_object(start, b, sizeof b)) return 0;
+    int i = 0;
+    if (b[0] == 0xF3 && b[1] == 0x0F && b[2] == 0x1E && b[3] == 0xFA) i = 4;
+    if (b[i] != 0x55 || b[i + 1] != 0x48 || b[i + 2] != 0x89 || b[i + 3] != 0xE5) return 0;
+    i += 4;
+    uint64_t below = 0;
+    while (i < 30) {
+        if (b[i] == 0x41 && (b[i + 1] & 0xF8) == 0x50) {
+            i += 2;
+        } else if ((b[i] & 0xF8) == 0x50 && b[i] != 0x54 && b[i] != 0x55) {
+            i += 1;
+        } else {
+            break;
+        }
+        below += 8;
+    }
+    if (b[i] == 0x48 && b[i + 1] == 0x83 && b[i + 2] == 0xEC) {
+        below += b[i + 3];
+    } else if (b[i] == 0x48 && b[i + 1] == 0x81 && b[i + 2] == 0xEC) {
+        uint32_t n;
+        memcpy(&n, &b[i + 3], 4);
+        below += n;
+    }
+    return sp + below;
+}
+
+// The live RBP, asked for while stepping the frame at (g.frame_ip, g.frame_sp): no inner frame
+// saved it, so it is that frame's own frame pointer.
+static int reconstruct_rbp(void) {
+    const uint64_t sp = g.frame_sp;
+    const uint64_t lookup = g.frame_index > 0 ? g.frame_ip - 1 : g.frame_ip;  // a return address's call
+    const uint64_t candidate = frame_pointer_from_prologue(function_start(lookup), sp);
+    if (candidate != 0 && is_frame_record(candidate, sp)) {
+        g.rbp = candidate;
+        g.rbp_source = SW_SCAN_RBP_PROLOGUE;
+        return 1;
+    }
+    for (uint64_t rbp = (sp + 15) & ~(uint64_t)15; rbp + 16 <= g.sp + SW_SCAN_WINDOW && rbp < sp + 65536; rbp += 16) {
+        if (is_frame_record(rbp, sp)) {
+            g.rbp = rbp;
+            g.rbp_source = SW_SCAN_RBP_RECORD;
+            return 1;
+        }
+    }
+    g.rbp_source = SW_SCAN_RBP_UNKNOWN;
+    return 0;
+}
+
+static int access_reg(unw_addr_space_t as, int reg, unw_word_t *value, int write, void *arg) {
+    (void)as;
+    (void)arg;
+    if (write) return -UNW_EBADREG;
+    switch (reg) {
+    case REG_RIP: *value = g.pc; return 0;
+    case REG_RSP: *value = g.sp; return 0;
+    case REG_RBP:
+        if (g.rbp_source == SW_SCAN_RBP_UNNEEDED) (void)reconstruct_rbp();
+        if (g.rbp_source == SW_SCAN_RBP_UNKNOWN) return -UNW_EBADREG;
+        *value = g.rbp;
+        return 0;
+    default: return -UNW_EBADREG;  // nothing else is known; CFI on x86_64 needs no other
+    }
+}
+
+static int access_fpreg(unw_addr_space_t as, int reg, void *value, int write, void *arg) {
+    (void)as, (void)reg, (void)value, (void)write, (void)arg;
+    return -UNW_EBADREG;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Unwind info: the object's .eh_frame_hdr table, which libunwind searches through access_mem.
+
+static int find_proc_info(unw_addr_space_t as, unw_word_t ip, unw_proc_info_t *pi, int need_unwind_info, void *arg) {
+    const segment *s = segment_containing(ip);
+    if (s == NULL || !s->executable || s->hdr == 0) return -UNW_ENOINFO;
+    unw_dyn_info_t di;
+    memset(&di, 0, sizeof di);
+    di.start_ip = s->start;
+    di.end_ip = s->end;
+    di.format = UNW_INFO_FORMAT_REMOTE_TABLE;
+    di.u.rti.segbase = s->hdr;
+    di.u.rti.table_data = s->table;
+    di.u.rti.table_len = s->fde_count;  // in words: one 8-byte entry each
+    return unw.search_unwind_table(as, ip, &di, pi, need_unwind_info, arg);
+}
+
+static void put_unwind_info(unw_addr_space_t as, unw_proc_info_t *pi, void *arg) {
+    (void)as, (void)pi, (void)arg;  // libunwind frees what its table search allocated
+}
+
+static int get_dyn_info_list_addr(unw_addr_space_t as, unw_word_t *address, void *arg) {
+    (void)as, (void)address, (void)arg;
+    return -UNW_ENOINFO;  // no dynamically registered (JIT) code
+}
+
+// ---------------------------------------------------------------------------------------------
+
+static void load(void) {
+    void *h = dlopen("libunwind-x86_64.so.8", RTLD_LOCAL | RTLD_NOW | RTLD_NODELETE);
+    if (h == NULL) return;
+#define RESOLVE(field, name)                                  \
+    do {                                                      \
+        void *sym = dlsym(h, "_Ux86_64_" name);               \
+        if (sym == NULL) return;                              \
+        memcpy(&unw.field, &sym, sizeof unw.field);           \
+    } while (0)
+    RESOLVE(create_addr_space, "create_addr_space");
+    RESOLVE(set_caching_policy, "set_caching_policy");
+    RESOLVE(flush_cache, "flush_cache");
+    RESOLVE(init_remote, "init_remote");
+    RESOLVE(step, "step");
+    RESOLVE(get_reg, "get_reg");
+    RESOLVE(search_unwind_table, "dwarf_search_unwind_table");
+#undef RESOLVE
+    static unw_accessors_t accessors = {
+        .find_proc_info = find_proc_info,
+        .put_unwind_info = put_unwind_info,
+        .get_dyn_info_list_addr = get_dyn_info_list_addr,
+        .access_mem = access_mem,
+        .access_reg = access_reg,
+        .access_fpreg = access_fpreg,
+    };
+    unw_addr_space_t as = unw.create_addr_space(&accessors, 0);
+    if (as == NULL) return;
+    // The rules found for an address are kept (the code does not change while mapped).
+    (void)unw.set_caching_policy(as, UNW_CACHE_GLOBAL);
+    g_as = as;
+}
+
+int sw_scan_unwind(uint64_t pc, uint64_t sp, uint64_t stack_end, uintptr_t *frames, int capacity,
+                   sw_scan_unwind_info *info) {
+    pthread_once(&g_once, load);
+    if (g_as == NULL) return SW_SCAN_ENOUNWIND;
+    if (frames == NULL || capacity < 1 || sp == 0 || (sp & 7) != 0 || sp >= stack_end) return SW_SCAN_EINVAL;
+    pthread_mutex_lock(&g_lock);
+    refresh_segments();
+    g.pc = pc;
+    g.sp = sp;
+    g.stack_end = stack_end;
+    g.window_end = sp;
+    g.rbp_source = SW_SCAN_RBP_UNNEEDED;
+    g.rbp = 0;
+    int n = 0;
+    frames[n++] = (uintptr_t)pc;
+    unw_cursor_t cursor;
+    int step = unw.init_remote(&cursor, g_as, NULL);
+    while (step >= 0 && n < capacity) {
+        g.frame_index = n - 1;
+        unw_word_t ip = 0, frame_sp = 0;
+        if (unw.get_reg(&cursor, REG_RIP, &ip) < 0 || unw.get_reg(&cursor, REG_RSP, &frame_sp) < 0) break;
+        g.frame_ip = ip;
+        g.frame_sp = frame_sp;
+        step = unw.step(&cursor);
+        if (step <= 0) break;
+        unw_word_t next_ip = 0, next_sp = 0;
+        if (unw.get_reg(&cursor, REG_RIP, &next_ip) < 0 || unw.get_reg(&cursor, REG_RSP, &next_sp) < 0) break;
+        // The outermost frame has no return address; a frame that does not move up is a loop.
+        if (next_ip == 0 || next_sp <= frame_sp) break;
+        frames[n++] = (uintptr_t)next_ip;
+    }
+    if (info != NULL) {
+        info->rbp_source = g.rbp_source;
+        info->last_step = step;
+        info->stack_bytes = g.window_end - sp;
+    }
+    pthread_mutex_unlock(&g_lock);
+    return n;
+}
