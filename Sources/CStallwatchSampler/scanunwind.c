@@ -47,7 +47,7 @@ typedef struct {
     int (*get_proc_name)(unw_addr_space_t, unw_word_t, char *, size_t, unw_word_t *, void *);
 } unw_accessors_t;
 enum { UNW_EBADREG = 3, UNW_EINVAL = 8, UNW_ENOINFO = 10 };
-enum { UNW_CACHE_GLOBAL = 1 };
+enum { UNW_CACHE_PER_THREAD = 2 };
 enum { UNW_INFO_FORMAT_REMOTE_TABLE = 2 };
 enum { REG_RBP = 6, REG_RSP = 7, REG_RIP = 16 };  // UNW_X86_64_*; UNW_REG_SP is RSP, UNW_REG_IP RIP
 
@@ -85,6 +85,10 @@ static struct {
     int frame_index;
     int rbp_source;
     uint64_t rbp;
+    pid_t pid;
+    // What the prologue of the function at an address puts between its frame pointer and SP
+    // (-1: no prologue of that shape), by address: a parked thread is scanned at every sample.
+    struct { uint64_t ip; int64_t below; } prologues[64];
 } g;
 
 static pthread_mutex_t g_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -94,7 +98,7 @@ static unw_addr_space_t g_as;  // NULL when libunwind-x86_64 is missing
 static long read_process(uint64_t address, void *buffer, size_t length) {
     struct iovec local = {buffer, length};
     struct iovec remote = {(void *)(uintptr_t)address, length};
-    return (long)process_vm_readv(getpid(), &local, 1, &remote, 1, 0);
+    return (long)process_vm_readv(g.pid, &local, 1, &remote, 1, 0);
 }
 
 static const segment *segment_containing(uint64_t address) {
@@ -174,7 +178,9 @@ static void refresh_segments(void) {
     qsort(g.segments, (size_t)g.count, sizeof g.segments[0], by_start);
     g.adds = counters[0];
     g.subs = counters[1];
-    unw.flush_cache(g_as, 0, 0);  // cached rules may be of an object that is gone
+    // Cached rules and prologues may be of an object that is gone.
+    unw.flush_cache(g_as, 0, 0);
+    memset(g.prologues, 0, sizeof g.prologues);
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -260,16 +266,17 @@ static uint64_t function_start(uint64_t ip) {
     return any ? s->hdr + (uint64_t)(int64_t)found : 0;
 }
 
-// The frame pointer of a function that sets one up as clang and swiftc do: [endbr64] push %rbp;
-// mov %rsp,%rbp; push <reg>…; [sub $n,%rsp]. At its call sites RSP = RBP - 8·pushes - n.
-static uint64_t frame_pointer_from_prologue(uint64_t start, uint64_t sp) {
+// What a function that sets up a frame pointer as clang and swiftc do puts below it: [endbr64]
+// push %rbp; mov %rsp,%rbp; push <reg>…; [sub $n,%rsp]. At its call sites RSP = RBP - that.
+// -1 for any other start.
+static int64_t prologue_below(uint64_t start) {
     unsigned char b[40];
-    if (start == 0 || !read_object(start, b, sizeof b)) return 0;
+    if (start == 0 || !read_object(start, b, sizeof b)) return -1;
     int i = 0;
     if (b[0] == 0xF3 && b[1] == 0x0F && b[2] == 0x1E && b[3] == 0xFA) i = 4;
-    if (b[i] != 0x55 || b[i + 1] != 0x48 || b[i + 2] != 0x89 || b[i + 3] != 0xE5) return 0;
+    if (b[i] != 0x55 || b[i + 1] != 0x48 || b[i + 2] != 0x89 || b[i + 3] != 0xE5) return -1;
     i += 4;
-    uint64_t below = 0;
+    int64_t below = 0;
     while (i < 30) {
         if (b[i] == 0x41 && (b[i + 1] & 0xF8) == 0x50) {
             i += 2;
@@ -287,7 +294,17 @@ static uint64_t frame_pointer_from_prologue(uint64_t start, uint64_t sp) {
         memcpy(&n, &b[i + 3], 4);
         below += n;
     }
-    return sp + below;
+    return below;
+}
+
+// prologue_below for the function containing `ip`, remembered by `ip`.
+static int64_t frame_pointer_offset(uint64_t ip) {
+    const size_t slot = (size_t)((ip ^ (ip >> 12)) % (sizeof g.prologues / sizeof g.prologues[0]));
+    if (g.prologues[slot].ip == ip) return g.prologues[slot].below;
+    const int64_t below = prologue_below(function_start(ip));
+    g.prologues[slot].ip = ip;
+    g.prologues[slot].below = below;
+    return below;
 }
 
 // The live RBP, asked for while stepping the frame at (g.frame_ip, g.frame_sp): no inner frame
@@ -295,9 +312,9 @@ static uint64_t frame_pointer_from_prologue(uint64_t start, uint64_t sp) {
 static int reconstruct_rbp(void) {
     const uint64_t sp = g.frame_sp;
     const uint64_t lookup = g.frame_index > 0 ? g.frame_ip - 1 : g.frame_ip;  // a return address's call
-    const uint64_t candidate = frame_pointer_from_prologue(function_start(lookup), sp);
-    if (candidate != 0 && is_frame_record(candidate, sp)) {
-        g.rbp = candidate;
+    const int64_t below = frame_pointer_offset(lookup);
+    if (below >= 0 && is_frame_record(sp + (uint64_t)below, sp)) {
+        g.rbp = sp + (uint64_t)below;
         g.rbp_source = SW_SCAN_RBP_PROLOGUE;
         return 1;
     }
@@ -388,8 +405,11 @@ static void load(void) {
     };
     unw_addr_space_t as = unw.create_addr_space(&accessors, 0);
     if (as == NULL) return;
-    // The rules found for an address are kept (the code does not change while mapped).
-    (void)unw.set_caching_policy(as, UNW_CACHE_GLOBAL);
+    // The rules found for an address are kept (the code does not change while mapped). Per
+    // thread where the build allows it: the cache is then used without its lock (and without the
+    // two signal-mask system calls around each frame's look-up), which is safe because g_lock
+    // serialises every use. Debian's 1.6.2 keeps the global policy (locked) instead.
+    (void)unw.set_caching_policy(as, UNW_CACHE_PER_THREAD);
     g_as = as;
 }
 
@@ -399,6 +419,7 @@ int sw_scan_unwind(uint64_t pc, uint64_t sp, uint64_t stack_end, uintptr_t *fram
     if (g_as == NULL) return SW_SCAN_ENOUNWIND;
     if (frames == NULL || capacity < 1 || sp == 0 || (sp & 7) != 0 || sp >= stack_end) return SW_SCAN_EINVAL;
     pthread_mutex_lock(&g_lock);
+    g.pid = getpid();
     refresh_segments();
     g.pc = pc;
     g.sp = sp;

@@ -18,8 +18,8 @@ import StallwatchCore
 /// are return addresses (inside an executable mapping and just after a call instruction)
 /// below the first frame-pointer record, then the record chain — where a stale return address
 /// can show up and a frame can be skipped. Samples from either are marked `.scan`.
-/// Watchdog thread only.
-final class StackScanner {
+/// Watchdog thread only. Package access for the benchmark (`stallwatch-bench scan`).
+package final class StackScanner {
     /// Syscalls that return EINTR after a handler runs, whatever SA_RESTART says (signal(7)),
     /// by name: the numbers come from `SyscallTable`, the package's one syscall numbering.
     static let neverRestarted: Set<Int32> = Set(
@@ -46,21 +46,34 @@ final class StackScanner {
     /// What the last CFI unwind did (how it learnt RBP, where it stopped), for tests.
     private(set) var lastUnwind = sw_scan_unwind_info()
 
-    init(tid: Int32) {
+    package init(tid: Int32) {
         syscallFD = open("/proc/self/task/\(tid)/syscall", O_RDONLY | O_CLOEXEC)
         reloadMappings()
     }
 
     deinit { if syscallFD >= 0 { close(syscallFD) } }
 
+    /// How a scan finds the frames above the PC.
+    package enum Method: Sendable {
+        /// By CFI (`sw_scan_unwind`), falling back to `heuristic` when it gets no further than
+        /// the PC (no libunwind).
+        case unwind
+        /// Return-address-looking words, then the frame-record chain; kept for comparison.
+        case heuristic
+    }
+
     /// The PC (frame 0) and the return addresses of its callers; empty if the thread is running
     /// (it is no longer blocked in a system call or a page fault).
-    func scan(maxFrames: Int = Int(SW_SAMPLER_MAX_FRAMES), maxBytes: UInt64 = 64 << 10) -> [UInt64] {
+    package func scan(
+        using method: Method = .unwind, maxFrames: Int = Int(SW_SAMPLER_MAX_FRAMES), maxBytes: UInt64 = 64 << 10
+    ) -> [UInt64] {
         guard let (sp, pc) = registers() else { return [] }
         if mapping(containing: pc) == nil { reloadMappings() }
         guard let stack = mapping(containing: sp) else { return [pc] }
-        let unwound = unwind(pc: pc, sp: sp, stackEnd: stack.end, maxFrames: maxFrames)
-        if unwound.count > 1 { return unwound }
+        if method == .unwind {
+            let unwound = unwind(pc: pc, sp: sp, stackEnd: stack.end, maxFrames: maxFrames)
+            if unwound.count > 1 { return unwound }
+        }
         return heuristicScan(pc: pc, sp: sp, stack: stack, maxFrames: maxFrames, maxBytes: maxBytes)
     }
 
