@@ -2,6 +2,7 @@
 // thread's PC and SP. See include/CStallwatchScanUnwind.h and docs/watchdog.md, "The stack scan".
 #define _GNU_SOURCE
 #include "CStallwatchScanUnwind.h"
+#include "unwind_remote.h"
 
 #include <dlfcn.h>
 #include <elf.h>
@@ -12,54 +13,6 @@
 #include <string.h>
 #include <sys/uio.h>
 #include <unistd.h>
-
-// ---------------------------------------------------------------------------------------------
-// libunwind's generic (remote-capable) build, declared here as sampler.c declares the local one:
-// no libunwind header, nothing to link. Layouts from libunwind 1.6's libunwind-common.h,
-// libunwind-dynamic.h and libunwind-x86_64.h (stable ABI since 0.99).
-typedef uint64_t unw_word_t;
-typedef void *unw_addr_space_t;
-typedef struct { unw_word_t opaque[127]; } unw_cursor_t;  // UNW_TDEP_CURSOR_LEN on x86_64
-typedef struct {
-    unw_word_t start_ip, end_ip, lsda, handler, gp, flags;
-    int format, unwind_info_size;
-    void *unwind_info;
-    char extra;  // unw_tdep_proc_info_t
-} unw_proc_info_t;
-typedef struct {
-    void *next, *prev;
-    unw_word_t start_ip, end_ip, gp;
-    int32_t format, pad;
-    unw_word_t load_offset;
-    union {
-        struct { unw_word_t name_ptr, segbase, table_len, table_data; } rti;
-        unw_word_t room[8];
-    } u;
-} unw_dyn_info_t;
-typedef struct {
-    int (*find_proc_info)(unw_addr_space_t, unw_word_t, unw_proc_info_t *, int, void *);
-    void (*put_unwind_info)(unw_addr_space_t, unw_proc_info_t *, void *);
-    int (*get_dyn_info_list_addr)(unw_addr_space_t, unw_word_t *, void *);
-    int (*access_mem)(unw_addr_space_t, unw_word_t, unw_word_t *, int, void *);
-    int (*access_reg)(unw_addr_space_t, int, unw_word_t *, int, void *);
-    int (*access_fpreg)(unw_addr_space_t, int, void *, int, void *);
-    int (*resume)(unw_addr_space_t, unw_cursor_t *, void *);
-    int (*get_proc_name)(unw_addr_space_t, unw_word_t, char *, size_t, unw_word_t *, void *);
-} unw_accessors_t;
-enum { UNW_EBADREG = 3, UNW_EINVAL = 8, UNW_ENOINFO = 10 };
-enum { UNW_CACHE_PER_THREAD = 2 };
-enum { UNW_INFO_FORMAT_REMOTE_TABLE = 2 };
-enum { REG_RBP = 6, REG_RSP = 7, REG_RIP = 16 };  // UNW_X86_64_*; UNW_REG_SP is RSP, UNW_REG_IP RIP
-
-static struct {
-    unw_addr_space_t (*create_addr_space)(unw_accessors_t *, int);
-    int (*set_caching_policy)(unw_addr_space_t, int);
-    void (*flush_cache)(unw_addr_space_t, unw_word_t, unw_word_t);
-    int (*init_remote)(unw_cursor_t *, unw_addr_space_t, void *);
-    int (*step)(unw_cursor_t *);
-    int (*get_reg)(unw_cursor_t *, int, unw_word_t *);
-    int (*search_unwind_table)(unw_addr_space_t, unw_word_t, unw_dyn_info_t *, unw_proc_info_t *, int, void *);
-} unw;
 
 // ---------------------------------------------------------------------------------------------
 // The loaded objects' segments, from dl_iterate_phdr, sorted by start; rebuilt when the loader's
@@ -93,7 +46,9 @@ static struct {
 
 static pthread_mutex_t g_lock = PTHREAD_MUTEX_INITIALIZER;
 static pthread_once_t g_once = PTHREAD_ONCE_INIT;
-static unw_addr_space_t g_as;  // NULL when libunwind-x86_64 is missing
+// libunwind's generic library and our address space; NULL when it is missing (set once).
+static const sw_unw_generic *unw;
+static sw_unw_addr_space_t g_as;
 
 static long read_process(uint64_t address, void *buffer, size_t length) {
     struct iovec local = {buffer, length};
@@ -179,7 +134,7 @@ static void refresh_segments(void) {
     g.adds = counters[0];
     g.subs = counters[1];
     // Cached rules and prologues may be of an object that is gone.
-    unw.flush_cache(g_as, 0, 0);
+    unw->flush_cache(g_as, 0, 0);
     memset(g.prologues, 0, sizeof g.prologues);
 }
 
@@ -208,12 +163,12 @@ static int read_object(uint64_t address, void *buffer, size_t length) {
     return read_process(address, buffer, length) == (long)length;
 }
 
-static int access_mem(unw_addr_space_t as, unw_word_t address, unw_word_t *value, int write, void *arg) {
+static int access_mem(sw_unw_addr_space_t as, sw_unw_word_t address, sw_unw_word_t *value, int write, void *arg) {
     (void)as;
     (void)arg;
-    if (write) return -UNW_EINVAL;
+    if (write) return -SW_UNW_EINVAL;
     if (read_stack(address, value) || read_object(address, value, 8)) return 0;
-    return -UNW_EINVAL;
+    return -SW_UNW_EINVAL;
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -329,73 +284,60 @@ static int reconstruct_rbp(void) {
     return 0;
 }
 
-static int access_reg(unw_addr_space_t as, int reg, unw_word_t *value, int write, void *arg) {
+static int access_reg(sw_unw_addr_space_t as, int reg, sw_unw_word_t *value, int write, void *arg) {
     (void)as;
     (void)arg;
-    if (write) return -UNW_EBADREG;
+    if (write) return -SW_UNW_EBADREG;
     switch (reg) {
-    case REG_RIP: *value = g.pc; return 0;
-    case REG_RSP: *value = g.sp; return 0;
-    case REG_RBP:
+    case UNW_RIP: *value = g.pc; return 0;
+    case UNW_RSP: *value = g.sp; return 0;
+    case UNW_RBP:
         if (g.rbp_source == SW_SCAN_RBP_UNNEEDED) (void)reconstruct_rbp();
-        if (g.rbp_source == SW_SCAN_RBP_UNKNOWN) return -UNW_EBADREG;
+        if (g.rbp_source == SW_SCAN_RBP_UNKNOWN) return -SW_UNW_EBADREG;
         *value = g.rbp;
         return 0;
-    default: return -UNW_EBADREG;  // nothing else is known; CFI on x86_64 needs no other
+    default: return -SW_UNW_EBADREG;  // nothing else is known; CFI on x86_64 needs no other
     }
 }
 
-static int access_fpreg(unw_addr_space_t as, int reg, void *value, int write, void *arg) {
+static int access_fpreg(sw_unw_addr_space_t as, int reg, long double *value, int write, void *arg) {
     (void)as, (void)reg, (void)value, (void)write, (void)arg;
-    return -UNW_EBADREG;
+    return -SW_UNW_EBADREG;
 }
 
 // ---------------------------------------------------------------------------------------------
 // Unwind info: the object's .eh_frame_hdr table, which libunwind searches through access_mem.
 
-static int find_proc_info(unw_addr_space_t as, unw_word_t ip, unw_proc_info_t *pi, int need_unwind_info, void *arg) {
+static int find_proc_info(sw_unw_addr_space_t as, sw_unw_word_t ip, void *proc_info, int need_unwind_info, void *arg) {
+    sw_unw_proc_info_t *pi = proc_info;
     const segment *s = segment_containing(ip);
-    if (s == NULL || !s->executable || s->hdr == 0) return -UNW_ENOINFO;
-    unw_dyn_info_t di;
+    if (s == NULL || !s->executable || s->hdr == 0) return -SW_UNW_ENOINFO;
+    sw_unw_dyn_info_t di;
     memset(&di, 0, sizeof di);
     di.start_ip = s->start;
     di.end_ip = s->end;
-    di.format = UNW_INFO_FORMAT_REMOTE_TABLE;
+    di.format = SW_UNW_INFO_FORMAT_REMOTE_TABLE;
     di.u.rti.segbase = s->hdr;
     di.u.rti.table_data = s->table;
     di.u.rti.table_len = s->fde_count;  // in words: one 8-byte entry each
-    return unw.search_unwind_table(as, ip, &di, pi, need_unwind_info, arg);
+    return unw->search_unwind_table(as, ip, &di, pi, need_unwind_info, arg);
 }
 
-static void put_unwind_info(unw_addr_space_t as, unw_proc_info_t *pi, void *arg) {
+static void put_unwind_info(sw_unw_addr_space_t as, void *pi, void *arg) {
     (void)as, (void)pi, (void)arg;  // libunwind frees what its table search allocated
 }
 
-static int get_dyn_info_list_addr(unw_addr_space_t as, unw_word_t *address, void *arg) {
+static int get_dyn_info_list_addr(sw_unw_addr_space_t as, sw_unw_word_t *address, void *arg) {
     (void)as, (void)address, (void)arg;
-    return -UNW_ENOINFO;  // no dynamically registered (JIT) code
+    return -SW_UNW_ENOINFO;  // no dynamically registered (JIT) code
 }
 
 // ---------------------------------------------------------------------------------------------
 
-static void load(void) {
-    void *h = dlopen("libunwind-x86_64.so.8", RTLD_LOCAL | RTLD_NOW | RTLD_NODELETE);
-    if (h == NULL) return;
-#define RESOLVE(field, name)                                  \
-    do {                                                      \
-        void *sym = dlsym(h, "_Ux86_64_" name);               \
-        if (sym == NULL) return;                              \
-        memcpy(&unw.field, &sym, sizeof unw.field);           \
-    } while (0)
-    RESOLVE(create_addr_space, "create_addr_space");
-    RESOLVE(set_caching_policy, "set_caching_policy");
-    RESOLVE(flush_cache, "flush_cache");
-    RESOLVE(init_remote, "init_remote");
-    RESOLVE(step, "step");
-    RESOLVE(get_reg, "get_reg");
-    RESOLVE(search_unwind_table, "dwarf_search_unwind_table");
-#undef RESOLVE
-    static unw_accessors_t accessors = {
+static void make_space(void) {
+    const sw_unw_generic *library = sw_unw_generic_library();
+    if (library == NULL) return;
+    static sw_unw_accessors_t accessors = {
         .find_proc_info = find_proc_info,
         .put_unwind_info = put_unwind_info,
         .get_dyn_info_list_addr = get_dyn_info_list_addr,
@@ -403,20 +345,21 @@ static void load(void) {
         .access_reg = access_reg,
         .access_fpreg = access_fpreg,
     };
-    unw_addr_space_t as = unw.create_addr_space(&accessors, 0);
+    sw_unw_addr_space_t as = library->create_addr_space(&accessors, 0);
     if (as == NULL) return;
     // The rules found for an address are kept (the code does not change while mapped). Per
     // thread where the build allows it: the cache is then used without its lock (and without the
     // two signal-mask system calls around each frame's look-up), which is safe because g_lock
     // serialises every use. Debian's 1.6.2 keeps the global policy (locked) instead.
-    (void)unw.set_caching_policy(as, UNW_CACHE_PER_THREAD);
+    (void)library->set_caching_policy(as, SW_UNW_CACHE_PER_THREAD);
     g_as = as;
+    unw = library;
 }
 
 int sw_scan_unwind(uint64_t pc, uint64_t sp, uint64_t stack_end, uintptr_t *frames, int capacity,
                    sw_scan_unwind_info *info) {
-    pthread_once(&g_once, load);
-    if (g_as == NULL) return SW_SCAN_ENOUNWIND;
+    pthread_once(&g_once, make_space);
+    if (unw == NULL) return SW_SCAN_ENOUNWIND;
     if (frames == NULL || capacity < 1 || sp == 0 || (sp & 7) != 0 || sp >= stack_end) return SW_SCAN_EINVAL;
     pthread_mutex_lock(&g_lock);
     g.pid = getpid();
@@ -429,18 +372,18 @@ int sw_scan_unwind(uint64_t pc, uint64_t sp, uint64_t stack_end, uintptr_t *fram
     g.rbp = 0;
     int n = 0;
     frames[n++] = (uintptr_t)pc;
-    unw_cursor_t cursor;
-    int step = unw.init_remote(&cursor, g_as, NULL);
+    sw_unw_cursor_t cursor;
+    int step = unw->init_remote(&cursor, g_as, NULL);
     while (step >= 0 && n < capacity) {
         g.frame_index = n - 1;
-        unw_word_t ip = 0, frame_sp = 0;
-        if (unw.get_reg(&cursor, REG_RIP, &ip) < 0 || unw.get_reg(&cursor, REG_RSP, &frame_sp) < 0) break;
+        sw_unw_word_t ip = 0, frame_sp = 0;
+        if (unw->get_reg(&cursor, UNW_RIP, &ip) < 0 || unw->get_reg(&cursor, UNW_RSP, &frame_sp) < 0) break;
         g.frame_ip = ip;
         g.frame_sp = frame_sp;
-        step = unw.step(&cursor);
+        step = unw->step(&cursor);
         if (step <= 0) break;
-        unw_word_t next_ip = 0, next_sp = 0;
-        if (unw.get_reg(&cursor, REG_RIP, &next_ip) < 0 || unw.get_reg(&cursor, REG_RSP, &next_sp) < 0) break;
+        sw_unw_word_t next_ip = 0, next_sp = 0;
+        if (unw->get_reg(&cursor, UNW_RIP, &next_ip) < 0 || unw->get_reg(&cursor, UNW_RSP, &next_sp) < 0) break;
         // The outermost frame has no return address; a frame that does not move up is a loop.
         if (next_ip == 0 || next_sp <= frame_sp) break;
         frames[n++] = (uintptr_t)next_ip;
