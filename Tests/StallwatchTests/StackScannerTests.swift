@@ -70,6 +70,34 @@ import Testing
         }
     }
 
+    /// A thread that parks for a microsecond at a time, at a different depth each time, has its
+    /// stack change under the scan: every scan still returns (no read outside the copy of the
+    /// stack or a loaded object faults) and gives the PC first.
+    @Test func aThreadThatKeepsWakingIsScannedWithoutFaults() throws {
+        let stop = Locked(false)
+        let thread = ParkedThread {
+            var depth = 0
+            while !stop.withLock({ $0 }) {
+                scannerProbeRecurse(depth)
+                depth = (depth + 7) % 40
+            }
+        }
+        defer {
+            stop.withLock { $0 = true }
+            #expect(thread.join(), "the thread never returned")
+        }
+        let scanner = StackScanner(tid: thread.tid)
+        var withStack = 0
+        var deepest = 0
+        for _ in 0..<3_000 {
+            let frames = scanner.scan()
+            if !frames.isEmpty { withStack += 1 }
+            deepest = max(deepest, frames.count)
+            #expect(frames.count <= Int(SW_SAMPLER_MAX_FRAMES))
+        }
+        print("scans with a stack: \(withStack) of 3000, deepest \(deepest) frames")
+    }
+
     /// Parks a thread in `body` (in system call `syscall`), scans its stack, unwinds it by signal,
     /// scans it again, releases it and compares.
     private func compareScanWithSignal(
@@ -213,6 +241,17 @@ private final class ParkedThread: Sendable {
 
 @inline(never) func scannerProbeSemaphore(_ semaphore: DispatchSemaphore) {
     semaphore.wait()
+    scannerProbeKeep()
+}
+
+/// Sleeps a microsecond `depth` calls down.
+@inline(never) func scannerProbeRecurse(_ depth: Int) {
+    if depth == 0 {
+        var pause = timespec(tv_sec: 0, tv_nsec: 1_000)
+        nanosleep(&pause, nil)
+    } else {
+        scannerProbeRecurse(depth - 1)
+    }
     scannerProbeKeep()
 }
 
