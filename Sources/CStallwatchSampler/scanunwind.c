@@ -1,10 +1,10 @@
 // CStallwatchScanUnwind: libunwind's remote API over this process's own memory, from a parked
-// thread's PC and SP. See include/CStallwatchScanUnwind.h and docs/watchdog.md, "The stack scan".
+// thread's PC and SP. See include/CStallwatchScanUnwind.h and docs/watchdog.md, "The stack scan
+// of a parked thread".
 #define _GNU_SOURCE
 #include "CStallwatchScanUnwind.h"
 #include "unwind_remote.h"
 
-#include <dlfcn.h>
 #include <elf.h>
 #include <link.h>
 #include <pthread.h>
