@@ -39,9 +39,10 @@ static struct {
     int rbp_source;
     uint64_t rbp;
     pid_t pid;
-    // What the prologue of the function at an address puts between its frame pointer and SP
-    // (-1: no prologue of that shape), by address: a parked thread is scanned at every sample.
-    struct { uint64_t ip; int64_t below; } prologues[64];
+    // The function at an address: its start and what its prologue puts between its frame pointer
+    // and SP (-1: no prologue of that shape), by address: a parked thread is scanned at every
+    // sample.
+    struct prologue { uint64_t ip, start; int64_t below; } prologues[64];
 } g;
 
 static pthread_mutex_t g_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -252,32 +253,60 @@ static int64_t prologue_below(uint64_t start) {
     return below;
 }
 
-// prologue_below for the function containing `ip`, remembered by `ip`.
-static int64_t frame_pointer_offset(uint64_t ip) {
-    const size_t slot = (size_t)((ip ^ (ip >> 12)) % (sizeof g.prologues / sizeof g.prologues[0]));
-    if (g.prologues[slot].ip == ip) return g.prologues[slot].below;
-    const int64_t below = prologue_below(function_start(ip));
-    g.prologues[slot].ip = ip;
-    g.prologues[slot].below = below;
-    return below;
+// The function containing `ip` and its prologue_below, remembered by `ip`.
+static const struct prologue *prologue_of(uint64_t ip) {
+    struct prologue *entry = &g.prologues[(ip ^ (ip >> 12)) % (sizeof g.prologues / sizeof g.prologues[0])];
+    if (entry->ip != ip) {
+        entry->ip = ip;
+        entry->start = function_start(ip);
+        entry->below = prologue_below(entry->start);
+    }
+    return entry;
+}
+
+// What the call before the return address in the record at `rbp` says of whether it called the
+// function at `start`: 1 it did (call rel32 to `start`), -1 it did not (call rel32 to another
+// address in the same object: a stale record of another call), 0 it cannot tell (an indirect
+// call, or a direct one to another object's PLT).
+static int called(uint64_t rbp, uint64_t start) {
+    uint64_t returns;
+    unsigned char b[5];
+    if (start == 0 || !read_stack(rbp + 8, &returns) || !read_object(returns - 5, b, sizeof b) || b[0] != 0xE8) {
+        return 0;
+    }
+    int32_t offset;
+    memcpy(&offset, &b[1], sizeof offset);
+    const uint64_t target = returns + (uint64_t)(int64_t)offset;
+    if (target == start) return 1;
+    return segment_containing(target) == segment_containing(start) ? -1 : 0;
 }
 
 // The live RBP, asked for while stepping the frame at (g.frame_ip, g.frame_sp): no inner frame
-// saved it, so it is that frame's own frame pointer.
+// saved it, so it is that frame's own frame pointer, a frame record above its SP. Its locals may
+// hold stale records of earlier calls (and a frame that allocates on the stack has more below
+// RBP than its prologue says): so, in order, the first of the prologue's record and the records
+// above SP whose call is the call of this function, then the first whose call may be, then the
+// first record at all.
 static int reconstruct_rbp(void) {
     const uint64_t sp = g.frame_sp;
     const uint64_t lookup = g.frame_index > 0 ? g.frame_ip - 1 : g.frame_ip;  // a return address's call
-    const int64_t below = frame_pointer_offset(lookup);
-    if (below >= 0 && is_frame_record(sp + (uint64_t)below, sp)) {
-        g.rbp = sp + (uint64_t)below;
-        g.rbp_source = SW_SCAN_RBP_PROLOGUE;
-        return 1;
-    }
-    for (uint64_t rbp = (sp + 15) & ~(uint64_t)15; rbp + 16 <= g.sp + SW_SCAN_WINDOW && rbp < sp + 65536; rbp += 16) {
-        if (is_frame_record(rbp, sp)) {
-            g.rbp = rbp;
-            g.rbp_source = SW_SCAN_RBP_RECORD;
+    const struct prologue *function = prologue_of(lookup);
+    const uint64_t from_prologue = function->below >= 0 ? sp + (uint64_t)function->below : 0;
+    const uint64_t first = (sp + 15) & ~(uint64_t)15;
+    uint64_t limit = sp + 65536;
+    if (limit > g.sp + SW_SCAN_WINDOW) limit = g.sp + SW_SCAN_WINDOW;
+    for (int least = 1; least >= -1; least--) {
+        if (from_prologue != 0 && is_frame_record(from_prologue, sp) && called(from_prologue, function->start) >= least) {
+            g.rbp = from_prologue;
+            g.rbp_source = SW_SCAN_RBP_PROLOGUE;
             return 1;
+        }
+        for (uint64_t rbp = first; rbp + 16 <= limit; rbp += 16) {
+            if (is_frame_record(rbp, sp) && called(rbp, function->start) >= least) {
+                g.rbp = rbp;
+                g.rbp_source = SW_SCAN_RBP_RECORD;
+                return 1;
+            }
         }
     }
     g.rbp_source = SW_SCAN_RBP_UNKNOWN;

@@ -3,6 +3,7 @@
 // frame for frame, the app's frames included.
 import CStallwatchSampler
 import CStallwatchShims
+import CStallwatchTestSupport
 import Dispatch
 import Foundation
 import Glibc
@@ -55,6 +56,24 @@ import Testing
         let readEnd = fds[0]
         try compareScanWithSignal(parkedIn: "read", app: "scannerProbeRead") {
             scannerProbeRead(readEnd)
+        } release: {
+            var byte: UInt8 = 1
+            _ = write(fds[1], &byte, 1)
+        }
+    }
+
+    /// A frame that allocated on the stack (alloca) sits further above its SP than its prologue
+    /// says, over stale frame records of calls it made before: RBP is still its own.
+    @Test func aThreadInReadBelowAStackAllocation() throws {
+        var fds: [Int32] = [0, 0]
+        try #require(pipe(&fds) == 0)
+        defer {
+            close(fds[0])
+            close(fds[1])
+        }
+        let readEnd = fds[0]
+        try compareScanWithSignal(parkedIn: "read", app: "scannerProbeReadBelowAllocation") {
+            scannerProbeReadBelowAllocation(readEnd)
         } release: {
             var byte: UInt8 = 1
             _ = write(fds[1], &byte, 1)
@@ -236,6 +255,11 @@ private final class ParkedThread: Sendable {
 @inline(never) func scannerProbeRead(_ fd: Int32) {
     var byte: UInt8 = 0
     _ = read(fd, &byte, 1)
+    scannerProbeKeep()
+}
+
+@inline(never) func scannerProbeReadBelowAllocation(_ fd: Int32) {
+    _ = swt_read_below_stack_allocation(fd, 4096, 24)
     scannerProbeKeep()
 }
 
