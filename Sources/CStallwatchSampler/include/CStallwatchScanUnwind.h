@@ -12,8 +12,9 @@
 // RBP is the one register a CFI unwind may need that the kernel does not show: a frame whose
 // CFA is RBP-based (code built with frame pointers) needs it unless an inner frame saved it
 // (then CFI gives it). Asked for it, the unwinder takes the frame that asked: its frame pointer
-// is SP + the size its prologue (push %rbp; mov %rsp,%rbp; pushes; sub $n,%rsp) gives it, and
-// failing that the first frame record (saved RBP, return address) above its SP.
+// is a frame record (saved RBP, return address) above its SP — the one its prologue (push %rbp;
+// mov %rsp,%rbp; pushes; sub $n,%rsp) points at, or the first up from SP — preferring a record
+// whose return address follows a direct call to that very function over stale ones.
 //
 // Every read is bounded: the stack through a copy of at most SW_SCAN_WINDOW bytes above SP
 // (process_vm_readv, so a thread that wakes meanwhile gives stale words, never a fault), and
@@ -39,8 +40,8 @@ extern "C" {
 
 /// How the unwind learnt RBP.
 #define SW_SCAN_RBP_UNNEEDED 0   ///< no frame needed the live RBP (CFI gave it where a frame used it)
-#define SW_SCAN_RBP_PROLOGUE 1   ///< from the asking frame's prologue (frame size above its SP)
-#define SW_SCAN_RBP_RECORD 2     ///< the first frame record above the asking frame's SP
+#define SW_SCAN_RBP_PROLOGUE 1   ///< the record the asking frame's prologue points at (its frame size above SP)
+#define SW_SCAN_RBP_RECORD 2     ///< a frame record found going up from the asking frame's SP
 #define SW_SCAN_RBP_UNKNOWN 3    ///< neither: the unwind stopped at the asking frame
 
 /// What one unwind did, for tests and the benchmark.
