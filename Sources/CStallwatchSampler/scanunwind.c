@@ -42,7 +42,7 @@ static struct {
     // The function at an address: its start and what its prologue puts between its frame pointer
     // and SP (-1: no prologue of that shape), by address: a parked thread is scanned at every
     // sample.
-    struct prologue { uint64_t ip, start; int64_t below; } prologues[64];
+    struct prologue { uint64_t ip, start, end; int64_t below; } prologues[64];
 } g;
 
 static pthread_mutex_t g_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -199,27 +199,26 @@ static int is_frame_record(uint64_t rbp, uint64_t sp) {
     return is_return_address(returns);
 }
 
-// The start of the function at `ip`, from its object's .eh_frame_hdr table (0 if none).
-static uint64_t function_start(uint64_t ip) {
+// The function at `ip` from its object's .eh_frame_hdr table: its start, and the next one's
+// start as its end (the segment's end for the last). 0 if no table covers `ip`.
+static int function_bounds(uint64_t ip, uint64_t *start, uint64_t *end) {
     const segment *s = segment_containing(ip);
     if (s == NULL || !s->executable || s->hdr == 0 || s->fde_count == 0) return 0;
     const int64_t target = (int64_t)(ip - s->hdr);
     uint64_t lo = 0, hi = s->fde_count;
-    int32_t found = 0;
-    int any = 0;
-    while (lo < hi) {
+    while (lo < hi) {  // lo: the first entry starting after `ip`
         const uint64_t mid = (lo + hi) / 2;
         int32_t entry[2];
         if (!read_object(s->table + mid * 8, entry, sizeof entry)) return 0;
-        if (entry[0] <= target) {
-            found = entry[0];
-            any = 1;
-            lo = mid + 1;
-        } else {
-            hi = mid;
-        }
+        if (entry[0] <= target) lo = mid + 1; else hi = mid;
     }
-    return any ? s->hdr + (uint64_t)(int64_t)found : 0;
+    if (lo == 0) return 0;
+    int32_t entries[4];
+    const int last = lo == s->fde_count;
+    if (!read_object(s->table + (lo - 1) * 8, entries, last ? 8 : 16)) return 0;
+    *start = s->hdr + (uint64_t)(int64_t)entries[0];
+    *end = last ? s->end : s->hdr + (uint64_t)(int64_t)entries[2];
+    return 1;
 }
 
 // What a function that sets up a frame pointer as clang and swiftc do puts below it: [endbr64]
@@ -258,35 +257,51 @@ static const struct prologue *prologue_of(uint64_t ip) {
     struct prologue *entry = &g.prologues[(ip ^ (ip >> 12)) % (sizeof g.prologues / sizeof g.prologues[0])];
     if (entry->ip != ip) {
         entry->ip = ip;
-        entry->start = function_start(ip);
+        entry->start = entry->end = 0;
+        (void)function_bounds(ip, &entry->start, &entry->end);
         entry->below = prologue_below(entry->start);
     }
     return entry;
 }
 
-// What the call before the return address in the record at `rbp` says of whether it called the
-// function at `start`: 1 it did (call rel32 to `start`), -1 it did not (call rel32 to another
-// address in the same object: a stale record of another call), 0 it cannot tell (an indirect
-// call, or a direct one to another object's PLT).
-static int called(uint64_t rbp, uint64_t start) {
-    uint64_t returns;
-    unsigned char b[5];
-    if (start == 0 || !read_stack(rbp + 8, &returns) || !read_object(returns - 5, b, sizeof b) || b[0] != 0xE8) {
-        return 0;
-    }
+// Where the code at `address` leads: itself, or for a PLT stub ([endbr64] [bnd] jmp
+// *disp32(%rip)) the function its GOT slot holds; 0 for a stub not bound yet (lazy binding points
+// the slot back into the PLT) or unreadable code.
+static uint64_t call_destination(uint64_t address) {
+    unsigned char b[12];
+    if (!read_object(address, b, sizeof b)) return 0;
+    int i = b[0] == 0xF3 && b[1] == 0x0F && b[2] == 0x1E && b[3] == 0xFA ? 4 : 0;
+    if (b[i] == 0xF2) i++;
+    if (b[i] != 0xFF || b[i + 1] != 0x25) return address;
     int32_t offset;
+    memcpy(&offset, &b[i + 2], sizeof offset);
+    uint64_t bound = 0;
+    if (!read_object(address + (uint64_t)i + 6 + (uint64_t)(int64_t)offset, &bound, sizeof bound)) return 0;
+    return segment_containing(bound) == segment_containing(address) ? 0 : bound;
+}
+
+// What the call before the return address in the record at `rbp` says of whether it called
+// `function`: 1 it did (a direct call to its start, or through a PLT stub bound to it), -1 it did
+// not (a call `function` made itself, or a call that leads elsewhere: a stale record), 0 it
+// cannot tell (an indirect call, or a PLT stub not bound yet).
+static int called(uint64_t rbp, const struct prologue *function) {
+    uint64_t returns;
+    unsigned char b[5] = {0};
+    if (function->start == 0 || !read_stack(rbp + 8, &returns)) return 0;
+    int32_t offset;
+    const int direct = read_object(returns - 5, b, sizeof b) && b[0] == 0xE8;
     memcpy(&offset, &b[1], sizeof offset);
-    const uint64_t target = returns + (uint64_t)(int64_t)offset;
-    if (target == start) return 1;
-    return segment_containing(target) == segment_containing(start) ? -1 : 0;
+    const uint64_t destination = direct ? call_destination(returns + (uint64_t)(int64_t)offset) : 0;
+    if (destination == function->start) return 1;
+    if (returns - 1 >= function->start && returns - 1 < function->end) return -1;
+    return destination == 0 ? 0 : -1;
 }
 
 // The live RBP, asked for while stepping the frame at (g.frame_ip, g.frame_sp): no inner frame
 // saved it, so it is that frame's own frame pointer, a frame record above its SP. Its locals may
-// hold stale records of earlier calls (and a frame that allocates on the stack has more below
-// RBP than its prologue says): so, in order, the first of the prologue's record and the records
-// above SP whose call is the call of this function, then the first whose call may be, then the
-// first record at all.
+// hold stale records of calls it made before (and a frame that allocates on the stack has more
+// below RBP than its prologue says): so the record its prologue points at, else the first up
+// from SP, that is not a stale one (`called`); failing both, the first record at all.
 static int reconstruct_rbp(void) {
     const uint64_t sp = g.frame_sp;
     const uint64_t lookup = g.frame_index > 0 ? g.frame_ip - 1 : g.frame_ip;  // a return address's call
@@ -295,14 +310,14 @@ static int reconstruct_rbp(void) {
     const uint64_t first = (sp + 15) & ~(uint64_t)15;
     uint64_t limit = sp + 65536;
     if (limit > g.sp + SW_SCAN_WINDOW) limit = g.sp + SW_SCAN_WINDOW;
-    for (int least = 1; least >= -1; least--) {
-        if (from_prologue != 0 && is_frame_record(from_prologue, sp) && called(from_prologue, function->start) >= least) {
+    for (int least = 0; least >= -1; least--) {
+        if (from_prologue != 0 && is_frame_record(from_prologue, sp) && called(from_prologue, function) >= least) {
             g.rbp = from_prologue;
             g.rbp_source = SW_SCAN_RBP_PROLOGUE;
             return 1;
         }
         for (uint64_t rbp = first; rbp + 16 <= limit; rbp += 16) {
-            if (is_frame_record(rbp, sp) && called(rbp, function->start) >= least) {
+            if (is_frame_record(rbp, sp) && called(rbp, function) >= least) {
                 g.rbp = rbp;
                 g.rbp_source = SW_SCAN_RBP_RECORD;
                 return 1;
