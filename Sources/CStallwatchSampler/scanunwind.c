@@ -93,7 +93,9 @@ static int add_object(struct dl_phdr_info *info, size_t size, void *data) {
         if (version != 1 || table_encoding != 0x3b) break;
         const unsigned char *cursor = p + 4;
         uint64_t ignored;
-        if (!read_encoded(&cursor, frame_encoding, &ignored) || !read_encoded(&cursor, count_encoding, &fde_count)) break;
+        if (!read_encoded(&cursor, frame_encoding, &ignored) || !read_encoded(&cursor, count_encoding, &fde_count)) {
+            break;
+        }
         hdr = (uint64_t)(uintptr_t)p;
         table = (uint64_t)(uintptr_t)cursor;
     }
