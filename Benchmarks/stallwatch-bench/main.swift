@@ -20,6 +20,8 @@ let usage = """
                 1,000 (or STALLS) injected stalls of every kind among short callouts, hogs on
                 every core, recorder on, as root and as nobody: recall, split, invented, lost
                 records, duration error, for StallMonitor on MainLoop and for HeartbeatMonitor
+      scan      the stack scan of a thread parked in DispatchQueue.sync and in read: cost per
+                scan and frames found, by CFI unwind against the heuristic scan
       trace     recording cost per event, bytes per event, parse rate, a long fuzz run
       soak [SECONDS] [TASKS_PER_SECOND]
                 60 s (default) at 1 M posted tasks/s, monitor on, recorder in full mode:
@@ -48,6 +50,7 @@ do {
     case "recall-run":  // LABEL STALLS: one privilege's part of `recall`, in this process
         guard arguments.count == 3, let stalls = Int(arguments[2]), stalls > 0 else { exit(2) }
         try Recall.run(label: arguments[1], stalls: stalls)
+    case "scan": try ScanBenchmarks.run()
     case "trace": try TraceBenchmarks.run()
     case "heartbeat": try HeartbeatBenchmarks.run()
     case "pool": try PoolBenchmarks.run()

@@ -2,6 +2,7 @@
 // watchdog thread. See include/CStallwatchPerf.h and docs/watchdog.md, "Stacks from perf".
 #define _GNU_SOURCE
 #include "CStallwatchPerf.h"
+#include "unwind_remote.h"
 
 #include <asm/perf_regs.h>
 #include <dlfcn.h>
@@ -40,81 +41,12 @@
 // libunwind's x86_64 register numbers (libunwind-x86_64.h) of the sampled registers, in the
 // kernel's order above: AX BX CX DX SI DI BP SP IP R8...R15.
 static const int k_unw_regnum[SW_PERF_NREGS] = {0, 3, 2, 1, 4, 5, 6, 7, 16, 8, 9, 10, 11, 12, 13, 14, 15};
-enum { UNW_RBP = 6, UNW_RSP = 7, UNW_RIP = 16 };
 enum { PERF_IDX_DI = 5, PERF_IDX_BP = 6, PERF_IDX_SP = 7, PERF_IDX_IP = 8 };
 
 #define SW_PERF_RING_PAGES 64      // 256 KiB of data: 15 samples of 16 KiB stacks
 #define SW_PERF_MAX_RECORD 65536   // a record's size is a u16
 #define SW_PERF_MAX_CALLCHAIN 127  // kernel.perf_event_max_stack's default
 
-// ---------------------------------------------------------------------------------------------
-// libunwind's generic (local + remote) library, resolved with dlsym. As in sampler.c we declare
-// the few types and entry points ourselves (values from libunwind-common.h, stable ABI since
-// 0.99): nothing references libunwind at link time, so the process's _Unwind_* stay libgcc_s's.
-typedef uint64_t sw_unw_word_t;
-typedef struct { sw_unw_word_t opaque[127]; } sw_unw_cursor_t;   // UNW_TDEP_CURSOR_LEN
-typedef void *sw_unw_addr_space_t;
-typedef int (*sw_find_proc_info_fn)(sw_unw_addr_space_t, sw_unw_word_t, void *, int, void *);
-typedef void (*sw_put_unwind_info_fn)(sw_unw_addr_space_t, void *, void *);
-typedef int (*sw_get_dyn_info_list_addr_fn)(sw_unw_addr_space_t, sw_unw_word_t *, void *);
-typedef int (*sw_access_mem_fn)(sw_unw_addr_space_t, sw_unw_word_t, sw_unw_word_t *, int, void *);
-typedef int (*sw_access_reg_fn)(sw_unw_addr_space_t, int, sw_unw_word_t *, int, void *);
-typedef int (*sw_access_fpreg_fn)(sw_unw_addr_space_t, int, long double *, int, void *);
-typedef int (*sw_resume_fn)(sw_unw_addr_space_t, sw_unw_cursor_t *, void *);
-typedef int (*sw_get_proc_name_fn)(sw_unw_addr_space_t, sw_unw_word_t, char *, size_t, sw_unw_word_t *, void *);
-// unw_accessors_t as of 1.6; later versions append optional members (NULL means "not provided"),
-// so the struct is padded with zeros.
-typedef struct {
-    sw_find_proc_info_fn find_proc_info;
-    sw_put_unwind_info_fn put_unwind_info;
-    sw_get_dyn_info_list_addr_fn get_dyn_info_list_addr;
-    sw_access_mem_fn access_mem;
-    sw_access_reg_fn access_reg;
-    sw_access_fpreg_fn access_fpreg;
-    sw_resume_fn resume;
-    sw_get_proc_name_fn get_proc_name;
-    void *reserved[8];
-} sw_unw_accessors_t;
-enum { SW_UNW_EUNSPEC = 1, SW_UNW_EBADREG = 3, SW_UNW_EREADONLYREG = 4, SW_UNW_EINVAL = 8 };
-
-static struct {
-    pthread_once_t once;
-    int ok;
-    sw_unw_accessors_t *(*get_accessors)(sw_unw_addr_space_t);
-    sw_unw_addr_space_t (*create_addr_space)(sw_unw_accessors_t *, int);
-    int (*init_remote)(sw_unw_cursor_t *, sw_unw_addr_space_t, void *);
-    int (*step)(sw_unw_cursor_t *);
-    int (*get_reg)(sw_unw_cursor_t *, int, sw_unw_word_t *);
-    void (*destroy_addr_space)(sw_unw_addr_space_t);
-    sw_unw_addr_space_t local_space;
-    void (*set_iterate_phdr)(sw_unw_addr_space_t, void *);   // libunwind >= 1.7 only
-} g_unw = {.once = PTHREAD_ONCE_INIT};
-
-#define SW_DLSYM(handle, name, field)                                                             \
-    do {                                                                                           \
-        void *sym_ = dlsym(handle, name);                                                          \
-        if (sym_ == NULL) return;                                                                  \
-        memcpy(&g_unw.field, &sym_, sizeof sym_);                                                  \
-    } while (0)
-
-static void load_generic_libunwind(void) {
-    // RTLD_LOCAL keeps its (and its dependency libunwind.so.8's) _Unwind_* out of the global
-    // scope; RTLD_NODELETE so no dlclose elsewhere can unmap it under a running unwind.
-    void *h = dlopen("libunwind-x86_64.so.8", RTLD_LOCAL | RTLD_NOW | RTLD_NODELETE);
-    if (h == NULL) return;
-    SW_DLSYM(h, "_Ux86_64_get_accessors", get_accessors);
-    SW_DLSYM(h, "_Ux86_64_create_addr_space", create_addr_space);
-    SW_DLSYM(h, "_Ux86_64_init_remote", init_remote);
-    SW_DLSYM(h, "_Ux86_64_step", step);
-    SW_DLSYM(h, "_Ux86_64_get_reg", get_reg);
-    SW_DLSYM(h, "_Ux86_64_destroy_addr_space", destroy_addr_space);
-    sw_unw_addr_space_t *local = dlsym(h, "_Ux86_64_local_addr_space");
-    if (local == NULL || *local == NULL) return;
-    g_unw.local_space = *local;
-    void *iterate = dlsym(h, "_Ux86_64_set_iterate_phdr_function");
-    if (iterate != NULL) memcpy(&g_unw.set_iterate_phdr, &iterate, sizeof iterate);
-    g_unw.ok = 1;
-}
 
 // ---------------------------------------------------------------------------------------------
 // The handle.
@@ -207,15 +139,13 @@ static int sw_resume(sw_unw_addr_space_t as, sw_unw_cursor_t *cursor, void *arg)
     return -SW_UNW_EINVAL;
 }
 
-static void load_once(void) { load_generic_libunwind(); }
-
 // An address space for unwinding copies of this process's stacks: the local space's way of
 // finding unwind info (dl_iterate_phdr over the loaded objects, the same code and addresses),
 // with our memory and register accessors.
 static sw_unw_addr_space_t make_space(void) {
-    pthread_once(&g_unw.once, load_once);
-    if (!g_unw.ok) return NULL;
-    const sw_unw_accessors_t *local = g_unw.get_accessors(g_unw.local_space);
+    const sw_unw_generic *unw = sw_unw_generic_library();
+    if (unw == NULL) return NULL;
+    const sw_unw_accessors_t *local = unw->get_accessors(unw->local_space);
     if (local == NULL) return NULL;
     sw_unw_accessors_t acc;
     memset(&acc, 0, sizeof acc);
@@ -227,8 +157,8 @@ static sw_unw_addr_space_t make_space(void) {
     acc.access_fpreg = sw_access_fpreg;
     acc.resume = sw_resume;
     acc.get_proc_name = NULL;
-    sw_unw_addr_space_t space = g_unw.create_addr_space(&acc, 0);
-    if (space != NULL && g_unw.set_iterate_phdr != NULL) g_unw.set_iterate_phdr(space, (void *)dl_iterate_phdr);
+    sw_unw_addr_space_t space = unw->create_addr_space(&acc, 0);
+    if (space != NULL && unw->set_iterate_phdr != NULL) unw->set_iterate_phdr(space, (void *)dl_iterate_phdr);
     return space;
 }
 
@@ -350,7 +280,7 @@ void sw_perf_close(sw_perf *perf) {
     munmap(perf->map, perf->map_size);
     close(perf->fd);
     // Its caches live inside it (26 KiB); nothing else refers to it.
-    if (perf->space != NULL) g_unw.destroy_addr_space(perf->space);
+    if (perf->space != NULL) sw_unw_generic_library()->destroy_addr_space(perf->space);
     free(perf);
 }
 
@@ -439,16 +369,17 @@ static int unwind_frame_pointers(const sw_unwind_ctx *ctx, uintptr_t *frames, in
 }
 
 static int unwind_dwarf(sw_perf *perf, sw_unwind_ctx *ctx, uintptr_t *frames, int capacity, int *truncated) {
+    const sw_unw_generic *unw = sw_unw_generic_library();  // not NULL: perf->space was made
     sw_unw_cursor_t cursor;
-    if (g_unw.init_remote(&cursor, perf->space, ctx) < 0) return 0;
+    if (unw->init_remote(&cursor, perf->space, ctx) < 0) return 0;
     int n = 0;
     frames[n++] = (uintptr_t)ctx->regs[PERF_IDX_IP];
     sw_unw_word_t last_sp = ctx->regs[PERF_IDX_SP];
     while (n < capacity) {
-        if (g_unw.step(&cursor) <= 0) break;
+        if (unw->step(&cursor) <= 0) break;
         sw_unw_word_t ip = 0, sp = 0;
-        if (g_unw.get_reg(&cursor, UNW_RIP, &ip) < 0 || ip < 4096) break;
-        if (g_unw.get_reg(&cursor, UNW_RSP, &sp) < 0 || sp < last_sp) break;
+        if (unw->get_reg(&cursor, UNW_RIP, &ip) < 0 || ip < 4096) break;
+        if (unw->get_reg(&cursor, UNW_RSP, &sp) < 0 || sp < last_sp) break;
         last_sp = sp;
         frames[n++] = (uintptr_t)ip;
     }

@@ -2,6 +2,7 @@ extension WaitFact {
     /// One line for people, as `report` and `show` print it after "waited on":
     /// "read of /var/lib/app/feed.json", "recv from 127.0.0.1:5432",
     /// "lock held by thread 4711 'cache-refresh' in `Cache.refresh()`",
+    /// "queue 'db' run by thread 4712 'worker' in `Store.save()`" (a blocked `DispatchQueue.sync`),
     /// "page fault in /data/index.bin", "SQL `SELECT …` on /data/app.sqlite".
     public var summary: String {
         switch kind {
@@ -23,8 +24,14 @@ extension WaitFact {
             if let function = WaitFact.ownerFunction(owner.frames) { text += " in `\(function)`" }
             return text
         case .futex:
-            return "futex wait" + (address.map { " on 0x" + String($0, radix: 16) } ?? "")
-                + " (the waker is not recorded anywhere)"
+            guard let owner else {
+                return "futex wait" + (address.map { " on 0x" + String($0, radix: 16) } ?? "")
+                    + " (the waker is not recorded anywhere)"
+            }
+            var text = "queue " + (target.map { "'\($0)'" } ?? "(no label)") + " run by thread \(owner.tid)"
+            if let name = owner.name { text += " '\(name)'" }
+            if let function = WaitFact.ownerFunction(owner.frames) { text += " in `\(function)`" }
+            return text
         case .database:
             let sql = statement.map { WaitFact.oneLine($0, limit: 60) } ?? "?"
             return "SQL `\(sql)`" + (target.map { " on \($0)" } ?? "")

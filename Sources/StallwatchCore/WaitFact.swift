@@ -22,7 +22,8 @@ public struct WaitFact: Sendable, Hashable, Codable {
         /// A futex wait on a glibc `pthread_mutex_t` (NSLock is one): `owner` holds it.
         case mutex = 4
         /// Another futex wait (condition, semaphore, dispatch): the kernel and the futex word
-        /// do not say who will wake it.
+        /// do not say who will wake it. But for a `DispatchQueue.sync` onto a queue another
+        /// thread runs: `owner` is that thread and `target` the queue's label.
         case futex = 5
         /// A registered SQLite connection is running `statement` on the database `target`.
         case database = 6
@@ -58,17 +59,19 @@ public struct WaitFact: Sendable, Hashable, Codable {
     public var operation: String?
     /// The descriptor from the syscall's first argument, for `file` and `socket`.
     public var fd: Int32?
-    /// The path, the socket peer, the mapped file or the database file.
+    /// The path, the socket peer, the mapped file or the database file; the queue's label
+    /// (`futex` of a `DispatchQueue.sync`).
     public var target: String?
     /// The futex address (`mutex`, `futex`), the fault address (`pageFault`), the syscall's
     /// address (`file` of `msync`, `madvise`, `mlock`).
     public var address: UInt64?
-    /// The thread holding the mutex (`mutex`).
+    /// The thread holding the mutex (`mutex`), or running the queue a `DispatchQueue.sync`
+    /// waits for (`futex`).
     public var owner: Owner?
     /// The SQL text (`database`), as the app prepared it (parameters not expanded).
     public var statement: String?
 
-    /// The thread that holds a lock the loop thread waits for.
+    /// The thread that holds a lock the loop thread waits for (or runs the queue it waits for).
     public struct Owner: Sendable, Hashable, Codable {
         /// Its thread id.
         public var tid: Int32

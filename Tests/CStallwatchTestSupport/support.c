@@ -4,6 +4,7 @@
 
 #include "CStallwatchSampler.h"
 
+#include <alloca.h>
 #include <dlfcn.h>
 #include <errno.h>
 #include <link.h>
@@ -121,6 +122,21 @@ uintptr_t swt_address_of_spin_inner(void) { return (uintptr_t)&swt_spin_inner; }
 uintptr_t swt_address_of_spin_outer(void) { return (uintptr_t)&swt_spin_outer; }
 uintptr_t swt_address_of_spin_fresh_inner(void) { return (uintptr_t)&swt_spin_fresh_inner; }
 uintptr_t swt_address_of_spin_fresh_outer(void) { return (uintptr_t)&swt_spin_fresh_outer; }
+
+__attribute__((noinline)) static int swt_dirty_stack(int depth) {
+    volatile char pad[48];
+    pad[0] = (char)depth;
+    return depth > 0 ? swt_dirty_stack(depth - 1) + pad[0] : pad[0];
+}
+
+__attribute__((noinline)) long swt_read_below_stack_allocation(int fd, unsigned long bytes, int depth) {
+    (void)swt_dirty_stack(depth);
+    char *buffer = alloca(bytes);
+    buffer[0] = 0;
+    const long n = read(fd, buffer, 1);
+    __asm__ volatile("" ::: "memory");
+    return n + buffer[0];
+}
 
 static void set_signal_blocked(int signo, int blocked) {
     sigset_t set;

@@ -160,6 +160,36 @@ import Testing
         #expect(stall.topSymbols(depth: 16).contains { $0.contains("lockMutexForStallTest") })
     }
 
+    /// A callout in `DispatchQueue.sync` onto a serial queue whose block runs on another thread:
+    /// the scan of the waiter keeps the callout's function (the caller of `sync`, which the scan
+    /// used to skip), and the fact names the queue and the thread running its block.
+    @Test func syncOntoABusyQueueNamesTheCallerTheQueueAndItsRunner() async throws {
+        let queue = DispatchQueue(label: "fact-queue.busy")
+        let runner = Box<Int32>(0)
+        let busy = DispatchSemaphore(value: 0)
+        queue.async {
+            runner.value = sw_gettid()
+            FactQueue.drain(busy: busy, milliseconds: 400)
+        }
+        busy.wait()
+        let run = try await monitored { loop, measure in
+            measure.post(loop) { syncOntoQueueForStallTest(queue) }
+        }
+        let stall = try #require(run.ended.first)
+        let breakdown = examine(stall, "sync onto 'fact-queue.busy'")
+        expectCulprit(stall, "syncOntoQueueForStallTest")
+        #expect(breakdown.dominant == .lockWait, "\(breakdown)")
+        let facts = stall.samples.compactMap { $0.wait?.kind == .futex ? $0.wait : nil }
+        let named = facts.filter { $0.owner != nil }
+        #expect(named.count >= stall.samples.count / 2, "\(named.count) of \(stall.samples.count) samples name it")
+        #expect(
+            named.allSatisfy { $0.owner?.tid == runner.value && $0.target == "fact-queue.busy" },
+            "\(named.map(\.summary))")
+        #expect(
+            named.contains { $0.owner?.frames.contains { $0.symbol?.contains("FactQueue.drain") == true } == true },
+            "\(named.map(\.summary))")
+    }
+
     @Test func socketReadOnLoopbackNamesThePeer() async throws {
         let server = try LoopbackServer(replyAfterMilliseconds: 300)
         let client = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
@@ -338,6 +368,20 @@ func mapWholeFile(_ path: String, writable: Bool = false) -> (base: UnsafeMutabl
 @inline(never) func receiveForStallTest(_ fd: Int32) {
     var buffer = [UInt8](repeating: 0, count: 64)
     _ = buffer.withUnsafeMutableBytes { recv(fd, $0.baseAddress, $0.count, 0) }
+}
+
+enum FactQueue {
+    /// A queue's block that sleeps `milliseconds` (so its thread is caught in a syscall).
+    @inline(never) static func drain(busy: DispatchSemaphore, milliseconds: UInt32) {
+        busy.signal()
+        usleep(milliseconds * 1000)
+    }
+}
+
+/// A callout that waits in `DispatchQueue.sync` for `queue`.
+@inline(never) func syncOntoQueueForStallTest(_ queue: DispatchQueue) {
+    queue.sync { _ = sw_monotonic_ns() }
+    _ = sw_monotonic_ns()
 }
 
 enum FactCache {

@@ -129,3 +129,5 @@ const char *sw_sampler_libunwind_path(void);
 #include "CStallwatchSelfSample.h"
 // The addresses the loop thread page-faults on, for the wait facts.
 #include "CStallwatchFaults.h"
+// The DWARF unwind of a thread parked in a system call (the stack scan), without a signal.
+#include "CStallwatchScanUnwind.h"

@@ -227,6 +227,14 @@ final class SampleFacts {
         }
         if number == Self.futexSyscall {
             var fact = FutexProbe.probe(address: arguments.0, operation: arguments.1, waiter: tid)
+            // A blocked DispatchQueue.sync: the queue, and the thread running its block.
+            if fact.owner == nil, let stackPointer = reading.stackPointer,
+                let queue = DispatchQueueProbe.probe(futex: arguments.0, stackPointer: stackPointer, waiter: tid),
+                let name = FutexProbe.threadName(queue.owner)
+            {
+                fact.target = queue.label
+                fact.owner = WaitFact.Owner(tid: queue.owner, name: name)
+            }
             if let owner = fact.owner { fact.owner?.frames = ownerStack(owner.tid).map { Frame(address: $0) } }
             return fact
         }

@@ -1,3 +1,4 @@
+import CStallwatchSampler
 import CStallwatchShims
 import Glibc
 import StallwatchCore
@@ -8,11 +9,17 @@ import StallwatchCore
 /// (nanosleep/usleep, poll, select, epoll_wait, sigtimedwait, …: see signal(7)), so sampling
 /// a thread that sleeps would cut its sleep short — the tool would change what it measures.
 /// For those calls the watchdog takes the user PC and SP the kernel shows in
-/// /proc/self/task/<tid>/syscall and scans the thread's stack (same address space) for words
-/// that are return addresses: inside an executable mapping and just after a call
-/// instruction. It is a heuristic — a stale return address left on the stack can show up —
-/// so these samples are marked by having `syscall` set and state S. Watchdog thread only.
-final class StackScanner {
+/// /proc/self/task/<tid>/syscall and unwinds the thread's stack (same address space) by its
+/// CFI, as a signal-time unwind from the same registers would (`sw_scan_unwind`: libunwind's
+/// remote API over this process's memory; RBP, which /proc does not show, from CFI where a
+/// frame saved it, else from the frame that needs it). Code without frame pointers (libc,
+/// libdispatch, `DispatchQueue.sync`) is unwound like any other. Only without libunwind, or
+/// when the unwind gets no further than the PC, does it fall back to a heuristic: words that
+/// are return addresses (inside an executable mapping and just after a call instruction)
+/// below the first frame-pointer record, then the record chain — where a stale return address
+/// can show up and a frame can be skipped. Samples from either are marked `.scan`.
+/// Watchdog thread only. Package access for the benchmark (`stallwatch-bench scan`).
+package final class StackScanner {
     /// Syscalls that return EINTR after a handler runs, whatever SA_RESTART says (signal(7)),
     /// by name: the numbers come from `SyscallTable`, the package's one syscall numbering.
     static let neverRestarted: Set<Int32> = Set(
@@ -34,20 +41,55 @@ final class StackScanner {
 
     private var mappings: [Mapping] = []
     private let syscallFD: Int32
+    /// The unwind's output, allocated once.
+    private var frames = [UInt](repeating: 0, count: Int(SW_SAMPLER_MAX_FRAMES))
+    /// What the last CFI unwind did (how it learnt RBP, where it stopped), for tests.
+    private(set) var lastUnwind = sw_scan_unwind_info()
 
-    init(tid: Int32) {
+    package init(tid: Int32) {
         syscallFD = open("/proc/self/task/\(tid)/syscall", O_RDONLY | O_CLOEXEC)
         reloadMappings()
     }
 
     deinit { if syscallFD >= 0 { close(syscallFD) } }
 
-    /// The PC (frame 0) and the return addresses found above SP; empty if the thread is running
+    /// How a scan finds the frames above the PC.
+    package enum Method: Sendable {
+        /// By CFI (`sw_scan_unwind`), falling back to `heuristic` when it gets no further than
+        /// the PC (no libunwind).
+        case unwind
+        /// Return-address-looking words, then the frame-record chain; kept for comparison.
+        case heuristic
+    }
+
+    /// The PC (frame 0) and the return addresses of its callers; empty if the thread is running
     /// (it is no longer blocked in a system call or a page fault).
-    func scan(maxFrames: Int = 64, maxBytes: UInt64 = 64 << 10) -> [UInt64] {
+    package func scan(
+        using method: Method = .unwind, maxFrames: Int = Int(SW_SAMPLER_MAX_FRAMES), maxBytes: UInt64 = 64 << 10
+    ) -> [UInt64] {
         guard let (sp, pc) = registers() else { return [] }
         if mapping(containing: pc) == nil { reloadMappings() }
         guard let stack = mapping(containing: sp) else { return [pc] }
+        if method == .unwind {
+            let unwound = unwind(pc: pc, sp: sp, stackEnd: stack.end, maxFrames: maxFrames)
+            if unwound.count > 1 { return unwound }
+        }
+        return heuristicScan(pc: pc, sp: sp, stack: stack, maxFrames: maxFrames, maxBytes: maxBytes)
+    }
+
+    /// Frames unwound by CFI from `pc` and `sp` (`sw_scan_unwind`); just the PC without libunwind.
+    private func unwind(pc: UInt64, sp: UInt64, stackEnd: UInt64, maxFrames: Int) -> [UInt64] {
+        let capacity = min(maxFrames, frames.count)
+        let count = frames.withUnsafeMutableBufferPointer { buffer in
+            sw_scan_unwind(pc, sp, stackEnd, buffer.baseAddress, Int32(capacity), &lastUnwind)
+        }
+        guard count > 0 else { return [pc] }
+        return frames[..<Int(count)].map { UInt64($0) }
+    }
+
+    /// Words above SP that are return addresses below the first frame-pointer record, then the
+    /// record chain: the scan without CFI.
+    private func heuristicScan(pc: UInt64, sp: UInt64, stack: Mapping, maxFrames: Int, maxBytes: UInt64) -> [UInt64] {
         var frames: [UInt64] = [pc]
         let start = sp & ~7
         let limit = min(stack.end, sp &+ maxBytes)

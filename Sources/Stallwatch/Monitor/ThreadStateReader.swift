@@ -14,6 +14,8 @@ final class ThreadStateReader {
         /// The syscall's first two arguments, from the same read of the syscall file as
         /// `syscall` (a second read may find the thread elsewhere).
         var arguments: (UInt64, UInt64)?
+        /// The user stack pointer, from the same read (in a syscall or blocked outside one).
+        var stackPointer: UInt64?
     }
 
     private let stat: Int32
@@ -38,10 +40,10 @@ final class ThreadStateReader {
     private(set) var last: Reading?
 
     func read() -> Reading {
-        let (number, arguments) = readSyscall()
+        let (number, arguments, stackPointer) = readSyscall()
         let reading = Reading(
             state: readState(), syscall: number, wchan: readWchan(), cpuTimeNanos: readCPUTime(),
-            arguments: arguments)
+            arguments: arguments, stackPointer: stackPointer)
         last = reading
         return reading
     }
@@ -61,15 +63,16 @@ final class ThreadStateReader {
     }
 
     /// "nr arg1 … arg6 sp pc" in a syscall, "-1 sp pc" blocked outside one, "running".
-    private func readSyscall() -> (Int32?, (UInt64, UInt64)?) {
-        guard let text = contents(syscall) else { return (-1, nil) }
+    private func readSyscall() -> (Int32?, (UInt64, UInt64)?, UInt64?) {
+        guard let text = contents(syscall) else { return (-1, nil, nil) }
         let fields = text.split(whereSeparator: { $0 == " " || $0 == "\n" })
-        guard let first = fields.first, first != "running" else { return (nil, nil) }
-        guard let number = Int32(first) else { return (-1, nil) }
+        guard let first = fields.first, first != "running" else { return (nil, nil, nil) }
+        guard let number = Int32(first) else { return (-1, nil, nil) }
+        let stackPointer = fields.count == 9 || fields.count == 3 ? UInt64(hex: fields[fields.count - 2]) : nil
         guard number >= 0, fields.count >= 3, let a = UInt64(hex: fields[1]), let b = UInt64(hex: fields[2]) else {
-            return (number, nil)
+            return (number, nil, stackPointer)
         }
-        return (number, (a, b))
+        return (number, (a, b), stackPointer)
     }
 
     private func readWchan() -> String? {

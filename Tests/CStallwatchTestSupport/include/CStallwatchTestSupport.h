@@ -70,6 +70,12 @@ uintptr_t swt_address_of_spin_outer(void);
 uintptr_t swt_address_of_spin_fresh_inner(void);
 uintptr_t swt_address_of_spin_fresh_outer(void);
 
+/// Calls down `depth` frames and back (leaving their frame records on the stack below the
+/// caller), then reads one byte from `fd` into a buffer of `bytes` allocated on the stack
+/// (alloca): a frame whose SP at the call is further below its frame pointer than its prologue
+/// says, over stale frame records. Returns read's result.
+long swt_read_below_stack_allocation(int fd, unsigned long bytes, int depth);
+
 /// Holds the dynamic loader's lock (glibc's dl_load_write_lock, taken by dl_iterate_phdr for
 /// the whole iteration) on a new thread until swt_loader_lock_release. Returns once it is held.
 /// While held, a sampler handler that must look up unwind info for a new address waits.
