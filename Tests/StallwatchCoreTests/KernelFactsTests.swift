@@ -95,7 +95,7 @@ import Testing
     @Test(arguments: [
         (#"{"cpu": "kernel"}"#, "unknown cpu 'kernel'"),
         (#"{"minDelta": {"majflt": 1}}"#, "unknown counter 'majflt'"),
-        (#"{"minDelta": {"majorFaults": 0}}"#, "'majorFaults' must be at least 1"),
+        (#"{"minDelta": {"majorFaults": 0}}"#, "'majorFaults' must be a whole number from 1 to"),
         (#"{"wait": "lock"}"#, "unknown wait kind 'lock'"),
     ])
     func badConditionsAreNamed(match: String, message: String) {

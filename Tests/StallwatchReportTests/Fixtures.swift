@@ -40,7 +40,9 @@ enum Fixture {
     /// Six stalls (compute hang, two io hitches, database micro hang, unfinished lock wait,
     /// compute hitch), two frame-clock summaries and a latency histogram, 6 s of run time.
     /// With `appState`, what the app said of four of them (`stallContext`, as `appStates`).
-    static func standard(mode: TraceMode = .stalls, withCallouts: Bool = false, appState: Bool = false) -> [UInt8] {
+    static func standard(
+        mode: TraceMode = .stalls, withCallouts: Bool = false, appState: Bool = false, extra: [TraceRecord] = []
+    ) -> [UInt8] {
         var builder = TraceBuilder()
         builder.add([
             .header(
@@ -145,6 +147,7 @@ enum Fixture {
                     ])),
         ])
         if appState { builder.add(appStates.map { .stallContext($0) }) }
+        builder.add(extra)
         if withCallouts {
             for index in 0..<10 {
                 builder.add(

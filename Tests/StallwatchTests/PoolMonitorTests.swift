@@ -112,7 +112,8 @@ private func starvePool(jobs: Int, milliseconds: UInt32) {
             "\(withStacks.count) of \(longest.samples.count) have a stack")
         #expect(
             Double(spinning.count) >= 0.9 * Double(withStacks.count),
-            "\(spinning.count) of \(withStacks.count) stacks name the spinning job")
+            "\(spinning.count) of \(withStacks.count) stacks name the spinning job; others: \(withStacks.filter { sample in !sample.frames.contains { $0.symbol?.contains("spinPoolThreadForTest") == true } }.prefix(3).map { "\($0.source) " + $0.frames.prefix(6).map { $0.symbol ?? "?" }.joined(separator: " < ") })"
+        )
         #expect(Classifier().breakdown(of: longest).dominant == .compute)
     }
 

@@ -7,6 +7,9 @@ import StallwatchCore
 /// All integers but the signatures' shares, which are summed in the same order whatever the
 /// number of workers (`ReportBuilder.runLength`): a report does not depend on it.
 struct FleetTally: Sendable {
+    /// The group of the stalls without the `--by` key.
+    static let noValue = "(none)"
+
     /// Each trace's own numbers, in order, in the runs they were added up in (merging appends
     /// a run, so no trace's numbers are copied).
     var runs: [[TraceTotals]] = [[]]
@@ -44,7 +47,9 @@ struct FleetTally: Sendable {
             }
         }
         if let groupBy {
-            for stall in analyzed { grouped[stall.context[groupBy] ?? "(none)", default: CountAndTime()].add(stall) }
+            for stall in analyzed {
+                grouped[stall.context[groupBy] ?? Self.noValue, default: CountAndTime()].add(stall)
+            }
         }
         if !leftOut.isEmpty {
             analyzed.removeAll { stall in

@@ -197,7 +197,9 @@ extension HTMLPage {
           for (const part of location.hash.slice(1).split('&')) {
             const m = /^(state|expected)=(.*)$/.exec(part);
             if (!m) continue;
-            const value = decodeURIComponent(m[2]);
+            // A malformed escape (#state=%E0%A4%A) is no filter, not an exception that stops the page.
+            let value;
+            try { value = decodeURIComponent(m[2]); } catch (error) { continue; }
             const select = document.getElementById(m[1] + '-filter');
             if (!select) continue;
             const index = m[1] === 'state' ? filters.pairs.findIndex((entry) => entry.text === value) : -1;

@@ -89,11 +89,24 @@ package enum ReportText {
                     + "the app marked as long on purpose, not counted above")
         }
         if let key = report.groups.first?.key {
-            let width = report.groups.map(\.value.count).max() ?? 0
-            lines.append("  by \(key)")
-            for group in report.groups {
-                let value = group.value.padding(toLength: max(width, group.value.count), withPad: " ", startingAt: 0)
-                lines.append("    \(value)  \(plural(group.stalls, "stall")), \(format(group.ms, 1)) ms")
+            if report.groups.allSatisfy({ $0.value == FleetTally.noValue }) {
+                add(
+                    [
+                        "no stall has the app-state key '\(key)'",
+                        "(AppState.set never gave it a value while a stall was detected)",
+                    ], first: "  by \(key)  ", continuation: "    ")
+            } else {
+                // Values are the app's: a long one is cut to leave room for its figures.
+                let room = max(16, (width ?? 100) - 36)
+                let shown = report.groups.map {
+                    $0.value.count > room ? String($0.value.prefix(room - 1)) + "…" : $0.value
+                }
+                let column = shown.map(\.count).max() ?? 0
+                lines.append("  by \(key)")
+                for (group, value) in zip(report.groups, shown) {
+                    let padded = value.padding(toLength: column, withPad: " ", startingAt: 0)
+                    lines.append("    \(padded)  \(plural(group.stalls, "stall")), \(format(group.ms, 1)) ms")
+                }
             }
         }
         if let congestion = report.congestion {

@@ -179,10 +179,16 @@ package enum StallText {
         lines.append(
             "  " + padLeft("id", 4) + "  " + pad("tier", 9) + "  " + padLeft("duration", 10) + "  " + pad("category", 8)
                 + "  " + padLeft("stack", 5) + "  " + pad("site", siteWidth) + "  signature")
+        var marked: Set<Character> = []
         for analyzed in stalls {
             let stall = analyzed.stall
-            let duration =
-                format(Double(analyzed.durationNanos) / 1e6, 1) + " ms" + (stall.flags.contains(.unfinished) ? "+" : "")
+            // Marks, explained under the list: unfinished, expected, stopped or suspended.
+            var marks = ""
+            if stall.flags.contains(.unfinished) { marks += "+" }
+            if stall.expected != nil { marks += "*" }
+            if stall.flags.contains(.suspended) || !stall.stopped.isEmpty { marks += "!" }
+            marked.formUnion(marks)
+            let duration = format(Double(analyzed.durationNanos) / 1e6, 1) + " ms" + marks
             let confidence = analyzed.representative.map { format($0.confidence * 100, 0) + "%" } ?? "-"
             let head =
                 "  " + padLeft(String(stall.id), 4) + "  " + pad(stall.tier.rawValue, 9) + "  " + padLeft(duration, 10)
@@ -190,6 +196,13 @@ package enum StallText {
                 + pad(elideMiddle(analyzed.site, siteWidth), siteWidth) + "  "
             lines.append(
                 head + fitChain(analyzed.key.frames, more: false, room: width.map { max($0 - head.count, 16) }))
+        }
+        let legend = [
+            ("+", "+ unfinished (the process ended in it)"), ("*", "* expected (expectLong), counted apart"),
+            ("!", "! the process was stopped (SIGSTOP, a debugger) during it"),
+        ].filter { marked.contains(Character($0.0)) }.map(\.1)
+        if !legend.isEmpty {
+            lines += wrapItems(legend, separator: "; ", first: "  ", continuation: "  ", width: width)
         }
         lines.append("")
         lines.append("Show one: stallwatch show \(trace) --stall ID")

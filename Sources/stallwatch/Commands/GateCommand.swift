@@ -142,7 +142,7 @@ struct GateCommand: ParsableCommand {
         var baseBuilder = ReportBuilder(classifier: try RulesOption.classifier(rules, context: context))
         baseBuilder.includeExpected = includeExpected
         var builder = baseBuilder
-        builder.leavingOut = Set(whatIf)
+        builder.leavingOut = Set(signaturesLeftOut)
         let loaded: TraceInputs.Loaded
         var limits = self.limits
         do {
@@ -164,12 +164,17 @@ struct GateCommand: ParsableCommand {
             throw failure
         }
         let report = builder.report(loaded.tallied ?? TalliedTraces(), top: 0)
-        let unmatched = whatIf.filter { (report.leftOut[$0] ?? 0) == 0 }
+        let unmatched = signaturesLeftOut.filter { (report.leftOut[$0] ?? 0) == 0 }
         if !unmatched.isEmpty {
+            // Stalls the app expected are set apart before signatures are matched.
+            let expected =
+                report.expected.stalls > 0
+                ? "; or its stalls are among the \(report.expected.stalls) the app expected (expectLong), which "
+                    + "no limit counts: add --include-expected to count them" : ""
             throw CommandFailure(
                 unmatched.map {
                     "--what-if '\($0)': no stall of the traces has this signature "
-                        + "(give it as report prints it: 'category: frame ← frame ← frame')"
+                        + "(give it as report prints it: 'category: frame ← frame ← frame')\(expected)"
                 })
         }
         let checks = Gate.evaluate(report, limits: limits)
@@ -184,9 +189,15 @@ struct GateCommand: ParsableCommand {
         return checks.allSatisfy(\.passed) ? .success : .failure
     }
 
+    /// The `--what-if` signatures, each once, in option order (one given twice printed twice).
+    private var signaturesLeftOut: [String] {
+        var seen: Set<String> = []
+        return whatIf.filter { seen.insert($0).inserted }
+    }
+
     /// `As if fixed: SIGNATURE (N stalls left out)`, a line each, in option order.
     private func whatIfLines(_ report: StallReport) -> String {
-        whatIf.map { signature in
+        signaturesLeftOut.map { signature in
             let count = report.leftOut[signature] ?? 0
             return "As if fixed: \(signature) (\(count) \(count == 1 ? "stall" : "stalls") left out)\n"
         }.joined()

@@ -33,7 +33,7 @@ extension Int: ExpressibleByArgument {
 
 extension UInt64: ExpressibleByArgument {
     init?(argument: String) { self.init(argument) }
-    static var expectation: String { "a whole number of at least 0" }
+    static var expectation: String { "a whole number from 0 to \(UInt64.max)" }
 }
 
 /// Thresholds and percentages: finite and not negative.
@@ -46,16 +46,19 @@ extension Double: ExpressibleByArgument {
     var defaultValueDescription: String { plainNumber(self) }
 }
 
-/// A budget: a number of milliseconds (`8`, `16.667`), to the nanosecond. Zero converts, so
-/// that a command's `validate()` can say "above 0" about it.
+/// A budget: a number of milliseconds (`8`, `16.667`), to the nanosecond, up to a day (what
+/// the recorded program's environment accepts too). Zero converts, so that a command's
+/// `validate()` can say "above 0" about it.
 extension Duration: ExpressibleByArgument {
     init?(argument: String) {
         guard let milliseconds = Double(argument), milliseconds.isFinite, milliseconds >= 0,
-            milliseconds < Double(Int64.max) / 1e6
+            milliseconds <= Self.longestMilliseconds
         else { return nil }
         self = .nanoseconds(Int64((milliseconds * 1e6).rounded()))
     }
-    static var expectation: String { "a number of at least 0" }
+    /// A day, in milliseconds.
+    static let longestMilliseconds = 86_400_000.0
+    static var expectation: String { "a number of milliseconds from 0 to \(Int(longestMilliseconds)) (a day)" }
     /// Milliseconds to the microsecond: `16.667`.
     var defaultValueDescription: String { plainNumber(Double((nanoseconds + 500) / 1_000) / 1_000) }
 
