@@ -152,16 +152,21 @@ public final class IdleScheduler {
         guard now < deadline else { return }
         idlePeriods += 1
         let idle = IdleDeadline(deadlineNanos: deadline, didTimeout: false)
-        while !queue.isEmpty && sw_monotonic_ns() < deadline {
+        // Only the tasks queued before the period began run in it, as with requestIdleCallback:
+        // one that queues itself again waits for the next period, so it cannot fill this one
+        // and make every idle period an iteration over the budget.
+        var due = queue.count
+        while due > 0 && !queue.isEmpty && sw_monotonic_ns() < deadline {
+            due -= 1
             let task = queue.removeFirst()
             task.timeoutTimer?.cancel()
             task.timeoutTimer = nil
             run(task, idle)
         }
-        // Only the cap ended this period: no timer will wake the loop, so ask for another
-        // iteration (and another idle period) instead of sleeping with work queued. When a
-        // timer ends it, the loop comes back here after that timer.
-        if !queue.isEmpty && deadline == cap { loop.wakeUp() }
+        // The cap ended this period, or its tasks did with more queued since: no timer will
+        // wake the loop, so ask for another iteration (and another idle period) instead of
+        // sleeping with work queued. When a timer ends it, the loop comes back after that timer.
+        if !queue.isEmpty && (deadline == cap || sw_monotonic_ns() < deadline) { loop.wakeUp() }
     }
 
     private func run(_ task: IdleTask, _ deadline: IdleDeadline) {

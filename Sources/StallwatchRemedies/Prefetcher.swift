@@ -7,8 +7,10 @@ import StallwatchCore
 ///
 /// For visible `a..<b` the window is `b..<b+lookahead` scrolling down and
 /// `max(0, a-lookahead)..<a` scrolling up; the direction comes from how the range moved since
-/// the previous call (the first call assumes down). Window indices already cached, already
-/// prefetching, or without a key (`keyForIndex` returns nil) are skipped. A prefetch whose index
+/// the previous call (the first call assumes down). Window indices already cached or already
+/// prefetching are skipped; the first index without a key (`keyForIndex` returns nil), walking
+/// away from the visible range, ends the window: the data ends there (a large lookahead past the
+/// end of the data stalled the loop walking empty indices). A prefetch whose index
 /// leaves the window is cancelled, so a fling does not leave a queue of loads nobody will see
 /// ahead of the ones the user stopped at, except when the index left the window by becoming
 /// visible: the item on screen needs that load, so it is released to finish, not cancelled.
@@ -75,8 +77,11 @@ public final class Prefetcher<Value: Sendable> {
             let request = requests.removeValue(forKey: index)
             if !visible.contains(index), request?.cancel() == true { cancelled += 1 }
         }
-        for index in window where !prefetching.contains(index) {
-            guard let key = keyForIndex(index), loader.cachedValue(forKey: key) == nil else { continue }
+        // Nearest first, so the first index without a key ends the walk.
+        let outward: AnySequence<Int> = direction == .down ? AnySequence(window) : AnySequence(window.reversed())
+        for index in outward where !prefetching.contains(index) {
+            guard let key = keyForIndex(index) else { break }
+            guard loader.cachedValue(forKey: key) == nil else { continue }
             prefetching.insert(index)
             requests[index] = loader.load(key) { _ in }
             started += 1

@@ -38,6 +38,26 @@ import Testing
         #expect(outcome.afterBusy, "an idle task ran while the loop had work")
     }
 
+    /// A task that queues itself again ran over and over until the deadline: every idle period
+    /// was a 50 ms iteration, over the budget. Now a period runs only what was queued before it.
+    @Test func aTaskQueuedDuringAnIdlePeriodWaitsForTheNext() async {
+        let (runs, periods) = await onLoopThread { loop -> (Int, Int) in
+            let idle = IdleScheduler(loop: loop)
+            let runs = Box(0)
+            func again() {
+                idle.schedule { _ in
+                    runs.value += 1
+                    if runs.value == 20 { loop.stop() } else { again() }
+                }
+            }
+            again()
+            loop.run(mode: .default, until: .now + .seconds(10))
+            return (runs.value, idle.idlePeriods)
+        }
+        #expect(runs == 20)
+        #expect(periods == 20, "each run had an idle period of its own")
+    }
+
     @Test func theDeadlineIsTheNextTimer() async {
         let outcome = await onLoopThread { loop -> (deadline: UInt64, timer: UInt64) in
             let idle = IdleScheduler(loop: loop, maximumIdlePeriod: .seconds(5))

@@ -60,7 +60,7 @@ private func item(_ index: Int) -> String { "item\(index)" }
             prefetcher.visibleRangeChanged(40..<48)  // first call: down, 48..<52; 48 holds the slot
             prefetcher.visibleRangeChanged(38..<46)  // up: 34..<38; 48...51 left the window
             harness.gate.open()
-            let loaded = harness.runUntilLoaded(item(37), on: loop)
+            let loaded = harness.runUntilLoaded(item(34), on: loop)  // the last to load
             return (
                 prefetcher.prefetching, prefetcher.direction, [prefetcher.started, prefetcher.cancelled],
                 loaded ? harness.calls.keys : []
@@ -70,7 +70,8 @@ private func item(_ index: Int) -> String { "item\(index)" }
         #expect(direction == .up)
         #expect(counts == [8, 4])
         // 48 was already running (it finishes, nobody is told); 49...51 were queued and never ran.
-        #expect(calls == [item(48)] + (34..<38).map(item))
+        // Scrolling up, the nearest index above the screen loads first.
+        #expect(calls == [item(48)] + (34..<38).reversed().map(item))
     }
 
     @Test func cachedKeysAreNotLoadedAgain() async {
@@ -106,6 +107,25 @@ private func item(_ index: Int) -> String { "item\(index)" }
         #expect(direction == .up)
         #expect(calls.isSuperset(of: [item(0), item(1)]))
         #expect(calls.isSubset(of: [item(0), item(1), item(8), item(9)]))
+    }
+
+    /// A lookahead of 10,000,000 past 10 items asked for 10,000,000 keys on the loop (929 ms):
+    /// the first index without a key ends the window.
+    @Test func theWindowEndsWhereTheDataEnds() async {
+        let (asked, prefetching) = await onLoopThread { loop in
+            let harness = Harness(loop: loop)
+            let asked = Box(0)
+            let prefetcher = Prefetcher(
+                loader: harness.loader,
+                keyForIndex: { index in
+                    asked.value += 1
+                    return index < 10 ? item(index) : nil
+                }, lookahead: 10_000_000)
+            prefetcher.visibleRangeChanged(4..<8)
+            return (asked.value, prefetcher.prefetching)
+        }
+        #expect(asked == 3)  // 8, 9, and 10, the end
+        #expect(prefetching == [8, 9])
     }
 
     @Test func aPrefetchWhoseItemBecameVisibleIsReleasedNotCancelled() async {
