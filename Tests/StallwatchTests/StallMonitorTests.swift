@@ -386,12 +386,16 @@ import Testing
 }
 
 @Suite struct SuspendedProcessTests {
-    @Test func aStallCausedByStoppingTheProcessIsFlaggedSuspended() throws {
+    /// The test host's `busy` scenario, started with `environment` added, once it said "busy";
+    /// its output so far.
+    func startBusyHost(environment: [String: String] = [:]) throws -> (Process, Pipe, Data) {
         let process = Process()
         process.executableURL = URL(fileURLWithPath: builtProduct("StallwatchTestHost"))
         process.arguments = ["busy"]
+        process.environment = ProcessInfo.processInfo.environment.merging(environment) { $1 }
         let output = Pipe()
         process.standardOutput = output
+        process.standardError = Pipe()
         try process.run()
         var seen = Data()
         while !String(decoding: seen, as: UTF8.self).contains("busy") {
@@ -399,6 +403,12 @@ import Testing
             if chunk.isEmpty { break }
             seen.append(chunk)
         }
+        return (process, output, seen)
+    }
+
+    @Test func aStallCausedByStoppingTheProcessIsFlaggedSuspended() throws {
+        let (process, output, first) = try startBusyHost()
+        var seen = first
         for _ in 0..<3 {
             usleep(400_000)
             kill(process.processIdentifier, SIGSTOP)
@@ -428,20 +438,7 @@ import Testing
     @Test func theTimeAProcessWasStoppedIsLeftOutOfARecording() throws {
         let path = NSTemporaryDirectory() + "stopped-\(UUID().uuidString).swtrace"
         defer { unlink(path) }
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: builtProduct("StallwatchTestHost"))
-        process.arguments = ["busy"]
-        process.environment = ProcessInfo.processInfo.environment.merging(["STALLWATCH_TRACE": path]) { $1 }
-        let output = Pipe()
-        process.standardOutput = output
-        process.standardError = Pipe()
-        try process.run()
-        var seen = Data()
-        while !String(decoding: seen, as: UTF8.self).contains("busy") {
-            let chunk = output.fileHandleForReading.availableData
-            if chunk.isEmpty { break }
-            seen.append(chunk)
-        }
+        let (process, output, _) = try startBusyHost(environment: ["STALLWATCH_TRACE": path])
         usleep(500_000)
         kill(process.processIdentifier, SIGSTOP)
         usleep(1_500_000)

@@ -80,9 +80,10 @@ struct TraceWriter {
             let busy = recorder.callouts.map { lastDrained > $0.capacity / 4 } ?? false
             let period = busy ? Self.busyFlushPeriod : Self.flushPeriod
             let deadline = sw_monotonic_ns() &+ UInt64(period) * 1_000_000
-            if recorder.output.wake.wait(timeout: .now() + .milliseconds(period)) == .timedOut {
-                noteStop(after: deadline)
-            }
+            // However the wait ended: at a resume, a stall queued by the watchdog can wake it at
+            // the moment its timeout passes, and it returns as woken.
+            _ = recorder.output.wake.wait(timeout: .now() + .milliseconds(period))
+            noteStop(after: deadline)
             drain()
         }
         drain()
@@ -132,8 +133,9 @@ struct TraceWriter {
     /// (SIGSTOP, a debugger) makes it, and the stops people notice (seconds) are all caught.
     static let stopThreshold: UInt64 = 200_000_000
 
-    /// Writes a `stopped` record if the writer woke more than `stopThreshold` after `deadline`:
-    /// the whole process was stopped from then (at the latest) until now.
+    /// Writes a `stopped` record if the writer woke more than `stopThreshold` after `deadline`,
+    /// the end of its wait's timeout (no wait lasts longer): the whole process was stopped from
+    /// then (at the latest) until now.
     private mutating func noteStop(after deadline: UInt64) {
         let woke = sw_monotonic_ns()
         guard woke > deadline, woke - deadline > Self.stopThreshold else { return }
