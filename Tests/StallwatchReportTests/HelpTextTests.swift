@@ -37,8 +37,11 @@ private let commandHelpTexts: [String: String] = [
     by the preload library libStallwatchPreload.so, found next to stallwatch or
     named by STALLWATCH_PRELOAD, which record adds to LD_PRELOAD. Exits with the
     command's status, 128+N if signal N killed it, 127 if it was not found, 126 if
-    it could not run. The preload library never changes how the command dies: a
-    program that is not a Swift program gets no Swift crash handler, and
+    it could not run, 2 without starting it if the trace's directory is missing or
+    not writable. SIGTERM, SIGHUP, SIGINT, SIGQUIT, SIGUSR1 and SIGUSR2 sent to
+    record are passed on to the command (the terminal's Ctrl-C reaches it directly),
+    so it never outlives record. The preload library never changes how the command
+    dies: a program that is not a Swift program gets no Swift crash handler, and
     SWIFT_BACKTRACE is passed on unchanged.
 
     USAGE: stallwatch record -o <trace> [--budget <ms>] [--mode <mode>]

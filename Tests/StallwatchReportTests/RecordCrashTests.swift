@@ -95,6 +95,55 @@ private let swiftCrashReportMarkers = ["Program crashed", "Backtracing", "swift-
         ("QUIT", SIGQUIT), ("TRAP", SIGTRAP),
     ]
 
+    /// `-o` into a missing directory ran the program anyway (exit 0) and then said it could not
+    /// write: now nothing runs, exit 2, one line naming the path.
+    @Test func aTraceThatCannotBeWrittenStopsBeforeTheCommandRuns() throws {
+        let marker = directory.path + "/ran"
+        let trace = directory.path + "/missing/t.swtrace"
+        let run = try record(["/usr/bin/touch", marker], trace: trace)
+        #expect(run.exitCode == 2, "\(run)")
+        #expect(
+            run.error == "Error: cannot write the trace \(trace): there is no directory \(directory.path)/missing\n")
+        #expect(!FileManager.default.fileExists(atPath: marker))
+    }
+
+    /// SIGTERM to `record` left the program running, re-parented to init: now each of the
+    /// signals that ask a process to end is passed on, and record exits with its status.
+    @Test(arguments: [("TERM", SIGTERM), ("HUP", SIGHUP), ("INT", SIGINT), ("USR1", SIGUSR1)])
+    func aSignalToRecordReachesTheCommand(name: String, number: Int32) throws {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: BinaryRun.binary)
+        process.arguments = [
+            "record", "--no-preload", "-o", directory.path + "/\(name).swtrace", "--", "/bin/sh", "-c",
+            "echo $$; exec sleep 60",
+        ]
+        let output = Pipe()
+        process.standardOutput = output
+        process.standardError = Pipe()
+        try withCrashSignalsUnblocked { try process.run() }
+        // The shell's pid, which `exec` hands to sleep.
+        var line = Data()
+        while !line.contains(UInt8(ascii: "\n")) {
+            let chunk = output.fileHandleForReading.availableData
+            if chunk.isEmpty { break }
+            line.append(chunk)
+        }
+        let child = try #require(
+            pid_t(String(decoding: line, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)))
+        usleep(200_000)  // record has spawned and waits
+        kill(process.processIdentifier, number)
+        let deadline = Date().addingTimeInterval(20)
+        while process.isRunning && Date() < deadline { usleep(20_000) }
+        if process.isRunning { kill(child, SIGKILL) }
+        #expect(!process.isRunning, "record did not end")
+        process.waitUntilExit()
+        #expect(
+            process.terminationReason == .exit && process.terminationStatus == 128 + number,
+            "\(process.terminationStatus)")
+        // record waited for it: gone, not a zombie nor an orphan.
+        #expect(kill(child, 0) == -1 && errno == ESRCH, "the command \(child) outlived record")
+    }
+
     @Test(arguments: RecordCrashTests.crashSignals.map(\.name))
     func aShellKilledByACrashSignalExits128PlusItsNumber(signal: String) throws {
         let number = try #require(Self.crashSignals.first { $0.name == signal }).number

@@ -1,5 +1,9 @@
 import StallwatchCore
 
+#if canImport(Glibc)
+    import Glibc
+#endif
+
 /// `stallwatch record -o T [--budget MS] [--mode stalls|full] -- CMD ARGS…`: runs a command
 /// with recording turned on through its environment and forwards its exit status.
 struct RecordCommand: ParsableCommand {
@@ -12,7 +16,10 @@ struct RecordCommand: ParsableCommand {
             MainLoop is watched through DispatchQueue.main (dispatchMain() or RunLoop.main) by \
             the preload library libStallwatchPreload.so, found next to stallwatch or named by \
             STALLWATCH_PRELOAD, which record adds to LD_PRELOAD. Exits with the command's \
-            status, 128+N if signal N killed it, 127 if it was not found, 126 if it could not run. \
+            status, 128+N if signal N killed it, 127 if it was not found, 126 if it could not run, \
+            2 without starting it if the trace's directory is missing or not writable. SIGTERM, \
+            SIGHUP, SIGINT, SIGQUIT, SIGUSR1 and SIGUSR2 sent to record are passed on to the \
+            command (the terminal's Ctrl-C reaches it directly), so it never outlives record. \
             The preload library never changes how the command dies: a program that is not a Swift \
             program gets no Swift crash handler, and SWIFT_BACKTRACE is passed on unchanged.
             """)
@@ -46,6 +53,18 @@ struct RecordCommand: ParsableCommand {
 
     /// Runs the command, waits for it, and warns when it wrote no trace.
     func run(in context: CommandContext) throws -> ExitCode {
+        // Checked before the command starts: a trace that cannot be written is not worth a run.
+        let slash = output.lastIndex(of: "/")
+        let directory = slash.map { $0 == output.startIndex ? "/" : String(output[..<$0]) } ?? "."
+        var info = stat()
+        if stat(directory, &info) != 0 || info.st_mode & S_IFMT != S_IFDIR {
+            throw CommandFailure("cannot write the trace \(output): there is no directory \(directory)")
+        }
+        if access(directory, W_OK | X_OK) != 0 {
+            throw CommandFailure(
+                "cannot write the trace \(output): directory \(directory) is not writable "
+                    + "(\(String(cString: strerror(errno))))")
+        }
         var environment = context.environment
         environment["STALLWATCH_TRACE"] = output
         environment["STALLWATCH_MODE"] = mode.name
