@@ -95,6 +95,29 @@ private let swiftCrashReportMarkers = ["Program crashed", "Backtracing", "swift-
         ("QUIT", SIGQUIT), ("TRAP", SIGTRAP),
     ]
 
+    /// Every preloaded process that never ran its main queue printed a two-line warning into its
+    /// own stderr (34 of them in a 112-line `swift build` log): what Stallwatch says now goes to
+    /// record's stderr at the end, each line `stallwatch:`, naming the process.
+    @Test(.enabled(if: RecordCrashTests.preloads, "the preload library is not built here"))
+    func theProgramsOwnStandardErrorIsItsOwn() throws {
+        let childErrors = directory.path + "/child.err"
+        let run = try withCrashSignalsUnblocked {
+            try ChildRun(
+                BinaryRun.binary,
+                [
+                    "record", "-o", directory.path + "/quiet.swtrace", "--", "/bin/sh", "-c",
+                    "exec 2>\(childErrors); sleep 1; echo out",
+                ], environment: ProcessInfo.processInfo.environment.merging(["STALLWATCH_UNSERVICED_MS": "100"]) { $1 },
+                timeout: .seconds(60))
+        }
+        #expect(run.exitCode == 0, "\(run)")
+        #expect(run.output == "out\n")
+        #expect((try? String(contentsOfFile: childErrors, encoding: .utf8)) == "", "the program's stderr")
+        let said = run.error.split(separator: "\n").filter { !$0.hasPrefix("warning: /bin/sh wrote no trace") }
+        #expect(!said.isEmpty && said.allSatisfy { $0.hasPrefix("stallwatch: ") }, "\(run.error)")
+        #expect(said.contains { $0.hasPrefix("stallwatch: sh (pid ") }, "\(run.error)")
+    }
+
     /// `-o` into a missing directory ran the program anyway (exit 0) and then said it could not
     /// write: now nothing runs, exit 2, one line naming the path.
     @Test func aTraceThatCannotBeWrittenStopsBeforeTheCommandRuns() throws {

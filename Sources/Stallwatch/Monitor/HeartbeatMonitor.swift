@@ -326,7 +326,7 @@ public final class HeartbeatMonitor: @unchecked Sendable {
             if let callback = warning.withLock({ $0 }) {
                 callback(message)
             } else {
-                FileHandle.standardError.write(Data("stallwatch: \(message)\n".utf8))
+                Messages.say(message)
             }
         }
     }

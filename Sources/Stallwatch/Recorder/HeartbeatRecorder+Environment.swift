@@ -106,7 +106,5 @@ extension HeartbeatRecorder {
         sigaction(signal, &action, nil)
     }
 
-    private static func report(_ message: String) {
-        FileHandle.standardError.write(Data("stallwatch: \(message)\n".utf8))
-    }
+    private static func report(_ message: String) { Messages.say(message) }
 }

@@ -71,8 +71,7 @@ extension TraceRecorder {
     /// app's monitor once it runs (`adopt`). Called by `StallMonitor.start`.
     static func yieldEnvironmentRecorder(of loop: MainLoop) -> TraceRecorder? {
         guard let recorder = environmentRecorder.withLock({ $0 }), recorder.loop === loop else { return nil }
-        let message = "stallwatch: STALLWATCH_TRACE=\(recorder.path) records the app's own StallMonitor from here on\n"
-        FileHandle.standardError.write(Data(message.utf8))
+        Messages.say("STALLWATCH_TRACE=\(recorder.path) records the app's own StallMonitor from here on")
         recorder.releaseMonitor()
         return recorder
     }
@@ -89,11 +88,10 @@ extension TraceRecorder {
         if own == nil && loop.board.monitorAttached.load(ordering: .acquiring) {
             // A monitor is starting on this loop this very moment: it cannot be recorded yet, and
             // a second one would trap.
-            let message = "stallwatch: STALLWATCH_TRACE=\(request.path) ignored: the app's StallMonitor is starting\n"
-            FileHandle.standardError.write(Data(message.utf8))
+            Messages.say("STALLWATCH_TRACE=\(request.path) ignored: the app's StallMonitor is starting")
             return
         }
-        for warning in request.warnings { FileHandle.standardError.write(Data("stallwatch: \(warning)\n".utf8)) }
+        for warning in request.warnings { Messages.say(warning) }
         var configuration = StallMonitor.Configuration()
         if let budget = request.budget { configuration.budget = budget }
         let flightWindow = request.flightWindow ?? defaultFlightWindow
@@ -102,8 +100,7 @@ extension TraceRecorder {
             if let own {
                 // The app runs its own monitor (a second would trap): record that one, with the
                 // app's budget.
-                let message = "stallwatch: STALLWATCH_TRACE=\(request.path) records the app's own StallMonitor\n"
-                FileHandle.standardError.write(Data(message.utf8))
+                Messages.say("STALLWATCH_TRACE=\(request.path) records the app's own StallMonitor")
                 recorder = try TraceRecorder(
                     path: request.path, mode: request.mode, recording: own, flightWindow: flightWindow)
             } else {
@@ -120,7 +117,7 @@ extension TraceRecorder {
                 TraceRecorder.fromEnvironment?.stop()
             }
         } catch {
-            FileHandle.standardError.write(Data("stallwatch: not recording \(request.path): \(error)\n".utf8))
+            Messages.say("not recording \(request.path): \(error)")
         }
     }
 }

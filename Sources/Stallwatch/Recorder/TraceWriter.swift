@@ -399,9 +399,7 @@ struct TraceWriter {
         guard !failed else { return }
         guard recorder.output.isStillTheTrace else {
             failed = true
-            let message =
-                "stallwatch: stopped writing trace \(recorder.output.path): the program closed its descriptor\n"
-            FileHandle.standardError.write(Data(message.utf8))
+            Messages.say("stopped writing trace \(recorder.output.path): the program closed its descriptor")
             return
         }
         var offset = 0
@@ -412,10 +410,7 @@ struct TraceWriter {
             if written < 0 && errno == EINTR { continue }
             if written <= 0 {
                 failed = true
-                FileHandle.standardError.write(
-                    Data(
-                        "stallwatch: cannot write trace \(recorder.output.path): \(String(cString: strerror(errno)))\n"
-                            .utf8))
+                Messages.say("cannot write trace \(recorder.output.path): \(String(cString: strerror(errno)))")
                 return
             }
             offset += written

@@ -74,8 +74,22 @@ struct RecordCommand: ParsableCommand {
             let existing = environment["LD_PRELOAD"].map { " " + $0 } ?? ""
             environment["LD_PRELOAD"] = preload + existing
         }
+        // What Stallwatch says in the program's processes goes to a file of record's, printed
+        // below on record's stderr: the program's own output stays its own.
+        let temporary = context.environment["TMPDIR"].flatMap { $0.isEmpty ? nil : $0 } ?? "/tmp"
+        var template = Array((temporary + "/stallwatch-messages-XXXXXX").utf8CString)
+        let messagesFD = template.withUnsafeMutableBufferPointer { mkstemp($0.baseAddress!) }
+        let messages =
+            messagesFD >= 0
+            ? String(decoding: template.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self) : nil
+        if messagesFD >= 0 { close(messagesFD) }
+        defer { if let messages { unlink(messages) } }
+        if let messages { environment["STALLWATCH_MESSAGES"] = messages }
         let before = FileStamp(path: output)
         let status = try ChildProcess.run(command, environment: environment)
+        if let messages, let said = try? RegularFile.read(messages), !said.isEmpty {
+            context.standardError.write(String(decoding: said, as: UTF8.self))
+        }
         // A file left by an earlier run is not this run's trace.
         let after = FileStamp(path: output)
         if after == nil || after == before {
