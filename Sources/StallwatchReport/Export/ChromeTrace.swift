@@ -19,6 +19,13 @@ package enum ChromeTraceExporter {
     /// `loaded` as Chrome trace JSON. `stalls` are its stalls as `ReportBuilder.analyze(_:)`
     /// classified them; its callouts are drawn only if it was loaded with `includeCallouts`.
     package static func export(_ loaded: LoadedTrace, stalls: [AnalyzedStall]) -> String {
+        var text = ""
+        write(loaded, stalls: stalls, to: &text)
+        return text
+    }
+
+    /// `export(_:stalls:)` written to `out` event by event.
+    package static func write(_ loaded: LoadedTrace, stalls: [AnalyzedStall], to out: inout some TextOutputStream) {
         let header = loaded.trace.header
         let pid = Int(header?.pid ?? 1)
         // The recorder's start, or the first event if one began before it (the callout that
@@ -51,25 +58,61 @@ package enum ChromeTraceExporter {
         }
         // 2. Nest them exactly.
         let laidOut = ChromeTrack.nest(slices)
+        slices = []
 
-        // 3. The events, in track order (a parent before its children, each sample after its stall).
+        // 3. The sample marks, each inside its stall's slice, in track order (a stall's samples
+        // keep their order behind it), each stack's `stackFrames` entry made the first time.
         var frames = StackFrameTable()
-        var events: [(key: ChromeTrack.OrderKey, text: String)] = []
+        var stacks: [SampleStackKey: (frame: Int, text: String)] = [:]
+        var marks: [SampleMark] = []
+        for (position, slice) in laidOut.enumerated() where slice.layer == 1 {
+            let analyzed = stalls[slice.item]
+            // Samples sit strictly inside the stall's slice (a sample on its last nanosecond
+            // would touch a callout that starts right then).
+            let last = slice.end > slice.start ? slice.end - 1 : slice.start
+            for (index, sample) in analyzed.stall.samples.enumerated() {
+                let key = SampleStackKey(analyzed, sample: index, category: nil)
+                if stacks[key] == nil {
+                    let names = analyzed.frameNames(ofSample: index)
+                    stacks[key] =
+                        names.isEmpty
+                        ? (frames.id([missingStackName(sample)]), JSONOutput.string(missingStackName(sample)))
+                        : (frames.id(Array(names.reversed())[...]), JSONOutput.string(names.joined(separator: "\n")))
+                }
+                marks.append(
+                    SampleMark(
+                        at: min(max(sample.time, slice.start), last), position: position, stall: slice.item,
+                        sample: index, stack: key))
+            }
+        }
+        marks.sort { ($0.at, $0.position, $0.sample) < ($1.at, $1.position, $1.sample) }
+
+        // 4. The events, slices and marks merged in track order.
+        out.write(
+            "{\n\"displayTimeUnit\": \"ms\",\n\"otherData\": {\"exporter\": "
+                + "\(JSONOutput.string("stallwatch \(StallwatchVersion.current)")), \"trace\": "
+                + "\(JSONOutput.string(loaded.path))},\n\"traceEvents\": [\n")
+        out.write(
+            "{\"name\": \"process_name\", \"ph\": \"M\", \"ts\": 0, \(ids), \"args\": {\"name\": "
+                + "\(JSONOutput.string(header?.processName ?? "process"))}}")
+        out.write(",\n{\"name\": \"thread_name\", \"ph\": \"M\", \"ts\": 0, \(ids), \"args\": {\"name\": \"main\"}}")
+        var callouts = CalloutTexts()
+        var next = 0
         for slice in laidOut {
+            while next < marks.count,
+                ChromeTrack.OrderKey(start: marks[next].at, end: marks[next].at, layer: 2) < slice.key
+            {
+                writeMark(marks[next], stalls: stalls, stacks: stacks, ids: ids, ts: ts, to: &out)
+                next += 1
+            }
             let dur = micros(Int64(slice.end - slice.start))
             if slice.layer == 0 {
                 let callout = loaded.callouts[slice.item]
-                let site = callout.site
-                let name = site?.label ?? site.map { "\($0.kind) \($0.file):\($0.line)" } ?? "callout"
-                let siteText = site.map { "\($0.file):\($0.line)" } ?? "?"
-                events.append(
-                    (
-                        slice.key,
-                        "{\"name\": \(JSONOutput.string(name)), \"cat\": \"callout\", \"ph\": \"X\", "
-                            + "\"ts\": \(ts(slice.start)), \"dur\": \(dur), \(ids), \"args\": {\"site\": "
-                            + "\(JSONOutput.string(siteText)), \"mode\": \(JSONOutput.string(callout.mode)), "
-                            + "\"durationMs\": \(millis(callout.duration))}}"
-                    ))
+                let text = callouts.text(callout)
+                out.write(
+                    ",\n{\"name\": \(text.name), \"cat\": \"callout\", \"ph\": \"X\", "
+                        + "\"ts\": \(ts(slice.start)), \"dur\": \(dur), \(ids), \"args\": {\"site\": "
+                        + "\(text.site), \"mode\": \(text.mode), \"durationMs\": \(millis(callout.duration))}}")
                 continue
             }
             let analyzed = stalls[slice.item]
@@ -86,57 +129,54 @@ package enum ChromeTraceExporter {
             } else {
                 extent = "as recorded"
             }
-            events.append(
-                (
-                    slice.key,
-                    "{\"name\": \(JSONOutput.string(name)), \"cat\": \"stall\", \"ph\": \"X\", \"ts\": \(ts(slice.start)), "
-                        + "\"dur\": \(dur), \(ids), \"args\": {\"id\": \(stall.id), "
-                        + "\"tier\": \"\(stall.tier.rawValue)\", \"category\": \"\(analyzed.category.rawValue)\", "
-                        + "\"signature\": \(JSONOutput.string(analyzed.key.text)), \"site\": \(JSONOutput.string(analyzed.site)), "
-                        + "\"label\": \(JSONOutput.string(stall.callout.label ?? "")), \"mode\": \(JSONOutput.string(stall.callout.mode)), "
-                        + "\"unfinished\": \(unfinished), \"durationMs\": \(millis(analyzed.durationNanos)), "
-                        + "\"samples\": \(stall.samples.count), \"extent\": \(JSONOutput.string(extent)), "
-                        + "\"stackConfidence\": \(representativeConfidence(analyzed)), "
-                        + "\"representativeStack\": \(JSONOutput.string(representativeText(analyzed)))}}"
-                ))
-            // Samples sit strictly inside the stall's slice (a sample on its last nanosecond
-            // would touch a callout that starts right then).
-            let last = slice.end > slice.start ? slice.end - 1 : slice.start
-            for (index, sample) in stall.samples.enumerated() {
-                let verdict = analyzed.classifications[index]
-                let at = min(max(sample.time, slice.start), last)
-                let names =
-                    sample.frames.isEmpty
-                    ? [missingStackName(sample)] : sample.frames.reversed().map(analyzed.frameName)
-                let stack =
-                    sample.frames.isEmpty
-                    ? missingStackName(sample) : sample.frames.map(analyzed.frameName).joined(separator: "\n")
-                let label = sample.captureTimedOut ? "\(verdict.reason) (capture timed out)" : verdict.reason
-                events.append(
-                    (
-                        ChromeTrack.OrderKey(start: at, end: at, layer: 2),
-                        "{\"name\": \(JSONOutput.string(label)), \"cat\": \"sample\", \"ph\": \"i\", \"s\": \"t\", "
-                            + "\"ts\": \(ts(at)), \(ids), \"sf\": \(frames.id(names[...])), \"args\": {\"stall\": \(stall.id), "
-                            + "\"time\": \(ts(sample.time)), \"state\": \"\(sample.state.name)\", "
-                            + "\"syscall\": \(JSONOutput.string(sample.syscallName ?? "")), "
-                            + "\"category\": \"\(verdict.category.rawValue)\", "
-                            + "\"captureTimedOut\": \(sample.captureTimedOut), \"stack\": \(JSONOutput.string(stack))}}"
-                    ))
-            }
+            out.write(
+                ",\n{\"name\": \(JSONOutput.string(name)), \"cat\": \"stall\", \"ph\": \"X\", \"ts\": \(ts(slice.start)), "
+                    + "\"dur\": \(dur), \(ids), \"args\": {\"id\": \(stall.id), "
+                    + "\"tier\": \"\(stall.tier.rawValue)\", \"category\": \"\(analyzed.category.rawValue)\", "
+                    + "\"signature\": \(JSONOutput.string(analyzed.key.text)), \"site\": \(JSONOutput.string(analyzed.site)), "
+                    + "\"label\": \(JSONOutput.string(stall.callout.label ?? "")), \"mode\": \(JSONOutput.string(stall.callout.mode)), "
+                    + "\"unfinished\": \(unfinished), \"durationMs\": \(millis(analyzed.durationNanos)), "
+                    + "\"samples\": \(stall.samples.count), \"extent\": \(JSONOutput.string(extent)), "
+                    + "\"stackConfidence\": \(representativeConfidence(analyzed)), "
+                    + "\"representativeStack\": \(JSONOutput.string(analyzed.representativeNames.joined(separator: "\n")))}}"
+            )
         }
-        // Stable: a stall's samples keep their order behind the stall.
-        let ordered = events.enumerated().sorted { ($0.element.key, $0.offset) < ($1.element.key, $1.offset) }
+        while next < marks.count {
+            writeMark(marks[next], stalls: stalls, stacks: stacks, ids: ids, ts: ts, to: &out)
+            next += 1
+        }
+        out.write("\n],\n\"stackFrames\": {\n")
+        for (index, entry) in frames.entries.enumerated() { out.write(index == 0 ? entry : ",\n" + entry) }
+        out.write("\n}\n}\n")
+    }
 
-        var lines = [
-            "{\"name\": \"process_name\", \"ph\": \"M\", \"ts\": 0, \(ids), \"args\": {\"name\": "
-                + "\(JSONOutput.string(header?.processName ?? "process"))}}",
-            "{\"name\": \"thread_name\", \"ph\": \"M\", \"ts\": 0, \(ids), \"args\": {\"name\": \"main\"}}",
-        ]
-        lines += ordered.map(\.element.text)
-        return "{\n\"displayTimeUnit\": \"ms\",\n\"otherData\": {\"exporter\": "
-            + "\(JSONOutput.string("stallwatch \(StallwatchVersion.current)")), \"trace\": "
-            + "\(JSONOutput.string(loaded.path))},\n\"traceEvents\": [\n" + lines.joined(separator: ",\n")
-            + "\n],\n\"stackFrames\": {\n" + frames.entries.joined(separator: ",\n") + "\n}\n}\n"
+    /// A sample's mark in the track: where it is drawn, its stall's place in the laid-out
+    /// track, the stall and sample, its stack.
+    private struct SampleMark {
+        var at: UInt64
+        var position: Int
+        var stall: Int
+        var sample: Int
+        var stack: SampleStackKey
+    }
+
+    /// One sample's instant event.
+    private static func writeMark(
+        _ mark: SampleMark, stalls: [AnalyzedStall], stacks: [SampleStackKey: (frame: Int, text: String)],
+        ids: String, ts: (UInt64) -> String, to out: inout some TextOutputStream
+    ) {
+        let analyzed = stalls[mark.stall]
+        let sample = analyzed.stall.samples[mark.sample]
+        let verdict = analyzed.classifications[mark.sample]
+        let stack = stacks[mark.stack]!
+        let label = sample.captureTimedOut ? "\(verdict.reason) (capture timed out)" : verdict.reason
+        out.write(
+            ",\n{\"name\": \(JSONOutput.string(label)), \"cat\": \"sample\", \"ph\": \"i\", \"s\": \"t\", "
+                + "\"ts\": \(ts(mark.at)), \(ids), \"sf\": \(stack.frame), \"args\": {\"stall\": \(analyzed.stall.id), "
+                + "\"time\": \(ts(sample.time)), \"state\": \"\(sample.state.name)\", "
+                + "\"syscall\": \(JSONOutput.string(sample.syscallName ?? "")), "
+                + "\"category\": \"\(verdict.category.rawValue)\", "
+                + "\"captureTimedOut\": \(sample.captureTimedOut), \"stack\": \(stack.text)}}")
     }
 
     /// Nanoseconds as microseconds with three decimals, exactly (no floating point).
@@ -153,14 +193,32 @@ package enum ChromeTraceExporter {
         return "\(nanos / 1_000_000)." + String(repeating: "0", count: 6 - fraction.count) + fraction
     }
 
-    /// The stall's representative stack (`AnalyzedStall.representative`), one frame a line.
-    private static func representativeText(_ analyzed: AnalyzedStall) -> String {
-        analyzed.representativeFrames.map(analyzed.frameName).joined(separator: "\n")
-    }
-
     /// Its share of the stall's samples, with four decimals.
     private static func representativeConfidence(_ analyzed: AnalyzedStall) -> String {
         String(format: "%.4f", analyzed.representative?.confidence ?? 0)
+    }
+}
+
+/// The JSON texts of a callout event's name, site and mode, made once per call site and mode.
+private struct CalloutTexts {
+    private var known: [Key: (name: String, site: String, mode: String)] = [:]
+
+    private struct Key: Hashable {
+        var site: TraceRecord.CallSite?
+        var mode: String
+    }
+
+    mutating func text(_ callout: CalloutEvent) -> (name: String, site: String, mode: String) {
+        let key = Key(site: callout.site, mode: callout.mode)
+        if let text = known[key] { return text }
+        let site = callout.site
+        let name = site?.label ?? site.map { "\($0.kind) \($0.file):\($0.line)" } ?? "callout"
+        let text = (
+            JSONOutput.string(name), JSONOutput.string(site.map { "\($0.file):\($0.line)" } ?? "?"),
+            JSONOutput.string(callout.mode)
+        )
+        known[key] = text
+        return text
     }
 }
 

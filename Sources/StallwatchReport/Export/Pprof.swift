@@ -31,28 +31,41 @@ package enum PprofExporter {
                 first = min(first ?? start, start)
                 last = max(last ?? start, start &+ ReportBuilder.runTime(of: input.trace))
             }
+            // Each distinct stack's locations, made once per trace.
+            var stacks: [SampleStackKey: [UInt64]] = [:]
+            let (categoryKey, tierKey) = (builder.string("category"), builder.string("tier"))
+            let (signatureKey, traceKey) = (builder.string("signature"), builder.string("trace_id"))
+            let traceID = builder.string(facts.traceID)
             for analyzed in input.stalls {
                 let weights = analyzed.sampleWeights
+                let tier = builder.string(analyzed.stall.tier.rawValue)
+                let signature = builder.string(analyzed.key.text)
                 for (index, sample) in analyzed.stall.samples.enumerated() {
-                    let locations =
-                        sample.frames.isEmpty
-                        ? [builder.placeholder(missingStackName(sample))]
-                        : sample.frames.map {
-                            builder.location(
-                                $0, trace: traceIndex, modules: input.trace.trace.modules, names: analyzed.names)
-                        }
+                    let key = SampleStackKey(analyzed, sample: index, category: nil)
+                    let locations: [UInt64]
+                    if let known = stacks[key] {
+                        locations = known
+                    } else {
+                        locations =
+                            sample.frames.isEmpty
+                            ? [builder.placeholder(missingStackName(sample))]
+                            : zip(sample.frames, analyzed.frameNames(ofSample: index)).map {
+                                builder.location(
+                                    $0, name: $1, trace: traceIndex, modules: input.trace.trace.modules)
+                            }
+                        stacks[key] = locations
+                    }
                     var message = ProtoWriter()
                     message.packed(1, locations)
                     message.packed(2, [1, weights[index]])
                     let labels = [
-                        ("category", analyzed.classifications[index].category.rawValue),
-                        ("tier", analyzed.stall.tier.rawValue), ("signature", analyzed.key.text),
-                        ("trace_id", facts.traceID),
+                        (categoryKey, builder.string(analyzed.classifications[index].category.rawValue)),
+                        (tierKey, tier), (signatureKey, signature), (traceKey, traceID),
                     ]
                     for (key, value) in labels {
                         var label = ProtoWriter()
-                        label.varint(1, builder.string(key))
-                        label.varint(2, builder.string(value))
+                        label.varint(1, key)
+                        label.varint(2, value)
                         message.message(3, label)
                     }
                     samples.message(2, message)
@@ -167,11 +180,9 @@ private struct ProfileBuilder {
         return id
     }
 
-    /// The location of `frame` in trace number `trace` (addresses of different traces are
-    /// different locations: each process had its own layout).
-    mutating func location(
-        _ frame: Frame, trace: Int, modules: [TraceRecord.Module], names: FrameNamer
-    ) -> UInt64 {
+    /// The location of `frame`, named `name`, in trace number `trace` (addresses of different
+    /// traces are different locations: each process had its own layout).
+    mutating func location(_ frame: Frame, name: String, trace: Int, modules: [TraceRecord.Module]) -> UInt64 {
         let key = LocationKey(trace: trace, address: frame.address)
         if let id = locationIDs[key] { return id }
         let id = UInt64(locations.count + 1)
@@ -182,7 +193,7 @@ private struct ProfileBuilder {
         }
         writer.varint(3, frame.address)
         var line = ProtoWriter()
-        line.varint(1, function(name: names.name(frame), file: frame.file))
+        line.varint(1, function(name: name, file: frame.file))
         if let number = frame.line { line.varint(2, UInt64(number)) }
         writer.message(4, line)
         locations.append(writer)

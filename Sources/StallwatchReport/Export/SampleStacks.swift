@@ -1,11 +1,30 @@
 import StallwatchCore
 
-/// A sample's stack, outermost frame first, with the sample's category as the root frame,
-/// each frame named by the stall's `FrameNamer`. A sample without a backtrace gets a
-/// placeholder leaf so its time still shows.
-func rootedStack(_ sample: Sample, category: StallCategory, names: FrameNamer = FrameNamer(modules: [])) -> [String] {
-    [category.rawValue]
-        + (sample.frames.isEmpty ? [missingStackName(sample)] : sample.frames.reversed().map(names.name))
+/// A sample's stack, outermost frame first, with the sample's category as the root frame;
+/// `names` are its frames' names, innermost first (`AnalyzedStall.frameNames(ofSample:)`). A
+/// sample without a backtrace gets a placeholder leaf so its time still shows.
+func rootedStack(_ sample: Sample, category: StallCategory, names: [String]) -> [String] {
+    [category.rawValue] + (sample.frames.isEmpty ? [missingStackName(sample)] : names.reversed())
+}
+
+/// What makes two samples' stacks one in an output (a folded line, a flame-graph path, a
+/// speedscope stack, a Chrome `stackFrames` entry): their trace's stacks (`StackNames`), the
+/// stack's number there (-1 without frames, and then why it has none), and the root category
+/// where the output roots stacks at one. Hashing it costs the same however long the names.
+struct SampleStackKey: Hashable {
+    var names: ObjectIdentifier
+    var stack: Int32
+    var timedOut: Bool
+    var category: StallCategory?
+
+    /// The key of sample `index` of `analyzed`, rooted at `category` if given.
+    init(_ analyzed: AnalyzedStall, sample index: Int, category: StallCategory?) {
+        let sample = analyzed.stall.samples[index]
+        names = ObjectIdentifier(analyzed.stackNames)
+        stack = sample.frames.isEmpty ? -1 : analyzed.stackNumbers[index]
+        timedOut = sample.frames.isEmpty && sample.captureTimedOut
+        self.category = category
+    }
 }
 
 /// The placeholder frame of a sample without a backtrace.

@@ -35,6 +35,9 @@ package struct LoadedTrace: Sendable {
     /// Every callout, in file order: only for a `full`-mode trace loaded with
     /// `includeCallouts`, else empty.
     package var callouts: [CalloutEvent] = []
+    /// The loop's busy time, interval by interval: for a `full`-mode trace loaded with
+    /// `includeCallouts` or `busyTime`, else nil.
+    package var busy: BusyTime?
 
     /// How the file ends early, if it does: inside a record (a killed recorder) or in a junk
     /// tail (a crash or power loss). The records before it are all there.
@@ -60,18 +63,21 @@ package struct TraceLoadError: Error, Sendable, Hashable, CustomStringConvertibl
 /// Call from any thread; it blocks until every file is read.
 package enum TraceLoader {
     /// Reads the trace at `path`; with `includeCallouts`, also keeps every callout of a
-    /// `full`-mode trace (a second pass over the file, for the Chrome export).
+    /// `full`-mode trace (a second pass over the file, for the Chrome export); with `busyTime`
+    /// (or `includeCallouts`), adds up their time interval by interval (`LoadedTrace.busy`, for
+    /// the HTML report).
     ///
     /// Fails only when nothing could be read: the file cannot be opened or read, is not a
     /// trace, has a newer format version, or holds no whole record. A truncated or damaged
     /// trace loads, with `truncation` and `corruptRegions` saying what was lost.
     ///
     /// `workers` is how many threads may decode it: a large trace is split between sync markers.
-    package static func load(path: String, includeCallouts: Bool = false, workers: Int = 1)
+    package static func load(path: String, includeCallouts: Bool = false, busyTime: Bool = false, workers: Int = 1)
         -> Result<LoadedTrace, TraceLoadError>
     {
         switch readFile(path) {
-        case .success(let bytes): load(bytes: bytes, path: path, includeCallouts: includeCallouts, workers: workers)
+        case .success(let bytes):
+            load(bytes: bytes, path: path, includeCallouts: includeCallouts, busyTime: busyTime, workers: workers)
         case .failure(let error): .failure(error)
         }
     }
@@ -79,7 +85,7 @@ package enum TraceLoader {
     /// Decodes trace bytes read elsewhere (standard input: `stallwatch report -`); `path`
     /// names them in messages and in the result. Fails as `load(path:includeCallouts:)` does.
     package static func load(
-        bytes: [UInt8], path: String, includeCallouts: Bool = false, workers: Int = 1
+        bytes: [UInt8], path: String, includeCallouts: Bool = false, busyTime: Bool = false, workers: Int = 1
     ) -> Result<LoadedTrace, TraceLoadError> {
         if bytes.isEmpty {
             return .failure(TraceLoadError(path: path, description: "\(path): byte 0: empty, not a trace"))
@@ -90,7 +96,9 @@ package enum TraceLoader {
         }
         var loaded = LoadedTrace(path: path, byteCount: bytes.count, trace: trace)
         // A second pass only when the callouts themselves are wanted (export).
-        if includeCallouts && trace.calloutCount > 0 { scanCallouts(bytes, into: &loaded) }
+        if (includeCallouts || busyTime) && trace.calloutCount > 0 {
+            scanCallouts(bytes, into: &loaded, keep: includeCallouts)
+        }
         return .success(loaded)
     }
 
@@ -130,20 +138,25 @@ package enum TraceLoader {
         return stat(path, &info) == 0 ? Int(info.st_size) : 0
     }
 
-    private static func scanCallouts(_ bytes: [UInt8], into loaded: inout LoadedTrace) {
+    /// Reads the callouts of `bytes` into `loaded`'s busy time and, if `keep`, its callouts.
+    private static func scanCallouts(_ bytes: [UInt8], into loaded: inout LoadedTrace, keep: Bool) {
         var sites: [UInt64: TraceRecord.CallSite] = [:]
         var modes: [UInt16: String] = [:]
         var raw: [TraceRecord.Callout] = []
+        var busy = BusyTime(of: loaded)
         bytes.withUnsafeBytes { buffer in
             _ = TraceDecoder.decode(buffer) { record, _ in
                 switch record {
-                case .callout(let callout): raw.append(callout)
+                case .callout(let callout):
+                    busy.add(start: callout.start, duration: callout.duration)
+                    if keep { raw.append(callout) }
                 case .callSite(let site): sites[site.id] = site
                 case .modeName(let mode): modes[mode.id] = mode.name
                 default: break
                 }
             }
         }
+        loaded.busy = busy
         loaded.callouts = raw.map {
             CalloutEvent(
                 site: sites[$0.site], mode: modes[$0.mode] ?? "mode \($0.mode)", start: $0.start, duration: $0.duration)

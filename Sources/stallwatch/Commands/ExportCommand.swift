@@ -78,21 +78,18 @@ struct ExportCommand: ParsableCommand {
         }
         let loaded = all[0]
         let stalls = builder.analyze([loaded])[0]
-        let text: String
+        var out = try ChunkedOutput(output, context: context)
         switch format {
-        case .chrome: text = ChromeTraceExporter.export(loaded, stalls: stalls)
-        case .folded: text = FoldedStacksExporter.export(stalls, traces: [loaded])
-        case .speedscope: text = SpeedscopeExporter.export(stalls, name: loaded.path, traces: [loaded])
+        case .chrome: ChromeTraceExporter.write(loaded, stalls: stalls, to: &out)
+        case .folded: out.write(FoldedStacksExporter.export(stalls, traces: [loaded]))
+        case .speedscope: SpeedscopeExporter.write(stalls, name: loaded.path, traces: [loaded], to: &out)
         case .jsonl, .otlpJSON, .pprof: preconditionFailure("exported by exportMany")
         }
+        try out.finish()
         if let note = ExportNotes.stallsWithoutSamples(stalls, chrome: format == .chrome) {
             context.printError("note: \(note)")
         }
-        switch output {
-        case .standardOutput:
-            context.standardOutput.write(text)
-        case .file(let path):
-            try writeFile(path, text)
+        if case .file(let path) = output {
             context.printError("wrote \(path) (\(format.rawValue), \(stalls.count) stalls)")
         }
         return .success
