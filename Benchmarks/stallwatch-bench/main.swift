@@ -89,6 +89,11 @@ do {
             exit(2)
         }
         try ExportBenchmarks.run(stalls: stalls, megabytes: megabytes)
+    case "export-trace":  // stalls|full SIZE PATH: one of the traces `export` times (in a child)
+        guard arguments.count == 4, ["stalls", "full"].contains(arguments[1]), let size = Int(arguments[2]) else {
+            exit(2)
+        }
+        try ExportBenchmarks.writeTrace(arguments[1], size: size, to: arguments[3])
     case "count-trace":  // PATH: records in a trace (to turn `time stallwatch report` into a rate)
         let bytes = [UInt8](try Data(contentsOf: URL(fileURLWithPath: arguments[1])))
         print(DecodedTrace(decoding: bytes).outcome.recordCount)

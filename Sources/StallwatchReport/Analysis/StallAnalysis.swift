@@ -274,7 +274,9 @@ final class PortableMemo: @unchecked Sendable {
     func verdict(_ input: ClassifierInput, stack: Int, _ classifier: Classifier) -> Classification {
         let key = PortableSample(input, stack: stack)
         if let known = verdicts[key] { return known }
-        let verdict = classifier.classify(input)
+        var verdict = classifier.classify(input)
+        // The reason may be a frame's symbol (the function computing): named as frames are.
+        verdict.reason = FrameNamer.cut(verdict.reason)
         verdicts[key] = verdict
         return verdict
     }

@@ -36,17 +36,18 @@ package enum ChromeTraceExporter {
         func ts(_ time: UInt64) -> String { micros(Int64(bitPattern: time &- origin)) }
 
         // 1. The slices of the main thread's track: callouts, then stalls on their callouts' clock.
-        var slices: [ChromeTrack.Slice] = loaded.callouts.enumerated().map { index, callout in
-            ChromeTrack.Slice(start: callout.start, end: callout.start &+ callout.duration, layer: 0, item: index)
+        var slices: [ChromeTrack.Slice] = []
+        slices.reserveCapacity(loaded.callouts.count + stalls.count)
+        for (index, callout) in loaded.callouts.enumerated() {
+            slices.append(
+                ChromeTrack.Slice(start: callout.start, end: callout.start &+ callout.duration, layer: 0, item: index))
         }
-        let matcher = CalloutMatcher(loaded.callouts)
         let extents = StallExtents(stalls, traces: [loaded])
-        var matched: [Int?] = []
+        let matched = CalloutMatcher.callouts(of: stalls.map(\.stall), in: loaded.callouts)
         for (index, analyzed) in stalls.enumerated() {
             let stall = analyzed.stall
             let end = extents.end(of: analyzed)
-            let callout = matcher.callout(of: stall)
-            matched.append(callout)
+            let callout = matched[index]
             if let callout {
                 let outer = slices[callout]
                 slices.append(
@@ -57,8 +58,7 @@ package enum ChromeTraceExporter {
             }
         }
         // 2. Nest them exactly.
-        let laidOut = ChromeTrack.nest(slices)
-        slices = []
+        let laidOut = ChromeTrack.nest(consume slices)
 
         // 3. The sample marks, each inside its stall's slice, in track order (a stall's samples
         // keep their order behind it), each stack's `stackFrames` entry made the first time.
@@ -165,14 +165,15 @@ package enum ChromeTraceExporter {
         _ mark: SampleMark, stalls: [AnalyzedStall], stacks: [SampleStackKey: (frame: Int, text: String)],
         ids: String, ts: (UInt64) -> String, to out: inout some TextOutputStream
     ) {
-        let analyzed = stalls[mark.stall]
-        let sample = analyzed.stall.samples[mark.sample]
-        let verdict = analyzed.classifications[mark.sample]
+        // Read in place: a copy of the stall would retain each of its arrays, for every sample.
+        let sample = stalls[mark.stall].stall.samples[mark.sample]
+        let verdict = stalls[mark.stall].classifications[mark.sample]
+        let id = stalls[mark.stall].stall.id
         let stack = stacks[mark.stack]!
         let label = sample.captureTimedOut ? "\(verdict.reason) (capture timed out)" : verdict.reason
         out.write(
             ",\n{\"name\": \(JSONOutput.string(label)), \"cat\": \"sample\", \"ph\": \"i\", \"s\": \"t\", "
-                + "\"ts\": \(ts(mark.at)), \(ids), \"sf\": \(stack.frame), \"args\": {\"stall\": \(analyzed.stall.id), "
+                + "\"ts\": \(ts(mark.at)), \(ids), \"sf\": \(stack.frame), \"args\": {\"stall\": \(id), "
                 + "\"time\": \(ts(sample.time)), \"state\": \"\(sample.state.name)\", "
                 + "\"syscall\": \(JSONOutput.string(sample.syscallName ?? "")), "
                 + "\"category\": \"\(verdict.category.rawValue)\", "
@@ -181,16 +182,37 @@ package enum ChromeTraceExporter {
 
     /// Nanoseconds as microseconds with three decimals, exactly (no floating point).
     static func micros(_ nanos: Int64) -> String {
-        let magnitude = nanos.magnitude
-        let fraction = String(magnitude % 1_000)
-        return (nanos < 0 ? "-" : "") + "\(magnitude / 1_000)." + String(repeating: "0", count: 3 - fraction.count)
-            + fraction
+        fixedPoint(nanos.magnitude, places: 3, negative: nanos < 0)
     }
 
     /// Nanoseconds as milliseconds with six decimals, exactly.
     static func millis(_ nanos: UInt64) -> String {
-        let fraction = String(nanos % 1_000_000)
-        return "\(nanos / 1_000_000)." + String(repeating: "0", count: 6 - fraction.count) + fraction
+        fixedPoint(nanos, places: 6)
+    }
+
+    /// `value` divided by 10^`places`, with exactly `places` decimals, `-` first if `negative`:
+    /// digits written into a few bytes on the stack (a track has an event per callout, each
+    /// with three of these).
+    private static func fixedPoint(_ value: UInt64, places: Int, negative: Bool = false) -> String {
+        withUnsafeTemporaryAllocation(of: UInt8.self, capacity: 32) { buffer in
+            var position = buffer.count
+            func put(_ byte: UInt8) {
+                position -= 1
+                buffer[position] = byte
+            }
+            var rest = value
+            for _ in 0..<places {
+                put(UInt8(ascii: "0") + UInt8(rest % 10))
+                rest /= 10
+            }
+            put(UInt8(ascii: "."))
+            repeat {
+                put(UInt8(ascii: "0") + UInt8(rest % 10))
+                rest /= 10
+            } while rest > 0
+            if negative { put(UInt8(ascii: "-")) }
+            return String(decoding: buffer[position...], as: UTF8.self)
+        }
     }
 
     /// Its share of the stall's samples, with four decimals.
@@ -199,17 +221,12 @@ package enum ChromeTraceExporter {
     }
 }
 
-/// The JSON texts of a callout event's name, site and mode, made once per call site and mode.
+/// The JSON texts of a callout event's name, site and mode, made once per place.
 private struct CalloutTexts {
-    private var known: [Key: (name: String, site: String, mode: String)] = [:]
-
-    private struct Key: Hashable {
-        var site: TraceRecord.CallSite?
-        var mode: String
-    }
+    private var known: [ObjectIdentifier: (name: String, site: String, mode: String)] = [:]
 
     mutating func text(_ callout: CalloutEvent) -> (name: String, site: String, mode: String) {
-        let key = Key(site: callout.site, mode: callout.mode)
+        let key = ObjectIdentifier(callout.place)
         if let text = known[key] { return text }
         let site = callout.site
         let name = site?.label ?? site.map { "\($0.kind) \($0.file):\($0.line)" } ?? "callout"
@@ -246,26 +263,39 @@ private struct CalloutMatcher {
     static let tolerance: UInt64 = 1_000_000
 
     private let callouts: [CalloutEvent]
-    private let byStart: [Int]
+    /// The callouts' indices by start; nil when they are in start order already (a full-mode
+    /// trace's usually are: one loop runs one callout at a time).
+    private let byStart: [Int]?
 
     init(_ callouts: [CalloutEvent]) {
         self.callouts = callouts
-        byStart = callouts.indices.sorted { (callouts[$0].start, $0) < (callouts[$1].start, $1) }
+        let sorted = zip(callouts, callouts.dropFirst()).allSatisfy { $0.start <= $1.start }
+        byStart = sorted ? nil : callouts.indices.sorted { (callouts[$0].start, $0) < (callouts[$1].start, $1) }
+    }
+
+    /// The index of the callout at `position` in start order.
+    private func index(at position: Int) -> Int { byStart?[position] ?? position }
+
+    /// The callout each of `stalls` happened in (`callout(of:)`); the matcher's index is let go
+    /// when done.
+    static func callouts(of stalls: [Stall], in callouts: [CalloutEvent]) -> [Int?] {
+        let matcher = CalloutMatcher(callouts)
+        return stalls.map(matcher.callout)
     }
 
     func callout(of stall: Stall) -> Int? {
         let low = stall.start > Self.tolerance ? stall.start - Self.tolerance : 0
-        var position = byStart.partitioningIndex { callouts[$0].start >= low }
+        var position = callouts.indices.partitioningIndex { callouts[index(at: $0)].start >= low }
         var best: (index: Int, distance: UInt64)?
-        while position < byStart.count, callouts[byStart[position]].start <= stall.start &+ Self.tolerance {
-            let index = byStart[position]
+        while position < callouts.count, callouts[index(at: position)].start <= stall.start &+ Self.tolerance {
+            let found = index(at: position)
             position += 1
-            let callout = callouts[index]
+            let callout = callouts[found]
             guard let site = callout.site, site.file == stall.callout.file, site.line == stall.callout.line,
                 site.label == stall.callout.label
             else { continue }
             let distance = callout.start > stall.start ? callout.start - stall.start : stall.start - callout.start
-            if best.map({ distance < $0.distance }) ?? true { best = (index, distance) }
+            if best.map({ distance < $0.distance }) ?? true { best = (found, distance) }
         }
         return best?.index
     }

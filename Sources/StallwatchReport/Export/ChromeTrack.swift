@@ -39,34 +39,33 @@ enum ChromeTrack {
     }
 
     /// `slices` in track order, each moved as little as needed to nest exactly.
-    static func nest(_ slices: [Slice]) -> [Slice] {
-        var pending = slices.map { slice in
-            var slice = slice
-            slice.end = max(slice.end, slice.start)
-            return slice
-        }
-        pending.sort { $0.key < $1.key }
-        var result: [Slice] = []
-        result.reserveCapacity(pending.count)
-        var open: [Int] = []  // indices into `result` of the slices still open, outermost first
+    static func nest(_ slices: consuming [Slice]) -> [Slice] {
+        // Laid out in place (a full-mode trace's track has a slice per callout): `track[..<laid]`
+        // is the result so far, `track[next...]` the slices still to place, and what lies
+        // between is free (`laid <= next` throughout).
+        var track = consume slices
+        for index in track.indices { track[index].end = max(track[index].end, track[index].start) }
+        track.sort { $0.key < $1.key }
+        var laid = 0
+        var open: [Int] = []  // indices into `track[..<laid]` of the slices still open, outermost first
         var next = 0
-        while next < pending.count {
-            var slice = pending[next]
+        while next < track.count {
+            var slice = track[next]
             next += 1
             var stack = open
             var requeued = false
             while let top = stack.last {
-                if result[top].end <= slice.start {
+                if track[top].end <= slice.start {
                     stack.removeLast()
-                } else if slice.end > result[top].end {
+                } else if slice.end > track[top].end {
                     // Starts inside the open slice but ends after it: begin where it ends. If
                     // that puts it behind slices not laid out yet, it waits for its turn (and
                     // the slices it was about to close stay open for those).
-                    slice.start = result[top].end
+                    slice.start = track[top].end
                     stack.removeLast()
-                    if next < pending.count, pending[next].key < slice.key {
-                        let place = pending[next...].partitioningIndex { !($0.key < slice.key) }
-                        pending.insert(slice, at: place)
+                    if next < track.count, track[next].key < slice.key {
+                        let place = track[next...].partitioningIndex { !($0.key < slice.key) }
+                        track.insert(slice, at: place)
                         requeued = true
                         break
                     }
@@ -76,9 +75,11 @@ enum ChromeTrack {
             }
             if requeued { continue }
             open = stack
-            open.append(result.count)
-            result.append(slice)
+            open.append(laid)
+            track[laid] = slice
+            laid += 1
         }
-        return result
+        track.removeLast(track.count - laid)
+        return track
     }
 }

@@ -6,19 +6,50 @@ import StallwatchCore
 #endif
 
 /// One callout of a `full`-mode trace, with its call site resolved: what the Chrome export
-/// draws on the main thread's track.
+/// draws on the main thread's track. Its site and mode are shared with every callout of the
+/// same site and mode (`CalloutPlace`): a trace holds tens of millions of callouts.
 ///
 /// A plain value; use it on any thread.
 package struct CalloutEvent: Sendable, Hashable {
-    /// Where the work was registered (kind, label, `#fileID`, line); `nil` when the trace lost
-    /// the `callSite` record.
-    package var site: TraceRecord.CallSite?
-    /// The run-loop mode it ran in (`default`, `tracking`, or `mode N` when unnamed).
-    package var mode: String
+    /// Where it ran: its site and mode.
+    package var place: CalloutPlace
     /// When it started, in `CLOCK_MONOTONIC` nanoseconds.
     package var start: UInt64
     /// How long it ran, in nanoseconds.
     package var duration: UInt64
+
+    /// Where the work was registered (kind, label, `#fileID`, line); `nil` when the trace lost
+    /// the `callSite` record.
+    package var site: TraceRecord.CallSite? { place.site }
+    /// The run-loop mode it ran in (`default`, `tracking`, or `mode N` when unnamed).
+    package var mode: String { place.mode }
+}
+
+/// The call site and run-loop mode of callouts: one per distinct pair in a trace.
+///
+/// Any thread. Unchecked `Sendable`: the loader names it once it has read every call site and
+/// mode record (which may follow the callouts that use them), before the trace is handed out,
+/// and nothing changes it after.
+package final class CalloutPlace: @unchecked Sendable, Hashable {
+    /// Where the work was registered; `nil` when the trace lost the `callSite` record.
+    package fileprivate(set) var site: TraceRecord.CallSite?
+    /// The run-loop mode (`default`, `tracking`, or `mode N` when unnamed).
+    package fileprivate(set) var mode: String
+
+    /// A place of `site` in `mode`.
+    package init(site: TraceRecord.CallSite?, mode: String) {
+        self.site = site
+        self.mode = mode
+    }
+
+    package static func == (lhs: CalloutPlace, rhs: CalloutPlace) -> Bool {
+        lhs === rhs || (lhs.site == rhs.site && lhs.mode == rhs.mode)
+    }
+
+    package func hash(into hasher: inout Hasher) {
+        hasher.combine(site)
+        hasher.combine(mode)
+    }
 }
 
 /// A trace file read by `TraceLoader` and assembled: the `DecodedTrace` (stalls, summaries,
@@ -142,25 +173,38 @@ package enum TraceLoader {
     private static func scanCallouts(_ bytes: [UInt8], into loaded: inout LoadedTrace, keep: Bool) {
         var sites: [UInt64: TraceRecord.CallSite] = [:]
         var modes: [UInt16: String] = [:]
-        var raw: [TraceRecord.Callout] = []
+        // By site and mode id; named once every record is read.
+        var places: [PlaceKey: CalloutPlace] = [:]
+        var callouts: [CalloutEvent] = []
+        if keep { callouts.reserveCapacity(loaded.trace.calloutCount) }
         var busy = BusyTime(of: loaded)
         bytes.withUnsafeBytes { buffer in
             _ = TraceDecoder.decode(buffer) { record, _ in
                 switch record {
                 case .callout(let callout):
                     busy.add(start: callout.start, duration: callout.duration)
-                    if keep { raw.append(callout) }
+                    guard keep else { break }
+                    let key = PlaceKey(site: callout.site, mode: callout.mode)
+                    let place = places[key] ?? CalloutPlace(site: nil, mode: "")
+                    if places[key] == nil { places[key] = place }
+                    callouts.append(CalloutEvent(place: place, start: callout.start, duration: callout.duration))
                 case .callSite(let site): sites[site.id] = site
                 case .modeName(let mode): modes[mode.id] = mode.name
                 default: break
                 }
             }
         }
-        loaded.busy = busy
-        loaded.callouts = raw.map {
-            CalloutEvent(
-                site: sites[$0.site], mode: modes[$0.mode] ?? "mode \($0.mode)", start: $0.start, duration: $0.duration)
+        for (key, place) in places {
+            place.site = sites[key.site]
+            place.mode = modes[key.mode] ?? "mode \(key.mode)"
         }
+        loaded.busy = busy
+        loaded.callouts = callouts
+    }
+
+    private struct PlaceKey: Hashable {
+        var site: UInt64
+        var mode: UInt16
     }
 
     private static func readFile(_ path: String) -> Result<[UInt8], TraceLoadError> {
