@@ -110,9 +110,11 @@ package enum ChromeTraceExporter {
                 let callout = loaded.callouts[slice.item]
                 let text = callouts.text(callout)
                 out.write(
-                    ",\n{\"name\": \(text.name), \"cat\": \"callout\", \"ph\": \"X\", "
-                        + "\"ts\": \(ts(slice.start)), \"dur\": \(dur), \(ids), \"args\": {\"site\": "
-                        + "\(text.site), \"mode\": \(text.mode), \"durationMs\": \(millis(callout.duration))}}")
+                    """
+                    ,\n{"name": \(text.name), "cat": "callout", "ph": "X", \
+                    "ts": \(ts(slice.start)), "dur": \(dur), \(ids), "args": {"site": \
+                    \(text.site), "mode": \(text.mode), "durationMs": \(millis(callout.duration))}}
+                    """)
                 continue
             }
             let analyzed = stalls[slice.item]
@@ -171,13 +173,19 @@ package enum ChromeTraceExporter {
         let id = stalls[mark.stall].stall.id
         let stack = stacks[mark.stack]!
         let label = sample.captureTimedOut ? "\(verdict.reason) (capture timed out)" : verdict.reason
+        // One interpolation and the stack as it is: each piece copied once, into the output.
         out.write(
-            ",\n{\"name\": \(JSONOutput.string(label)), \"cat\": \"sample\", \"ph\": \"i\", \"s\": \"t\", "
-                + "\"ts\": \(ts(mark.at)), \(ids), \"sf\": \(stack.frame), \"args\": {\"stall\": \(id), "
-                + "\"time\": \(ts(sample.time)), \"state\": \"\(sample.state.name)\", "
-                + "\"syscall\": \(JSONOutput.string(sample.syscallName ?? "")), "
-                + "\"category\": \"\(verdict.category.rawValue)\", "
-                + "\"captureTimedOut\": \(sample.captureTimedOut), \"stack\": \(stack.text)}}")
+            """
+            ,\n{"name": \(JSONOutput.string(label)), "cat": "sample", "ph": "i", "s": "t", \
+            "ts": \(ts(mark.at)), \(ids), "sf": \(stack.frame), "args": {"stall": \(id), \
+            "time": \(ts(sample.time)), "state": "\(sample.state.name)", \
+            "syscall": \(JSONOutput.string(sample.syscallName ?? "")), \
+            "category": "\(verdict.category.rawValue)", \
+            "captureTimedOut": \(sample.captureTimedOut), "stack":
+            """)
+        out.write(" ")
+        out.write(stack.text)
+        out.write("}}")
     }
 
     /// Nanoseconds as microseconds with three decimals, exactly (no floating point).

@@ -35,12 +35,13 @@ package struct BusyTime: Sendable, Hashable {
     mutating func add(start: UInt64, duration: UInt64) {
         var from = start > base ? Double(start - base) / 1e6 : 0
         let end = from + Double(duration) / 1e6
-        while from < end {
-            let bin = Int(from / binMs)
-            guard bin < bins.count else { break }
+        // Bin by bin by number: `from / binMs` at a bin's end can round back into that bin.
+        var bin = Int(from / binMs)
+        while from < end, bin < bins.count {
             let binEnd = Double(bin + 1) * binMs
-            bins[bin] += min(end, binEnd) - from
+            bins[bin] += max(0, min(end, binEnd) - from)
             from = binEnd
+            bin += 1
         }
     }
 
