@@ -43,6 +43,21 @@ public struct TraceDecoder: Sequence, IteratorProtocol {
     }
 }
 
+extension TraceDecoder {
+    /// Decodes all of `bytes` as `decode(_:fileName:_:)` does, handing each callout to
+    /// `callout` on the short path the assembler takes them (no `TraceRecord` to switch over:
+    /// a full-mode trace is tens of millions of them) and every other record to `other`.
+    package static func decode(
+        _ bytes: UnsafeRawBufferPointer, callout: (TraceRecord.Callout) -> Void, other: (TraceRecord) -> Void
+    ) -> TraceOutcome {
+        var parser = TraceParser(fileName: nil)
+        while let record = parser.next(in: bytes) {
+            if case .callout(let one) = record { callout(one) } else { other(record) }
+        }
+        return parser.outcome
+    }
+}
+
 /// The decoder's state, kept apart from the bytes so both entry points share it.
 struct TraceParser {
     private enum Phase {

@@ -178,21 +178,32 @@ package enum TraceLoader {
         var callouts: [CalloutEvent] = []
         if keep { callouts.reserveCapacity(loaded.trace.calloutCount) }
         var busy = BusyTime(of: loaded)
+        // The last callout's place: most callouts have the one before's.
+        var last: (key: PlaceKey, place: CalloutPlace)?
         bytes.withUnsafeBytes { buffer in
-            _ = TraceDecoder.decode(buffer) { record, _ in
-                switch record {
-                case .callout(let callout):
+            _ = TraceDecoder.decode(
+                buffer,
+                callout: { callout in
                     busy.add(start: callout.start, duration: callout.duration)
-                    guard keep else { break }
+                    guard keep else { return }
                     let key = PlaceKey(site: callout.site, mode: callout.mode)
-                    let place = places[key] ?? CalloutPlace(site: nil, mode: "")
-                    if places[key] == nil { places[key] = place }
+                    let place: CalloutPlace
+                    if let last, last.key == key {
+                        place = last.place
+                    } else {
+                        place = places[key] ?? CalloutPlace(site: nil, mode: "")
+                        places[key] = place
+                        last = (key, place)
+                    }
                     callouts.append(CalloutEvent(place: place, start: callout.start, duration: callout.duration))
-                case .callSite(let site): sites[site.id] = site
-                case .modeName(let mode): modes[mode.id] = mode.name
-                default: break
-                }
-            }
+                },
+                other: { record in
+                    switch record {
+                    case .callSite(let site): sites[site.id] = site
+                    case .modeName(let mode): modes[mode.id] = mode.name
+                    default: break
+                    }
+                })
         }
         for (key, place) in places {
             place.site = sites[key.site]
