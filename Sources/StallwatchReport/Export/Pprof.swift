@@ -31,43 +31,42 @@ package enum PprofExporter {
                 first = min(first ?? start, start)
                 last = max(last ?? start, start &+ ReportBuilder.runTime(of: input.trace))
             }
-            // Each distinct stack's locations, made once per trace.
-            var stacks: [SampleStackKey: [UInt64]] = [:]
+            // Each distinct stack's packed locations, made once per trace; each label's field
+            // encoded once (the category's per category, the rest per stall).
+            var stacks: [SampleStackKey: [UInt8]] = [:]
+            var categories: [StallCategory: [UInt8]] = [:]
             let (categoryKey, tierKey) = (builder.string("category"), builder.string("tier"))
             let (signatureKey, traceKey) = (builder.string("signature"), builder.string("trace_id"))
             let traceID = builder.string(facts.traceID)
             for analyzed in input.stalls {
                 let weights = analyzed.sampleWeights
-                let tier = builder.string(analyzed.stall.tier.rawValue)
-                let signature = builder.string(analyzed.key.text)
+                let stallLabels = Self.labels([
+                    (tierKey, builder.string(analyzed.stall.tier.rawValue)),
+                    (signatureKey, builder.string(analyzed.key.text)), (traceKey, traceID),
+                ])
                 for (index, sample) in analyzed.stall.samples.enumerated() {
                     let key = SampleStackKey(analyzed, sample: index, category: nil)
-                    let locations: [UInt64]
-                    if let known = stacks[key] {
-                        locations = known
-                    } else {
-                        locations =
+                    if stacks[key] == nil {
+                        let locations =
                             sample.frames.isEmpty
                             ? [builder.placeholder(missingStackName(sample))]
                             : zip(sample.frames, analyzed.frameNames(ofSample: index)).map {
                                 builder.location(
                                     $0, name: $1, trace: traceIndex, modules: input.trace.trace.modules)
                             }
-                        stacks[key] = locations
+                        var packed = ProtoWriter()
+                        packed.packed(1, locations)
+                        stacks[key] = packed.bytes
+                    }
+                    let category = analyzed.classifications[index].category
+                    if categories[category] == nil {
+                        categories[category] = Self.labels([(categoryKey, builder.string(category.rawValue))])
                     }
                     var message = ProtoWriter()
-                    message.packed(1, locations)
+                    message.bytes.append(contentsOf: stacks[key]!)
                     message.packed(2, [1, weights[index]])
-                    let labels = [
-                        (categoryKey, builder.string(analyzed.classifications[index].category.rawValue)),
-                        (tierKey, tier), (signatureKey, signature), (traceKey, traceID),
-                    ]
-                    for (key, value) in labels {
-                        var label = ProtoWriter()
-                        label.varint(1, key)
-                        label.varint(2, value)
-                        message.message(3, label)
-                    }
+                    message.bytes.append(contentsOf: categories[category]!)
+                    message.bytes.append(contentsOf: stallLabels)
                     samples.message(2, message)
                 }
             }
@@ -87,6 +86,18 @@ package enum PprofExporter {
         profile.varint(14, defaultType)
         for string in builder.strings { profile.string(6, string) }
         return profile.bytes
+    }
+
+    /// Sample fields 3 (`Label`) of `pairs` (key, string value), encoded.
+    private static func labels(_ pairs: [(key: UInt64, value: UInt64)]) -> [UInt8] {
+        var fields = ProtoWriter()
+        for (key, value) in pairs {
+            var label = ProtoWriter()
+            label.varint(1, key)
+            label.varint(2, value)
+            fields.message(3, label)
+        }
+        return fields.bytes
     }
 
     /// `bytes` as a gzip member (zlib's deflate, best compression).
