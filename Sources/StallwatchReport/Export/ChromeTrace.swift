@@ -24,70 +24,36 @@ package enum ChromeTraceExporter {
         return text
     }
 
-    /// `export(_:stalls:)` written to `out` event by event.
-    package static func write(_ loaded: LoadedTrace, stalls: [AnalyzedStall], to out: inout some TextOutputStream) {
+    /// `export(_:stalls:)` written to `out` event by event. With `records` (the trace's bytes,
+    /// `loaded` having no callouts), the callouts are read from them as they are drawn.
+    package static func write(
+        _ loaded: LoadedTrace, stalls: [AnalyzedStall], records: [UInt8]? = nil, to out: inout some TextOutputStream
+    ) {
         let header = loaded.trace.header
         let pid = Int(header?.pid ?? 1)
+        var callouts =
+            records.map { CalloutTrack.reading($0, stalls: stalls.map(\.stall)) }
+            ?? CalloutTrack(loaded.callouts, stalls: stalls.map(\.stall))
         // The recorder's start, or the first event if one began before it (the callout that
         // was running when the recorder attached), so no timestamp is negative.
-        let first = min(stalls.map(\.stall.start).min() ?? .max, loaded.callouts.map(\.start).min() ?? .max)
+        let first = min(stalls.map(\.stall.start).min() ?? .max, callouts.first ?? .max)
         let origin = min(header?.clockBase ?? first, first)
         let ids = "\"pid\": \(pid), \"tid\": \(pid)"
         func ts(_ time: UInt64) -> String { micros(Int64(bitPattern: time &- origin)) }
 
-        // 1. The slices of the main thread's track: callouts, then stalls on their callouts' clock.
-        var slices: [ChromeTrack.Slice] = []
-        slices.reserveCapacity(loaded.callouts.count + stalls.count)
-        for (index, callout) in loaded.callouts.enumerated() {
-            slices.append(
-                ChromeTrack.Slice(start: callout.start, end: callout.start &+ callout.duration, layer: 0, item: index))
-        }
+        // 1. The stalls' slices, on their callouts' clock; the callouts' come as they are read.
         let extents = StallExtents(stalls, traces: [loaded])
-        let matched = CalloutMatcher.callouts(of: stalls.map(\.stall), in: loaded.callouts)
-        for (index, analyzed) in stalls.enumerated() {
-            let stall = analyzed.stall
+        var stallSlices: [ChromeTrack.Slice] = stalls.enumerated().map { index, analyzed in
             let end = extents.end(of: analyzed)
-            let callout = matched[index]
-            if let callout {
-                let outer = slices[callout]
-                slices.append(
-                    ChromeTrack.Slice(
-                        start: outer.start, end: max(outer.start, min(end, outer.end)), layer: 1, item: index))
-            } else {
-                slices.append(ChromeTrack.Slice(start: stall.start, end: end, layer: 1, item: index))
+            guard let outer = callouts.matched[index] else {
+                return ChromeTrack.Slice(
+                    start: analyzed.stall.start, end: max(end, analyzed.stall.start), layer: 1, item: index)
             }
+            return ChromeTrack.Slice(
+                start: outer.start, end: max(outer.start, min(end, max(outer.end, outer.start))), layer: 1, item: index)
         }
-        // 2. Nest them exactly.
-        let laidOut = ChromeTrack.nest(consume slices)
+        stallSlices.sort { $0.key < $1.key }
 
-        // 3. The sample marks, each inside its stall's slice, in track order (a stall's samples
-        // keep their order behind it), each stack's `stackFrames` entry made the first time.
-        var frames = StackFrameTable()
-        var stacks: [SampleStackKey: (frame: Int, text: String)] = [:]
-        var marks: [SampleMark] = []
-        for (position, slice) in laidOut.enumerated() where slice.layer == 1 {
-            let analyzed = stalls[slice.item]
-            // Samples sit strictly inside the stall's slice (a sample on its last nanosecond
-            // would touch a callout that starts right then).
-            let last = slice.end > slice.start ? slice.end - 1 : slice.start
-            for (index, sample) in analyzed.stall.samples.enumerated() {
-                let key = SampleStackKey(analyzed, sample: index, category: nil)
-                if stacks[key] == nil {
-                    let names = analyzed.frameNames(ofSample: index)
-                    stacks[key] =
-                        names.isEmpty
-                        ? (frames.id([missingStackName(sample)]), JSONOutput.string(missingStackName(sample)))
-                        : (frames.id(Array(names.reversed())[...]), JSONOutput.string(names.joined(separator: "\n")))
-                }
-                marks.append(
-                    SampleMark(
-                        at: min(max(sample.time, slice.start), last), position: position, stall: slice.item,
-                        sample: index, stack: key))
-            }
-        }
-        marks.sort { ($0.at, $0.position, $0.sample) < ($1.at, $1.position, $1.sample) }
-
-        // 4. The events, slices and marks merged in track order.
         out.write(
             "{\n\"displayTimeUnit\": \"ms\",\n\"otherData\": {\"exporter\": "
                 + "\(JSONOutput.string("stallwatch \(StallwatchVersion.current)")), \"trace\": "
@@ -96,25 +62,56 @@ package enum ChromeTraceExporter {
             "{\"name\": \"process_name\", \"ph\": \"M\", \"ts\": 0, \(ids), \"args\": {\"name\": "
                 + "\(JSONOutput.string(header?.processName ?? "process"))}}")
         out.write(",\n{\"name\": \"thread_name\", \"ph\": \"M\", \"ts\": 0, \(ids), \"args\": {\"name\": \"main\"}}")
-        var callouts = CalloutTexts()
-        var next = 0
-        for slice in laidOut {
-            while next < marks.count,
-                ChromeTrack.OrderKey(start: marks[next].at, end: marks[next].at, layer: 2) < slice.key
-            {
-                writeMark(marks[next], stalls: stalls, stacks: stacks, ids: ids, ts: ts, to: &out)
-                next += 1
+
+        // 2. Every slice laid out in track order, nested exactly (`ChromeTrack.Layout`), and
+        // written; each stall's samples marked inside it and written in track order among the
+        // slices (a stall's samples keep their order behind it), each stack's `stackFrames`
+        // entry made the first time.
+        var layout = ChromeTrack.Layout()
+        var requeued: [Pending] = []  // in track order
+        var nextStall = 0
+        var frames = StackFrameTable()
+        var stacks: [SampleStackKey: (frame: Int, text: String)] = [:]
+        var marks: [SampleMark] = []  // not written yet, in track order
+        var position = 0
+        func nextKey() -> ChromeTrack.OrderKey? {
+            [requeued.first?.slice.key, callouts.peek()?.slice.key, stallSlices[nextStall...].first?.key]
+                .compactMap { $0 }.min()
+        }
+        func take() -> Pending? {
+            guard let key = nextKey() else { return nil }
+            if let head = requeued.first, head.slice.key == key { return requeued.removeFirst() }
+            if nextStall < stallSlices.count, stallSlices[nextStall].key == key {
+                nextStall += 1
+                return Pending(slice: stallSlices[nextStall - 1], callout: nil)
+            }
+            return callouts.pop().map { Pending(slice: $0.slice, callout: $0) }
+        }
+        while let pending = take() {
+            let slice: ChromeTrack.Slice
+            switch layout.place(pending.slice, before: nextKey()) {
+            case .requeued(let moved):
+                requeued.insert(
+                    Pending(slice: moved, callout: pending.callout),
+                    at: requeued.partitioningIndex { !($0.slice.key < moved.key) })
+                continue
+            case .laid(let laid):
+                slice = laid
+            }
+            while let mark = marks.first, mark.key < slice.key {
+                writeMark(mark, stalls: stalls, stacks: stacks, ids: ids, ts: ts, to: &out)
+                marks.removeFirst()
             }
             let dur = micros(Int64(slice.end - slice.start))
-            if slice.layer == 0 {
-                let callout = loaded.callouts[slice.item]
-                let text = callouts.text(callout)
+            if let callout = pending.callout {
+                let text = callouts.texts[callout.place]
                 out.write(
                     """
                     ,\n{"name": \(text.name), "cat": "callout", "ph": "X", \
                     "ts": \(ts(slice.start)), "dur": \(dur), \(ids), "args": {"site": \
                     \(text.site), "mode": \(text.mode), "durationMs": \(millis(callout.duration))}}
                     """)
+                position += 1
                 continue
             }
             let analyzed = stalls[slice.item]
@@ -126,7 +123,7 @@ package enum ChromeTraceExporter {
             let extent: String
             if stall.end == nil {
                 extent = "drawn until the trace's last record (the stall never ended)"
-            } else if matched[slice.item] != nil {
+            } else if callouts.matched[slice.item] != nil {
                 extent = "drawn on its callout's clock"
             } else {
                 extent = "as recorded"
@@ -142,14 +139,35 @@ package enum ChromeTraceExporter {
                     + "\"stackConfidence\": \(representativeConfidence(analyzed)), "
                     + "\"representativeStack\": \(JSONOutput.string(analyzed.representativeNames.joined(separator: "\n")))}}"
             )
+            // Samples sit strictly inside the stall's slice (a sample on its last nanosecond
+            // would touch a callout that starts right then).
+            let last = slice.end > slice.start ? slice.end - 1 : slice.start
+            for (index, sample) in stall.samples.enumerated() {
+                let key = SampleStackKey(analyzed, sample: index, category: nil)
+                if stacks[key] == nil {
+                    let names = analyzed.frameNames(ofSample: index)
+                    stacks[key] =
+                        names.isEmpty
+                        ? (frames.id([missingStackName(sample)]), JSONOutput.string(missingStackName(sample)))
+                        : (frames.id(Array(names.reversed())[...]), JSONOutput.string(names.joined(separator: "\n")))
+                }
+                let mark = SampleMark(
+                    at: min(max(sample.time, slice.start), last), position: position, stall: slice.item,
+                    sample: index, stack: key)
+                marks.insert(mark, at: marks.partitioningIndex { mark.order < $0.order })
+            }
+            position += 1
         }
-        while next < marks.count {
-            writeMark(marks[next], stalls: stalls, stacks: stacks, ids: ids, ts: ts, to: &out)
-            next += 1
-        }
+        for mark in marks { writeMark(mark, stalls: stalls, stacks: stacks, ids: ids, ts: ts, to: &out) }
         out.write("\n],\n\"stackFrames\": {\n")
         for (index, entry) in frames.entries.enumerated() { out.write(index == 0 ? entry : ",\n" + entry) }
         out.write("\n}\n}\n")
+    }
+
+    /// A slice waiting to be laid out: a callout's (with what its event says) or a stall's.
+    private struct Pending {
+        var slice: ChromeTrack.Slice
+        var callout: CalloutTrack.Entry?
     }
 
     /// A sample's mark in the track: where it is drawn, its stall's place in the laid-out
@@ -160,6 +178,11 @@ package enum ChromeTraceExporter {
         var stall: Int
         var sample: Int
         var stack: SampleStackKey
+
+        /// Where it goes among the track's slices.
+        var key: ChromeTrack.OrderKey { ChromeTrack.OrderKey(start: at, end: at, layer: 2) }
+        /// Where it goes among marks.
+        var order: (UInt64, Int, Int) { (at, position, sample) }
     }
 
     /// One sample's instant event.
@@ -229,24 +252,6 @@ package enum ChromeTraceExporter {
     }
 }
 
-/// The JSON texts of a callout event's name, site and mode, made once per place.
-private struct CalloutTexts {
-    private var known: [ObjectIdentifier: (name: String, site: String, mode: String)] = [:]
-
-    mutating func text(_ callout: CalloutEvent) -> (name: String, site: String, mode: String) {
-        let key = ObjectIdentifier(callout.place)
-        if let text = known[key] { return text }
-        let site = callout.site
-        let name = site?.label ?? site.map { "\($0.kind) \($0.file):\($0.line)" } ?? "callout"
-        let text = (
-            JSONOutput.string(name), JSONOutput.string(site.map { "\($0.file):\($0.line)" } ?? "?"),
-            JSONOutput.string(callout.mode)
-        )
-        known[key] = text
-        return text
-    }
-}
-
 /// The `stackFrames` tree: one entry per distinct stack prefix, outermost first.
 private struct StackFrameTable {
     private var ids: [[String]: Int] = [:]
@@ -261,50 +266,5 @@ private struct StackFrameTable {
             "\"\(id)\": {\"name\": \(JSONOutput.string(names.last!))" + (parent.map { ", \"parent\": \"\($0)\"" } ?? "")
                 + "}")
         return id
-    }
-}
-
-/// Finds the callout record a stall happened in: same call site, the start nearest the
-/// stall's (the two are read from different clocks, well under a millisecond apart).
-private struct CalloutMatcher {
-    /// How far apart the two clocks may put the same start.
-    static let tolerance: UInt64 = 1_000_000
-
-    private let callouts: [CalloutEvent]
-    /// The callouts' indices by start; nil when they are in start order already (a full-mode
-    /// trace's usually are: one loop runs one callout at a time).
-    private let byStart: [Int]?
-
-    init(_ callouts: [CalloutEvent]) {
-        self.callouts = callouts
-        let sorted = zip(callouts, callouts.dropFirst()).allSatisfy { $0.start <= $1.start }
-        byStart = sorted ? nil : callouts.indices.sorted { (callouts[$0].start, $0) < (callouts[$1].start, $1) }
-    }
-
-    /// The index of the callout at `position` in start order.
-    private func index(at position: Int) -> Int { byStart?[position] ?? position }
-
-    /// The callout each of `stalls` happened in (`callout(of:)`); the matcher's index is let go
-    /// when done.
-    static func callouts(of stalls: [Stall], in callouts: [CalloutEvent]) -> [Int?] {
-        let matcher = CalloutMatcher(callouts)
-        return stalls.map(matcher.callout)
-    }
-
-    func callout(of stall: Stall) -> Int? {
-        let low = stall.start > Self.tolerance ? stall.start - Self.tolerance : 0
-        var position = callouts.indices.partitioningIndex { callouts[index(at: $0)].start >= low }
-        var best: (index: Int, distance: UInt64)?
-        while position < callouts.count, callouts[index(at: position)].start <= stall.start &+ Self.tolerance {
-            let found = index(at: position)
-            position += 1
-            let callout = callouts[found]
-            guard let site = callout.site, site.file == stall.callout.file, site.line == stall.callout.line,
-                site.label == stall.callout.label
-            else { continue }
-            let distance = callout.start > stall.start ? callout.start - stall.start : stall.start - callout.start
-            if best.map({ distance < $0.distance }) ?? true { best = (found, distance) }
-        }
-        return best?.index
     }
 }

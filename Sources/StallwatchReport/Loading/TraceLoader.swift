@@ -218,7 +218,8 @@ package enum TraceLoader {
         var mode: UInt16
     }
 
-    private static func readFile(_ path: String) -> Result<[UInt8], TraceLoadError> {
+    /// The bytes of the file at `path`, or why they could not be read.
+    package static func readFile(_ path: String) -> Result<[UInt8], TraceLoadError> {
         func failure(_ what: String) -> Result<[UInt8], TraceLoadError> {
             .failure(
                 TraceLoadError(
