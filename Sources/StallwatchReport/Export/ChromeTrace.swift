@@ -74,9 +74,14 @@ package enum ChromeTraceExporter {
         var stacks: [SampleStackKey: (frame: Int, text: String)] = [:]
         var marks: [SampleMark] = []  // not written yet, in track order
         var position = 0
+        // The smallest of the three sources' next keys (no array: this runs twice per callout).
         func nextKey() -> ChromeTrack.OrderKey? {
-            [requeued.first?.slice.key, callouts.peek()?.slice.key, stallSlices[nextStall...].first?.key]
-                .compactMap { $0 }.min()
+            var best = callouts.peek()?.slice.key
+            if nextStall < stallSlices.count, best.map({ stallSlices[nextStall].key < $0 }) ?? true {
+                best = stallSlices[nextStall].key
+            }
+            if let key = requeued.first?.slice.key, best.map({ key < $0 }) ?? true { best = key }
+            return best
         }
         func take() -> Pending? {
             guard let key = nextKey() else { return nil }
