@@ -128,7 +128,11 @@ package enum TraceLoader {
         var loaded = LoadedTrace(path: path, byteCount: bytes.count, trace: trace)
         // A second pass only when the callouts themselves are wanted (export).
         if (includeCallouts || busyTime) && trace.calloutCount > 0 {
-            scanCallouts(bytes, into: &loaded, keep: includeCallouts)
+            if !includeCallouts, let busy = busyTimeInChunks(bytes, of: loaded, workers: workers) {
+                loaded.busy = busy
+            } else {
+                scanCallouts(bytes, into: &loaded, keep: includeCallouts)
+            }
         }
         return .success(loaded)
     }
@@ -167,6 +171,36 @@ package enum TraceLoader {
     package static func size(of path: String) -> Int {
         var info = stat()
         return stat(path, &info) == 0 ? Int(info.st_size) : 0
+    }
+
+    /// The busy time of `loaded`, whose bytes are `bytes`, read on up to `workers` threads
+    /// between sync markers (as `decode` splits a large trace); nil when the trace is small, one
+    /// worker is allowed, or a chunk is not clean (then the caller reads it serially).
+    private static func busyTimeInChunks(_ bytes: [UInt8], of loaded: LoadedTrace, workers: Int) -> BusyTime? {
+        guard workers > 1, bytes.count >= chunkedDecodeThreshold else { return nil }
+        let empty = BusyTime(of: loaded)
+        return bytes.withUnsafeBytes { buffer -> BusyTime? in
+            let starts = TraceChunk.boundaries(of: buffer, count: workers * chunksPerWorker)
+            let ends = Array(starts.dropFirst()) + [buffer.count]
+            let parts = Locked([BusyTime?](repeating: nil, count: starts.count))
+            let address = UInt(bitPattern: buffer.baseAddress)
+            let count = buffer.count
+            DispatchQueue.concurrentPerform(iterations: starts.count) { index in
+                // The buffer outlives this call; passed as an address so the closure stays Sendable.
+                let chunk = UnsafeRawBufferPointer(start: UnsafeRawPointer(bitPattern: address), count: count)
+                var part = empty
+                let clean = TraceDecoder.callouts(in: chunk, from: starts[index], to: ends[index]) {
+                    part.add(start: $0.start, duration: $0.duration)
+                }
+                parts.withLock { $0[index] = clean ? part : nil }
+            }
+            var busy = empty
+            for part in parts.withLock({ $0 }) {
+                guard let part else { return nil }
+                busy.add(part)
+            }
+            return busy
+        }
     }
 
     /// Reads the callouts of `bytes` into `loaded`'s busy time and, if `keep`, its callouts.
