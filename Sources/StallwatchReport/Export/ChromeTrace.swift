@@ -71,7 +71,9 @@ package enum ChromeTraceExporter {
         var requeued: [Pending] = []  // in track order
         var nextStall = 0
         var frames = StackFrameTable()
-        var stacks: [SampleStackKey: (frame: Int, text: String)] = [:]
+        // Each distinct stack's `stackFrames` id and JSON text, by number.
+        var stacks: [(frame: Int, text: String)] = []
+        var stackNumbers: [SampleStackKey: Int] = [:]
         var marks: [SampleMark] = []  // not written yet, in track order
         var position = 0
         // The smallest of the three sources' next keys (no array: this runs twice per callout).
@@ -133,34 +135,47 @@ package enum ChromeTraceExporter {
             } else {
                 extent = "as recorded"
             }
-            out.write(
-                ",\n{\"name\": \(JSONOutput.string(name)), \"cat\": \"stall\", \"ph\": \"X\", \"ts\": \(ts(slice.start)), "
-                    + "\"dur\": \(dur), \(ids), \"args\": {\"id\": \(stall.id), "
-                    + "\"tier\": \"\(stall.tier.rawValue)\", \"category\": \"\(analyzed.category.rawValue)\", "
-                    + "\"signature\": \(JSONOutput.string(analyzed.key.text)), \"site\": \(JSONOutput.string(analyzed.site)), "
-                    + "\"label\": \(JSONOutput.string(stall.callout.label ?? "")), \"mode\": \(JSONOutput.string(stall.callout.mode)), "
-                    + "\"unfinished\": \(unfinished), \"durationMs\": \(millis(analyzed.durationNanos)), "
-                    + "\"samples\": \(stall.samples.count), \"extent\": \(JSONOutput.string(extent)), "
-                    + "\"stackConfidence\": \(representativeConfidence(analyzed)), "
-                    + "\"representativeStack\": \(JSONOutput.string(analyzed.representativeNames.joined(separator: "\n")))}}"
-            )
             // Samples sit strictly inside the stall's slice (a sample on its last nanosecond
             // would touch a callout that starts right then).
             let last = slice.end > slice.start ? slice.end - 1 : slice.start
+            var sampleStacks: [Int] = []
+            sampleStacks.reserveCapacity(stall.samples.count)
             for (index, sample) in stall.samples.enumerated() {
                 let key = SampleStackKey(analyzed, sample: index, category: nil)
-                if stacks[key] == nil {
+                if stackNumbers[key] == nil {
                     let names = analyzed.frameNames(ofSample: index)
-                    stacks[key] =
+                    stackNumbers[key] = stacks.count
+                    stacks.append(
                         names.isEmpty
-                        ? (frames.id([missingStackName(sample)]), JSONOutput.string(missingStackName(sample)))
-                        : (frames.id(Array(names.reversed())[...]), JSONOutput.string(names.joined(separator: "\n")))
+                            ? (frames.id([missingStackName(sample)]), JSONOutput.string(missingStackName(sample)))
+                            : (
+                                frames.id(Array(names.reversed())[...]),
+                                JSONOutput.string(names.joined(separator: "\n"))
+                            ))
                 }
                 let mark = SampleMark(
                     at: min(max(sample.time, slice.start), last), position: position, stall: slice.item,
-                    sample: index, stack: key)
+                    sample: index, stack: stackNumbers[key]!)
+                sampleStacks.append(mark.stack)
                 marks.insert(mark, at: marks.partitioningIndex { mark.order < $0.order })
             }
+            // The representative stack's text is its sample's (the same names, one a line).
+            let representative =
+                analyzed.representativeSample.flatMap { stall.samples[$0].frames.isEmpty ? nil : $0 }
+                .map { stacks[sampleStacks[$0]].text } ?? JSONOutput.string("")
+            let site = analyzed.site
+            out.write(
+                """
+                ,\n{"name": \(JSONOutput.string(name)), "cat": "stall", "ph": "X", "ts": \(ts(slice.start)), \
+                "dur": \(dur), \(ids), "args": {"id": \(stall.id), \
+                "tier": "\(stall.tier.rawValue)", "category": "\(analyzed.category.rawValue)", \
+                "signature": \(JSONOutput.string(analyzed.key.text)), "site": \(JSONOutput.string(site)), \
+                "label": \(JSONOutput.string(stall.callout.label ?? "")), "mode": \(JSONOutput.string(stall.callout.mode)), \
+                "unfinished": \(unfinished), "durationMs": \(millis(analyzed.durationNanos)), \
+                "samples": \(stall.samples.count), "extent": \(JSONOutput.string(extent)), \
+                "stackConfidence": \(representativeConfidence(analyzed)), \
+                "representativeStack": \(representative)}}
+                """)
             position += 1
         }
         for mark in marks { writeMark(mark, stalls: stalls, stacks: stacks, ids: ids, ts: ts, to: &out) }
@@ -182,7 +197,8 @@ package enum ChromeTraceExporter {
         var position: Int
         var stall: Int
         var sample: Int
-        var stack: SampleStackKey
+        /// Its stack's number among the export's distinct stacks.
+        var stack: Int
 
         /// Where it goes among the track's slices.
         var key: ChromeTrack.OrderKey { ChromeTrack.OrderKey(start: at, end: at, layer: 2) }
@@ -192,14 +208,14 @@ package enum ChromeTraceExporter {
 
     /// One sample's instant event.
     private static func writeMark(
-        _ mark: SampleMark, stalls: [AnalyzedStall], stacks: [SampleStackKey: (frame: Int, text: String)],
+        _ mark: SampleMark, stalls: [AnalyzedStall], stacks: [(frame: Int, text: String)],
         ids: String, ts: (UInt64) -> String, to out: inout some TextOutputStream
     ) {
         // Read in place: a copy of the stall would retain each of its arrays, for every sample.
         let sample = stalls[mark.stall].stall.samples[mark.sample]
         let verdict = stalls[mark.stall].classifications[mark.sample]
         let id = stalls[mark.stall].stall.id
-        let stack = stacks[mark.stack]!
+        let stack = stacks[mark.stack]
         let label = sample.captureTimedOut ? "\(verdict.reason) (capture timed out)" : verdict.reason
         // One interpolation and the stack as it is: each piece copied once, into the output.
         out.write(
