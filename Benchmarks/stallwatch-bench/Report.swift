@@ -11,16 +11,19 @@ struct Result {
     /// How many times better ours is than the peer (>1: ours is better), given which way is better.
     var ratio: Double? = nil
     var goal: String? = nil
+    /// More figures of the same result, each a number.
+    var fields: [(name: String, value: Double)] = []
 
     func printLine() {
-        var fields: [String] = [
+        var parts: [String] = [
             "\"name\":\(quote(name))", "\"value\":\(format(value))", "\"unit\":\(quote(unit))",
         ]
-        if let peer { fields.append("\"peer\":\(quote(peer))") }
-        if let peerValue { fields.append("\"peer_value\":\(format(peerValue))") }
-        if let ratio { fields.append("\"ratio\":\(format(ratio))") }
-        if let goal { fields.append("\"goal\":\(quote(goal))") }
-        FileHandle.standardOutput.write(Data(("{" + fields.joined(separator: ",") + "}\n").utf8))
+        if let peer { parts.append("\"peer\":\(quote(peer))") }
+        if let peerValue { parts.append("\"peer_value\":\(format(peerValue))") }
+        if let ratio { parts.append("\"ratio\":\(format(ratio))") }
+        if let goal { parts.append("\"goal\":\(quote(goal))") }
+        for field in self.fields { parts.append("\(quote(field.name)):\(format(field.value))") }
+        FileHandle.standardOutput.write(Data(("{" + parts.joined(separator: ",") + "}\n").utf8))
     }
 
     private func quote(_ s: String) -> String {

@@ -28,6 +28,10 @@ let usage = """
                 rate reached, records lost, resident memory at start and end
       generate-fleet DIR N
                 N traces of a fleet (50 builds, 20 hosts, realistic stall mixes) into DIR
+      export [STALLS] [MEGABYTES]
+                each export format and report --html against plain report, as the built
+                stallwatch CLI runs them: time and peak memory ratios, on a trace of 100,000
+                (or STALLS) stalls and a full-mode trace of 250 (or MEGABYTES) MiB
       fleet DIR records/s on 1 core and on all cores, report time over `cat DIR/*` time,
                 a large trace decoded serially and split between sync markers
 
@@ -80,6 +84,19 @@ do {
             exit(2)
         }
         try FleetBenchmarks.run(directory: arguments[1])
+    case "export":  // [STALLS] [MEGABYTES]
+        let stalls = arguments.count > 1 ? Int(arguments[1]) : 100_000
+        let megabytes = arguments.count > 2 ? Int(arguments[2]) : 250
+        guard let stalls, let megabytes, stalls > 0, megabytes > 0 else {
+            FileHandle.standardError.write(Data("stallwatch-bench export [STALLS] [MEGABYTES] (both > 0)\n".utf8))
+            exit(2)
+        }
+        try ExportBenchmarks.run(stalls: stalls, megabytes: megabytes)
+    case "export-trace":  // stalls|full SIZE PATH: one of the traces `export` times (in a child)
+        guard arguments.count == 4, ["stalls", "full"].contains(arguments[1]), let size = Int(arguments[2]) else {
+            exit(2)
+        }
+        try ExportBenchmarks.writeTrace(arguments[1], size: size, to: arguments[3])
     case "count-trace":  // PATH: records in a trace (to turn `time stallwatch report` into a rate)
         let bytes = [UInt8](try Data(contentsOf: URL(fileURLWithPath: arguments[1])))
         print(DecodedTrace(decoding: bytes).outcome.recordCount)

@@ -45,6 +45,15 @@ func startTestHost(_ scenario: String, environment: [String: String]) throws -> 
         // one fewer was seen once on a machine loaded by seven builds).
         #expect(stalls.count == decoded.trace.stalls.count && stalls.count >= 3, "\(stalls.map(\.name))")
         #expect(samples.count == decoded.trace.stalls.reduce(0) { $0 + $1.samples.count })
+        // The CLI reads the callouts from the file as it draws them: the same track as from
+        // the loaded callouts.
+        let analyzed = ReportBuilder().analyze([decoded])[0]
+        let bytes = try TraceLoader.readFile(trace).get()
+        var withoutCallouts = decoded
+        withoutCallouts.callouts = []
+        var streamed = ""
+        ChromeTraceExporter.write(withoutCallouts, stalls: analyzed, records: bytes, to: &streamed)
+        #expect(streamed == ChromeTraceExporter.export(decoded, stalls: analyzed))
 
         // Every stall lies in a callout of its own site; every sample in its own stall.
         for stall in stalls {

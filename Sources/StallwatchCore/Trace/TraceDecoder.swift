@@ -43,6 +43,36 @@ public struct TraceDecoder: Sequence, IteratorProtocol {
     }
 }
 
+extension TraceDecoder {
+    /// Decodes all of `bytes` as `decode(_:fileName:_:)` does, handing each callout to
+    /// `callout` on the short path the assembler takes them (no `TraceRecord` to switch over:
+    /// a full-mode trace is tens of millions of them) and every other record to `other`.
+    package static func decode(
+        _ bytes: UnsafeRawBufferPointer, callout: (TraceRecord.Callout) -> Void, other: (TraceRecord) -> Void
+    ) -> TraceOutcome {
+        var parser = TraceParser(fileName: nil)
+        while let record = parser.next(in: bytes) {
+            if case .callout(let one) = record { callout(one) } else { other(record) }
+        }
+        return parser.outcome
+    }
+
+    /// The callouts of `bytes[start..<end]`, a chunk that starts at a sync marker
+    /// (`TraceChunk.boundaries`), handed to `callout`; false if the chunk is not clean (then
+    /// the caller reads the trace serially).
+    package static func callouts(
+        in bytes: UnsafeRawBufferPointer, from start: Int, to end: Int, _ callout: (TraceRecord.Callout) -> Void
+    ) -> Bool {
+        guard start >= TraceFormat.preambleSize, start <= end, end <= bytes.count else { return false }
+        var parser = TraceParser(fileName: nil, recordsFrom: start)
+        let slice = UnsafeRawBufferPointer(rebasing: bytes[..<end])
+        while let record = parser.next(in: slice) {
+            if case .callout(let one) = record { callout(one) }
+        }
+        return parser.outcome.problems.isEmpty
+    }
+}
+
 /// The decoder's state, kept apart from the bytes so both entry points share it.
 struct TraceParser {
     private enum Phase {

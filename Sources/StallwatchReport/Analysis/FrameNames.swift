@@ -34,12 +34,39 @@ package struct FrameNamer: Sendable, Hashable {
         return Self.name(ofSymbol: symbol)
     }
 
-    /// The short name of a frame whose symbol is `symbol`, in any trace.
-    static func name(ofSymbol symbol: String) -> String { SwiftNames.simplify(symbol) }
+    /// The short name of a frame whose symbol is `symbol`, in any trace, cut (`cut(_:)`).
+    static func name(ofSymbol symbol: String) -> String {
+        // A name this long is no Swift name the simplifier could shorten to a readable one.
+        guard symbol.utf8.count <= 16 * nameLimit else { return cut(symbol) }
+        return cut(SwiftNames.simplify(symbol))
+    }
 
-    /// The full demangled symbol, or what `name(_:)` gives for a frame without one.
+    /// The full demangled symbol, cut (`cut(_:)`), or what `name(_:)` gives for a frame without
+    /// one.
     package func fullName(_ frame: Frame) -> String {
-        frame.symbol ?? unsymbolicatedName(frame)
+        frame.symbol.map(Self.cut) ?? unsymbolicatedName(frame)
+    }
+
+    /// How many bytes of UTF-8 a frame's name keeps in any output.
+    package static let nameLimit = 4_096
+
+    /// `name` when it has at most `nameLimit` bytes of UTF-8; else its whole characters that
+    /// fit in them and a visible mark of what was cut, `…[cut 1044480 bytes]`. A symbol may be
+    /// megabytes long (a type nested in generics), and every output names each sample's frames:
+    /// the one place names are bounded, so that `report`, `show`, the page and every export
+    /// show the same cut.
+    package static func cut(_ name: String) -> String {
+        let count = name.utf8.count
+        guard count > nameLimit else { return name }
+        let utf8 = name.utf8
+        var end = name.startIndex
+        while end < name.endIndex {
+            let next = name.index(after: end)
+            if utf8.distance(from: utf8.startIndex, to: next) > nameLimit { break }
+            end = next
+        }
+        let kept = utf8.distance(from: utf8.startIndex, to: end)
+        return String(name[..<end]) + "…[cut \(count - kept) bytes]"
     }
 
     /// `file:line` in the one path style, `nil` when unknown or compiler-generated.
@@ -138,5 +165,49 @@ struct TraceNames: Sendable {
     func name(_ frame: Frame) -> String {
         if let symbol = frame.symbol { return FrameNamer.name(ofSymbol: symbol) }
         return namer.name(frame)
+    }
+}
+
+/// The frame names of one sample table's stacks (`SampleTable.stacks`), made the first time an
+/// output asks for a stack and kept: every export and the page name a sample's frames through
+/// it, so each distinct frame is named (simplified, cut) once per trace, not once per sample.
+///
+/// Any thread: a lock guards the names made so far.
+package final class StackNames: Sendable {
+    private let stacks: [[Frame]]
+    private let namer: FrameNamer
+    private let named: Locked<(stacks: [[String]?], symbols: [String: String])>
+
+    /// The names of `table`'s stacks, as `namer` names frames.
+    init(_ table: SampleTable, namer: FrameNamer) {
+        stacks = table.stacks
+        self.namer = namer
+        named = Locked(([[String]?](repeating: nil, count: table.stacks.count), [:]))
+    }
+
+    /// `FrameNamer.name(_:)` of each frame of stack `number`, innermost first.
+    package func names(ofStack number: Int32) -> [String] {
+        let index = Int(number)
+        if let known = named.withLock({ $0.stacks[index] }) { return known }
+        let frames = stacks[index]
+        // A symbol seen in another stack is named once (hashing it costs less than simplifying).
+        let symbols = named.withLock { named in frames.map { $0.symbol.flatMap { named.symbols[$0] } } }
+        var made: [String] = []
+        made.reserveCapacity(frames.count)
+        var new: [(String, String)] = []
+        for (frame, known) in zip(frames, symbols) {
+            if let known {
+                made.append(known)
+            } else {
+                let name = namer.name(frame)
+                if let symbol = frame.symbol { new.append((symbol, name)) }
+                made.append(name)
+            }
+        }
+        named.withLock { named in
+            named.stacks[index] = made
+            for (symbol, name) in new { named.symbols[symbol] = name }
+        }
+        return made
     }
 }

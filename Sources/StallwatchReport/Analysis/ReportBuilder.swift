@@ -139,10 +139,12 @@ package struct ReportBuilder: Sendable {
             let names = FrameNamer(modules: trace.trace.modules)
             let memo = AppFrameMemo(portable: portable[worker])
             var state = TableReading(trace.trace.table)
+            let stackNames = StackNames(trace.trace.table, namer: names)
             return trace.trace.bareStalls.indices.map {
                 AnalyzedStall(
                     slot: $0, of: trace.trace.table, stall: trace.trace.bareStalls[$0], tracePath: trace.path,
-                    budget: budget, classifier: classifier, names: names, memo: memo, state: &state)
+                    budget: budget, classifier: classifier, names: names, memo: memo, state: &state,
+                    stackNames: stackNames)
             }
         }
 

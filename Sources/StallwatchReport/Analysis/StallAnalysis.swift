@@ -65,6 +65,10 @@ package struct AnalyzedStall: Sendable {
     package var budgetNanos: UInt64
     /// How the frames of the stall's trace are named.
     package var names: FrameNamer
+    /// Each sample's stack by its number in its trace's sample table (`stackNames` names it).
+    package var stackNumbers: [Int32]
+    /// The names of the stacks of the stall's trace, shared by its stalls.
+    package var stackNames: StackNames
     /// What the loop ran just before the stall, when its trace has the flight recorder's
     /// record of it (read by `init(slot:of:classifier:)`, which `show` uses).
     package var leadUp: LeadUp?
@@ -75,6 +79,11 @@ package struct AnalyzedStall: Sendable {
     /// The representative sample's frames, innermost first (empty without one).
     package var representativeFrames: [Frame] {
         representative.map { stall.samples[$0.sample].frames } ?? []
+    }
+
+    /// `frameName(_:)` of each of `representativeFrames` (`frameNames(ofSample:)`).
+    package var representativeNames: [String] {
+        representative.map { frameNames(ofSample: $0.sample) } ?? []
     }
 
     /// The time beyond the budget, in nanoseconds: what the hitch ratio adds up.
@@ -113,10 +122,12 @@ package struct AnalyzedStall: Sendable {
 
     /// `stall`, whose samples are rows `table.ranges[slot]`, read once (`AppFrameMemo.read`)
     /// with `memo` and `state` (one of each per table, used by one thread at a time), its
-    /// samples built.
+    /// samples built; `stackNames` names the table's stacks (made for this stall alone when
+    /// not given).
     init(
         slot: Int, of table: SampleTable, stall: Stall, tracePath: String, budget: Duration,
-        classifier: Classifier, names: FrameNamer, memo: AppFrameMemo, state: inout TableReading
+        classifier: Classifier, names: FrameNamer, memo: AppFrameMemo, state: inout TableReading,
+        stackNames: StackNames? = nil
     ) {
         let reading = memo.read(
             stall, slot: slot, of: table, classifier: classifier, names: TraceNames(names), perRow: true,
@@ -125,6 +136,8 @@ package struct AnalyzedStall: Sendable {
         self.stall = stall
         self.stall.samples = table.samples(of: slot, stall: stall.id)
         self.names = names
+        stackNumbers = table.rows[table.ranges[slot]].map(\.stack)
+        self.stackNames = stackNames ?? StackNames(table, namer: names)
         budgetNanos = budget.nanoseconds
         classifications = reading.verdicts.map { memo.verdicts[$0] }
         sampleWeights = reading.weights
@@ -143,6 +156,12 @@ package struct AnalyzedStall: Sendable {
 
     /// How `frame` (one of this stall's) is named in text and exports.
     package func frameName(_ frame: Frame) -> String { names.name(frame) }
+
+    /// `frameName(_:)` of each frame of sample `index`, innermost first: named once per
+    /// distinct stack of the trace (`StackNames`), however many samples have it.
+    package func frameNames(ofSample index: Int) -> [String] {
+        stall.samples[index].frames.isEmpty ? [] : stackNames.names(ofStack: stackNumbers[index])
+    }
 }
 
 /// What the analysis of the stalls of one sample table (a trace's) worked out for them
@@ -255,7 +274,9 @@ final class PortableMemo: @unchecked Sendable {
     func verdict(_ input: ClassifierInput, stack: Int, _ classifier: Classifier) -> Classification {
         let key = PortableSample(input, stack: stack)
         if let known = verdicts[key] { return known }
-        let verdict = classifier.classify(input)
+        var verdict = classifier.classify(input)
+        // The reason may be a frame's symbol (the function computing): named as frames are.
+        verdict.reason = FrameNamer.cut(verdict.reason)
         verdicts[key] = verdict
         return verdict
     }

@@ -1,3 +1,5 @@
+import StallwatchCore
+
 /// Short, readable forms of demangled Swift names, the way Swift source spells a function:
 /// `SampleSupport.FeedDatabase.loadFeed(rows: Swift.Int) -> Swift.Array<Feed.Row>` becomes
 /// `FeedDatabase.loadFeed(rows:)`.
@@ -14,7 +16,8 @@ package enum SwiftNames {
     /// The simplified form of the demangled name `name`.
     package static func simplify(_ name: String) -> String {
         // C++ (`std::vector<int>::push_back`) and C (`sqlite3_step`) stay as they are.
-        if name.contains("::") || !name.contains(".") { return name }
+        // Bytes, not characters: `String.contains` compares grapheme by grapheme.
+        if name.utf8Offset(of: "::") != nil || !name.utf8.contains(UInt8(ascii: ".")) { return name }
         var parser = Parser(Array(name.unicodeScalars))
         guard let simplified = parser.entity(), parser.atEnd else { return name }
         return simplified

@@ -39,46 +39,66 @@ enum ChromeTrack {
     }
 
     /// `slices` in track order, each moved as little as needed to nest exactly.
-    static func nest(_ slices: [Slice]) -> [Slice] {
-        var pending = slices.map { slice in
-            var slice = slice
-            slice.end = max(slice.end, slice.start)
-            return slice
-        }
-        pending.sort { $0.key < $1.key }
-        var result: [Slice] = []
-        result.reserveCapacity(pending.count)
-        var open: [Int] = []  // indices into `result` of the slices still open, outermost first
+    static func nest(_ slices: consuming [Slice]) -> [Slice] {
+        // Laid out in place: `track[..<laid]` is the result so far, `track[next...]` the slices
+        // still to place, and what lies between is free (`laid <= next` throughout).
+        var track = consume slices
+        for index in track.indices { track[index].end = max(track[index].end, track[index].start) }
+        track.sort { $0.key < $1.key }
+        var layout = Layout()
+        var laid = 0
         var next = 0
-        while next < pending.count {
-            var slice = pending[next]
+        while next < track.count {
+            let slice = track[next]
             next += 1
-            var stack = open
-            var requeued = false
-            while let top = stack.last {
-                if result[top].end <= slice.start {
-                    stack.removeLast()
-                } else if slice.end > result[top].end {
-                    // Starts inside the open slice but ends after it: begin where it ends. If
-                    // that puts it behind slices not laid out yet, it waits for its turn (and
-                    // the slices it was about to close stay open for those).
-                    slice.start = result[top].end
-                    stack.removeLast()
-                    if next < pending.count, pending[next].key < slice.key {
-                        let place = pending[next...].partitioningIndex { !($0.key < slice.key) }
-                        pending.insert(slice, at: place)
-                        requeued = true
-                        break
-                    }
+            switch layout.place(slice, before: next < track.count ? track[next].key : nil) {
+            case .laid(let placed):
+                track[laid] = placed
+                laid += 1
+            case .requeued(let moved):
+                track.insert(moved, at: track[next...].partitioningIndex { !($0.key < moved.key) })
+            }
+        }
+        track.removeLast(track.count - laid)
+        return track
+    }
+
+    /// Places slices one at a time, in track order, each moved as little as needed to nest
+    /// exactly: what `nest(_:)` runs over an array, and the Chrome export over a full-mode
+    /// trace's callouts as it reads them.
+    struct Layout {
+        /// The ends of the slices still open, outermost first.
+        private var open: [UInt64] = []
+
+        enum Placement {
+            /// Laid out as given, or moved to start where an open slice ends.
+            case laid(Slice)
+            /// Moved behind the next slice: to be placed again in its turn (before slices of
+            /// an equal key), the slices it was about to close still open.
+            case requeued(Slice)
+        }
+
+        /// Places `slice` (its end not before its start), the next in track order; the slice
+        /// after it has the key `next` (nil: none).
+        mutating func place(_ slice: Slice, before next: OrderKey?) -> Placement {
+            var slice = slice
+            var depth = open.count
+            while depth > 0 {
+                let end = open[depth - 1]
+                if end <= slice.start {
+                    depth -= 1
+                } else if slice.end > end {
+                    // Starts inside the open slice but ends after it: begin where it ends.
+                    slice.start = end
+                    depth -= 1
+                    if let next, next < slice.key { return .requeued(slice) }
                 } else {
                     break
                 }
             }
-            if requeued { continue }
-            open = stack
-            open.append(result.count)
-            result.append(slice)
+            open.removeLast(open.count - depth)
+            open.append(slice.end)
+            return .laid(slice)
         }
-        return result
     }
 }

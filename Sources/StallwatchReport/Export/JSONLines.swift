@@ -29,16 +29,22 @@ package enum JSONLinesExporter {
     /// The lines of `inputs`, traces in order, stalls in start order, each stall's samples
     /// (with `samples`) right after it. Ends in a newline unless empty.
     package static func export(_ inputs: [Input], samples: Bool = false) -> String {
-        var out = ""
+        var text = ""
+        write(inputs, samples: samples, to: &text)
+        return text
+    }
+
+    /// `export(_:samples:)` written to `out` line by line.
+    package static func write(_ inputs: [Input], samples: Bool = false, to out: inout some TextOutputStream) {
+        var stacks: [SampleStackKey: String] = [:]
         for input in inputs {
             let facts = TraceFacts(input.trace)
             let common = commonFields(input.trace, facts, rates: RunRates(input.trace, stalls: input.stalls))
             for analyzed in input.stalls {
-                out += stallLine(analyzed, facts: facts, common: common)
-                if samples { out += sampleLines(analyzed, facts: facts, common: common) }
+                out.write(stallLine(analyzed, facts: facts, common: common))
+                if samples { writeSampleLines(analyzed, facts: facts, common: common, stacks: &stacks, to: &out) }
             }
         }
-        return out
     }
 
     /// The trace's keys every line repeats (engines need no join), its run time and hang time
@@ -81,7 +87,7 @@ package enum JSONLinesExporter {
         }
         fields.add("signature", analyzed.key.text)
         fields.add("signature_frames", analyzed.key.frames)
-        fields.add("stack", analyzed.representativeFrames.map(analyzed.frameName))
+        fields.add("stack", analyzed.representativeNames)
         fields.raw("stack_confidence", format(analyzed.representative?.confidence ?? 0, 4))
         fields.add("site", analyzed.site)
         fields.add("site_label", stall.callout.label)
@@ -94,9 +100,13 @@ package enum JSONLinesExporter {
         return fields.line
     }
 
-    static func sampleLines(_ analyzed: AnalyzedStall, facts: TraceFacts, common: String) -> String {
+    /// One line per sample of `analyzed`; `stacks` holds each distinct stack's JSON array of
+    /// names, made once.
+    static func writeSampleLines(
+        _ analyzed: AnalyzedStall, facts: TraceFacts, common: String, stacks: inout [SampleStackKey: String],
+        to out: inout some TextOutputStream
+    ) {
         let weights = analyzed.sampleWeights
-        var out = ""
         for (index, sample) in analyzed.stall.samples.enumerated() {
             var fields = JSONFields(common)
             fields.add("type", "sample")
@@ -107,13 +117,14 @@ package enum JSONLinesExporter {
             fields.add("weight_ns", weights[index])
             fields.add("category", analyzed.classifications[index].category.rawValue)
             fields.add("reason", analyzed.classifications[index].reason)
-            fields.add("state", "\(sample.state)")
+            fields.add("state", sample.state.name)
             fields.add("syscall", sample.syscallName)
-            fields.add("stack", sample.frames.map(analyzed.frameName))
+            let key = SampleStackKey(analyzed, sample: index, category: nil)
+            if stacks[key] == nil { stacks[key] = JSONFields.array(analyzed.frameNames(ofSample: index)) }
+            fields.raw("stack", stacks[key]!)
             fields.add("wait", sample.wait?.summary)
-            out += fields.line
+            out.write(fields.line)
         }
-        return out
     }
 
     /// `lockWait` → `lock_wait`.
@@ -159,6 +170,11 @@ struct JSONFields {
     }
 
     mutating func add(_ key: String, _ values: [String]) {
-        raw(key, "[" + values.map(JSONOutput.string).joined(separator: ",") + "]")
+        raw(key, Self.array(values))
+    }
+
+    /// `values` as a JSON array of strings.
+    static func array(_ values: [String]) -> String {
+        "[" + values.map(JSONOutput.string).joined(separator: ",") + "]"
     }
 }

@@ -18,25 +18,40 @@ package enum OTLPJSONExporter {
     /// The request for `inputs` (traces with their analyzed stalls); with `callouts`, also a
     /// span per callout of traces loaded with `includeCallouts`.
     package static func export(_ inputs: [JSONLinesExporter.Input], callouts: Bool = false) -> String {
-        var resources: [String] = []
-        for input in inputs {
+        var text = ""
+        write(inputs, callouts: callouts, to: &text)
+        return text
+    }
+
+    /// `export(_:callouts:)` written to `out` span by span.
+    package static func write(
+        _ inputs: [JSONLinesExporter.Input], callouts: Bool = false, to out: inout some TextOutputStream
+    ) {
+        out.write("{\"resourceSpans\":[")
+        for (position, input) in inputs.enumerated() {
             let facts = TraceFacts(input.trace)
-            var spans: [String] = input.stalls.map { stallSpan($0, facts: facts) }
-            if callouts {
-                for (index, callout) in input.trace.callouts.enumerated() {
-                    spans.append(calloutSpan(callout, index: index, facts: facts))
-                }
-            }
-            let scope =
-                "{\"scope\":{\"name\":\(JSONOutput.string(scopeName)),\"version\":\(JSONOutput.string(scopeVersion))},"
-                + "\"spans\":[" + spans.joined(separator: ",") + "]}"
-            resources.append(
-                "{\"resource\":{\"attributes\":["
+            out.write(
+                (position == 0 ? "" : ",\n") + "{\"resource\":{\"attributes\":["
                     + resourceAttributes(input.trace, facts, rates: RunRates(input.trace, stalls: input.stalls))
                     .joined(separator: ",")
-                    + "]},\"scopeSpans\":[" + scope + "]}")
+                    + "]},\"scopeSpans\":[")
+            out.write(
+                "{\"scope\":{\"name\":\(JSONOutput.string(scopeName)),\"version\":\(JSONOutput.string(scopeVersion))},"
+                    + "\"spans\":[")
+            var first = true
+            for analyzed in input.stalls {
+                out.write((first ? "" : ",") + stallSpan(analyzed, facts: facts))
+                first = false
+            }
+            if callouts {
+                for (index, callout) in input.trace.callouts.enumerated() {
+                    out.write((first ? "" : ",") + calloutSpan(callout, index: index, facts: facts))
+                    first = false
+                }
+            }
+            out.write("]}]}")
         }
-        return "{\"resourceSpans\":[" + resources.joined(separator: ",\n") + "]}\n"
+        out.write("]}\n")
     }
 
     /// What the resource (one recorded process run) is: service, host, process, build, trace,
@@ -82,7 +97,7 @@ package enum OTLPJSONExporter {
             attributes.append(
                 attribute("stallwatch.breakdown.\(category.rawValue)", double: analyzed.breakdown.share(of: category)))
         }
-        attributes.append(attribute("stallwatch.stack", strings: analyzed.representativeFrames.map(analyzed.frameName)))
+        attributes.append(attribute("stallwatch.stack", strings: analyzed.representativeNames))
         attributes.append(
             attribute("stallwatch.stack_confidence", double: analyzed.representative?.confidence ?? 0))
         if let wait = WaitSummary.top([stall], limit: 1).first {

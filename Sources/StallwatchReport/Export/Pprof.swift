@@ -31,30 +31,42 @@ package enum PprofExporter {
                 first = min(first ?? start, start)
                 last = max(last ?? start, start &+ ReportBuilder.wallRunTime(of: input.trace))
             }
+            // Each distinct stack's packed locations, made once per trace; each label's field
+            // encoded once (the category's per category, the rest per stall).
+            var stacks: [SampleStackKey: [UInt8]] = [:]
+            var categories: [StallCategory: [UInt8]] = [:]
+            let (categoryKey, tierKey) = (builder.string("category"), builder.string("tier"))
+            let (signatureKey, traceKey) = (builder.string("signature"), builder.string("trace_id"))
+            let traceID = builder.string(facts.traceID)
             for analyzed in input.stalls {
                 let weights = analyzed.sampleWeights
+                let stallLabels = Self.labels([
+                    (tierKey, builder.string(analyzed.stall.tier.rawValue)),
+                    (signatureKey, builder.string(analyzed.key.text)), (traceKey, traceID),
+                ])
                 for (index, sample) in analyzed.stall.samples.enumerated() {
-                    let locations =
-                        sample.frames.isEmpty
-                        ? [builder.placeholder(missingStackName(sample))]
-                        : sample.frames.map {
-                            builder.location(
-                                $0, trace: traceIndex, modules: input.trace.trace.modules, names: analyzed.names)
-                        }
-                    var message = ProtoWriter()
-                    message.packed(1, locations)
-                    message.packed(2, [1, weights[index]])
-                    let labels = [
-                        ("category", analyzed.classifications[index].category.rawValue),
-                        ("tier", analyzed.stall.tier.rawValue), ("signature", analyzed.key.text),
-                        ("trace_id", facts.traceID),
-                    ]
-                    for (key, value) in labels {
-                        var label = ProtoWriter()
-                        label.varint(1, builder.string(key))
-                        label.varint(2, builder.string(value))
-                        message.message(3, label)
+                    let key = SampleStackKey(analyzed, sample: index, category: nil)
+                    if stacks[key] == nil {
+                        let locations =
+                            sample.frames.isEmpty
+                            ? [builder.placeholder(missingStackName(sample))]
+                            : zip(sample.frames, analyzed.frameNames(ofSample: index)).map {
+                                builder.location(
+                                    $0, name: $1, trace: traceIndex, modules: input.trace.trace.modules)
+                            }
+                        var packed = ProtoWriter()
+                        packed.packed(1, locations)
+                        stacks[key] = packed.bytes
                     }
+                    let category = analyzed.classifications[index].category
+                    if categories[category] == nil {
+                        categories[category] = Self.labels([(categoryKey, builder.string(category.rawValue))])
+                    }
+                    var message = ProtoWriter()
+                    message.bytes.append(contentsOf: stacks[key]!)
+                    message.packed(2, [1, weights[index]])
+                    message.bytes.append(contentsOf: categories[category]!)
+                    message.bytes.append(contentsOf: stallLabels)
                     samples.message(2, message)
                 }
             }
@@ -74,6 +86,18 @@ package enum PprofExporter {
         profile.varint(14, defaultType)
         for string in builder.strings { profile.string(6, string) }
         return profile.bytes
+    }
+
+    /// Sample fields 3 (`Label`) of `pairs` (key, string value), encoded.
+    private static func labels(_ pairs: [(key: UInt64, value: UInt64)]) -> [UInt8] {
+        var fields = ProtoWriter()
+        for (key, value) in pairs {
+            var label = ProtoWriter()
+            label.varint(1, key)
+            label.varint(2, value)
+            fields.message(3, label)
+        }
+        return fields.bytes
     }
 
     /// `bytes` as a gzip member (zlib's deflate, best compression).
@@ -167,11 +191,9 @@ private struct ProfileBuilder {
         return id
     }
 
-    /// The location of `frame` in trace number `trace` (addresses of different traces are
-    /// different locations: each process had its own layout).
-    mutating func location(
-        _ frame: Frame, trace: Int, modules: [TraceRecord.Module], names: FrameNamer
-    ) -> UInt64 {
+    /// The location of `frame`, named `name`, in trace number `trace` (addresses of different
+    /// traces are different locations: each process had its own layout).
+    mutating func location(_ frame: Frame, name: String, trace: Int, modules: [TraceRecord.Module]) -> UInt64 {
         let key = LocationKey(trace: trace, address: frame.address)
         if let id = locationIDs[key] { return id }
         let id = UInt64(locations.count + 1)
@@ -182,7 +204,7 @@ private struct ProfileBuilder {
         }
         writer.varint(3, frame.address)
         var line = ProtoWriter()
-        line.varint(1, function(name: names.name(frame), file: frame.file))
+        line.varint(1, function(name: name, file: frame.file))
         if let number = frame.line { line.varint(2, UInt64(number)) }
         writer.message(4, line)
         locations.append(writer)

@@ -26,15 +26,24 @@ package enum HTMLReport {
     /// `report.signatures` (build the report with `top: .max` for every signature); traces
     /// loaded with `includeCallouts` also show the loop's busy time.
     package static func render(_ report: StallReport, traces: [LoadedTrace], analyzed: [[AnalyzedStall]]) -> String {
-        let data = HTMLReportData.json(report, traces: traces, analyzed: analyzed)
-        var page = HTMLPage.head
-        page += "<style>/*<![CDATA[*/\n" + HTMLPage.style + "/*]]>*/</style>\n</head>\n"
-        page += HTMLPage.body
-        page += "<script type=\"application/json\" id=\"report-data\">" + data + "</script>\n"
-        page += "<script>/*<![CDATA[*/\n" + HTMLPage.errorHandler + "/*]]>*/</script>\n"
-        page += "<script>/*<![CDATA[*/\n" + HTMLPage.script + HTMLPage.flameScript + HTMLPage.tableScript
-        page += HTMLPage.selfTestScript + "/*]]>*/</script>\n</body>\n</html>\n"
+        var page = ""
+        write(report, traces: traces, analyzed: analyzed, to: &page)
         return page
+    }
+
+    /// `render(_:traces:analyzed:)` written to `out` piece by piece.
+    package static func write(
+        _ report: StallReport, traces: [LoadedTrace], analyzed: [[AnalyzedStall]], to out: inout some TextOutputStream
+    ) {
+        out.write(HTMLPage.head)
+        out.write("<style>/*<![CDATA[*/\n" + HTMLPage.style + "/*]]>*/</style>\n</head>\n")
+        out.write(HTMLPage.body)
+        out.write("<script type=\"application/json\" id=\"report-data\">")
+        out.write(HTMLReportData.json(report, traces: traces, analyzed: analyzed))
+        out.write("</script>\n")
+        out.write("<script>/*<![CDATA[*/\n" + HTMLPage.errorHandler + "/*]]>*/</script>\n")
+        out.write("<script>/*<![CDATA[*/\n" + HTMLPage.script + HTMLPage.flameScript + HTMLPage.tableScript)
+        out.write(HTMLPage.selfTestScript + "/*]]>*/</script>\n</body>\n</html>\n")
     }
 }
 

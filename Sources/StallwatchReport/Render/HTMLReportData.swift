@@ -7,9 +7,6 @@ import StallwatchCore
 ///
 /// Pure; use it on any thread.
 struct HTMLReportData {
-    /// How many intervals the busy-time strip of a lane has at most (the finest is 10 ms).
-    static let maximumBusyBins = 4_000
-
     private var writer = HTMLJSONWriter()
     private var strings: [String] = []
     private var stringIndex: [String: Int] = [:]
@@ -17,6 +14,8 @@ struct HTMLReportData {
     private var frameIndex: [StallReport.StackFrame: Int] = [:]
     private var stacks: [[Int]] = []
     private var stackIndex: [[Int]: Int] = [:]
+    /// The interned stack of each distinct representative sample's stack.
+    private var sampleStacks: [SampleStackKey: Int] = [:]
 
     /// The JSON text of the data block.
     static func json(_ report: StallReport, traces: [LoadedTrace], analyzed: [[AnalyzedStall]]) -> String {
@@ -42,6 +41,16 @@ struct HTMLReportData {
         stacks.append(ids)
         stackIndex[ids] = stacks.count - 1
         return stacks.count - 1
+    }
+
+    /// The interned stack of sample `index` of `analyzed`, its frames named once per stack.
+    private mutating func representativeStack(_ analyzed: AnalyzedStall, sample index: Int) -> Int {
+        let key = SampleStackKey(analyzed, sample: index, category: nil)
+        if let known = sampleStacks[key] { return known }
+        let stack = intern(
+            stack: analyzed.stall.samples[index].frames.map { ReportBuilder.stackFrame($0, names: analyzed.names) })
+        sampleStacks[key] = stack
+        return stack
     }
 
     private mutating func encode(_ report: StallReport, traces: [LoadedTrace], analyzed: [[AnalyzedStall]]) -> String {
@@ -170,25 +179,12 @@ struct HTMLReportData {
             writer.raw(",\(record.expected),\(record.delivered),\(record.dropped)]")
         }
         lane.key("busy")
-        if trace.callouts.isEmpty {
-            lane.raw("null")
-        } else {
-            let binMs = max(10, extent / Double(Self.maximumBusyBins))
-            var bins = [Double](repeating: 0, count: max(1, Int((extent / binMs).rounded(.up))))
-            for callout in trace.callouts {
-                var start = offset(callout.start)
-                let end = start + Double(callout.duration) / 1e6
-                while start < end {
-                    let bin = Int(start / binMs)
-                    guard bin < bins.count else { break }
-                    let binEnd = Double(bin + 1) * binMs
-                    bins[bin] += min(end, binEnd) - start
-                    start = binEnd
-                }
-            }
-            lane.raw("{\"binMs\":" + HTMLJSONWriter.number(binMs) + ",\"permille\":")
-            lane.array(bins) { $0.int(min(1_000, Int(($1 / binMs * 1_000).rounded()))) }
+        if let busy = trace.busy {
+            lane.raw("{\"binMs\":" + HTMLJSONWriter.number(busy.binMs) + ",\"permille\":")
+            lane.array(busy.permille) { $0.int($1) }
             lane.raw("}")
+        } else {
+            lane.raw("null")
         }
         // Stalls in start order, each
         // [id, startMs, durationMs, tier, category, site, signature, stack, unfinished,
@@ -203,11 +199,7 @@ struct HTMLReportData {
             let start = offset(stall.start)
             let duration = Double(analyzed.durationNanos) / 1e6
             extent = max(extent, start + duration)
-            let stack =
-                analyzed.representative == nil
-                ? -1
-                : intern(
-                    stack: analyzed.representativeFrames.map { ReportBuilder.stackFrame($0, names: analyzed.names) })
+            let stack = analyzed.representativeSample.map { representativeStack(analyzed, sample: $0) } ?? -1
             var row = HTMLJSONWriter()
             row.raw("[\(stall.id),")
             row.number(start)
@@ -287,29 +279,40 @@ struct HTMLReportData {
         var weights: [UInt64] = [0]
         var parents = [-1]
         var children: [[Int: Int]] = [[:]]
+        // Each distinct stack's path of nodes, made once.
+        var paths: [SampleStackKey: [Int]] = [:]
         for analyzed in stalls {
             let sampleWeights = analyzed.sampleWeights
             for (index, sample) in analyzed.stall.samples.enumerated() {
                 let micros = sampleWeights[index] / 1_000
                 guard micros > 0 else { continue }
-                var node = 0
-                weights[0] += micros
-                for name in rootedStack(
-                    sample, category: analyzed.classifications[index].category, names: analyzed.names)
-                {
-                    let id = intern(name)
-                    if let child = children[node][id] {
-                        node = child
-                    } else {
-                        names.append(id)
-                        weights.append(0)
-                        parents.append(node)
-                        children.append([:])
-                        children[node][id] = names.count - 1
-                        node = names.count - 1
+                let category = analyzed.classifications[index].category
+                let key = SampleStackKey(analyzed, sample: index, category: category)
+                let path: [Int]
+                if let known = paths[key] {
+                    path = known
+                } else {
+                    var made: [Int] = []
+                    var node = 0
+                    for name in rootedStack(sample, category: category, names: analyzed.frameNames(ofSample: index)) {
+                        let id = intern(name)
+                        if let child = children[node][id] {
+                            node = child
+                        } else {
+                            names.append(id)
+                            weights.append(0)
+                            parents.append(node)
+                            children.append([:])
+                            children[node][id] = names.count - 1
+                            node = names.count - 1
+                        }
+                        made.append(node)
                     }
-                    weights[node] += micros
+                    paths[key] = made
+                    path = made
                 }
+                weights[0] += micros
+                for node in path { weights[node] += micros }
             }
         }
         // Depth-first, heaviest child first, so the page can lay the tree out in one pass.

@@ -23,8 +23,13 @@ package enum JSONOutput {
     /// The one escaper: quotes, backslashes and control characters escaped; with `forHTML`, the
     /// HTML-significant characters too.
     private static func quoted(_ text: String, forHTML: Bool) -> String {
+        // Most names need no escape: then the bytes are copied as they are, not scalar by scalar.
         var result = "\""
         result.reserveCapacity(text.utf8.count + 2)
+        if !text.utf8.contains(where: { needsEscape($0, forHTML: forHTML) }) {
+            result += text
+            return result + "\""
+        }
         for scalar in text.unicodeScalars {
             switch scalar {
             case "\"": result += "\\\""
@@ -39,6 +44,16 @@ package enum JSONOutput {
             }
         }
         return result + "\""
+    }
+
+    /// Whether a string with the UTF-8 byte `byte` may need an escape: a control character, a
+    /// quote or backslash, and with `forHTML`, `<`, `>`, `&` or the lead byte of U+2028/U+2029.
+    private static func needsEscape(_ byte: UInt8, forHTML: Bool) -> Bool {
+        switch byte {
+        case 0..<0x20, UInt8(ascii: "\""), UInt8(ascii: "\\"): true
+        case UInt8(ascii: "<"), UInt8(ascii: ">"), UInt8(ascii: "&"), 0xE2: forHTML
+        default: false
+        }
     }
 
     /// What `htmlSafeString` escapes besides what every JSON string must.

@@ -25,17 +25,14 @@ extension ExportCommand {
             context.printError("wrote \(path) (\(summary))")
             return .success
         case .jsonl, .otlpJSON:
-            let text =
-                format == .jsonl
-                ? JSONLinesExporter.export(inputs, samples: samples)
-                : OTLPJSONExporter.export(inputs, callouts: callouts)
-            switch output {
-            case .standardOutput:
-                context.standardOutput.write(text)
-            case .file(let path):
-                try writeFile(path, text)
-                context.printError("wrote \(path) (\(summary))")
+            var out = try ChunkedOutput(output, context: context)
+            if format == .jsonl {
+                JSONLinesExporter.write(inputs, samples: samples, to: &out)
+            } else {
+                OTLPJSONExporter.write(inputs, callouts: callouts, to: &out)
             }
+            try out.finish()
+            if case .file(let path) = output { context.printError("wrote \(path) (\(summary))") }
             return .success
         case .chrome, .folded, .speedscope:
             preconditionFailure("one trace; exported by run")

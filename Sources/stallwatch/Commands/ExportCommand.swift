@@ -72,29 +72,39 @@ struct ExportCommand: ParsableCommand {
     func run(in context: CommandContext) throws -> ExitCode {
         let builder = ReportBuilder(classifier: try RulesOption.classifier(rules, context: context))
         if format.takesMany { return try exportMany(in: context, builder: builder) }
-        let all = try TraceInputs.load([trace], context: context, includeCallouts: format == .chrome).traces
+        let all = try TraceInputs.load([trace], context: context).traces
         guard all.count == 1 else {
             throw UsageError("\(format.rawValue) exports one trace; \(trace) holds \(all.count)")
         }
         let loaded = all[0]
         let stalls = builder.analyze([loaded])[0]
-        let text: String
+        var out = try ChunkedOutput(output, context: context)
         switch format {
-        case .chrome: text = ChromeTraceExporter.export(loaded, stalls: stalls)
-        case .folded: text = FoldedStacksExporter.export(stalls, traces: [loaded])
-        case .speedscope: text = SpeedscopeExporter.export(stalls, name: loaded.path, traces: [loaded])
+        case .chrome:
+            // A full-mode trace's callouts are read again from its bytes as they are drawn.
+            ChromeTraceExporter.write(
+                loaded, stalls: stalls,
+                records: loaded.trace.calloutCount > 0 ? try bytes(of: loaded, context: context) : nil,
+                to: &out)
+        case .folded: out.write(FoldedStacksExporter.export(stalls, traces: [loaded]))
+        case .speedscope: SpeedscopeExporter.write(stalls, name: loaded.path, traces: [loaded], to: &out)
         case .jsonl, .otlpJSON, .pprof: preconditionFailure("exported by exportMany")
         }
+        try out.finish()
         if let note = ExportNotes.stallsWithoutSamples(stalls, chrome: format == .chrome) {
             context.printError("note: \(note)")
         }
-        switch output {
-        case .standardOutput:
-            context.standardOutput.write(text)
-        case .file(let path):
-            try writeFile(path, text)
+        if case .file(let path) = output {
             context.printError("wrote \(path) (\(format.rawValue), \(stalls.count) stalls)")
         }
         return .success
+    }
+
+    /// The bytes of `loaded`'s file, or of standard input (read once, so the same bytes).
+    private func bytes(of loaded: LoadedTrace, context: CommandContext) throws -> [UInt8] {
+        guard loaded.path != TraceInputs.standardInputName else {
+            return try TraceInputs.readStandardInput(context: context)
+        }
+        return try TraceLoader.readFile(loaded.path).mapError { CommandFailure($0.description) }.get()
     }
 }

@@ -69,12 +69,11 @@ struct ReportCommand: ParsableCommand {
 
     /// Reads the traces and prints the report.
     func run(in context: CommandContext) throws -> ExitCode {
-        // The page draws the loop's busy time from every callout of a full-mode trace.
         var builder = ReportBuilder(classifier: try RulesOption.classifier(rules, context: context))
         builder.includeExpected = includeExpected
         builder.groupBy = groupBy
         let loaded = try TraceInputs.load(
-            traces, context: context, includeCallouts: html != nil, allowCorrupt: true, tallyingWith: builder,
+            traces, context: context, busyTime: html != nil, allowCorrupt: true, tallyingWith: builder,
             keepStalls: html != nil)
         defer { context.keepUntilExit(loaded) }
         let tallied = loaded.tallied ?? TalliedTraces()
@@ -83,14 +82,12 @@ struct ReportCommand: ParsableCommand {
         var report = everySignature
         report.signatures = Array(report.signatures.prefix(max(0, top)))
         if let html {
-            let page = HTMLReport.render(everySignature, traces: loaded.traces, analyzed: loaded.analyzed)
-            switch html {
-            case .standardOutput:
-                context.standardOutput.write(page)
-            case .file(let path):
-                try writeFile(path, page)
+            var page = try ChunkedOutput(html, context: context)
+            HTMLReport.write(everySignature, traces: loaded.traces, analyzed: loaded.analyzed, to: &page)
+            try page.finish()
+            if case .file(let path) = html {
                 context.printError(
-                    "wrote \(path) (html, \(report.stalls.total) stalls, \(page.utf8.count / 1024 + 1) KiB)")
+                    "wrote \(path) (html, \(report.stalls.total) stalls, \(page.byteCount / 1024 + 1) KiB)")
             }
         }
         if html != .standardOutput {

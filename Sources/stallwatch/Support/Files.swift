@@ -72,3 +72,66 @@ func refuseOverwritingInputs(_ outputs: [(option: String, path: String)], inputs
         }
     }
 }
+
+/// A command's large output (an export, the HTML page) on its way to its destination, handed
+/// on in pieces of about a megabyte as it is made, so the whole is never held in memory.
+/// `finish()` writes the rest and says whether it all got there.
+///
+/// Use it from the command's thread.
+struct ChunkedOutput: TextOutputStream {
+    /// How much is kept before it is handed on.
+    static let pieceSize = 1 << 20
+
+    private enum Target {
+        case sink(any TextSink)
+        case file(UnsafeMutablePointer<FILE>, path: String)
+    }
+
+    private let target: Target
+    private var buffer = ""
+    private var failed = false
+    /// The bytes handed on so far (all of them after `finish()`).
+    private(set) var byteCount = 0
+
+    /// An output to `destination`: the file, replaced, or the command's standard output.
+    init(_ destination: OutputDestination, context: CommandContext) throws(CommandFailure) {
+        switch destination {
+        case .standardOutput:
+            target = .sink(context.standardOutput)
+        case .file(let path):
+            guard let file = fopen(path, "w") else {
+                throw CommandFailure("\(path): cannot write (\(String(cString: strerror(errno))))")
+            }
+            target = .file(file, path: path)
+        }
+        buffer.reserveCapacity(Self.pieceSize + (64 << 10))
+    }
+
+    mutating func write(_ string: String) {
+        buffer += string
+        if buffer.utf8.count >= Self.pieceSize { handOn() }
+    }
+
+    private mutating func handOn() {
+        guard !buffer.isEmpty else { return }
+        byteCount += buffer.utf8.count
+        switch target {
+        case .sink(let sink):
+            sink.write(buffer)
+        case .file(let file, _):
+            let count = buffer.utf8.count
+            if buffer.withUTF8({ fwrite($0.baseAddress, 1, $0.count, file) }) != count { failed = true }
+        }
+        buffer.removeAll(keepingCapacity: true)
+    }
+
+    /// Hands on the rest and closes the file; throws a one-line `CommandFailure` naming it if
+    /// any of it could not be written.
+    mutating func finish() throws(CommandFailure) {
+        handOn()
+        guard case .file(let file, let path) = target else { return }
+        if fclose(file) != 0 || failed {
+            throw CommandFailure("\(path): cannot write (\(String(cString: strerror(errno))))")
+        }
+    }
+}

@@ -46,7 +46,8 @@ enum TraceInputs {
     /// Reads `paths`; with `builder`, also analyzes each trace as it is read and adds it up
     /// (`ReportBuilder.loadAndTally`), keeping the analyzed stalls only when `keepStalls`.
     static func load(
-        _ paths: [String], context: CommandContext, includeCallouts: Bool = false, allowCorrupt: Bool = false,
+        _ paths: [String], context: CommandContext, includeCallouts: Bool = false, busyTime: Bool = false,
+        allowCorrupt: Bool = false,
         countOnce: Bool = true, tallyingWith builder: ReportBuilder? = nil, keepStalls: Bool = false
     ) throws(CommandFailure) -> Loaded {
         let expanded = TraceLoader.expand(paths)
@@ -70,8 +71,10 @@ enum TraceInputs {
             let result =
                 paths[index] == standardInputName
                 ? TraceLoader.load(
-                    bytes: standardInput ?? [], path: paths[index], includeCallouts: includeCallouts, workers: 1)
-                : TraceLoader.load(path: paths[index], includeCallouts: includeCallouts, workers: workers)
+                    bytes: standardInput ?? [], path: paths[index], includeCallouts: includeCallouts,
+                    busyTime: busyTime, workers: 1)
+                : TraceLoader.load(
+                    path: paths[index], includeCallouts: includeCallouts, busyTime: busyTime, workers: workers)
             if case .success(let trace) = result {
                 if paths[index] != standardInputName { bar?.advance(by: trace.byteCount) }
                 let found = Damage(
