@@ -47,36 +47,30 @@ import Testing
     }
 
     @Test func aThreadInReadOnAPipeNobodyWritesYet() throws {
-        var fds: [Int32] = [0, 0]
-        try #require(pipe(&fds) == 0)
-        defer {
-            close(fds[0])
-            close(fds[1])
-        }
-        let readEnd = fds[0]
-        try compareScanWithSignal(parkedIn: "read", app: "scannerProbeRead") {
-            scannerProbeRead(readEnd)
-        } release: {
-            var byte: UInt8 = 1
-            _ = write(fds[1], &byte, 1)
-        }
+        try compareReadOnAPipe(app: "scannerProbeRead") { scannerProbeRead($0) }
     }
 
     /// A frame that allocated on the stack (alloca) sits further above its SP than its prologue
     /// says, over stale frame records of calls it made before: RBP is still its own.
     @Test func aThreadInReadBelowAStackAllocation() throws {
+        try compareReadOnAPipe(app: "scannerProbeReadBelowAllocation") { scannerProbeReadBelowAllocation($0) }
+    }
+
+    /// `compareScanWithSignal` for a thread that `read`s (in `app`, through `probe`) a pipe
+    /// nobody writes until the comparison is done.
+    private func compareReadOnAPipe(app: String, _ probe: @escaping @Sendable (Int32) -> Void) throws {
         var fds: [Int32] = [0, 0]
         try #require(pipe(&fds) == 0)
         defer {
             close(fds[0])
             close(fds[1])
         }
-        let readEnd = fds[0]
-        try compareScanWithSignal(parkedIn: "read", app: "scannerProbeReadBelowAllocation") {
-            scannerProbeReadBelowAllocation(readEnd)
+        let (readEnd, writeEnd) = (fds[0], fds[1])
+        try compareScanWithSignal(parkedIn: "read", app: app) {
+            probe(readEnd)
         } release: {
             var byte: UInt8 = 1
-            _ = write(fds[1], &byte, 1)
+            _ = write(writeEnd, &byte, 1)
         }
     }
 
