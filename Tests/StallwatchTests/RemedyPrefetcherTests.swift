@@ -99,7 +99,7 @@ private func item(_ index: Int) -> String { "item\(index)" }
             prefetcher.visibleRangeChanged(4..<8)
             let below = prefetcher.prefetching
             prefetcher.visibleRangeChanged(2..<6)
-            let loaded = harness.runUntilLoaded(item(1), on: loop)
+            let loaded = harness.runUntilLoaded(item(0), on: loop)  // the farthest: the last to load
             return (below, prefetcher.prefetching, prefetcher.direction, loaded ? Set(harness.calls.keys) : [])
         }
         #expect(below == [8, 9])
