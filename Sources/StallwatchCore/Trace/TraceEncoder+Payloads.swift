@@ -10,11 +10,11 @@ extension TraceEncoder {
             writer.varint(header.wallClockStart)
             writer.varint(header.clockBase)
             writer.byte(header.mode.rawValue)
-            writer.varint(nanoseconds(header.thresholds.budget))
-            writer.varint(nanoseconds(header.thresholds.microHang))
-            writer.varint(nanoseconds(header.thresholds.hang))
-            writer.varint(nanoseconds(header.thresholds.severe))
-            writer.varint(nanoseconds(header.sampleInterval))
+            writer.varint(header.thresholds.budget.nanoseconds)
+            writer.varint(header.thresholds.microHang.nanoseconds)
+            writer.varint(header.thresholds.hang.nanoseconds)
+            writer.varint(header.thresholds.severe.nanoseconds)
+            writer.varint(header.sampleInterval.nanoseconds)
         case .module(let module):
             writer.varint(UInt64(module.index))
             writer.varint(module.loadAddress)
@@ -143,7 +143,6 @@ extension TraceEncoder {
         }
     }
 
-    /// Whole nanoseconds; negative durations are 0 and huge ones saturate.
     /// A count, then three varints per item (a site's count and time, a recent callout).
     private func writeTriples(_ triples: [(UInt64, UInt64, UInt64)], to writer: inout TraceByteWriter) {
         writer.varint(UInt64(triples.count))
@@ -152,14 +151,6 @@ extension TraceEncoder {
             writer.varint(second)
             writer.varint(third)
         }
-    }
-
-    private func nanoseconds(_ duration: Duration) -> UInt64 {
-        let (seconds, attoseconds) = duration.components
-        guard seconds >= 0, attoseconds >= 0 else { return 0 }
-        let (whole, overflow) = UInt64(seconds).multipliedReportingOverflow(by: 1_000_000_000)
-        let (sum, carry) = whole.addingReportingOverflow(UInt64(attoseconds / 1_000_000_000))
-        return overflow || carry ? .max : sum
     }
 }
 
