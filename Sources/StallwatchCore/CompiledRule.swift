@@ -219,13 +219,7 @@ struct FrameMatcher: Sendable {
     }
 
     /// FNV-1a over the bytes.
-    static func hash(_ bytes: ArraySlice<UInt8>) -> UInt64 {
-        var hash: UInt64 = 0xcbf2_9ce4_8422_2325
-        for byte in bytes {
-            hash = (hash ^ UInt64(byte)) &* 0x100_0000_01b3
-        }
-        return hash
-    }
+    static func hash(_ bytes: ArraySlice<UInt8>) -> UInt64 { FNV1a.hash(bytes) }
 }
 
 /// A rule's module condition: a name matches the module's file name exactly or up to a `.`

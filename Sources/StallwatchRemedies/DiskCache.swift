@@ -1,5 +1,6 @@
 import Glibc
 import Stallwatch
+import StallwatchCore
 
 /// A directory of byte blobs keyed by string. Any thread; no callbacks.
 ///
@@ -102,12 +103,7 @@ public final class DiskCache: Sendable {
 
     /// FNV-1a 64 of the key's UTF-8 bytes, 16 lowercase hex digits.
     static func fileName(forKey key: String) -> String {
-        var hash: UInt64 = 0xcbf2_9ce4_8422_2325
-        for byte in key.utf8 {
-            hash ^= UInt64(byte)
-            hash &*= 0x0000_0100_0000_01b3
-        }
-        return hex(hash)
+        hex(FNV1a.hash(key.utf8))
     }
 
     static func isEntryName(_ name: String) -> Bool {

@@ -61,16 +61,8 @@ package struct TraceFacts: Sendable, Hashable {
 private func derivedID(_ loaded: LoadedTrace) -> String {
     let header = loaded.trace.header
     let text = "\(header?.processName ?? loaded.path)/\(header?.pid ?? 0)/\(header?.wallClockStart ?? 0)"
-    func fnv(_ seed: UInt64) -> UInt64 {
-        var hash: UInt64 = seed
-        for byte in text.utf8 {
-            hash ^= UInt64(byte)
-            hash &*= 0x100_0000_01b3
-        }
-        return hash
-    }
     // Both words' bytes, least significant first, as one hex string.
-    let words = [fnv(0xcbf2_9ce4_8422_2325), fnv(0x84222325_cbf29ce4)]
+    let words = [FNV1a.hash(text.utf8), FNV1a.hash(text.utf8, seed: 0x84222325_cbf29ce4)]
     return hex(words.flatMap { word in (0..<8).map { UInt8(truncatingIfNeeded: word >> (8 * UInt64($0))) } })
 }
 

@@ -143,11 +143,7 @@ package enum OTLPJSONExporter {
 
     /// 8 bytes, never all zero (an invalid span id), from the trace id, a kind and an index.
     static func spanID(_ traceID: String, _ kind: UInt64, _ index: UInt64) -> String {
-        var hash: UInt64 = 0xcbf2_9ce4_8422_2325 ^ kind
-        for byte in traceID.utf8 {
-            hash ^= UInt64(byte)
-            hash &*= 0x100_0000_01b3
-        }
+        var hash = FNV1a.hash(traceID.utf8, seed: FNV1a.offsetBasis ^ kind)
         hash ^= index &* 0x9E37_79B9_7F4A_7C15
         hash = (hash ^ (hash >> 31)) &* 0xBF58_476D_1CE4_E5B9
         hash ^= hash >> 29
