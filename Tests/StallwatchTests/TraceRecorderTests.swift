@@ -257,5 +257,8 @@ import Testing
         #expect(huge?.warnings.first?.contains("using 16.66") == true, "\(huge?.warnings ?? [])")
         let none = TraceRecorder.EnvironmentRequest(["STALLWATCH_TRACE": "t", "STALLWATCH_FLIGHT_MS": "0"])
         #expect(none?.flightWindow == .zero && none?.warnings.isEmpty == true)
+        // STALLWATCH_PERF took 0, off, false and no; STALLWATCH_POOL only 0. Both read one way.
+        for off in ["0", "off", "OFF", "false", "no"] { #expect(TraceRecorder.EnvironmentRequest.isOff(off)) }
+        for on in [nil, "1", "on", "yes", ""] { #expect(!TraceRecorder.EnvironmentRequest.isOff(on)) }
     }
 }

@@ -26,8 +26,7 @@ final class PerfSampler {
 
     /// Whether the environment switches perf sampling off (`STALLWATCH_PERF=0`, `off`, `false`, `no`).
     static var disabledByEnvironment: Bool {
-        guard let value = getenv("STALLWATCH_PERF").map({ String(cString: $0).lowercased() }) else { return false }
-        return ["0", "off", "false", "no"].contains(value)
+        TraceRecorder.EnvironmentRequest.isOff(getenv("STALLWATCH_PERF").map { String(cString: $0) })
     }
 
     /// Opens the event on `tid`, or returns nil with the reason in `status`.

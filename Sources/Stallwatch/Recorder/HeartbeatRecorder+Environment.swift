@@ -30,9 +30,11 @@ extension HeartbeatRecorder {
         if let unserviced = request.unservicedWarning { configuration.unservicedWarning = unserviced }
         let monitor = HeartbeatMonitor(configuration: configuration)
         var executors = [monitor.watchMainQueue()]
-        // The Swift Concurrency pool too, unless STALLWATCH_POOL=0: it gets its first heartbeat
+        // The Swift Concurrency pool too, unless STALLWATCH_POOL=0 (off, false, no): it gets its first heartbeat
         // with the program's first task, so a program that never runs one is not touched.
-        if environment["STALLWATCH_POOL"] != "0" { executors.append(monitor.watchConcurrencyPool()) }
+        if !TraceRecorder.EnvironmentRequest.isOff(environment["STALLWATCH_POOL"]) {
+            executors.append(monitor.watchConcurrencyPool())
+        }
         // The trace is opened once the main queue or the pool has run a heartbeat: a program that
         // does neither (or is not a Swift program at all) gets the warning and leaves no file.
         let open: @Sendable () -> Void = {
