@@ -89,6 +89,7 @@ func startTestHost(_ scenario: String, environment: [String: String]) throws -> 
 
         let loaded = try #require(try? TraceLoader.load(path: trace, includeCallouts: true).get())
         let hang = try #require(loaded.trace.stalls.first)
+        // Unfinished is the flag (the decoder gives the stall the end every output draws).
         #expect(hang.flags.contains(.unfinished))
         let lastSample = try #require(hang.samples.last, "the hang was sampled before the kill")
         let checker = try chrome(trace)

@@ -149,6 +149,8 @@ import Testing
         #expect(trace.stalls[1].flags.contains(.captureTimedOut))
         #expect(trace.stalls[1].samples[0].countersDelta != nil && trace.stalls[1].samples[1].wait != nil)
         #expect(trace.stalls[2].samples[1].source == .scan && trace.stalls[2].samples[0].wchan != nil)
+        // Unfinished is the flag: a decoded stall always has an end (for this one, how far the
+        // trace reaches).
         #expect(trace.stalls[3].flags.contains(.unfinished) && trace.stalls[3].start == Fixture.clockBase + 400 * ms)
         #expect(
             trace.stalls[0].samples.map(\.annotation?.label) == [

@@ -153,8 +153,10 @@ private let swiftCrashReportMarkers = ["Program crashed", "Backtracing", "swift-
         }
         let child = try #require(
             pid_t(String(decoding: line, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)))
-        usleep(200_000)  // record has spawned and waits
+        // The command printed its pid, so record has spawned it; a signal that comes before
+        // record unblocks them is held pending and passed on then.
         kill(process.processIdentifier, number)
+        // A bound on a hang (record never ending), not a timing check.
         let deadline = Date().addingTimeInterval(20)
         while process.isRunning && Date() < deadline { usleep(20_000) }
         if process.isRunning { kill(child, SIGKILL) }

@@ -286,15 +286,17 @@ final class HeartbeatHarness: @unchecked Sendable {
         defer { for executor in executors { executor.stop() } }
         let harness = try HeartbeatHarness(
             executors.enumerated().map { index, executor in ("busy-\(index)", { executor.execute($0) }) })
-        let until = MainLoop.monotonicNanos() + 1_500_000_000
+        // Fifty 20 ms jobs on each busy loop; the test waits for them, not for a time.
+        let done = DispatchGroup()
         for executor in executors.enumerated().filter({ $0.offset % 2 == 0 }).map(\.element) {
-            @Sendable func work() {
+            done.enter()
+            @Sendable func work(_ left: Int) {
                 spinForStallTest(milliseconds: 20)
-                if MainLoop.monotonicNanos() < until { executor.execute(work) }
+                if left > 0 { executor.execute { work(left - 1) } } else { done.leave() }
             }
-            executor.execute(work)
+            executor.execute { work(50) }
         }
-        usleep(1_600_000)
+        #expect(done.wait(timeout: .now() + 120) == .success)
         harness.monitor.stop()
         #expect(harness.monitor.statistics.heartbeatsSent > 0)
     }

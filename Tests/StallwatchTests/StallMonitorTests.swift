@@ -439,6 +439,8 @@ import Testing
         let path = NSTemporaryDirectory() + "stopped-\(UUID().uuidString).swtrace"
         defer { unlink(path) }
         let (process, output, _) = try startBusyHost(environment: ["STALLWATCH_TRACE": path])
+        // A real stop of a real process is the subject: it takes real time. The checks leave
+        // 300 ms of the 1.5 s to the writer's 50 ms wake and the scheduler.
         usleep(500_000)
         kill(process.processIdentifier, SIGSTOP)
         usleep(1_500_000)

@@ -122,7 +122,8 @@ import Testing
             if chunk.isEmpty { break }
             seen.append(chunk)
         }
-        // 2.6 s in: it was a 19 ms hitch that passed `gate --max-hangs 0` when only the first
+        // A real kill of a real process, so a real wait: the margins below (1.5 s of 2.6) hold on
+        // any machine that runs the child at all. 2.6 s in: it was a 19 ms hitch that passed `gate --max-hangs 0` when only the first
         // sample was on disk and an unfinished stall ended there.
         usleep(2_600_000)
         kill(process.processIdentifier, SIGKILL)

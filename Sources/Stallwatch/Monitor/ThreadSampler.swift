@@ -257,7 +257,7 @@ struct ThreadSampler {
 /// The watchdog thread's, one per stall in progress.
 struct ExpectedScopeTally {
     /// The first expected-long scope seen.
-    private(set) var reason: String?
+    private var reason: String?
     /// The time samples outside any such scope stand for, up to the latest sample.
     private var outside: UInt64 = 0
     private var last: (time: UInt64, inside: Bool)?

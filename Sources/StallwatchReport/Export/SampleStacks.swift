@@ -40,7 +40,9 @@ func noSamplesName(_ stall: Stall) -> String {
 
 extension LoadedTrace {
     /// The last timestamp in the trace (`CLOCK_MONOTONIC` nanoseconds): where the run time of
-    /// `report` ends, and how far the exports draw a stall that never ended.
+    /// `report` ends, worked out from the trace's records as `report` reads them; the end the
+    /// decoder gives the last unfinished stall must reach it (the Chrome tests check the two
+    /// against each other).
     package var lastTimestamp: UInt64 {
         let run = ReportBuilder.wallRunTime(of: self)
         if let base = trace.header?.clockBase { return base &+ run }

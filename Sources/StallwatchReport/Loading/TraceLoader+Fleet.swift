@@ -67,22 +67,34 @@ extension TraceLoader {
         // Check the preamble the serial way: a bad one is the serial path's to report.
         let head = UnsafeRawBufferPointer(rebasing: bytes[..<min(bytes.count, TraceFormat.preambleSize)])
         guard head.elementsEqual(TraceEncoder.preamble) else { return nil }
-        let starts = TraceChunk.boundaries(of: bytes, count: chunks)
-        let ends = Array(starts.dropFirst()) + [bytes.count]
-        let parts = Locked([TraceChunk?](repeating: nil, count: starts.count))
-        let address = UInt(bitPattern: bytes.baseAddress)
-        let count = bytes.count
-        DispatchQueue.concurrentPerform(iterations: starts.count) { index in
-            // The buffer outlives this call; pass it as an address so the closure stays Sendable.
-            let buffer = UnsafeRawBufferPointer(start: UnsafeRawPointer(bitPattern: address), count: count)
-            let chunk = TraceChunk(decoding: buffer, from: starts[index], to: ends[index])
-            parts.withLock { $0[index] = chunk }
+        let chunksDecoded = eachChunk(of: bytes, count: chunks) { buffer, from, to in
+            TraceChunk(decoding: buffer, from: from, to: to)
         }
-        let chunksDecoded = parts.withLock { $0 }
         guard chunksDecoded.allSatisfy({ $0 != nil }) else { return nil }
         let decoded = chunksDecoded.map { $0! }
         guard TraceChunk.syncsAscend(decoded) else { return nil }
         return DecodedTrace(chunks: decoded, fileName: fileName)
+    }
+
+    /// `body(buffer, from, to)` for each of about `count` pieces of `bytes` (all of it, the
+    /// preamble included) cut at sync markers (`TraceChunk.boundaries`), run concurrently; the
+    /// results in file order. The one way a trace is read in parallel.
+    static func eachChunk<Result: Sendable>(
+        of bytes: UnsafeRawBufferPointer, count: Int,
+        _ body: @Sendable (UnsafeRawBufferPointer, Int, Int) -> Result
+    ) -> [Result] {
+        let starts = TraceChunk.boundaries(of: bytes, count: count)
+        let ends = Array(starts.dropFirst()) + [bytes.count]
+        let parts = Locked([Result?](repeating: nil, count: starts.count))
+        let address = UInt(bitPattern: bytes.baseAddress)
+        let length = bytes.count
+        DispatchQueue.concurrentPerform(iterations: starts.count) { index in
+            // The buffer outlives this call; passed as an address so the closure stays Sendable.
+            let buffer = UnsafeRawBufferPointer(start: UnsafeRawPointer(bitPattern: address), count: length)
+            let part = body(buffer, starts[index], ends[index])
+            parts.withLock { $0[index] = part }
+        }
+        return parts.withLock { $0 }.map { $0! }
     }
 
     /// Runs `body(index)` for `0..<count` on up to `workers` threads (a small pool pulling the

@@ -180,22 +180,15 @@ package enum TraceLoader {
         guard workers > 1, bytes.count >= chunkedDecodeThreshold else { return nil }
         let empty = BusyTime(of: loaded)
         return bytes.withUnsafeBytes { buffer -> BusyTime? in
-            let starts = TraceChunk.boundaries(of: buffer, count: workers * chunksPerWorker)
-            let ends = Array(starts.dropFirst()) + [buffer.count]
-            let parts = Locked([BusyTime?](repeating: nil, count: starts.count))
-            let address = UInt(bitPattern: buffer.baseAddress)
-            let count = buffer.count
-            DispatchQueue.concurrentPerform(iterations: starts.count) { index in
-                // The buffer outlives this call; passed as an address so the closure stays Sendable.
-                let chunk = UnsafeRawBufferPointer(start: UnsafeRawPointer(bitPattern: address), count: count)
+            let parts = eachChunk(of: buffer, count: workers * chunksPerWorker) { chunk, from, to -> BusyTime? in
                 var part = empty
-                let clean = TraceDecoder.callouts(in: chunk, from: starts[index], to: ends[index]) {
+                let clean = TraceDecoder.callouts(in: chunk, from: from, to: to) {
                     part.add(start: $0.start, duration: $0.duration)
                 }
-                parts.withLock { $0[index] = clean ? part : nil }
+                return clean ? part : nil
             }
             var busy = empty
-            for part in parts.withLock({ $0 }) {
+            for part in parts {
                 guard let part else { return nil }
                 busy.add(part)
             }
