@@ -34,11 +34,13 @@ extension StallMonitor {
                 // Tests: the watchdog gets no CPU for a while after it sees a callout begin.
                 lateFor = current.sequence
                 sleepForTesting(configuration.watchdogLatenessForTesting)
+                sleeper.forgetGap()
                 continue
             }
             guard current.isBusy, current.startCycles >= since else {
                 if board.waiting.load(ordering: .sequentiallyConsistent) {
                     park(board)
+                    sleeper.forgetGap()  // an idle wait has no deadline to be late for
                 } else {
                     // Between callouts of a busy iteration: look again one budget later.
                     sleeper.sleep(until: sw_monotonic_ns().saturatingAdding(budget))
@@ -51,7 +53,7 @@ extension StallMonitor {
             board.budgetCycles.store(timebase.cycles(budget), ordering: .relaxed)
             let start = timebase.nanos(current.startCycles)
             let deadline = start.saturatingAdding(budget)
-            if sw_monotonic_ns() < deadline {
+            if sleeper.look() < deadline {
                 sampler.sawCallout(current.sequence)
                 sleeper.sleep(until: deadline)
                 continue
@@ -61,7 +63,7 @@ extension StallMonitor {
             board.declareStall(current.sequence)
             guard board.sequence == current.sequence else { continue }
             timed = current.sequence
-            let suspended = sleeper.takeOverslept()
+            let suspended = sleeper.overslept(during: start...sleeper.look())
             timeStall(
                 current, id: nextID, start: start, deadline: deadline, suspended: suspended, sampler: sampler,
                 overruns: cursor, sleeper: &sleeper)
@@ -94,6 +96,7 @@ extension StallMonitor {
         let end = start &+ timebase.duration(from: entry.startCycles, to: entry.endCycles)
         // The watchdog was stopped with the process (SIGSTOP) while this stall ran: so was the
         // stall it missed.
+        _ = sleeper.look()
         let suspended = sleeper.overslept(during: start...max(start, end))
         let callout = CalloutSnapshot(
             sequence: entry.sequence, startCycles: entry.startCycles, kind: entry.callout.descriptor.kind,
@@ -144,7 +147,6 @@ extension StallMonitor {
             let interval = configuration.common.sampleInterval(after: elapsed)
             sampler.follow(interval: interval)
             sleeper.sleep(until: stall.samples.last!.time &+ interval)
-            if sleeper.takeOverslept() { stall.flags.insert(.suspended) }
             if board.sequence != callout.sequence {
                 // Exact: both ends are the loop's own cycle stamps, so the duration carries no
                 // conversion error beyond the rate's. The end on the board is this callout's
@@ -153,6 +155,7 @@ extension StallMonitor {
                 // read past this callout (`cursor`). Only if the log lapped is the end "now".
                 if configuration.watchdogLatenessAtStallEndForTesting > .zero {
                     sleepForTesting(configuration.watchdogLatenessAtStallEndForTesting)
+                    sleeper.forgetGap()
                 }
                 var end: UInt64?
                 if board.stallEndSequence.load(ordering: .acquiring) == callout.sequence {
@@ -179,8 +182,10 @@ extension StallMonitor {
                 }
             }
         }
-        // Stopped while a sample waited (not in a sleep whose oversleep flagged it already).
-        if sleeper.overslept(during: start...max(start, stall.end ?? sw_monotonic_ns())) {
+        // A gap the watchdog saw (a sleep far past its deadline, a sample's wait, a stretch
+        // awake) that overlaps the stall: the process was stopped during it.
+        let now = sleeper.look()
+        if sleeper.overslept(during: start...max(start, stall.end ?? now)) {
             stall.flags.insert(.suspended)
         }
         scopes.settle(&stall, budget: configuration.tiers.budget.nanoseconds)
@@ -190,8 +195,15 @@ extension StallMonitor {
     /// One sample of the loop thread (`ThreadSampler`, shared with `HeartbeatMonitor`); a stop of
     /// the process while it waited is noted as the sleeper's oversleep.
     private func sample(_ sampler: ThreadSampler, _ sleeper: inout Sleeper) -> Sample {
+        _ = sleeper.look()
         let sample = sampler.sample(record: core.recordCommon)
-        if let stopped = sampler.takeStoppedGap() { sleeper.noteOversleep(stopped) }
+        if let stopped = sampler.takeStoppedGap() {
+            sleeper.noteOversleep(stopped)
+            sleeper.forgetGap()
+        } else {
+            // A capture may wait up to its timeout for the thread's own stack: that is not a gap.
+            _ = sleeper.look(allowing: configuration.captureTimeout.nanoseconds)
+        }
         return sample
     }
 
@@ -204,45 +216,57 @@ extension StallMonitor {
 
 /// The watchdog's timed sleep: wakes early when the loop signals (a stalled callout ended,
 /// or `stop()`), and notices when it overslept (the process was stopped).
+/// The watchdog's clock readings, and what their gaps say: a reading far later than the
+/// previous one (or than the deadline of the sleep between them) means the watchdog ran no code
+/// meanwhile — the process was stopped (SIGSTOP, a debugger), and a stall across that gap is
+/// flagged `suspended`. A stop can land while the watchdog sleeps or while it is awake between
+/// readings; every reading checks the gap since the previous one, so both are seen.
 struct Sleeper {
     let board: CalloutBoard
     let threshold: UInt64
-    private var overslept = false
-    /// The last oversleep: from the deadline to the wake-up (the process was stopped then).
+    /// The last gap: from the time the watchdog was due to run to the reading after it.
     private var lastOversleep: ClosedRange<UInt64>?
+    /// The last time the watchdog was known to run (its latest reading), or due to (a sleep's
+    /// deadline); nil after an untimed wait.
+    private var due: UInt64?
 
     init(board: CalloutBoard, threshold: UInt64) {
         self.board = board
         self.threshold = threshold
     }
 
-    mutating func sleep(until deadline: UInt64) {
+    /// The monotonic clock now, noting a gap beyond the threshold (and `extra`, for a step that
+    /// may legitimately take that long) since the watchdog was last due to run.
+    @discardableResult
+    mutating func look(allowing extra: UInt64 = 0) -> UInt64 {
         let now = sw_monotonic_ns()
-        guard deadline > now else {
-            overslept = false
-            return
+        if let due, now > due, now - due > threshold &+ extra {
+            lastOversleep = due...now
         }
-        _ = board.watchdogWake.wait(timeout: .now() + .nanoseconds(Int(clamping: deadline - now)))
-        // Only the latest sleep counts: an old oversleep must not mark a later, real stall.
-        let woke = sw_monotonic_ns()
-        overslept = woke > deadline && woke - deadline > threshold
-        if overslept { lastOversleep = deadline...woke }
+        due = now
+        return now
     }
 
-    /// Whether the last oversleep overlapped `interval` (a stall recorded after the fact was
-    /// stopped with the process, whatever the watchdog slept through since).
+    mutating func sleep(until deadline: UInt64) {
+        let now = look()
+        guard deadline > now else { return }
+        _ = board.watchdogWake.wait(timeout: .now() + .nanoseconds(Int(clamping: deadline - now)))
+        // Woken early (signalled) or on time: due at whichever came first.
+        due = min(deadline, sw_monotonic_ns())
+        look()
+    }
+
+    /// The watchdog did not mean to run meanwhile (an untimed wait, a test's injected lateness).
+    mutating func forgetGap() { due = nil }
+
+    /// Whether the last gap overlapped `interval` (a stall recorded after the fact was stopped
+    /// with the process, whatever the watchdog slept through since).
     func overslept(during interval: ClosedRange<UInt64>) -> Bool {
         lastOversleep?.overlaps(interval) ?? false
     }
 
     /// The process was stopped from `gap`'s start to its end while the watchdog was awake.
     mutating func noteOversleep(_ gap: ClosedRange<UInt64>) { lastOversleep = gap }
-
-    /// Whether a sleep overslept since the last call (and forgets it).
-    mutating func takeOverslept() -> Bool {
-        defer { overslept = false }
-        return overslept
-    }
 }
 
 extension Array where Element == UInt64 {
