@@ -133,10 +133,17 @@ public final class HeartbeatMonitor: @unchecked Sendable {
         /// the name they have in /proc (`watchConcurrencyPool`); nil for a serial executor.
         let pool: Locked<PoolThreads>?
 
-        init(label: String, schedule: @escaping Schedule, pool: Bool = false) {
+        /// The slot of an event loop found by its waits (`watchEventLoops`); nil otherwise.
+        let loop: UnsafeMutablePointer<sw_loop_slot>?
+
+        init(
+            label: String, schedule: @escaping Schedule, pool: Bool = false,
+            loop: UnsafeMutablePointer<sw_loop_slot>? = nil
+        ) {
             self.label = label
             self.schedule = schedule
             self.pool = pool ? Locked(PoolThreads()) : nil
+            self.loop = loop
         }
 
         deinit { clock.deallocate() }
@@ -222,6 +229,11 @@ public final class HeartbeatMonitor: @unchecked Sendable {
     public let configuration: Configuration
 
     let executors = Locked<[Executor]>([])
+    /// Whether the event loops the preload library finds by their waits are watched.
+    let watchesEventLoops = Atomic<Bool>(false)
+    /// Called on the watchdog thread when the first event loop is found (the preload library
+    /// opens its trace then, as at an executor's first heartbeat).
+    let firstLoop = Locked<(@Sendable () -> Void)?>(nil)
     /// The callbacks, statistics, delivery and watchdog thread, as `StallMonitor`'s.
     let core: MonitorCore<Statistics>
     private let warning = Locked<(@Sendable (String) -> Void)?>(nil)

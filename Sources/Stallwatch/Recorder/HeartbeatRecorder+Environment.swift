@@ -16,7 +16,8 @@ extension HeartbeatRecorder {
 
     /// For the preload library's constructor (`stallwatch record` sets `LD_PRELOAD`): when
     /// `STALLWATCH_TRACE` asks for a trace, watches `DispatchQueue.main` and the Swift
-    /// Concurrency pool (`STALLWATCH_POOL=0`: not the pool) with a heartbeat monitor and records
+    /// Concurrency pool (`STALLWATCH_POOL=0`: not the pool) with a heartbeat monitor, and every
+    /// event loop found by its waits (`STALLWATCH_LOOPS=0`: none; `watchEventLoops`), records
     /// their stalls there, and stops (flushing the file) at exit.
     /// `STALLWATCH_BUDGET_MS` sets the budget; `STALLWATCH_UNSERVICED_MS` how long the main
     /// queue may go without running its first heartbeat before the one warning. Never fails
@@ -54,6 +55,12 @@ extension HeartbeatRecorder {
             }
         }
         for executor in executors { executor.firstBeat.withLock { $0 = open } }
+        // Every event-loop thread found by its waits (the preload library interposes them),
+        // unless STALLWATCH_LOOPS=0 (off, false, no); the trace opens with the first loop too.
+        if !TraceRecorder.EnvironmentRequest.isOff(environment["STALLWATCH_LOOPS"]) {
+            monitor.firstLoop.withLock { $0 = open }
+            monitor.watchEventLoops()
+        }
         do {
             preloaded.withLock { $0.monitor = monitor }
             try monitor.start()
