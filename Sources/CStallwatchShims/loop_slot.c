@@ -5,7 +5,9 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <stdio.h>
 #include <string.h>
+#include <unistd.h>
 #include <sys/prctl.h>
 
 static sw_loop_slot g_slots[SW_LOOP_SLOTS];
@@ -90,7 +92,7 @@ void sw_loop_wait_begin(int kind, uint64_t set, int fd, int blocking) {
         // Another set inside an iteration: part of it. But a loop whose descriptor was closed
         // is over (asyncio.run() closes its epoll): a blocking wait on a new set starts anew.
         __atomic_store_n(&slot->nested, __atomic_load_n(&slot->nested, __ATOMIC_RELAXED) + 1, __ATOMIC_RELAXED);
-        if (!blocking || slot->fd < 0 || fcntl(slot->fd, F_GETFD) != -1 || errno != EBADF) return;
+        if (!blocking || sw_loop_is_open(slot)) return;
         if (sequence & 1) __atomic_store_n(&slot->sequence, sequence + 1, __ATOMIC_RELEASE);
         __atomic_store_n(&slot->fd, fd, __ATOMIC_RELAXED);
         __atomic_store_n(&slot->set, set, __ATOMIC_RELAXED);
@@ -119,6 +121,25 @@ void sw_loop_wait_end(int kind, uint64_t set, int fd) {
     if (sequence & 1) return;
     __atomic_store_n(&slot->start, sw_cycles(), __ATOMIC_RELAXED);
     __atomic_store_n(&slot->sequence, sequence + 1, __ATOMIC_RELEASE);
+}
+
+int sw_loop_is_open(const sw_loop_slot *slot) {
+    const int fd = __atomic_load_n(&slot->fd, __ATOMIC_RELAXED);
+    if (fd < 0) return 1;
+    const int saved = errno;
+    int open;
+    if (__atomic_load_n(&slot->kind, __ATOMIC_RELAXED) == SW_LOOP_EPOLL) {
+        // Still an epoll instance: a closed one's number may have gone to any new descriptor.
+        char path[32];
+        char target[32] = {0};
+        snprintf(path, sizeof(path), "/proc/self/fd/%d", fd);
+        const ssize_t length = readlink(path, target, sizeof(target) - 1);
+        open = length > 0 && strcmp(target, "anon_inode:[eventpoll]") == 0;
+    } else {
+        open = fcntl(fd, F_GETFD) != -1;
+    }
+    errno = saved;
+    return open;
 }
 
 uint32_t sw_loop_slot_count(void) {

@@ -64,6 +64,11 @@ static inline void sw_loop_set_budget(sw_loop_slot *slot, uint64_t cycles) {
 /// have moved to a new one).
 static inline int sw_loop_fd(const sw_loop_slot *slot) { return __atomic_load_n(&slot->fd, __ATOMIC_RELAXED); }
 
+/// Whether the loop's descriptor is still open (for an epoll loop: still an epoll instance). A
+/// closed loop is over: its thread may go on with other work. A few microseconds (a readlink of
+/// /proc/self/fd for epoll). Any thread.
+int sw_loop_is_open(const sw_loop_slot *slot);
+
 /// The watchdog: how many slots are in use (each ready once its `ready` is 1).
 uint32_t sw_loop_slot_count(void);
 

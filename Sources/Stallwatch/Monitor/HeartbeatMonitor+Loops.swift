@@ -81,8 +81,7 @@ extension HeartbeatMonitor {
             // The thread's /proc directory goes with it (a tid is not reused while the process
             // lives long enough to matter here: the kernel cycles through pid_max first).
             if access("/proc/self/task/\(slot.pointee.tid)", F_OK) != 0 { return false }
-            let fd = sw_loop_fd(slot)
-            return fd < 0 || fcntl(fd, F_GETFD) != -1
+            return sw_loop_is_open(slot) != 0
         }
     }
 
