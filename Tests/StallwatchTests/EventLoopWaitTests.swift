@@ -63,7 +63,8 @@ enum Waits {
         #expect(sw_loop_slot_count() == 1)
         #expect(first.kind == Int32(SW_LOOP_EPOLL.rawValue))
         #expect(first.fd == epfd)
-        #expect(withUnsafeBytes(of: first.name) { String(decoding: $0.prefix { $0 != 0 }, as: UTF8.self) } == "epoll-loop")
+        #expect(
+            withUnsafeBytes(of: first.name) { String(decoding: $0.prefix { $0 != 0 }, as: UTF8.self) } == "epoll-loop")
         // The wait returned: an iteration runs.
         #expect(first.sequence == 1)
     }

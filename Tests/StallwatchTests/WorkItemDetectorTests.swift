@@ -67,7 +67,8 @@ import Testing
         _ = detector.look(Look(sequence: 1, start: 0), now: ms(1))
         // The watchdog got no CPU for 200 ms: item 1 ran 80 ms and item 3 ran 5 ms meanwhile.
         let overrun = Overrun(sequence: 1, start: 0, end: ms(80))
-        #expect(detector.look(Look(sequence: 4, start: ms(85), overruns: [overrun]), now: ms(200)) == [.missed(overrun)])
+        #expect(
+            detector.look(Look(sequence: 4, start: ms(85), overruns: [overrun]), now: ms(200)) == [.missed(overrun)])
         #expect(detector.look(Look(sequence: 4, start: ms(85)), now: ms(210)).isEmpty)
         #expect(detector.wakeAt == nil)
     }
@@ -109,7 +110,8 @@ import Testing
     @Test func aLoopThatGoesAwayEndsItsStallUnfinishedAndIsNotTimedAgain() {
         var detector = detector()
         _ = detector.look(Look(sequence: 1, start: 0), now: ms(20))
-        #expect(detector.look(Look(sequence: 1, start: 0, gone: true), now: ms(30)) == [.abandoned(sequence: 1, start: 0)])
+        #expect(
+            detector.look(Look(sequence: 1, start: 0, gone: true), now: ms(30)) == [.abandoned(sequence: 1, start: 0)])
         // A thread that goes on with other work after its loop closed is not a stall.
         var after = self.detector()
         #expect(after.look(Look(sequence: 9, start: 0, gone: true), now: ms(500)).isEmpty)

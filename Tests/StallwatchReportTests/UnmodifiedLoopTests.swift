@@ -1,0 +1,203 @@
+// Event loops of programs that never heard of Stallwatch, recorded as a user would
+// (`stallwatch record -- program`): Debian's python3 running asyncio and a C program on GLib's
+// main loop. Each blocking callback is one stall, timed by the loop's own wait calls (the preload
+// library interposes them), with the category and the function right. The stalls are read back
+// the way a fleet query reads them: `export --format jsonl`.
+import Foundation
+import Testing
+
+private enum LoopTools {
+    /// Debian's python3 (not a pyenv shim: the test is about the system's interpreter).
+    static let python3: String? =
+        FileManager.default.isExecutableFile(atPath: "/usr/bin/python3") ? "/usr/bin/python3" : nil
+    /// GLib's compile flags from pkg-config (libglib2.0-dev, installed by scripts/install-deps.sh).
+    static let glibFlags: [String]? = {
+        guard FileManager.default.isExecutableFile(atPath: "/usr/bin/pkg-config"),
+            let run = try? ChildRun("/usr/bin/pkg-config", ["--cflags", "--libs", "glib-2.0"], timeout: .seconds(30)),
+            run.exitCode == 0
+        else { return nil }
+        return run.output.split(whereSeparator: \.isWhitespace).map(String.init)
+    }()
+}
+
+@Suite(.serialized) struct UnmodifiedLoopTests {
+    let directory = TemporaryDirectory()
+
+    /// One stall as `export --format jsonl` gives it.
+    struct ExportedStall {
+        var durationMs: Double
+        var category: String
+        var label: String
+        var stack: [String]
+        var unfinished: Bool
+    }
+
+    /// Records `command`, exports the trace as JSONL and returns the program's output and stalls.
+    func record(_ command: [String], name: String) throws -> (output: String, stalls: [ExportedStall]) {
+        let trace = directory.path + "/\(name).swtrace"
+        let run = try ChildRun(BinaryRun.binary, ["record", "-o", trace, "--"] + command, timeout: .seconds(120))
+        try #require(run.exitCode == 0, "\(run)")
+        let jsonl = directory.path + "/\(name).jsonl"
+        let export = try ChildRun(
+            BinaryRun.binary, ["export", trace, "--format", "jsonl", "-o", jsonl], timeout: .seconds(60))
+        try #require(export.exitCode == 0, "\(export)")
+        let lines = try String(contentsOfFile: jsonl, encoding: .utf8).split(separator: "\n")
+        let stalls = try lines.compactMap { line -> ExportedStall? in
+            let object = try #require(try JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any])
+            guard object["type"] as? String == "stall" else { return nil }
+            return ExportedStall(
+                durationMs: object["duration_ms"] as? Double ?? -1, category: object["category"] as? String ?? "?",
+                label: object["site_label"] as? String ?? "?", stack: object["stack"] as? [String] ?? [],
+                unfinished: object["unfinished"] as? Bool ?? true)
+        }
+        return (run.output, stalls)
+    }
+
+    /// What the program measured itself: `name milliseconds` lines.
+    func ownTimes(_ output: String) -> [String: Double] {
+        var times: [String: Double] = [:]
+        for line in output.split(separator: "\n") {
+            let parts = line.split(separator: " ")
+            if parts.count == 2, let value = Double(parts[1]) { times[String(parts[0])] = value }
+        }
+        return times
+    }
+
+    /// A stall's duration covers the callback the program timed and little else: the iteration
+    /// around it also ran the loop's own bookkeeping, which is well under 2 ms.
+    func expectTimed(_ stall: ExportedStall, like own: Double?, sourceLocation: SourceLocation = #_sourceLocation) {
+        guard let own else {
+            Issue.record("the program did not say how long it took", sourceLocation: sourceLocation)
+            return
+        }
+        #expect(
+            stall.durationMs >= own - 0.1 && stall.durationMs - own < 2, "\(stall.durationMs) ms vs \(own) ms",
+            sourceLocation: sourceLocation)
+    }
+
+    @Test(
+        .enabled(
+            if: RecordCrashTests.preloads && LoopTools.python3 != nil, "needs the preload library and /usr/bin/python3")
+    )
+    func pythonAsyncioCoroutinesThatBlockAreEachAStall() throws {
+        let script = directory.write(
+            "blocking.py",
+            Array(
+                """
+                import asyncio, time
+
+                def spin(seconds):
+                    end = time.monotonic() + seconds
+                    while time.monotonic() < end:
+                        pass
+
+                async def sleeper():
+                    await asyncio.sleep(0.05)
+                    start = time.monotonic()
+                    time.sleep(0.12)
+                    print(f"sleep {(time.monotonic() - start) * 1000:.3f}", flush=True)
+
+                async def spinner():
+                    await asyncio.sleep(0.3)
+                    start = time.monotonic()
+                    spin(0.15)
+                    print(f"spin {(time.monotonic() - start) * 1000:.3f}", flush=True)
+
+                async def main():
+                    await asyncio.gather(sleeper(), spinner())
+
+                asyncio.run(main())
+
+                """.utf8))
+        let (output, stalls) = try record([LoopTools.python3!, script], name: "asyncio")
+        let own = ownTimes(output)
+        try #require(stalls.count == 2, "\(stalls)")
+        let (sleep, spin) = (stalls[0], stalls[1])
+        #expect(sleep.category == "other" && sleep.stack.first?.hasPrefix("clock_nanosleep") == true, "\(sleep)")
+        #expect(spin.category == "compute", "\(spin)")
+        expectTimed(sleep, like: own["sleep"])
+        expectTimed(spin, like: own["spin"])
+        #expect(stalls.allSatisfy { $0.label == "python3" && !$0.unfinished }, "\(stalls)")
+    }
+
+    @Test(.enabled(if: RecordCrashTests.preloads && LoopTools.glibFlags != nil, "needs the preload library and GLib"))
+    func glibTimeoutCallbacksThatBlockAreEachAStallInTheirFunction() throws {
+        let source = directory.write(
+            "glibloop.c",
+            Array(
+                """
+                #include <glib.h>
+                #include <fcntl.h>
+                #include <stdio.h>
+                #include <string.h>
+                #include <time.h>
+                #include <unistd.h>
+
+                static const char *path;
+
+                static double now_ms(void) {
+                    struct timespec t;
+                    clock_gettime(CLOCK_MONOTONIC, &t);
+                    return t.tv_sec * 1e3 + t.tv_nsec / 1e6;
+                }
+
+                /* The loop goes round every 10 ms, as a UI's animations make it. */
+                gboolean tick(gpointer data) { return G_SOURCE_CONTINUE; }
+
+                __attribute__((noinline)) gboolean compute_callback(gpointer data) {
+                    double start = now_ms();
+                    volatile unsigned long sum = 0;
+                    while (now_ms() - start < 120) sum += 1;
+                    printf("compute %.3f\\n", now_ms() - start);
+                    fflush(stdout);
+                    return G_SOURCE_REMOVE;
+                }
+
+                __attribute__((noinline)) gboolean write_fsync_callback(gpointer data) {
+                    static char block[1 << 20];
+                    memset(block, 'x', sizeof(block));
+                    double start = now_ms();
+                    int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+                    while (now_ms() - start < 110) {
+                        if (write(fd, block, sizeof(block)) < 0) break;
+                        fsync(fd);
+                    }
+                    close(fd);
+                    printf("io %.3f\\n", now_ms() - start);
+                    fflush(stdout);
+                    return G_SOURCE_REMOVE;
+                }
+
+                gboolean quit(gpointer loop) {
+                    g_main_loop_quit(loop);
+                    return G_SOURCE_REMOVE;
+                }
+
+                int main(int argc, char **argv) {
+                    path = argv[1];
+                    GMainLoop *loop = g_main_loop_new(NULL, FALSE);
+                    g_timeout_add(10, tick, NULL);
+                    g_timeout_add(100, compute_callback, NULL);
+                    g_timeout_add(400, write_fsync_callback, NULL);
+                    g_timeout_add(700, quit, loop);
+                    g_main_loop_run(loop);
+                    unlink(path);
+                    return 0;
+                }
+
+                """.utf8))
+        let executable = directory.path + "/glibloop"
+        let build = try ChildRun(
+            "/usr/bin/cc", ["-g", "-O1", "-o", executable, source] + LoopTools.glibFlags!, timeout: .seconds(120))
+        try #require(build.exitCode == 0, "cc failed: \(build)")
+        let (output, stalls) = try record([executable, directory.path + "/written.bin"], name: "glib")
+        let own = ownTimes(output)
+        try #require(stalls.count == 2, "\(stalls)")
+        let (compute, io) = (stalls[0], stalls[1])
+        #expect(compute.category == "compute" && compute.stack.contains("compute_callback"), "\(compute)")
+        #expect(io.category == "io" && io.stack.contains("write_fsync_callback"), "\(io)")
+        expectTimed(compute, like: own["compute"])
+        expectTimed(io, like: own["io"])
+        #expect(stalls.allSatisfy { $0.label == "glibloop" && !$0.unfinished }, "\(stalls)")
+    }
+}
