@@ -10,6 +10,17 @@ private enum LoopTools {
     /// Debian's python3 (not a pyenv shim: the test is about the system's interpreter).
     static let python3: String? =
         FileManager.default.isExecutableFile(atPath: "/usr/bin/python3") ? "/usr/bin/python3" : nil
+    /// The toolchain's docc (swift-nio's server behind `docc preview`) and curl to ask it.
+    static let docc: String? = onPath("docc")
+    static let curl: String? = onPath("curl")
+
+    static func onPath(_ name: String) -> String? {
+        let path = ProcessInfo.processInfo.environment["PATH", default: "/usr/bin:/bin"]
+        return path.split(separator: ":").map { "\($0)/\(name)" }.first {
+            FileManager.default.isExecutableFile(atPath: $0)
+        }
+    }
+
     /// GLib's compile flags from pkg-config (libglib2.0-dev, installed by scripts/install-deps.sh).
     static let glibFlags: [String]? = {
         guard FileManager.default.isExecutableFile(atPath: "/usr/bin/pkg-config"),
@@ -39,7 +50,12 @@ private enum LoopTools {
         let trace = directory.path + "/\(name).swtrace"
         let run = try ChildRun(BinaryRun.binary, ["record", "-o", trace, "--"] + command, timeout: .seconds(120))
         try #require(run.exitCode == 0, "\(run)")
-        let jsonl = directory.path + "/\(name).jsonl"
+        return (run.output, try exportedStalls(trace))
+    }
+
+    /// The stalls of `trace`, through `export --format jsonl`.
+    func exportedStalls(_ trace: String) throws -> [ExportedStall] {
+        let jsonl = trace + ".jsonl"
         let export = try ChildRun(
             BinaryRun.binary, ["export", trace, "--format", "jsonl", "-o", jsonl], timeout: .seconds(60))
         try #require(export.exitCode == 0, "\(export)")
@@ -56,7 +72,7 @@ private enum LoopTools {
                         ($0, object["share_" + $0] as? Double ?? 0)
                     }))
         }
-        return (run.output, stalls)
+        return stalls
     }
 
     /// What the program measured itself: `name milliseconds` lines.
@@ -231,5 +247,74 @@ private enum LoopTools {
         expectTimed(compute, like: own["compute"])
         expectTimed(io, like: own["io"])
         #expect(recorded.allSatisfy { $0.label == "glibloop" && !$0.unfinished }, "\(recorded)")
+    }
+
+    /// The toolchain's `docc preview` reads a requested file whole on its swift-nio event loop:
+    /// `record` reported 0 stalls for it, its NIO-ELT threads never watched. Each big request is
+    /// now a stall of an `NIO-ELT-*` loop with the file-reading frames on its stack.
+    @Test(
+        .enabled(
+            if: RecordCrashTests.preloads && LoopTools.docc != nil && LoopTools.curl != nil,
+            "needs the preload library, the toolchain's docc and curl"))
+    func doccPreviewReadingABigFileOnItsEventLoopIsAStallThere() throws {
+        let catalog = directory.path + "/Sample.docc"
+        try FileManager.default.createDirectory(atPath: catalog, withIntermediateDirectories: true)
+        _ = directory.write("Sample.docc/Sample.md", Array("# Sample\n\nA catalog to preview.\n".utf8))
+        let output = directory.path + "/site"
+        let port = try freePort()
+        let trace = directory.path + "/docc.swtrace"
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: BinaryRun.binary)
+        process.arguments = [
+            "record", "-o", trace, "--", LoopTools.docc!, "preview", catalog, "--port", "\(port)", "--output-dir",
+            output,
+        ]
+        let printed = Pipe()
+        process.standardOutput = printed
+        process.standardError = Pipe()
+        try process.run()
+        defer { if process.isRunning { kill(process.processIdentifier, SIGKILL) } }
+        // Serving once it says so (the conversion first takes a few seconds).
+        var seen = Data()
+        while !String(decoding: seen, as: UTF8.self).contains("Starting Local Preview Server") {
+            let chunk = printed.fileHandleForReading.availableData
+            try #require(!chunk.isEmpty, "docc preview ended: \(String(decoding: seen, as: UTF8.self))")
+            seen.append(chunk)
+        }
+        // 200 MB in the site it serves, asked for twice.
+        let big = Data(count: 200_000_000)
+        try big.write(to: URL(fileURLWithPath: output + "/images/big.png"))
+        for _ in 0..<2 {
+            let fetch = try ChildRun(
+                LoopTools.curl!,
+                ["-s", "-o", "/dev/null", "-w", "%{http_code}", "http://127.0.0.1:\(port)/images/big.png"],
+                timeout: .seconds(60))
+            #expect(fetch.output == "200", "\(fetch)")
+        }
+        kill(process.processIdentifier, SIGINT)
+        process.waitUntilExit()
+        let stalls = try exportedStalls(trace)
+        let reads = stalls.filter { stall in
+            stall.label.hasPrefix("NIO-ELT-") && stall.durationMs >= 50
+                && stall.stack.contains { $0.contains("FileRequestHandler") }
+        }
+        #expect(reads.count >= 2, "\(stalls.map { ($0.label, $0.durationMs, $0.stack.prefix(3)) })")
+    }
+
+    /// A TCP port nobody listens on now (the kernel's pick for a socket bound to port 0).
+    func freePort() throws -> Int {
+        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        defer { close(fd) }
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+        try withUnsafeMutablePointer(to: &address) { pointer in
+            try pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) { socketAddress in
+                try #require(bind(fd, socketAddress, length) == 0)
+                try #require(getsockname(fd, socketAddress, &length) == 0)
+            }
+        }
+        return Int(UInt16(bigEndian: address.sin_port))
     }
 }
