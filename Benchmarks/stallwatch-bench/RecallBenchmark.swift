@@ -59,6 +59,9 @@ enum Recall {
         try measure(target: "heartbeat", label: label, stalls: stalls, work: work, directory: directory.path) {
             try HeartbeatTarget(path: $0)
         }
+        try measure(target: "unmodified.epoll", label: label, stalls: stalls, work: work, directory: directory.path) {
+            try EpollTarget(path: $0)
+        }
     }
 
     /// A monitor with its recorder, and the executor it watches.
@@ -106,6 +109,33 @@ enum Recall {
         var signalsSent: Int { recorder.monitor.statistics.captures }
     }
 
+    /// An event loop that never heard of Stallwatch: a thread waiting in `epoll_wait` on an
+    /// eventfd, one posted item per iteration, its waits bracketed as the preload library's
+    /// interposed `epoll_wait` brackets them (`sw_loop_wait_begin`/`_end`); watched by
+    /// `HeartbeatMonitor.watchEventLoops`, which is what `stallwatch record` runs.
+    final class EpollTarget: Target, @unchecked Sendable {
+        static let executor = EpollExecutor()
+        let recorder: HeartbeatRecorder
+
+        init(path: String) throws {
+            let monitor = HeartbeatMonitor()
+            monitor.watchEventLoops()
+            recorder = try HeartbeatRecorder(path: path, monitor: monitor)
+        }
+        func start() throws {
+            try recorder.start()
+            // The loop is found at its first wait; it waits already (made before the session).
+            while recorder.monitor.eventLoops.isEmpty { usleep(1_000) }
+        }
+        func post(_ work: @escaping @Sendable () -> Void) { Self.executor.execute(work) }
+        func stop() { recorder.stop() }
+        var statistics: String {
+            let stats = recorder.monitor.statistics
+            return "watchdog \(stats.watchdogScheduling); missed by the watchdog \(stats.missedByWatchdog)"
+        }
+        var signalsSent: Int { recorder.monitor.statistics.captures }
+    }
+
     /// What one target's sessions gave.
     struct Outcome: Sendable {
         var truths: [Truth] = []
@@ -144,7 +174,8 @@ enum Recall {
     static func sessions(
         name: String, stalls: Int, work: Work, directory: String, make: (String) throws -> Target
     ) throws -> Outcome {
-        var random = FleetGenerator.Random(state: name == "mainloop" ? 0x5EED_0001 : 0x5EED_0002)
+        var random = FleetGenerator.Random(
+            state: name == "mainloop" ? 0x5EED_0001 : name == "heartbeat" ? 0x5EED_0002 : 0x5EED_0003)
         let truths = Locked<[Truth]>([])
         var outcome = Outcome()
         var injected = 0
@@ -272,7 +303,7 @@ enum Recall {
                 "injected stalls (+\(truths.count - injected) short callouts stretched past the budget) among "
                 + "\(shortCallouts) short callouts; \(summary)"
         ).printLine()
-        let goals = name == "mainloop"
+        let goals = name == "mainloop" || name == "unmodified.epoll"
         Result(
             name: "\(prefix).recall", value: truths.isEmpty ? 0 : Double(caught) / Double(truths.count),
             unit: "share of \(truths.count) stalls", goal: goals ? "1.0" : nil

@@ -19,7 +19,9 @@ let usage = """
       recall [STALLS]
                 1,000 (or STALLS) injected stalls of every kind among short callouts, hogs on
                 every core, recorder on, as root and as nobody: recall, split, invented, lost
-                records, duration error, for StallMonitor on MainLoop and for HeartbeatMonitor
+                records, duration error, for StallMonitor on MainLoop, for HeartbeatMonitor, and
+                for an unmodified epoll loop timed by its waits (unmodified.epoll)
+      loop-wait what the preload library's interposed waits cost an event loop per iteration
       scan      the stack scan of a thread parked in DispatchQueue.sync and in read: cost per
                 scan and frames found, by CFI unwind against the heuristic scan
       trace     recording cost per event, bytes per event, parse rate, a long fuzz run
@@ -55,6 +57,7 @@ do {
         guard arguments.count == 3, let stalls = Int(arguments[2]), stalls > 0 else { exit(2) }
         try Recall.run(label: arguments[1], stalls: stalls)
     case "scan": try ScanBenchmarks.run()
+    case "loop-wait": LoopWaitBenchmarks.run()
     case "trace": try TraceBenchmarks.run()
     case "heartbeat": try HeartbeatBenchmarks.run()
     case "pool": try PoolBenchmarks.run()

@@ -14,6 +14,9 @@ extension HeartbeatMonitor {
         wakeWatchdog()
     }
 
+    /// The event loops found so far, by label (their threads' names). Any thread.
+    public var eventLoops: [String] { executors.withLock { $0.filter { $0.loop != nil }.map(\.label) } }
+
     /// The watchdog: one executor per loop slot that became ready since it last looked.
     func addEventLoops() {
         let known = executors.withLock { $0.lazy.filter { $0.loop != nil }.count }
