@@ -41,6 +41,8 @@ private enum LoopTools {
         var label: String
         var stack: [String]
         var unfinished: Bool
+        /// How the loop was timed: its wait (`epoll`, `poll`, `select`), or `heartbeat`.
+        var mode: String
         /// The category shares: compute, io, lock_wait, database, other.
         var shares: [String: Double]
     }
@@ -66,7 +68,7 @@ private enum LoopTools {
             return ExportedStall(
                 durationMs: object["duration_ms"] as? Double ?? -1, category: object["category"] as? String ?? "?",
                 label: object["site_label"] as? String ?? "?", stack: object["stack"] as? [String] ?? [],
-                unfinished: object["unfinished"] as? Bool ?? true,
+                unfinished: object["unfinished"] as? Bool ?? true, mode: object["site_mode"] as? String ?? "?",
                 shares: Dictionary(
                     uniqueKeysWithValues: ["compute", "io", "lock_wait", "database", "other"].map {
                         ($0, object["share_" + $0] as? Double ?? 0)
@@ -316,5 +318,81 @@ private enum LoopTools {
             }
         }
         return Int(UInt16(bigEndian: address.sin_port))
+    }
+
+    /// Every wait the preload library wraps, each as a C program's only loop: 8 iterations of a
+    /// 10 ms wait on a pipe, the fourth spinning 60 ms. One stall, of that iteration, in the mode
+    /// named after the wait.
+    @Test(
+        .enabled(if: RecordCrashTests.preloads && LoopTools.onPath("cc") != nil, "needs the preload library and cc"),
+        arguments: [
+            ("epoll_wait", "epoll"), ("epoll_pwait", "epoll"), ("poll", "poll"), ("ppoll", "poll"),
+            ("select", "select"), ("pselect", "select"),
+        ])
+    func eachWrappedWaitTimesItsLoop(wait: String, mode: String) throws {
+        let source = directory.write(
+            "waits.c",
+            Array(
+                """
+                #define _GNU_SOURCE
+                #include <poll.h>
+                #include <stdio.h>
+                #include <string.h>
+                #include <sys/epoll.h>
+                #include <sys/select.h>
+                #include <time.h>
+                #include <unistd.h>
+
+                static double now_ms(void) {
+                    struct timespec t;
+                    clock_gettime(CLOCK_MONOTONIC, &t);
+                    return t.tv_sec * 1e3 + t.tv_nsec / 1e6;
+                }
+
+                __attribute__((noinline)) void spin_in_iteration(void) {
+                    double start = now_ms();
+                    while (now_ms() - start < 60) {}
+                }
+
+                int main(int argc, char **argv) {
+                    int ends[2];
+                    pipe(ends);
+                    int epfd = epoll_create1(0);
+                    struct epoll_event event = {.events = EPOLLIN, .data.fd = ends[0]};
+                    epoll_ctl(epfd, EPOLL_CTL_ADD, ends[0], &event);
+                    double returned = 0;
+                    for (int round = 0; round < 8; round++) {
+                        if (round == 4) printf("iteration %.3f\\n", now_ms() - returned);
+                        struct pollfd fds = {.fd = ends[0], .events = POLLIN};
+                        struct timespec ten = {0, 10000000};
+                        struct timeval tv = {0, 10000};
+                        fd_set set;
+                        FD_ZERO(&set);
+                        FD_SET(ends[0], &set);
+                        if (!strcmp(argv[1], "epoll_wait")) epoll_wait(epfd, &event, 1, 10);
+                        else if (!strcmp(argv[1], "epoll_pwait")) epoll_pwait(epfd, &event, 1, 10, NULL);
+                        else if (!strcmp(argv[1], "poll")) poll(&fds, 1, 10);
+                        else if (!strcmp(argv[1], "ppoll")) ppoll(&fds, 1, &ten, NULL);
+                        else if (!strcmp(argv[1], "select")) select(ends[0] + 1, &set, NULL, NULL, &tv);
+                        else pselect(ends[0] + 1, &set, NULL, NULL, &ten, NULL);
+                        returned = now_ms();
+                        if (round == 3) spin_in_iteration();
+                    }
+                    return 0;
+                }
+
+                """.utf8))
+        let executable = directory.path + "/waits-\(wait)"
+        let build = try ChildRun(
+            LoopTools.onPath("cc")!, ["-g", "-O1", "-o", executable, source], timeout: .seconds(120))
+        try #require(build.exitCode == 0, "cc failed: \(build)")
+        let (output, stalls) = try record([executable, wait], name: "waits-\(wait)")
+        try #require(stalls.count == 1, "\(stalls)")
+        // The program's own clock from the wait's return to the next wait's call: the stall is
+        // that iteration, to within the few instructions between its stamps and the program's.
+        let own = try #require(ownTimes(output)["iteration"], "\(output)")
+        #expect(own >= 60 && abs(stalls[0].durationMs - own) < 0.5, "\(stalls[0]) vs \(own) ms")
+        #expect(stalls[0].stack.contains("spin_in_iteration"), "\(stalls[0])")
+        #expect(stalls[0].mode == mode, "\(stalls[0])")
     }
 }
