@@ -34,18 +34,22 @@ enum Recall {
     static let budget: UInt64 = 16_666_666
 
     /// Root: here, then the unprivileged run as a child; otherwise only the unprivileged one here.
-    static func runBoth(stalls: Int) throws {
+    static func runBoth(stalls: Int, targets: [String]) throws {
         guard geteuid() == 0 else {
             Result(name: "recall.root", value: 0, unit: "skipped: not root").printLine()
-            try run(label: "unprivileged", stalls: stalls)
+            try run(label: "unprivileged", stalls: stalls, targets: targets)
             return
         }
-        try run(label: "root", stalls: stalls)
-        try UnderLoad.runAsNobody(["recall-run", "unprivileged", String(stalls)], skipped: "recall.unprivileged")
+        try run(label: "root", stalls: stalls, targets: targets)
+        try UnderLoad.runAsNobody(
+            ["recall-run", "unprivileged", String(stalls)] + targets, skipped: "recall.unprivileged")
     }
 
-    /// Both monitors under hogs on every core, `stalls` injected stalls each.
-    static func run(label: String, stalls: Int) throws {
+    /// The monitors measured, by name.
+    static let targets = ["mainloop", "heartbeat", "unmodified.epoll"]
+
+    /// Each of `targets` under hogs on every core, `stalls` injected stalls each.
+    static func run(label: String, stalls: Int, targets: [String]) throws {
         let hogs = Hogs(count: ProcessInfo.processInfo.activeProcessorCount)
         defer { hogs.stop() }
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent(
@@ -53,14 +57,14 @@ enum Recall {
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(at: directory) }
         let work = Work(directory: directory.path)
-        try measure(target: "mainloop", label: label, stalls: stalls, work: work, directory: directory.path) {
-            try MainLoopTarget(path: $0)
-        }
-        try measure(target: "heartbeat", label: label, stalls: stalls, work: work, directory: directory.path) {
-            try HeartbeatTarget(path: $0)
-        }
-        try measure(target: "unmodified.epoll", label: label, stalls: stalls, work: work, directory: directory.path) {
-            try EpollTarget(path: $0)
+        let makers: [String: @Sendable (String) throws -> Target] = [
+            "mainloop": { try MainLoopTarget(path: $0) }, "heartbeat": { try HeartbeatTarget(path: $0) },
+            "unmodified.epoll": { try EpollTarget(path: $0) },
+        ]
+        for target in Self.targets where targets.contains(target) {
+            try measure(
+                target: target, label: label, stalls: stalls, work: work, directory: directory.path,
+                make: makers[target]!)
         }
     }
 
@@ -118,6 +122,7 @@ enum Recall {
         let recorder: HeartbeatRecorder
 
         init(path: String) throws {
+            _ = Self.executor  // made (and found at its first wait) before the session starts
             let monitor = HeartbeatMonitor()
             monitor.watchEventLoops()
             recorder = try HeartbeatRecorder(path: path, monitor: monitor)

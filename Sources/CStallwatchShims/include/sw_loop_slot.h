@@ -90,6 +90,12 @@ static inline void sw_loop_read(const sw_loop_slot *slot, uint64_t *sequence, ui
     }
 }
 
+/// The watchdog: how many overruns the slot has logged, ever (where a new reader starts: the
+/// iterations that overran before it watched are not its stalls).
+static inline uint64_t sw_loop_overrun_head(const sw_loop_slot *slot) {
+    return __atomic_load_n(&slot->overrun_head, __ATOMIC_ACQUIRE);
+}
+
 /// The watchdog: copies the overruns logged since `*cursor` (at most SW_LOOP_OVERRUNS) into
 /// `into` and advances the cursor; returns how many were copied, and in `*lost` how many were
 /// overwritten before they were read.

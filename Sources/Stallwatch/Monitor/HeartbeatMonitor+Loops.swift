@@ -46,6 +46,9 @@ extension HeartbeatMonitor {
 
         init(slot: UnsafeMutablePointer<sw_loop_slot>, configuration: MonitorConfiguration) {
             self.slot = slot
+            // Overruns logged before this monitor watched the loop are not its stalls (a loop
+            // outlives monitors: each recording starts its own).
+            cursor = sw_loop_overrun_head(slot)
             detector = WorkItemDetector(budget: configuration.tiers.budget.nanoseconds) {
                 configuration.sampleInterval(after: $0)
             }
