@@ -132,6 +132,6 @@ struct StallReference: ExpressibleByArgument, CustomStringConvertible, Sendable 
         }
     }
 
-    static var expectation: String { "a stall id, or PID:ID" }
+    static var expectation: String { "a whole number from 0 to \(UInt64.max) (a stall id), or PID:ID" }
     var description: String { pid.map { "\($0):\(id)" } ?? String(id) }
 }
