@@ -29,7 +29,7 @@ extension HeartbeatMonitor {
                 String(decoding: bytes.prefix { $0 != 0 }, as: UTF8.self)
             }
             let label = name.isEmpty ? "loop-\(slot.pointee.tid)" : name
-            executors.withLock { $0.append(Executor(label: label, schedule: { _ in }, loop: slot)) }
+            executors.withLock { $0.append(Executor(label: label, schedule: { _ in }, preparationDelayForTesting: .zero, loop: slot)) }
             index += 1
         }
         if known == 0, index > 0, let first = firstLoop.withLock({ $0 }) { first() }

@@ -31,6 +31,8 @@ extension HeartbeatMonitor {
         var sentDue: UInt64 = 0
         /// Its sequence on the executor's clock.
         var sentSequence: UInt64 = 0
+        /// The executor's heartbeats run when it was sent: one more, and it has begun to run.
+        var sentRuns: UInt64 = 0
         var probing: IdleProbe.Signature?
         /// The last heartbeat ran within the budget: the next wait seen is the idle wait the
         /// executor went back to.
@@ -208,6 +210,8 @@ extension HeartbeatMonitor {
         }
         if pending != 0 {
             guard now &- pending > budget else { return }
+            // Begun before the deadline, it is no stall (its end, `ranAt`, is not yet visible).
+            guard executor.runs.load(ordering: .acquiring) == watch.sentRuns else { return }
             let sequence = watch.sentSequence
             watch.sentDue = 0
             watch.probing = nil
@@ -233,6 +237,8 @@ extension HeartbeatMonitor {
             watch.stall = stall
             return
         }
+        // Stallwatch's own work on the executor: no heartbeat waits behind it.
+        guard executor.isFreeOfOwnWork else { return }
         // No heartbeat in flight: send one unless the thread is parked in its idle wait.
         if let probe = watch.probe {
             // Only the first look after a heartbeat ran can learn from it.
@@ -256,6 +262,7 @@ extension HeartbeatMonitor {
             return
         }
         watch.sentDue = now
+        watch.sentRuns = executor.runs.load(ordering: .relaxed)
         watch.sentSequence = executor.sent()
         executor.pending.store(now, ordering: .releasing)
         core.record { $0.heartbeatsSent += 1 }
