@@ -12,7 +12,7 @@ import Testing
 enum Waits {
     static func epoll(_ epfd: Int32, timeoutMs: Int32) {
         var event = epoll_event()
-        sw_loop_wait_begin(Int32(SW_LOOP_EPOLL.rawValue), 0, epfd, timeoutMs != 0 ? 1 : 0)
+        sw_loop_wait_begin(Int32(SW_LOOP_EPOLL.rawValue), 0, epfd, timeoutMs != 0 ? 1 : 0, 0)
         _ = epoll_wait(epfd, &event, 1, timeoutMs)
         sw_loop_wait_end(Int32(SW_LOOP_EPOLL.rawValue), 0, epfd)
     }
@@ -21,7 +21,7 @@ enum Waits {
         var entry = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
         withUnsafeMutablePointer(to: &entry) { pointer in
             let set = UInt64(UInt(bitPattern: pointer))
-            sw_loop_wait_begin(Int32(SW_LOOP_POLL.rawValue), set, fd, timeoutMs != 0 ? 1 : 0)
+            sw_loop_wait_begin(Int32(SW_LOOP_POLL.rawValue), set, fd, timeoutMs != 0 ? 1 : 0, 0)
             _ = Glibc.poll(pointer, 1, timeoutMs)
             sw_loop_wait_end(Int32(SW_LOOP_POLL.rawValue), set, fd)
         }
