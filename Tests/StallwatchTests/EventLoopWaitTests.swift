@@ -73,7 +73,7 @@ enum Waits {
         sw_loop_reset_for_testing()
         let epfd = epoll_create1(0)
         let pipe = makePipe()
-        defer { [epfd, pipe[0], pipe[1]].forEach { close($0) } }
+        defer { for fd in [epfd, pipe[0], pipe[1]] { close(fd) } }
         let sequences = Locked<[UInt64]>([])
         onThread {
             Waits.epoll(epfd, timeoutMs: 1)
@@ -92,7 +92,7 @@ enum Waits {
     @Test func pollMakesALoopAtItsSecondBlockingWaitOnTheSameSet() {
         sw_loop_reset_for_testing()
         let pipe = makePipe()
-        defer { pipe.forEach { close($0) } }
+        defer { for fd in pipe { close(fd) } }
         let counts = Locked<[UInt32]>([])
         onThread {
             Waits.poll(pipe[0], timeoutMs: 0)  // not blocking: nothing learnt
@@ -172,7 +172,7 @@ enum Waits {
         let wake = eventfd(0, 0)
         var event = epoll_event(events: EPOLLIN.rawValue, data: epoll_data_t(fd: wake))
         epoll_ctl(epfd, EPOLL_CTL_ADD, wake, &event)
-        defer { [epfd, wake].forEach { close($0) } }
+        defer { for fd in [epfd, wake] { close(fd) } }
         let measured = Locked<UInt64>(0)
         let looping = Thread {
             sw_set_thread_name("nio-like-loop")
