@@ -104,6 +104,7 @@ import Testing
         ("lostRecords", 0, .lostRecords(.init(time: 90_200_000_000, count: 17))),
         ("recordedUntil", 0, .recordedUntil(time: 92_000_000_000)),
         ("stopped", 0, .stopped(from: 91_200_000_000, length: 3_000_000_000)),
+        ("watched", 0, .watched(WatchedExecutor(label: "NIO-ELT-0-#1", how: "epoll", tid: 4711, since: 300_000_000))),
         (
             "stallLeadUp", 0,
             .stallLeadUp(

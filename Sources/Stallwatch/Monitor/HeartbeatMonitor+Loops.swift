@@ -14,6 +14,23 @@ extension HeartbeatMonitor {
         wakeWatchdog()
     }
 
+    /// What the monitor watches so far, for a trace's `watched` records: every event loop found,
+    /// and every executor whose first heartbeat has run (one never serviced is watched in name
+    /// only). In the order they were added. Any thread.
+    var watchedExecutors: [WatchedExecutor] {
+        executors.withLock { $0 }.compactMap { executor in
+            if let slot = executor.loop {
+                return WatchedExecutor(
+                    label: executor.label, how: Self.loopMode(kind: slot.pointee.kind),
+                    tid: UInt32(bitPattern: slot.pointee.tid), since: executor.added)
+            }
+            guard executor.heartbeatsRun > 0 else { return nil }
+            return WatchedExecutor(
+                label: executor.label, how: executor.pool != nil ? "pool" : HeartbeatMonitor.calloutMode,
+                tid: UInt32(bitPattern: executor.tid.load(ordering: .relaxed)), since: executor.added)
+        }
+    }
+
     /// The event loops found so far, by label (their threads' names). Any thread.
     public var eventLoops: [String] { executors.withLock { $0.filter { $0.loop != nil }.map(\.label) } }
 

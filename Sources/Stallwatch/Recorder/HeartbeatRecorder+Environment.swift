@@ -98,6 +98,18 @@ extension HeartbeatRecorder {
     /// is told its full-mode trace holds stalls only.
     private static func stopPreloadedAtExit() {
         guard preloadedProcess.load(ordering: .relaxed) == getpid() else { return }
+        // The recorded command itself always leaves a trace: one that says nothing was watched
+        // when nothing was (no main queue serviced, no Swift task, no event loop), so that
+        // `report` explains the program instead of failing on a missing file. Its children
+        // leave none then: a build's compilers and linkers would each leave an empty trace.
+        if let request = TraceRecorder.EnvironmentRequest(ProcessInfo.processInfo.environment), request.isRoot {
+            preloaded.withLock { slot in
+                guard let monitor = slot.monitor, slot.recorder == nil,
+                    let recorder = try? HeartbeatRecorder(path: request.path, monitor: monitor)
+                else { return }
+                if (try? recorder.start()) != nil { slot.recorder = recorder }
+            }
+        }
         let recorded = preloaded.withLock { $0.recorder != nil }
         if stopPreloaded(), recorded,
             TraceRecorder.EnvironmentRequest(ProcessInfo.processInfo.environment)?.mode == .full

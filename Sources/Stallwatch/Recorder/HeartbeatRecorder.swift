@@ -56,6 +56,7 @@ extension HeartbeatRecorder: TraceSource {
     var callouts: EventRing? { nil }
     var board: CalloutBoard? { nil }
     var flightWindowNanos: UInt64 { 0 }
+    var watched: [WatchedExecutor] { monitor.watchedExecutors }
     /// The app cannot name its version here: `STALLWATCH_APP_VERSION`, if set.
     var appVersion: String? { TraceOutput.environmentAppVersion }
 }

@@ -43,6 +43,8 @@ public final class TraceRecorder: @unchecked Sendable {
     var flightWindowNanos: UInt64 { flightWindow.nanoseconds }
 
     let loop: MainLoop
+    /// When it was made: from then on it watches the loop (its `watched` record).
+    let startedAt = sw_monotonic_ns()
     /// Full mode carries every callout to the file: a ring of 256 Ki events (10 MiB). Stalls
     /// mode with the flight recorder carries them to its window: 64 Ki events (2.5 MiB);
     /// without it, iterations only (4 Ki events). The writer drains every 5 ms while the loop

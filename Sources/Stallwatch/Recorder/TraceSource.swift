@@ -19,6 +19,8 @@ protocol TraceSource: AnyObject, Sendable {
     var board: CalloutBoard? { get }
     /// How far back the flight recorder keeps callouts, in nanoseconds; 0 for none.
     var flightWindowNanos: UInt64 { get }
+    /// What it watches so far (only ever grows; the writer writes each once).
+    var watched: [WatchedExecutor] { get }
 }
 
 extension TraceRecorder: TraceSource {
@@ -26,4 +28,7 @@ extension TraceRecorder: TraceSource {
     var symbolicator: Symbolicator { monitor.symbolicator }
     var board: CalloutBoard? { loop.board }
     var callouts: EventRing? { ring }
+    var watched: [WatchedExecutor] {
+        [WatchedExecutor(label: "MainLoop", how: "MainLoop", tid: UInt32(bitPattern: loop.threadID), since: startedAt)]
+    }
 }

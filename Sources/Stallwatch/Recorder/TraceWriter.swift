@@ -25,6 +25,8 @@ struct TraceWriter {
     private var beganAt: [UInt64: UInt64] = [:]
     /// The last stops of the process the writer noticed (`noteStop`), oldest first.
     private var stops: [Range<UInt64>] = []
+    /// The source's watched executors written so far (`watched` records), by label and how.
+    private var watchedWritten: Set<[String]> = []
     /// The expected-long reason a stall had when it began, for the stalls that had one.
     private var expectedAtBegin: [UInt64: String] = [:]
     private var latency = [UInt64](repeating: 0, count: LatencyBuckets.count)
@@ -87,6 +89,11 @@ struct TraceWriter {
             drain()
         }
         drain()
+        // A recording that watched nothing says so, so that a trace without stalls is not
+        // taken for one whose executors never stalled.
+        if watchedWritten.isEmpty {
+            append(.watched(WatchedExecutor(label: "", how: WatchedExecutor.nothing, tid: 0, since: sw_monotonic_ns())))
+        }
         summarize(until: sw_monotonic_ns())
         flush()
     }
@@ -118,6 +125,9 @@ struct TraceWriter {
         lastDrained = drained ?? 0
         let now = sw_monotonic_ns()
         if let lost = recorder.callouts?.dropped.load(ordering: .relaxed) { flight?.sawLost(total: lost, at: now) }
+        for executor in recorder.watched where watchedWritten.insert([executor.label, executor.how]).inserted {
+            append(.watched(executor))
+        }
         for stall in stalls {
             switch stall {
             case .began(let stall): write(stall, ended: false)

@@ -47,6 +47,9 @@ public struct DecodedTrace: Sendable {
     public var lostRecords: UInt64 = 0
     /// The latest time the recording says it was running (`recordedUntil`), if it says.
     public var recordedUntil: UInt64?
+    /// What the recording watched (`watched` records), in the order it began to; one entry of
+    /// `how` `nothing` when the process ran nothing it could watch; empty in traces of before.
+    public var watched: [WatchedExecutor] = []
     /// When the process was stopped (SIGSTOP, a debugger: `stopped` records), merged, disjoint
     /// and in order. Left out of stalls, run time and dropped frames.
     public var stopped: [Range<UInt64>] = []
@@ -183,6 +186,7 @@ public struct DecodedTrace: Sendable {
         case .lostRecords(let record): lostRecords &+= record.count
         case .recordedUntil(let time): recordedUntil = max(recordedUntil ?? 0, time)
         case .stopped(let from, let length): stopped.append(from..<from.saturatingAdding(length))
+        case .watched(let executor): watched.append(executor)
         case .stallLeadUp(let record): leadUps[record.id] = record
         default: assembler.add(record)
         }

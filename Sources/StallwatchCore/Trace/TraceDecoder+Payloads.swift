@@ -115,6 +115,11 @@ extension TraceParser {
             return .recordedUntil(time: try reader.varint("time"))
         case .stopped:
             return .stopped(from: try reader.varint("from"), length: try reader.varint("length"))
+        case .watched:
+            let since = try reader.varint("since")
+            let tid = UInt32(truncatingIfNeeded: try reader.varint("tid"))
+            let how = try reader.string("how")
+            return .watched(WatchedExecutor(label: try reader.string("label"), how: how, tid: tid, since: since))
         case .platform:
             return .platform(.init(architecture: try reader.string("architecture")))
         case .origin:

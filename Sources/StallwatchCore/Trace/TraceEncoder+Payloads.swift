@@ -109,6 +109,11 @@ extension TraceEncoder {
         case .stopped(let from, let length):
             writer.varint(from)
             writer.varint(length)
+        case .watched(let watched):
+            writer.varint(watched.since)
+            writer.varint(UInt64(watched.tid))
+            writer.string(watched.how)
+            writer.string(watched.label)
         case .platform(let platform):
             writer.string(platform.architecture)
         case .origin(let origin):

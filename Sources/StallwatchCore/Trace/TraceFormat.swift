@@ -111,9 +111,13 @@ public enum TraceRecordKind: UInt8, CaseIterable, Sendable, Hashable {
     /// The process was stopped (SIGSTOP, a debugger) over an interval: time that is not the
     /// app's, left out of stalls, run time and dropped frames.
     case stopped = 26
+    /// An executor the recording watched, how, and from when (or, once, that the process ran
+    /// nothing Stallwatch could watch): so a trace with no stalls says whether anything was
+    /// looked at.
+    case watched = 28
 
     /// The id the next new kind gets.
-    public static let nextID: UInt8 = 27
+    public static let nextID: UInt8 = 29
 
     /// Ids that are not kinds and must never become kinds.
     public static let reservedIDs: [ClosedRange<UInt8>] = [0...0, 128...255]
@@ -147,6 +151,7 @@ public enum TraceRecordKind: UInt8, CaseIterable, Sendable, Hashable {
         case .stallRetimed: "stallRetimed"
         case .stallContext: "stallContext"
         case .stopped: "stopped"
+        case .watched: "watched"
         }
     }
 }

@@ -56,6 +56,8 @@ public enum TraceRecord: Sendable, Hashable {
     indirect case stallLeadUp(StallLeadUp)
     /// The process was stopped from `from` for `length` nanoseconds (kind 26).
     case stopped(from: UInt64, length: UInt64)
+    /// An executor the recording watched from `since` on, or that nothing was (kind 28).
+    indirect case watched(WatchedExecutor)
 
     /// The record's kind id.
     public var kind: TraceRecordKind {
@@ -86,6 +88,7 @@ public enum TraceRecord: Sendable, Hashable {
         case .recordedUntil: .recordedUntil
         case .stallLeadUp: .stallLeadUp
         case .stopped: .stopped
+        case .watched: .watched
         }
     }
 }

@@ -223,6 +223,7 @@ struct TraceTotals: Sendable {
         info.host = facts.host
         info.build = facts.build
         info.appVersion = facts.appVersion
+        info.watched = loaded.trace.watched.map { .init(label: $0.label, how: $0.how, tid: $0.tid) }
         process = header?.processName
     }
 }

@@ -38,9 +38,21 @@ package struct StallReport: Sendable, Hashable, Codable {
         package var build: String = "unknown"
         /// The app version, `null` when the trace does not say.
         package var appVersion: String?
+        /// What the recording watched (label, how, thread), in the order it began to; one entry
+        /// `how: "nothing"` when the process ran nothing to watch; empty for traces that do not
+        /// say (recorded before the `watched` record).
+        package var watched: [Watched] = []
+
+        /// An executor the recording watched.
+        package struct Watched: Sendable, Hashable, Codable {
+            package var label: String
+            package var how: String
+            package var tid: UInt32
+        }
 
         private enum CodingKeys: String, CodingKey {
             case path, process, pid, mode, bytes, runTimeSeconds, stalls, problems, traceID, host, build, appVersion
+            case watched
         }
 
         init(

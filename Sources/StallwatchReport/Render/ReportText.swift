@@ -34,6 +34,10 @@ package enum ReportText {
                     "\(trace.mode?.name ?? "unknown") mode", "\(format(trace.runTimeSeconds, 2)) s",
                     plural(trace.stalls, "stall"),
                 ], first: "  ", continuation: "    ")
+            if !trace.watched.isEmpty {
+                let (items, separator) = WatchedText.items(trace.watched)
+                add(items, first: "    watched: ", continuation: "      ", separator: separator)
+            }
         }
         lines.append("")
         lines.append(style.bold("Overview"))

@@ -1,0 +1,24 @@
+/// An executor a recording watched: how it was timed, its thread where known, and from when
+/// (`watched` records, kind 28).
+public struct WatchedExecutor: Sendable, Hashable, Codable {
+    /// The executor's label, as its stalls carry it (`main-queue`, `NIO-ELT-0-#1`).
+    public var label: String
+    /// How it was timed: `MainLoop` (its own callouts), `heartbeat`, `pool` (the Swift
+    /// Concurrency pool's heartbeats), or the wait an event loop was timed by (`epoll`, `poll`,
+    /// `select`); `nothing` (with an empty label) when the process ran nothing to watch.
+    public var how: String
+    /// Its thread (0 when not known yet: a heartbeat executor's thread is learnt later).
+    public var tid: UInt32
+    /// When watching began (CLOCK_MONOTONIC ns).
+    public var since: UInt64
+
+    public init(label: String, how: String, tid: UInt32, since: UInt64) {
+        self.label = label
+        self.how = how
+        self.tid = tid
+        self.since = since
+    }
+
+    /// The `how` of the one entry that says nothing was watched.
+    public static let nothing = "nothing"
+}
