@@ -164,6 +164,7 @@ struct ThreadSampler {
             _ addresses: [UInt64], _ source: SampleSource, timedOut: Bool, perf: PerfSampler.Stack? = nil,
             chain: AsyncChain? = nil
         ) -> (addresses: [UInt64], source: SampleSource, timedOut: Bool, chain: AsyncChain?) {
+            let chain = chain ?? perf?.chain
             if let perf {
                 stacks.inKernelPerPerf = perf.inKernel
                 stacks.perfSyscallArgument = perf.syscallArgument
