@@ -105,6 +105,10 @@ import Testing
         ("recordedUntil", 0, .recordedUntil(time: 92_000_000_000)),
         ("stopped", 0, .stopped(from: 91_200_000_000, length: 3_000_000_000)),
         (
+            "sampleAsyncChain", 0,
+            .sampleAsyncChain(.init(stall: 7, time: 90_020_000_000, firstAsync: 3, end: .taskRoot))
+        ),
+        (
             "stallLeadUp", 0,
             .stallLeadUp(
                 .init(

@@ -111,9 +111,12 @@ public enum TraceRecordKind: UInt8, CaseIterable, Sendable, Hashable {
     /// The process was stopped (SIGSTOP, a debugger) over an interval: time that is not the
     /// app's, left out of stalls, run time and dropped frames.
     case stopped = 26
+    /// Which of a sample's frames are awaiting callers from its async context chain, and how
+    /// the chain ended; follows its sample.
+    case sampleAsyncChain = 27
 
     /// The id the next new kind gets.
-    public static let nextID: UInt8 = 27
+    public static let nextID: UInt8 = 28
 
     /// Ids that are not kinds and must never become kinds.
     public static let reservedIDs: [ClosedRange<UInt8>] = [0...0, 128...255]
@@ -147,6 +150,7 @@ public enum TraceRecordKind: UInt8, CaseIterable, Sendable, Hashable {
         case .stallRetimed: "stallRetimed"
         case .stallContext: "stallContext"
         case .stopped: "stopped"
+        case .sampleAsyncChain: "sampleAsyncChain"
         }
     }
 }
