@@ -180,8 +180,24 @@ public struct Frame: Sendable, Hashable, Codable {
     /// Whether a demangled `symbol` names async code: an async function's continuation (`(1)
     /// suspend resume partial function for …`, `(2) await resume partial function for …`) or a
     /// function whose type is `async` (its entry, before its first suspension).
+    /// A symbol the demangler could not take whole keeps the mangled continuation suffix
+    /// (`… with unmangled suffix ".68TQ0_"`): `TQ<n>_` and `TY<n>_` mark continuations, as Swift's
+    /// own backtracer reads them.
     package static func isAsyncFunction(_ symbol: String) -> Bool {
-        symbol.utf8Offset(of: " resume partial function for ") != nil || symbol.utf8Offset(of: ") async") != nil
+        if symbol.utf8Offset(of: " resume partial function for ") != nil || symbol.utf8Offset(of: ") async") != nil {
+            return true
+        }
+        guard symbol.utf8Offset(of: "with unmangled suffix ") != nil else { return false }
+        var tail = symbol.utf8.reversed().drop { $0 == UInt8(ascii: "\"") }.makeIterator()
+        guard tail.next() == UInt8(ascii: "_") else { return false }
+        var digits = 0
+        var byte = tail.next()
+        while let digit = byte, digit >= UInt8(ascii: "0") && digit <= UInt8(ascii: "9") {
+            digits += 1
+            byte = tail.next()
+        }
+        guard digits > 0, byte == UInt8(ascii: "Q") || byte == UInt8(ascii: "Y") else { return false }
+        return tail.next() == UInt8(ascii: "T")
     }
 
     private static let wrapperInitials: Set<UInt8> = [

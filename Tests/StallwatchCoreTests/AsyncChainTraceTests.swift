@@ -62,6 +62,9 @@ import Testing
         #expect(Frame.isAsyncFunction("(2) await resume partial function for App.f() async -> ()"))
         #expect(Frame.isAsyncFunction("App.f() async throws -> Swift.Int"))
         #expect(!Frame.isAsyncFunction("App.f() -> ()"))
+        #expect(Frame.isAsyncFunction("partial apply forwarder for thunk with unmangled suffix \".68TQ0_\""))
+        #expect(Frame.isAsyncFunction("f with unmangled suffix \"TY12_\""))
+        #expect(!Frame.isAsyncFunction("f with unmangled suffix \".68TZ0_\""))
         #expect(plain.isAsync == false && awaiting.isAsync)
     }
 }

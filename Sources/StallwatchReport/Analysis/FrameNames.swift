@@ -46,8 +46,12 @@ package struct FrameNamer: Sendable, Hashable {
     static func name(ofSymbol symbol: String) -> String {
         // A name this long is no Swift name the simplifier could shorten to a readable one.
         guard symbol.utf8.count <= 16 * nameLimit else { return cut(symbol) }
-        let name = cut(SwiftNames.simplify(symbol))
-        return Frame.isAsyncFunction(symbol) ? name + asyncMark : name
+        guard Frame.isAsyncFunction(symbol) else { return cut(SwiftNames.simplify(symbol)) }
+        // A continuation of what the simplifier cannot parse (a top-level closure `in Module`)
+        // is still named by the function it continues.
+        var name = SwiftNames.simplify(symbol)
+        if name == symbol { name = SwiftNames.simplify(String(Frame.standsFor(symbol))) }
+        return cut(name) + asyncMark
     }
 
     /// What follows the name of a frame of async code in every output (`report`, `show`, the
