@@ -22,6 +22,10 @@ let usage = """
                 records, duration error, for StallMonitor on MainLoop and for HeartbeatMonitor
       scan      the stack scan of a thread parked in DispatchQueue.sync and in read: cost per
                 scan and frames found, by CFI unwind against the heuristic scan
+      async-chain
+                the async context chain: following it (per chain and per level), and the stack
+                scan of a thread parked in async code (with its chain) against one parked in
+                plain code
       trace     recording cost per event, bytes per event, parse rate, a long fuzz run
       soak [SECONDS] [TASKS_PER_SECOND]
                 60 s (default) at 1 M posted tasks/s, monitor on, recorder in full mode:
@@ -55,6 +59,7 @@ do {
         guard arguments.count == 3, let stalls = Int(arguments[2]), stalls > 0 else { exit(2) }
         try Recall.run(label: arguments[1], stalls: stalls)
     case "scan": try ScanBenchmarks.run()
+    case "async-chain": try AsyncChainBenchmarks.run()
     case "trace": try TraceBenchmarks.run()
     case "heartbeat": try HeartbeatBenchmarks.run()
     case "pool": try PoolBenchmarks.run()

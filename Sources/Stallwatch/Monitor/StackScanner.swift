@@ -47,6 +47,8 @@ package final class StackScanner {
     private(set) var lastUnwind = sw_scan_unwind_info()
     /// The async callers the last scan read (nil: its stack held no async frame).
     private(set) var lastChain: AsyncChain?
+    /// How many awaiting callers the last scan read (the benchmark's).
+    package var lastChainDepth: Int { lastChain?.resume.count ?? 0 }
 
     package init(tid: Int32) {
         syscallFD = open("/proc/self/task/\(tid)/syscall", O_RDONLY | O_CLOEXEC)
