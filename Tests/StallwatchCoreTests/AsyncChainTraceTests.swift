@@ -20,9 +20,12 @@ import Testing
                 .init(
                     stall: 1, time: 1_010_000_000, state: .running, cpuTime: 5, annotation: 0, frames: addresses)),
         ]
-        if marked { records.append(.sampleAsyncChain(.init(stall: 1, time: 1_010_000_000, firstAsync: 2, end: .taskRoot))) }
+        if marked {
+            records.append(.sampleAsyncChain(.init(stall: 1, time: 1_010_000_000, firstAsync: 2, end: .taskRoot)))
+        }
         records.append(
-            .sample(.init(stall: 1, time: 1_020_000_000, state: .running, cpuTime: 6, annotation: 0, frames: addresses)))
+            .sample(.init(stall: 1, time: 1_020_000_000, state: .running, cpuTime: 6, annotation: 0, frames: addresses))
+        )
         let names = [
             "App.loadRows()", "(1) suspend resume partial function for App.Repository.rows() async -> Swift.Int",
             "(2) await resume partial function for App.Service.fetch() async -> Swift.Int",

@@ -52,7 +52,9 @@ import Testing
         return builder.bytes
     }
 
-    static let chain = ["Repository.loadRows()", "Repository.rows() [async]", "Service.fetch() [async]", "Handler.handle() [async]"]
+    static let chain = [
+        "Repository.loadRows()", "Repository.rows() [async]", "Service.fetch() [async]", "Handler.handle() [async]",
+    ]
 
     /// `text` names the four frames in order and has no runtime continuation names.
     func expectChain(_ text: String, _ what: String, innermostFirst: Bool = true) {

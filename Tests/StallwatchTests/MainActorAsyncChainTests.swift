@@ -20,13 +20,15 @@ import Testing
             "stallwatch-main-actor-async-\(blocking)-\(UUID()).trace"
         ).path
         defer { unlink(path) }
-        let run = try runProduct("StallwatchTestHost", ["main-actor-async", blocking], environment: ["STALLWATCH_TRACE": path])
+        let run = try runProduct(
+            "StallwatchTestHost", ["main-actor-async", blocking], environment: ["STALLWATCH_TRACE": path])
         #expect(run.status == 0 && run.output.contains("rows=1") && !run.output.contains("timeout=1"), "\(run)")
         let trace = DecodedTrace(decoding: [UInt8](try Data(contentsOf: URL(fileURLWithPath: path))), fileName: path)
         let samples = trace.stalls.flatMap(\.samples).filter { sample in
             sample.frames.contains { $0.symbol?.contains(Self.names[0]) == true }
         }
-        #expect(!samples.isEmpty, "\(trace.stalls.map { $0.samples.map { $0.frames.prefix(5).map { $0.symbol ?? "?" } } })")
+        #expect(
+            !samples.isEmpty, "\(trace.stalls.map { $0.samples.map { $0.frames.prefix(5).map { $0.symbol ?? "?" } } })")
         // One issue for all samples: each one's problem, the first few shown.
         let failures = samples.compactMap { sample -> String? in
             let names = sample.frames.map { $0.symbol.map { String(Frame.standsFor($0)) } ?? "?" }

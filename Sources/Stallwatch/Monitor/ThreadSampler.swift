@@ -183,7 +183,7 @@ struct ThreadSampler {
         if let call = kernel.syscall, StackScanner.neverRestarted.contains(call) {
             let scanned = stacks.scanner.scan()
             return finish(
-                    scanned, scanned.isEmpty ? .none : .scan, timedOut: false, chain: stacks.scanner.lastChain)
+                scanned, scanned.isEmpty ? .none : .scan, timedOut: false, chain: stacks.scanner.lastChain)
         }
         // 2. perf first while the thread sits in the kernel (its newest perf sample says so).
         //    No perf sample since the last one means the thread got less than a perf period of
