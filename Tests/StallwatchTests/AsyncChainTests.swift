@@ -33,6 +33,17 @@ enum AsyncChainFixture {
         if spin { spinForStallTest(milliseconds: UInt64(milliseconds)) } else { usleep(milliseconds * 1000) }
     }
 
+    /// A task group's owner whose children each block: a child's chain ends at its own root, the
+    /// group's child closure, which is named after the owner (`closure #1 in … groupOwner`).
+    @inline(never) static func groupOwner(children: Int, milliseconds: UInt32) async -> Int {
+        await withTaskGroup(of: Int.self) { group in
+            for _ in 0..<children {
+                group.addTask { await repository(milliseconds: milliseconds, spin: false) }
+            }
+            return await group.reduce(0, +)
+        }
+    }
+
     /// The four functions as a sample names them, innermost first.
     static let names = [
         "AsyncChainFixture.loadRowsBlocking", "AsyncChainFixture.repository", "AsyncChainFixture.service",
@@ -87,6 +98,40 @@ enum AsyncChainFixture {
         let (all, blocked) = try await blockedSamples(spin: false)
         #expect(blocked.count >= all / 2, "\(blocked.count) of \(all) samples caught the blocking call")
         let failures = blocked.compactMap(check)
+        let allNamed = failures.isEmpty
+        #expect(allNamed, "\(failures.count) of \(blocked.count): \(failures.prefix(3))")
+    }
+
+    @Test(
+        .timeLimit(.minutes(1)),
+        .disabled(
+            if: Sanitizer.address,
+            "ASan's usleep interceptor hides the blocker's frame from the stack scan of a sleeping thread"))
+    func aTaskGroupChildsSamplesNameItsChainAndTheGroupsOwner() async throws {
+        let harness = try PoolHarness()
+        await harness.settle()
+        Task.detached {
+            _ = await AsyncChainFixture.groupOwner(children: 3 * PoolMonitorTests.width, milliseconds: 150)
+        }
+        #expect(await harness.eventually { !harness.ended.withLock({ $0 }).isEmpty })
+        try await Task.sleep(for: .milliseconds(300))
+        harness.monitor.stop()
+        let longest = try #require(harness.ended.withLock { $0 }.max { $0.durationNanos < $1.durationNanos })
+        let blocked = longest.samples.filter { sample in
+            sample.frames.contains { $0.symbol?.contains(AsyncChainFixture.names[0]) == true }
+        }
+        #expect(blocked.count >= longest.samples.count / 2, "\(blocked.count) of \(longest.samples.count)")
+        let failures = blocked.compactMap { sample -> String? in
+            let names = sample.frames.map { $0.symbol.map { String(Frame.standsFor($0)) } ?? "?" }
+            let described = names.prefix(10).joined(separator: " ← ")
+            guard let repository = names.firstIndex(where: { $0.contains("AsyncChainFixture.repository") }),
+                let owner = names.firstIndex(where: {
+                    $0.contains("in static StallwatchTests.AsyncChainFixture.groupOwner")
+                }),
+                repository < owner, sample.frames[owner].isAsync
+            else { return described }
+            return sample.asyncChainEnd == .taskRoot ? nil : "end: \(described)"
+        }
         let allNamed = failures.isEmpty
         #expect(allNamed, "\(failures.count) of \(blocked.count): \(failures.prefix(3))")
     }
