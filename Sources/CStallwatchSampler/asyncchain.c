@@ -64,13 +64,13 @@ int sw_async_in_runtime(uint64_t address) {
     return address >= start && address < end;
 }
 
-// process_vm_readv on our own pid: a syscall (async-signal-safe), and an unmapped or protected
-// address is EFAULT rather than SIGSEGV.
-static int read_words(uint64_t address, uint64_t *words, int count) {
+// process_vm_readv on our own pid (`pid`, read once per walk: glibc's getpid is a system call):
+// a syscall (async-signal-safe), and an unmapped or protected address is EFAULT, not SIGSEGV.
+static int read_words(pid_t pid, uint64_t address, uint64_t *words, int count) {
     const size_t length = (size_t)count * sizeof(uint64_t);
     struct iovec local = {words, length};
     struct iovec remote = {(void *)(uintptr_t)address, length};
-    return process_vm_readv(getpid(), &local, 1, &remote, 1, 0) == (ssize_t)length;
+    return process_vm_readv(pid, &local, 1, &remote, 1, 0) == (ssize_t)length;
 }
 
 static void clear(sw_async_chain *out) {
@@ -80,7 +80,7 @@ static void clear(sw_async_chain *out) {
     out->context = 0;
 }
 
-void sw_async_follow(uint64_t context, sw_async_chain *out) {
+static void follow(pid_t pid, uint64_t context, sw_async_chain *out) {
     out->count = 0;
     out->context = context;
     uint64_t ctx = context;
@@ -91,7 +91,7 @@ void sw_async_follow(uint64_t context, sw_async_chain *out) {
         }
         // AsyncContext: Parent, then ResumeParent (Task.h; unsigned on x86_64).
         uint64_t words[2];
-        if (!read_words(ctx, words, 2) || words[1] == 0) {
+        if (!read_words(pid, ctx, words, 2) || words[1] == 0) {
             out->end = SW_ASYNC_END_UNREADABLE;
             return;
         }
@@ -113,6 +113,8 @@ void sw_async_follow(uint64_t context, sw_async_chain *out) {
     }
 }
 
+void sw_async_follow(uint64_t context, sw_async_chain *out) { follow(getpid(), context, out); }
+
 int sw_async_anchor(const uintptr_t *frames, int count) {
     if (atomic_load_explicit(&g_runtime_end, memory_order_acquire) == 0) return -1;
     int anchor = -1;
@@ -130,25 +132,27 @@ void sw_async_from_frame_pointer(const uintptr_t *frames, int count, uint64_t rb
     out->caller = caller;
     // Up the frame records from the interrupted RBP to the one whose return address is the
     // anchor's: that record is the anchor's own frame.
+    const pid_t pid = getpid();
     uint64_t fp = rbp;
     for (int step = 0; step < 4 * SW_ASYNC_MAX_CHAIN; step++) {
-        uint64_t record[2];
-        if (fp == 0 || (fp & 7) != 0 || !read_words(fp, record, 2)) break;
-        if (record[1] == caller) {
-            sw_async_from_record(fp, out);
+        uint64_t record[3];   // the context slot below the record, the saved RBP, the return address
+        if (fp < 8 || (fp & 7) != 0 || !read_words(pid, fp - 8, record, 3)) break;
+        if (record[2] == caller) {
+            follow(pid, record[0], out);
             return;
         }
-        if (record[0] <= fp) break;
-        fp = record[0];
+        if (record[1] <= fp) break;
+        fp = record[1];
     }
     out->end = SW_ASYNC_END_UNREADABLE;
 }
 
 void sw_async_from_record(uint64_t fp, sw_async_chain *out) {
+    const pid_t pid = getpid();
     uint64_t context;
-    if (!read_words(fp - 8, &context, 1)) {
+    if (!read_words(pid, fp - 8, &context, 1)) {
         out->end = SW_ASYNC_END_UNREADABLE;
         return;
     }
-    sw_async_follow(context, out);
+    follow(pid, context, out);
 }
