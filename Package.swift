@@ -32,8 +32,9 @@ let package = Package(
         .target(name: "StallwatchRemedies", dependencies: ["Stallwatch", "StallwatchCore", "CStallwatchShims"]),
         // The system's zlib, for the gzip'ed pprof export.
         .systemLibrary(name: "CZlib", pkgConfig: "zlib", providers: [.apt(["zlib1g-dev"])]),
-        // The preload library: a C constructor that starts a heartbeat monitor and recorder.
-        .target(name: "CStallwatchPreload"),
+        // The preload library: a C constructor that starts a heartbeat monitor and recorder, and the
+        // interposed wait calls that time the iterations of event loops (sw_loop_slot.h).
+        .target(name: "CStallwatchPreload", dependencies: ["CStallwatchShims"]),
         .target(name: "StallwatchPreload", dependencies: ["Stallwatch", "CStallwatchPreload"]),
         // Reading traces: loading, analysis, rendering, exporters, gate. No command line.
         .target(name: "StallwatchReport", dependencies: ["StallwatchCore", "CZlib"]),

@@ -34,18 +34,22 @@ enum Recall {
     static let budget: UInt64 = 16_666_666
 
     /// Root: here, then the unprivileged run as a child; otherwise only the unprivileged one here.
-    static func runBoth(stalls: Int) throws {
+    static func runBoth(stalls: Int, targets: [String]) throws {
         guard geteuid() == 0 else {
             Result(name: "recall.root", value: 0, unit: "skipped: not root").printLine()
-            try run(label: "unprivileged", stalls: stalls)
+            try run(label: "unprivileged", stalls: stalls, targets: targets)
             return
         }
-        try run(label: "root", stalls: stalls)
-        try UnderLoad.runAsNobody(["recall-run", "unprivileged", String(stalls)], skipped: "recall.unprivileged")
+        try run(label: "root", stalls: stalls, targets: targets)
+        try UnderLoad.runAsNobody(
+            ["recall-run", "unprivileged", String(stalls)] + targets, skipped: "recall.unprivileged")
     }
 
-    /// Both monitors under hogs on every core, `stalls` injected stalls each.
-    static func run(label: String, stalls: Int) throws {
+    /// The monitors measured, by name.
+    static let targets = ["mainloop", "heartbeat", "unmodified.epoll"]
+
+    /// Each of `targets` under hogs on every core, `stalls` injected stalls each.
+    static func run(label: String, stalls: Int, targets: [String]) throws {
         let hogs = Hogs(count: ProcessInfo.processInfo.activeProcessorCount)
         defer { hogs.stop() }
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent(
@@ -53,11 +57,14 @@ enum Recall {
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(at: directory) }
         let work = Work(directory: directory.path)
-        try measure(target: "mainloop", label: label, stalls: stalls, work: work, directory: directory.path) {
-            try MainLoopTarget(path: $0)
-        }
-        try measure(target: "heartbeat", label: label, stalls: stalls, work: work, directory: directory.path) {
-            try HeartbeatTarget(path: $0)
+        let makers: [String: @Sendable (String) throws -> Target] = [
+            "mainloop": { try MainLoopTarget(path: $0) }, "heartbeat": { try HeartbeatTarget(path: $0) },
+            "unmodified.epoll": { try EpollTarget(path: $0) },
+        ]
+        for target in Self.targets where targets.contains(target) {
+            try measure(
+                target: target, label: label, stalls: stalls, work: work, directory: directory.path,
+                make: makers[target]!)
         }
     }
 
@@ -106,6 +113,34 @@ enum Recall {
         var signalsSent: Int { recorder.monitor.statistics.captures }
     }
 
+    /// An event loop that never heard of Stallwatch: a thread waiting in `epoll_wait` on an
+    /// eventfd, one posted item per iteration, its waits bracketed as the preload library's
+    /// interposed `epoll_wait` brackets them (`sw_loop_wait_begin`/`_end`); watched by
+    /// `HeartbeatMonitor.watchEventLoops`, which is what `stallwatch record` runs.
+    final class EpollTarget: Target, @unchecked Sendable {
+        static let executor = EpollExecutor()
+        let recorder: HeartbeatRecorder
+
+        init(path: String) throws {
+            _ = Self.executor  // made (and found at its first wait) before the session starts
+            let monitor = HeartbeatMonitor()
+            monitor.watchEventLoops()
+            recorder = try HeartbeatRecorder(path: path, monitor: monitor)
+        }
+        func start() throws {
+            try recorder.start()
+            // The loop is found at its first wait; it waits already (made before the session).
+            while recorder.monitor.eventLoops.isEmpty { usleep(1_000) }
+        }
+        func post(_ work: @escaping @Sendable () -> Void) { Self.executor.execute(work) }
+        func stop() { recorder.stop() }
+        var statistics: String {
+            let stats = recorder.monitor.statistics
+            return "watchdog \(stats.watchdogScheduling); missed by the watchdog \(stats.missedByWatchdog)"
+        }
+        var signalsSent: Int { recorder.monitor.statistics.captures }
+    }
+
     /// What one target's sessions gave.
     struct Outcome: Sendable {
         var truths: [Truth] = []
@@ -144,7 +179,8 @@ enum Recall {
     static func sessions(
         name: String, stalls: Int, work: Work, directory: String, make: (String) throws -> Target
     ) throws -> Outcome {
-        var random = FleetGenerator.Random(state: name == "mainloop" ? 0x5EED_0001 : 0x5EED_0002)
+        var random = FleetGenerator.Random(
+            state: name == "mainloop" ? 0x5EED_0001 : name == "heartbeat" ? 0x5EED_0002 : 0x5EED_0003)
         let truths = Locked<[Truth]>([])
         var outcome = Outcome()
         var injected = 0
@@ -272,7 +308,7 @@ enum Recall {
                 "injected stalls (+\(truths.count - injected) short callouts stretched past the budget) among "
                 + "\(shortCallouts) short callouts; \(summary)"
         ).printLine()
-        let goals = name == "mainloop"
+        let goals = name == "mainloop" || name == "unmodified.epoll"
         Result(
             name: "\(prefix).recall", value: truths.isEmpty ? 0 : Double(caught) / Double(truths.count),
             unit: "share of \(truths.count) stalls", goal: goals ? "1.0" : nil

@@ -16,10 +16,13 @@ let usage = """
       pool      the Swift Concurrency pool watched: cost per job of the enqueue hook (ratio vs.
                 none), watchdog wake-ups while idle, a 100 ms starvation: caught, latency,
                 samples naming the blocker
-      recall [STALLS]
+      recall [STALLS [TARGET…]]
                 1,000 (or STALLS) injected stalls of every kind among short callouts, hogs on
                 every core, recorder on, as root and as nobody: recall, split, invented, lost
-                records, duration error, for StallMonitor on MainLoop and for HeartbeatMonitor
+                records, duration error, for StallMonitor on MainLoop, for HeartbeatMonitor, and
+                for an unmodified epoll loop timed by its waits (targets: mainloop, heartbeat,
+                unmodified.epoll; all by default)
+      loop-wait what the preload library's interposed waits cost an event loop per iteration
       scan      the stack scan of a thread parked in DispatchQueue.sync and in read: cost per
                 scan and frames found, by CFI unwind against the heuristic scan
       async-chain
@@ -49,17 +52,24 @@ do {
     case "monitor": try MonitorBenchmarks.run()
     case "monitor-under-load":  // [LABEL]: part 4 of `monitor` alone (with LABEL: in this process)
         if let label = arguments.dropFirst().first { try UnderLoad.run(label: label) } else { try UnderLoad.runBoth() }
-    case "recall":  // [STALLS]: injected stalls per monitor and privilege (1,000)
-        guard let stalls = arguments.count > 1 ? Int(arguments[1]) : 1000, stalls > 0 else {
-            FileHandle.standardError.write(Data("stallwatch-bench recall [STALLS] (STALLS > 0)\n".utf8))
+    case "recall":  // [STALLS [TARGET…]]: injected stalls per monitor and privilege (1,000), all targets
+        let targets = Array(arguments.dropFirst(2))
+        guard let stalls = arguments.count > 1 ? Int(arguments[1]) : 1000, stalls > 0,
+            targets.allSatisfy(Recall.targets.contains)
+        else {
+            FileHandle.standardError.write(
+                Data(
+                    "stallwatch-bench recall [STALLS [TARGET…]] (STALLS > 0; TARGET: \(Recall.targets.joined(separator: ", ")))\n"
+                        .utf8))
             exit(2)
         }
-        try Recall.runBoth(stalls: stalls)
-    case "recall-run":  // LABEL STALLS: one privilege's part of `recall`, in this process
-        guard arguments.count == 3, let stalls = Int(arguments[2]), stalls > 0 else { exit(2) }
-        try Recall.run(label: arguments[1], stalls: stalls)
+        try Recall.runBoth(stalls: stalls, targets: targets.isEmpty ? Recall.targets : targets)
+    case "recall-run":  // LABEL STALLS TARGET…: one privilege's part of `recall`, in this process
+        guard arguments.count >= 4, let stalls = Int(arguments[2]), stalls > 0 else { exit(2) }
+        try Recall.run(label: arguments[1], stalls: stalls, targets: Array(arguments.dropFirst(3)))
     case "scan": try ScanBenchmarks.run()
     case "async-chain": try AsyncChainBenchmarks.run()
+    case "loop-wait": LoopWaitBenchmarks.run()
     case "trace": try TraceBenchmarks.run()
     case "heartbeat": try HeartbeatBenchmarks.run()
     case "pool": try PoolBenchmarks.run()

@@ -24,12 +24,12 @@ private func parse<Command: ParsableCommand>(_ arguments: [String], as type: Com
     #expect(definitions[0].kind == .positional(optional: false, repeating: true, capturesRest: false))
     #expect(definitions[5].kind == .option(required: false, repeating: true))
     let record = CommandParser.definitions(of: RecordCommand.self)
-    #expect(record.map(\.name) == ["output", "budget", "mode", "no-preload", "command"])
+    #expect(record.map(\.name) == ["output", "budget", "mode", "no-preload", "no-children", "command"])
     #expect(record[0].short == "o")
     #expect(record[0].kind == .option(required: true, repeating: false))
     #expect(record[2].defaultDescription == "stalls")
-    #expect(record[3].kind == .flag)
-    #expect(record[4].kind == .positional(optional: false, repeating: true, capturesRest: true))
+    #expect(record[3].kind == .flag && record[4].kind == .flag)
+    #expect(record[5].kind == .positional(optional: false, repeating: true, capturesRest: true))
 }
 
 @Test func valuesArriveTyped() throws {
@@ -49,7 +49,11 @@ private func parse<Command: ParsableCommand>(_ arguments: [String], as type: Com
     let export = try parse(["t", "--format", "speedscope", "-o", "-"], as: ExportCommand.self)
     #expect(export.format == .speedscope)
     #expect(export.output == .standardOutput)
-    #expect(try parse(["t", "--stall", "7"], as: ShowCommand.self).stall == 7)
+    #expect(try parse(["t", "--stall", "7"], as: ShowCommand.self).stall?.description == "7")
+    let qualified = try parse(["t", "--stall", "4242:7"], as: ShowCommand.self).stall
+    #expect(qualified?.pid == 4242 && qualified?.id == 7)
+    #expect(StallReference(argument: "4242:") == nil && StallReference(argument: "1:2:3") == nil)
+    #expect(try parse(["-o", "t", "--no-children", "app"], as: RecordCommand.self).noChildren)
     #expect(try parse(["a", "b"], as: DiffCommand.self).threshold == 10)
 }
 

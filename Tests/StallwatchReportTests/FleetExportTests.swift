@@ -17,7 +17,8 @@ import Testing
         "trace_run_time_ns", "trace_hang_ns", "trace_hang_rate_s_per_hour", "trace_hitch_ratio_ms_per_s", "type",
         "stall_id", "start_unix_nano", "start", "duration_ns", "duration_ms", "unfinished", "tier", "category",
         "reason", "share_compute", "share_io", "share_lock_wait", "share_database", "share_other", "signature",
-        "signature_frames", "stack", "stack_confidence", "site", "site_label", "sample_count", "wait", "wait_share",
+        "signature_frames", "stack", "stack_confidence", "site", "site_label", "site_mode",
+        "sample_count", "wait", "wait_share",
         "expected", "app_state",
     ]
 

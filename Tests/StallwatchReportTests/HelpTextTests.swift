@@ -35,7 +35,13 @@ private let commandHelpTexts: [String: String] = [
     environment; any app that runs MainLoop records to the trace. A program without
     MainLoop is watched through DispatchQueue.main (dispatchMain() or RunLoop.main)
     by the preload library libStallwatchPreload.so, found next to stallwatch or
-    named by STALLWATCH_PRELOAD, which record adds to LD_PRELOAD. Exits with the
+    named by STALLWATCH_PRELOAD, which record adds to LD_PRELOAD. The processes the
+    command starts inherit both, and are recorded too (--no-children: only the
+    command's own process): the command's process writes the trace, every other
+    process that records writes its own file, TRACE.d/NAME-PID.swtrace, so none
+    overwrites another's; a trace and the TRACE.d directory left by an earlier run
+    are removed first. report, show, gate, diff and export read TRACE as the whole
+    recording: TRACE and the traces in TRACE.d, each process named. Exits with the
     command's status, 128+N if signal N killed it, 127 if it was not found, 126 if
     it could not run, 2 without starting it if the trace's directory is missing or
     not writable. SIGTERM, SIGHUP, SIGINT, SIGQUIT, SIGUSR1 and SIGUSR2 sent to
@@ -45,7 +51,7 @@ private let commandHelpTexts: [String: String] = [
     SWIFT_BACKTRACE is passed on unchanged.
 
     USAGE: stallwatch record -o <trace> [--budget <ms>] [--mode <mode>]
-           [--no-preload] -- <command> ...
+           [--no-preload] [--no-children] -- <command> ...
 
     ARGUMENTS:
       <command>               The command to run, with its arguments.
@@ -57,6 +63,8 @@ private let commandHelpTexts: [String: String] = [
                               (default: stalls)
       --no-preload            Do not preload the heartbeat library (only MainLoop
                               apps record).
+      --no-children           Record only the command's own process, not the
+                              processes it starts.
       -h, --help              Show help information.
 
     """,
@@ -108,8 +116,10 @@ private let commandHelpTexts: [String: String] = [
     Without --stall, lists the trace's stalls (id, tier, duration, category, the
     share of the stall's time its representative stack stands for, site and
     signature). With --stall, shows that stall's callout, breakdown, every sample
-    and the representative stack. Lines fit the terminal (COLUMNS, else its width,
-    else 100 columns).
+    and the representative stack. A recording of a process tree (the trace and the
+    traces in TRACE.d, as record writes them) lists each process's stalls under its
+    name and pid; --stall PID:ID shows one (an id alone will do when one process has
+    it). Lines fit the terminal (COLUMNS, else its width, else 100 columns).
 
     USAGE: stallwatch show <trace> [--stall <id>] [--json] [--wide] [--verbose]
            [--rules <file>]
@@ -118,7 +128,8 @@ private let commandHelpTexts: [String: String] = [
       <trace>                 The trace file to read ('-' for standard input).
 
     OPTIONS:
-      --stall <id>            The stall's id (as listed without it).
+      --stall <id>            The stall's id (as listed without it; PID:ID in a
+                              recording of several processes).
       --json                  Print the stall (or the list) as JSON (schema:
                               docs/cli.md).
       --wide                  Do not fit lines to the terminal: show long names in

@@ -84,13 +84,14 @@ func expectExit(_ code: Int32, _ arguments: [String], sourceLocation: SourceLoca
         let hint = preloads ? preloaded : plain
         #expect(none.exitCode == 4, "\(none)")
         #expect(none.error == "warning: /bin/sh wrote no trace to \(fresh) \(hint)\n")
-        // A trace left by an earlier run is not this run's.
+        // A recording left by an earlier run is replaced: removed before the command runs.
         let stale = directory.write("stale.swtrace", Fixture.standard())
+        try FileManager.default.createDirectory(atPath: stale + ".d", withIntermediateDirectories: true)
+        let staleChild = directory.write("stale.swtrace.d/app-1.swtrace", Fixture.standard())
         let old = try runStallwatch(["record", "-o", stale, "--", "/bin/sh", "-c", "exit 0"])
         #expect(old.exitCode == 0, "\(old)")
-        #expect(
-            old.error == "warning: /bin/sh wrote no trace to \(stale); the file there is from before this run \(hint)\n"
-        )
+        #expect(old.error == "warning: /bin/sh wrote no trace to \(stale) \(hint)\n")
+        #expect(!FileManager.default.fileExists(atPath: stale) && !FileManager.default.fileExists(atPath: staleChild))
         let written = try runStallwatch([
             "record", "-o", stale, "--", "/bin/sh", "-c", "printf x >> \"$STALLWATCH_TRACE\"",
         ])

@@ -72,6 +72,9 @@ import Testing
             "p99Ms" : 0.05
           },
           "loopUtilisation" : null,
+          "processTrees" : [
+
+          ],
           "rateByBuild" : [
             {
               "hangRateSecondsPerHour" : 180,

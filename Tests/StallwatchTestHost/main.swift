@@ -225,10 +225,41 @@ case "main-actor-async":
     }
     loop.run()
     report("returned", true)
+case "process-tree":
+    // STALLWATCH_TRACE (and, under `stallwatch record`, the preload library) set by the test:
+    // this process starts N copies of itself (`process-tree N`), which inherit it, and every
+    // one records a stall of its own while the others record theirs.
+    let children = Int(CommandLine.arguments.dropFirst(2).first ?? "0") ?? 0
+    let loop = MainLoop.main
+    var pids: [pid_t] = []
+    // By its own path, so each copy has the same name (comm) as this one.
+    let executable = (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe")) ?? ""
+    for _ in 0..<children {
+        var pid: pid_t = 0
+        let words: [String] = [executable, "process-tree", "0"]
+        let arguments: [UnsafeMutablePointer<CChar>?] = words.map { strdup($0) } + [nil]
+        let spawned = posix_spawn(&pid, executable, nil, nil, arguments, environ)
+        for argument in arguments { free(argument) }
+        if spawned == 0 { pids.append(pid) } else { print("spawn=\(spawned)") }
+    }
+    print("pid=\(getpid()) children=\(pids.count)")
+    loop.post(label: "spin") { spinForHost(milliseconds: 80) }
+    // The children run as long as the root does; it stops once they are gone and its stall ran.
+    let started = pids
+    loop.schedule(after: .milliseconds(300)) { _ in
+        for pid in started {
+            var status: Int32 = 0
+            waitpid(pid, &status, 0)
+            if status != 0 { print("child-status=\(status)") }
+        }
+        loop.stop()
+    }
+    loop.run()
+    report("returned", true)
 default:
     FileHandle.standardError.write(
         Data(
-            "usage: StallwatchTestHost main-queue|stalls|exports|hang|busy|annotate-async|perf-status|read-file|fork-exit|main-actor-async\n"
+            "usage: StallwatchTestHost main-queue|stalls|exports|hang|busy|annotate-async|perf-status|read-file|fork-exit|process-tree|main-actor-async\n"
                 .utf8)
     )
     exit(2)

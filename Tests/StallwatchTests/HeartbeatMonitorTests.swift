@@ -190,6 +190,23 @@ final class HeartbeatHarness: @unchecked Sendable {
         #expect(stall.durationNanos + 30_000_000 >= real, "stall \(stall.durationNanos) vs measured \(real)")
     }
 
+    /// Stallwatch's own work on an executor (each thread new to it is prepared for sampling, and
+    /// a cold thread's first unwind is slow) is never timed as the executor's: an executor that
+    /// runs every heartbeat at once on a thread of its own has no stall, and no stall is ever
+    /// shorter than the budget.
+    @Test func preparingAThreadNewToTheExecutorIsNotAStall() throws {
+        let harness = try HeartbeatHarness([
+            ("new-thread-each-time", { job in Thread.detachNewThread { job() } })
+        ]) { $0.preparationDelayForTesting = .milliseconds(60) }
+        #expect(eventually { harness.handles[0].heartbeatsRun >= 4 })
+        usleep(100_000)
+        harness.monitor.stop()
+        let stalls = harness.began.withLock { $0 } + harness.ended.withLock { $0 }
+        #expect(stalls.isEmpty, "\(stalls.map { ($0.durationNanos, $0.topSymbols().prefix(3)) })")
+        let budget = UInt64(harness.monitor.configuration.budget.nanoseconds)
+        #expect(harness.ended.withLock { $0 }.allSatisfy { $0.durationNanos > budget })
+    }
+
     @Test func anIdleExecutorGetsNoHeartbeatsAndNoWakeups() throws {
         let executor = TestExecutor(name: "idle-queue")
         defer { executor.stop() }

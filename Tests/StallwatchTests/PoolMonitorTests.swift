@@ -26,9 +26,10 @@ final class PoolHarness: @unchecked Sendable {
     let ended = Locked<[Stall]>([])
     let pool: HeartbeatMonitor.Executor
 
-    init(budget: Duration = .milliseconds(20)) throws {
+    init(budget: Duration = .milliseconds(20), preparationDelay: Duration = .zero) throws {
         var configuration = HeartbeatMonitor.Configuration()
         configuration.budget = budget
+        configuration.preparationDelayForTesting = preparationDelay
         monitor = HeartbeatMonitor(configuration: configuration)
         pool = monitor.watchConcurrencyPool()
         monitor.onStallEnded = { [ended] stall in ended.withLock { $0.append(stall) } }
@@ -55,6 +56,24 @@ private func starvePool(jobs: Int, milliseconds: UInt32) {
 @Suite(.serialized) struct PoolMonitorTests {
     /// The pool's width on this machine: libdispatch gives the default-QoS pool one thread a core.
     static let width = ProcessInfo.processInfo.activeProcessorCount
+
+    /// A pool thread's preparation for sampling (on the first heartbeat it runs: a cold thread's
+    /// first unwind, 7.5 ms in `swift package resolve`) is Stallwatch's work, not the program's:
+    /// no pool stall.
+    @Test(.timeLimit(.minutes(1)))
+    func preparingAPoolThreadIsNotAPoolStall() async throws {
+        let harness = try PoolHarness(preparationDelay: .milliseconds(60))
+        // Short jobs until heartbeats have run, each a chance for a thread new to the pool.
+        let ran = await harness.eventually {
+            Task.detached {}
+            return harness.pool.heartbeatsRun >= 4
+        }
+        #expect(ran, "\(harness.pool.heartbeatsRun) heartbeats ran")
+        try await Task.sleep(for: .milliseconds(100))
+        harness.monitor.stop()
+        let stalls = harness.ended.withLock { $0 }
+        #expect(stalls.isEmpty, "\(stalls.map { ($0.durationNanos, $0.topSymbols().prefix(3)) })")
+    }
 
     @Test(
         .timeLimit(.minutes(1)),
@@ -291,5 +310,69 @@ struct Waiter {
         // the session's ~3 s, not the 0 s of a trace timed by its stalls alone.
         let run = try #require(trace["runTimeSeconds"] as? Double)
         #expect(run >= 1.0, "run time \(run) s")
+    }
+
+    /// In a SwiftPM package sourcekit-lsp starts `swift-build` to prepare it, and the child
+    /// inherits the recording: each process writes a whole trace of its own (none truncated by
+    /// another: the pid in each header is the one its file is named for) and `report` reads the
+    /// trace as the recording of all of them, each named.
+    @Test(
+        .enabled(if: sourceKitLSP != nil, "sourcekit-lsp is not on the PATH: no toolchain language server to record"),
+        .enabled(if: python != nil, "python3 drives the LSP session (scripts/lsp-session.py) and is not installed"),
+        .disabled(
+            if: Sanitizer.address || Sanitizer.thread,
+            "a sanitizer runtime must be the first library loaded; LD_PRELOAD puts ours before it"),
+        .timeLimit(.minutes(2)))
+    func sourceKitLSPAndTheBuildItStartsEachWriteTheirOwnTrace() throws {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("stallwatch-lsp-\(UUID())").path
+        let path = directory + ".swtrace"
+        defer {
+            unlink(path)
+            try? FileManager.default.removeItem(atPath: path + ".d")
+            try? FileManager.default.removeItem(atPath: directory)
+        }
+        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        try """
+        // swift-tools-version:5.9
+        import PackageDescription
+        let package = Package(
+            name: "App", targets: [.executableTarget(name: "App", path: ".", sources: ["main.swift"])])
+
+        """.write(toFile: directory + "/Package.swift", atomically: true, encoding: .utf8)
+        let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+            .deletingLastPathComponent()
+        let session = try runChild(
+            Self.python!,
+            [
+                root.appendingPathComponent("scripts/lsp-session.py").path, directory, "--", builtProduct("stallwatch"),
+                "record", "-o", path, "--", Self.sourceKitLSP!,
+            ],
+            environment: ProcessInfo.processInfo.environment.merging(["LSP_ROUNDS": "8"]) { _, new in new })
+        #expect(session.status == 0, "\(session)")
+        #expect(session.output.contains("shutdown ok"), "\(session.output)")
+        let children = try FileManager.default.contentsOfDirectory(atPath: path + ".d").sorted()
+        #expect(children.contains { $0.hasPrefix("swift-build-") }, "\(children)")
+        var pids: [Int] = []
+        for file in [path] + children.map({ path + ".d/" + $0 }) {
+            // Each file alone: whole, and its own process's.
+            let single = try runProduct("stallwatch", ["report", file, "--json"])
+            #expect(single.status == 0, "\(file): \(single)")
+            let json = try #require(try JSONSerialization.jsonObject(with: Data(single.output.utf8)) as? [String: Any])
+            let trace = try #require((json["traces"] as? [[String: Any]])?.first { $0["path"] as? String == file })
+            let pid = try #require(trace["pid"] as? Int)
+            if file == path {
+                #expect(trace["process"] as? String == "sourcekit-lsp")
+            } else {
+                #expect(file.hasSuffix("-\(pid).swtrace"), "\(file): pid \(pid)")
+            }
+            pids.append(pid)
+        }
+        #expect(Set(pids).count == pids.count, "\(pids)")
+        let report = try runProduct("stallwatch", ["report", path, "--wide"])
+        #expect(report.status == 0, "\(report)")
+        #expect(
+            report.output.contains("recording \(path), \(pids.count) processes: sourcekit-lsp \(pids[0]) (root)"),
+            "\(report.output)")
+        #expect(report.output.contains("swift-build"), "\(report.output)")
     }
 }

@@ -262,4 +262,36 @@ import Testing
         for off in ["0", "off", "OFF", "false", "no"] { #expect(TraceRecorder.EnvironmentRequest.isOff(off)) }
         for on in [nil, "1", "on", "yes", ""] { #expect(!TraceRecorder.EnvironmentRequest.isOff(on)) }
     }
+
+    /// Which process of a recorded tree writes the trace itself: the claimed root; else the
+    /// child of `stallwatch record`; else (STALLWATCH_TRACE given by hand) the process itself.
+    /// Only the root records when children are off.
+    @Test func theRootOfARecordedProcessTreeWritesTheTrace() {
+        func request(_ variables: [String: String], pid: pid_t = 100, parent: pid_t = 50) -> (Bool, Bool)? {
+            TraceRecorder.EnvironmentRequest(
+                variables.merging(["STALLWATCH_TRACE": "t"]) { a, _ in a }, pid: pid, parentPID: parent
+            )
+            .map { ($0.isRoot, $0.rootUnclaimed) }
+        }
+        #expect(request([:])! == (true, true))
+        #expect(request(["STALLWATCH_ROOT_PID": "100"])! == (true, false))
+        #expect(request(["STALLWATCH_ROOT_PID": "99"])! == (false, false))
+        #expect(request(["STALLWATCH_RECORD_PID": "50"])! == (true, true))
+        #expect(request(["STALLWATCH_RECORD_PID": "50"], parent: 99)! == (false, true))
+        // A claim wins over the parent: a process re-parented to record is not the root.
+        #expect(request(["STALLWATCH_RECORD_PID": "50", "STALLWATCH_ROOT_PID": "99"])! == (false, false))
+        #expect(request(["STALLWATCH_ROOT_PID": "99", "STALLWATCH_CHILDREN": "0"]) == nil)
+        #expect(request(["STALLWATCH_ROOT_PID": "100", "STALLWATCH_CHILDREN": "0"])! == (true, false))
+        #expect(request(["STALLWATCH_ROOT_PID": "junk"])! == (true, true))
+    }
+
+    @Test func aChildProcessFileIsNamedForItsProgramAndPid() {
+        #expect(ProcessTreeFiles.childFileName(program: "swift-build", pid: 42) == "swift-build-42.swtrace")
+        #expect(
+            ProcessTreeFiles.childFileName(program: "swift-build", pid: 42, attempt: 1) == "swift-build-42-2.swtrace")
+        #expect(ProcessTreeFiles.childFileName(program: "../a b/é", pid: 7) == "_._a_b___-7.swtrace")
+        #expect(ProcessTreeFiles.childFileName(program: "", pid: 7) == "process-7.swtrace")
+        #expect(ProcessTreeFiles.childFileName(program: String(repeating: "x", count: 99), pid: 1).count == 48 + 10)
+        #expect(ProcessTreeFiles.childDirectory(of: "/a/t.swtrace") == "/a/t.swtrace.d")
+    }
 }

@@ -75,3 +75,4 @@ int sw_set_thread_affinity(const cpu_set_t *set);
 #include "sw_cachestat.h"
 #include "sw_tick_slot.h"
 #include "sw_pool_hook.h"
+#include "sw_loop_slot.h"

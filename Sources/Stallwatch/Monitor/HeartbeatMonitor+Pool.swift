@@ -17,7 +17,9 @@ extension HeartbeatMonitor {
     public func watchConcurrencyPool(label: String = HeartbeatMonitor.poolLabel) -> Executor {
         let hooked = sw_pool_hook_install() == 0
         core.record { $0.poolEnqueueHook = hooked }
-        let executor = Executor(label: label, schedule: { beat in Task.detached { beat() } }, pool: true)
+        let executor = Executor(
+            label: label, schedule: { beat in Task.detached { beat() } }, pool: true,
+            preparationDelayForTesting: configuration.preparationDelayForTesting)
         let enqueued = sw_pool_enqueued()
         executor.pool?.withLock {
             $0.hooked = hooked
@@ -144,6 +146,8 @@ extension HeartbeatMonitor {
         }
         if pending != 0 {
             guard now &- pending > budget else { return }
+            // Begun before the deadline, it is no stall (its end, `ranAt`, is not yet visible).
+            guard executor.runs.load(ordering: .acquiring) == watch.sentRuns else { return }
             let threads = PoolThreads.threads(named: executor.pool?.withLock { $0.name } ?? PoolThreads.defaultName)
             guard !threads.isEmpty else { return }
             pool.sampled = samplers(for: threads, pool: &pool, executor: executor)
@@ -164,7 +168,10 @@ extension HeartbeatMonitor {
             if !pool.learned { learnIdleWaits(&pool, executor: executor) }
             return
         }
+        // Stallwatch's own work on a pool thread: no heartbeat waits behind it.
+        guard executor.isFreeOfOwnWork else { return }
         pool.learned = false
+        watch.sentRuns = executor.runs.load(ordering: .relaxed)
         _ = executor.sent()
         executor.pending.store(now, ordering: .releasing)
         core.record { $0.heartbeatsSent += 1 }

@@ -31,10 +31,14 @@ extension HeartbeatMonitor {
         var sentDue: UInt64 = 0
         /// Its sequence on the executor's clock.
         var sentSequence: UInt64 = 0
+        /// The executor's heartbeats run when it was sent: one more, and it has begun to run.
+        var sentRuns: UInt64 = 0
         var probing: IdleProbe.Signature?
         /// The last heartbeat ran within the budget: the next wait seen is the idle wait the
         /// executor went back to.
         var ranPromptly = false
+        /// An event loop found by its waits: its detector (no heartbeats).
+        var loop: LoopWatch?
     }
 
     /// The watchdog thread's loop. Every check interval, for each executor: no heartbeat in
@@ -57,13 +61,23 @@ extension HeartbeatMonitor {
             // A watchdog that overslept by far was stopped (SIGSTOP, a debugger).
             suspended = now > expected && now - expected > threshold
             core.record { $0.watchdogWakeups += 1 }
+            if watchesEventLoops.load(ordering: .relaxed) { addEventLoops() }
             let all = executors.withLock { $0 }
-            for executor in all.dropFirst(watches.count) { watches.append(Watch(executor: executor)) }
+            for executor in all.dropFirst(watches.count) {
+                var watch = Watch(executor: executor)
+                if let slot = executor.loop { watch.loop = LoopWatch(slot: slot, configuration: configuration.common) }
+                watches.append(watch)
+            }
             guard isRunning else { break }
             // Only a quiet pool (or none) needs no look before its next job: then the watchdog parks.
             var wakeAt = UInt64.max
             var forDeadline = false
             for index in watches.indices {
+                if watches[index].loop != nil {
+                    stepLoop(&watches[index], now: now, suspended: suspended, nextID: &nextID)
+                    wakeAt = min(wakeAt, watches[index].loop?.detector.wakeAt ?? now &+ check)
+                    continue
+                }
                 if watches[index].executor.pool != nil {
                     stepPool(&watches[index], now: now, budget: budget, suspended: suspended, nextID: &nextID)
                     if watches[index].pool?.quiet != true { wakeAt = min(wakeAt, now &+ check) }
@@ -102,6 +116,10 @@ extension HeartbeatMonitor {
                 sleepForTesting(configuration.watchdogLatenessForTesting)
                 expected = sw_monotonic_ns()  // not a stop of the process
             }
+        }
+        // A loop's stall that ended since the last look ends exactly, not unfinished.
+        for index in watches.indices where watches[index].loop != nil && watches[index].stall != nil {
+            stepLoop(&watches[index], now: sw_monotonic_ns(), suspended: false, nextID: &nextID)
         }
         for index in watches.indices where watches[index].stall != nil {
             var stall = watches[index].stall!
@@ -192,6 +210,8 @@ extension HeartbeatMonitor {
         }
         if pending != 0 {
             guard now &- pending > budget else { return }
+            // Begun before the deadline, it is no stall (its end, `ranAt`, is not yet visible).
+            guard executor.runs.load(ordering: .acquiring) == watch.sentRuns else { return }
             let sequence = watch.sentSequence
             watch.sentDue = 0
             watch.probing = nil
@@ -217,6 +237,8 @@ extension HeartbeatMonitor {
             watch.stall = stall
             return
         }
+        // Stallwatch's own work on the executor: no heartbeat waits behind it.
+        guard executor.isFreeOfOwnWork else { return }
         // No heartbeat in flight: send one unless the thread is parked in its idle wait.
         if let probe = watch.probe {
             // Only the first look after a heartbeat ran can learn from it.
@@ -240,6 +262,7 @@ extension HeartbeatMonitor {
             return
         }
         watch.sentDue = now
+        watch.sentRuns = executor.runs.load(ordering: .relaxed)
         watch.sentSequence = executor.sent()
         executor.pending.store(now, ordering: .releasing)
         core.record { $0.heartbeatsSent += 1 }
@@ -319,7 +342,18 @@ extension HeartbeatMonitor {
     func identity(of executor: HeartbeatMonitor.Executor) -> CalloutIdentity {
         CalloutIdentity(
             kind: .post, label: executor.label, file: HeartbeatMonitor.calloutFile, line: 0,
-            mode: HeartbeatMonitor.calloutMode, phase: .beforeSources)
+            mode: executor.loop.map { Self.loopMode(kind: $0.pointee.kind) } ?? HeartbeatMonitor.calloutMode,
+            phase: .beforeSources)
+    }
+
+    /// The `mode` of a stall of an event loop found by its waits: how it waits (`epoll`,
+    /// `poll`, `select`), so the trace says how the loop was timed.
+    static func loopMode(kind: Int32) -> String {
+        switch kind {
+        case Int32(SW_LOOP_EPOLL.rawValue): "epoll"
+        case Int32(SW_LOOP_POLL.rawValue): "poll"
+        default: "select"
+        }
     }
 
     private func unservicedMessage(_ executor: HeartbeatMonitor.Executor, after nanos: UInt64) -> String {

@@ -48,6 +48,10 @@ public final class HeartbeatMonitor: @unchecked Sendable {
             set { common[keyPath: field] = newValue }
         }
 
+        /// Tests: added to the preparation of every thread new to an executor (Stallwatch's own
+        /// work there, which must never be timed as the executor's).
+        var preparationDelayForTesting: Duration = .zero
+
         var effectiveCheckInterval: UInt64 { (checkInterval ?? common.tiers.budget / 2).nanoseconds }
     }
 
@@ -133,10 +137,18 @@ public final class HeartbeatMonitor: @unchecked Sendable {
         /// the name they have in /proc (`watchConcurrencyPool`); nil for a serial executor.
         let pool: Locked<PoolThreads>?
 
-        init(label: String, schedule: @escaping Schedule, pool: Bool = false) {
+        /// The slot of an event loop found by its waits (`watchEventLoops`); nil otherwise.
+        let loop: UnsafeMutablePointer<sw_loop_slot>?
+
+        init(
+            label: String, schedule: @escaping Schedule, pool: Bool = false, preparationDelayForTesting: Duration,
+            loop: UnsafeMutablePointer<sw_loop_slot>? = nil
+        ) {
             self.label = label
             self.schedule = schedule
             self.pool = pool ? Locked(PoolThreads()) : nil
+            self.preparationDelayForTesting = preparationDelayForTesting
+            self.loop = loop
         }
 
         deinit { clock.deallocate() }
@@ -162,36 +174,61 @@ public final class HeartbeatMonitor: @unchecked Sendable {
         /// Heartbeats of this executor that have run (each one a wake-up or one closure more).
         public var heartbeatsRun: UInt64 { runs.load(ordering: .relaxed) }
 
-        /// Runs on the executor: notes the thread and the time. A new thread (libdispatch
-        /// moves the main queue between workers) is prepared for sampling once.
+        /// Stallwatch's own work on the executor in progress (a thread new to it being prepared
+        /// for sampling, the trace being opened after the first heartbeat): the watchdog sends
+        /// no heartbeat meanwhile, so that work is never timed as the executor's.
+        let ownWork = Atomic<Int>(0)
+
+        /// Tests: how long preparing a thread new to the executor takes on top of the real
+        /// preparation (whose first unwind on a cold thread took 7.5 ms in a real program).
+        let preparationDelayForTesting: Duration
+
+        /// Runs on the executor: notes the thread and the time, and only then does Stallwatch's
+        /// own work there: a new thread (libdispatch moves the main queue between workers, the
+        /// pool has many) is prepared for sampling once; the first heartbeat's hook runs. The
+        /// heartbeat is marked run first, so its time ends when the executor ran it, and that
+        /// work is bracketed by `ownWork`, so no heartbeat waits behind it.
         func beat() {
             // A heartbeat that runs after `stop()` does nothing: the program may have taken the
             // sampling signal over since (the preload library yields to its own Stallwatch).
             guard active.load(ordering: .acquiring) else { return }
             let now = sw_monotonic_ns()
             let thread = sw_gettid()
-            if let pool {
-                // Pool threads take turns: each is prepared once, the first time one runs here.
-                if pool.withLock({ $0.prepared.insert(thread).inserted }) {
-                    Sampler.prepareCurrentThread()
-                    let name = PoolThreads.currentName()
-                    pool.withLock { $0.name = name }
-                }
-            } else if tid.load(ordering: .relaxed) != thread {
-                Sampler.prepareCurrentThread()
-                let current = AnnotationScopes.current ?? Self.bindScopes()
-                scopes.withLock { $0 = current }
-                tid.store(thread, ordering: .releasing)
-            }
+            // Pool threads take turns: each is prepared once, the first time one runs here.
+            let newThread =
+                pool.map { $0.withLock { $0.prepared.insert(thread).inserted } }
+                ?? (tid.load(ordering: .relaxed) != thread)
             ranAt.store(now, ordering: .relaxed)
             let sequence = sw_clock_sequence(clock)
             if sequence & 1 == 1 { sw_clock_set_sequence(clock, sequence &+ 1) }
             let run = runs.add(1, ordering: .relaxed).newValue
-            let first = run == 1
+            let hook = run == 1 ? firstBeat.withLock({ $0 }) : nil
+            let own = newThread || hook != nil
+            // Published with the heartbeat's end (`pending`, released): a watchdog that sees the
+            // heartbeat ran sees the work after it too.
+            if own { ownWork.add(1, ordering: .relaxed) }
             sw_tick_arm(ticks, run)
             pending.store(0, ordering: .releasing)
-            if first, let hook = firstBeat.withLock({ $0 }) { hook() }
+            guard own else { return }
+            defer { ownWork.subtract(1, ordering: .releasing) }
+            if newThread {
+                Sampler.prepareCurrentThread()
+                if preparationDelayForTesting > .zero { sleepForTesting(preparationDelayForTesting) }
+                if let pool {
+                    let name = PoolThreads.currentName()
+                    pool.withLock { $0.name = name }
+                } else {
+                    let current = AnnotationScopes.current ?? Self.bindScopes()
+                    scopes.withLock { $0 = current }
+                    tid.store(thread, ordering: .releasing)
+                }
+            }
+            hook?()
         }
+
+        /// Whether the watchdog may send a heartbeat: none of Stallwatch's own work runs on the
+        /// executor. Watchdog thread.
+        var isFreeOfOwnWork: Bool { ownWork.load(ordering: .acquiring) == 0 }
 
         /// Gives a thread without a `MainLoop` annotation scopes, so `annotate` works there
         /// (kept for the process's life: a thread-specific value cannot be freed safely). Kept
@@ -222,6 +259,11 @@ public final class HeartbeatMonitor: @unchecked Sendable {
     public let configuration: Configuration
 
     let executors = Locked<[Executor]>([])
+    /// Whether the event loops the preload library finds by their waits are watched.
+    let watchesEventLoops = Atomic<Bool>(false)
+    /// Called on the watchdog thread when the first event loop is found (the preload library
+    /// opens its trace then, as at an executor's first heartbeat).
+    let firstLoop = Locked<(@Sendable () -> Void)?>(nil)
     /// The callbacks, statistics, delivery and watchdog thread, as `StallMonitor`'s.
     let core: MonitorCore<Statistics>
     private let warning = Locked<(@Sendable (String) -> Void)?>(nil)
@@ -240,7 +282,10 @@ public final class HeartbeatMonitor: @unchecked Sendable {
     /// ("main-queue", "loop-0"…). Before or after `start()`; any thread.
     @discardableResult
     public func watch(label: String, schedule: @escaping Schedule) -> Executor {
-        add(Executor(label: label, schedule: schedule))
+        add(
+            Executor(
+                label: label, schedule: schedule,
+                preparationDelayForTesting: configuration.preparationDelayForTesting))
     }
 
     func add(_ executor: Executor) -> Executor {

@@ -15,14 +15,18 @@ extension HeartbeatRecorder {
     private static let preloadedProcess = Atomic<pid_t>(0)
 
     /// For the preload library's constructor (`stallwatch record` sets `LD_PRELOAD`): when
-    /// `STALLWATCH_TRACE` asks for a trace, watches `DispatchQueue.main` and the Swift
-    /// Concurrency pool (`STALLWATCH_POOL=0`: not the pool) with a heartbeat monitor and records
+    /// `STALLWATCH_TRACE` asks for a trace (this process's own file of the recording:
+    /// `ProcessTree`), watches `DispatchQueue.main` and the Swift Concurrency pool
+    /// (`STALLWATCH_POOL=0`: not the pool) with a heartbeat monitor, and every event loop found by
+    /// its waits (`STALLWATCH_LOOPS=0`: none; `watchEventLoops`), records
     /// their stalls there, and stops (flushing the file) at exit.
     /// `STALLWATCH_BUDGET_MS` sets the budget; `STALLWATCH_UNSERVICED_MS` how long the main
     /// queue may go without running its first heartbeat before the one warning. Never fails
     /// the program: problems go to stderr. Any thread, before `main` included.
     package static func startPreloaded(environment: [String: String] = ProcessInfo.processInfo.environment) {
         guard let request = TraceRecorder.EnvironmentRequest(environment) else { return }
+        // Before `main`: the processes the program starts must know they are not the root.
+        ProcessTree.claim(request)
         PreloadYield.isPreloadInstance.store(true, ordering: .relaxed)
         for warning in request.warnings { report(warning) }
         var configuration = HeartbeatMonitor.Configuration()
@@ -44,7 +48,7 @@ extension HeartbeatRecorder {
                 preloaded.withLock { slot in
                     guard slot.monitor === monitor, slot.recorder == nil else { return }
                     do {
-                        let recorder = try HeartbeatRecorder(path: request.path, monitor: monitor)
+                        let recorder = try HeartbeatRecorder(path: ProcessTree.file(for: request), monitor: monitor)
                         try recorder.start()
                         slot.recorder = recorder
                     } catch {
@@ -54,6 +58,12 @@ extension HeartbeatRecorder {
             }
         }
         for executor in executors { executor.firstBeat.withLock { $0 = open } }
+        // Every event-loop thread found by its waits (the preload library interposes them),
+        // unless STALLWATCH_LOOPS=0 (off, false, no); the trace opens with the first loop too.
+        if !TraceRecorder.EnvironmentRequest.isOff(environment["STALLWATCH_LOOPS"]) {
+            monitor.firstLoop.withLock { $0 = open }
+            monitor.watchEventLoops()
+        }
         do {
             preloaded.withLock { $0.monitor = monitor }
             try monitor.start()

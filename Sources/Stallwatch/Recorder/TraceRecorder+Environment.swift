@@ -7,9 +7,18 @@ extension TraceRecorder {
     /// `STALLWATCH_BUDGET_MS` (a positive number of milliseconds),
     /// `STALLWATCH_MODE=stalls|full`, `STALLWATCH_FLIGHT_MS` (the flight recorder's window, 0
     /// for none) and, for the preload library, `STALLWATCH_UNSERVICED_MS` tune it. Bad values
-    /// are reported on stderr once and the defaults used. The one reader of these variables.
+    /// are reported on stderr once and the defaults used. Which process of a recorded tree this
+    /// one is (`STALLWATCH_ROOT_PID`, `STALLWATCH_RECORD_PID`, `STALLWATCH_CHILDREN`: see
+    /// `TraceRecorder+ProcessTree.swift`) decides the file it writes. The one reader of these
+    /// variables.
     struct EnvironmentRequest: Equatable {
+        /// The recording's trace, `STALLWATCH_TRACE`: the root process's file.
         var path: String
+        /// Whether this process is the recording's root (it writes `path`; any other writes a
+        /// file of its own under `path + ".d"`).
+        var isRoot: Bool
+        /// Whether the root has yet to claim the recording (`STALLWATCH_ROOT_PID` is unset).
+        var rootUnclaimed: Bool
         var budget: Duration?
         var mode: TraceMode
         var flightWindow: Duration?
@@ -28,9 +37,16 @@ extension TraceRecorder {
         /// past 9.2e12 ms it would not fit the nanosecond clock at all).
         static let longestMilliseconds = 86_400_000.0
 
-        init?(_ environment: [String: String]) {
+        /// nil when `STALLWATCH_TRACE` is unset or empty, and in a child process of a recording
+        /// whose children are not recorded (`STALLWATCH_CHILDREN=0`). `pid` and `parentPID` are
+        /// this process's.
+        init?(_ environment: [String: String], pid: pid_t = getpid(), parentPID: pid_t = getppid()) {
             guard let path = environment["STALLWATCH_TRACE"], !path.isEmpty else { return nil }
+            let root = ProcessTree.role(environment, pid: pid, parentPID: parentPID)
+            if !root.isRoot && Self.isOff(environment["STALLWATCH_CHILDREN"]) { return nil }
             self.path = path
+            isRoot = root.isRoot
+            rootUnclaimed = root.unclaimed
             var warnings: [String] = []
             func milliseconds(_ name: String, zeroAllowed: Bool, usual: Duration) -> Duration? {
                 guard let text = environment[name] else { return nil }
@@ -85,10 +101,12 @@ extension TraceRecorder {
     }
 
     /// Called once, on the main thread, when `MainLoop.main` first runs: starts recording if
-    /// `STALLWATCH_TRACE` is set, and stops (flushing the file) at exit. Never fails the app:
+    /// `STALLWATCH_TRACE` is set (into this process's own file of the recording: `ProcessTree`), and stops (flushing the file) at exit. Never fails the app:
     /// problems are reported on stderr and the app runs unrecorded.
     static func startFromEnvironment(loop: MainLoop) {
         guard let request = EnvironmentRequest(ProcessInfo.processInfo.environment) else { return }
+        // An app given STALLWATCH_TRACE by hand (no preload library claimed it) claims it here.
+        ProcessTree.claim(request)
         // `stallwatch record` also preloaded the heartbeat recorder for programs without
         // MainLoop; this one times callouts exactly, so the preloaded one stops first.
         PreloadYield.yield()
@@ -104,16 +122,17 @@ extension TraceRecorder {
         if let budget = request.budget { configuration.budget = budget }
         let flightWindow = request.flightWindow ?? defaultFlightWindow
         do {
+            let path = try ProcessTree.file(for: request)
             let recorder: TraceRecorder
             if let own {
                 // The app runs its own monitor (a second would trap): record that one, with the
                 // app's budget.
                 Messages.say("STALLWATCH_TRACE=\(request.path) records the app's own StallMonitor")
                 recorder = try TraceRecorder(
-                    path: request.path, mode: request.mode, recording: own, flightWindow: flightWindow)
+                    path: path, mode: request.mode, recording: own, flightWindow: flightWindow)
             } else {
                 recorder = try TraceRecorder(
-                    path: request.path, loop: loop, mode: request.mode, configuration: configuration,
+                    path: path, loop: loop, mode: request.mode, configuration: configuration,
                     flightWindow: flightWindow)
             }
             try recorder.start()

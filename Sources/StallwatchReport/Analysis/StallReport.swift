@@ -348,7 +348,12 @@ package struct StallReport: Sendable, Hashable, Codable {
         try container.encode(expected, forKey: .expected)
         try container.encode(groups, forKey: .groups)
         try container.encode(stopped, forKey: .stopped)
+        // Derived from `traces`, so written but not read back.
+        var trees = encoder.container(keyedBy: TreeKey.self)
+        try trees.encode(processTrees, forKey: .processTrees)
     }
+
+    private enum TreeKey: String, CodingKey { case processTrees }
 
     private func encodeOrNull<Value: Encodable>(
         _ value: Value?, _ key: CodingKeys, _ container: inout KeyedEncodingContainer<CodingKeys>

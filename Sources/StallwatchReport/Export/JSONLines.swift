@@ -91,6 +91,7 @@ package enum JSONLinesExporter {
         fields.raw("stack_confidence", format(analyzed.representative?.confidence ?? 0, 4))
         fields.add("site", analyzed.site)
         fields.add("site_label", stall.callout.label)
+        fields.add("site_mode", stall.callout.mode)
         fields.add("sample_count", UInt64(stall.samples.count))
         let wait = WaitSummary.top([stall], limit: 1).first
         fields.add("wait", wait?.text)

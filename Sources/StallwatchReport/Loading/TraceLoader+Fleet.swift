@@ -10,14 +10,16 @@ import StallwatchCore
 
 extension TraceLoader {
     /// The file name ending that marks a trace inside a directory.
-    package static let traceExtension = ".swtrace"
+    package static let traceExtension = ProcessTreeFiles.traceExtension
 
     /// A trace this large or larger is decoded in chunks on several workers.
     static let chunkedDecodeThreshold = 4 << 20
 
     /// The inputs with every directory replaced by the `*.swtrace` files under it (recursively,
     /// sorted by path; hidden entries skipped). Files are kept as given, in order, whatever
-    /// their name; paths that name nothing are kept too, so loading reports them. A file found
+    /// their name; paths that name nothing are kept too, so loading reports them. A file `T`
+    /// is the recording of a process tree: `T` followed by the traces in `T.d`
+    /// (`ProcessTreeFiles`; `T` left out when it is missing and `T.d` holds some). A file found
     /// in a directory is left out when it was already given or found.
     package static func expand(_ inputs: [String]) -> [String] {
         var result: [String] = []
@@ -29,8 +31,16 @@ extension TraceLoader {
                 walk(input, into: &found)
                 for path in found.sorted() where seen.insert(path).inserted { result.append(path) }
             } else {
-                seen.insert(input)
-                result.append(input)
+                // A recording of a process tree: `T` and the traces its other processes wrote
+                // in `T.d`; `T` alone when only the processes under it wrote one.
+                var found: [String] = []
+                let children = ProcessTreeFiles.childDirectory(of: input)
+                if stat(children, &info) == 0 && (info.st_mode & S_IFMT) == S_IFDIR { walk(children, into: &found) }
+                if found.isEmpty || access(input, F_OK) == 0 {
+                    seen.insert(input)
+                    result.append(input)
+                }
+                for path in found.sorted() where seen.insert(path).inserted { result.append(path) }
             }
         }
         return result

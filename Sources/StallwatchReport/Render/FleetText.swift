@@ -15,6 +15,12 @@ enum FleetText {
         let named = processes.sorted { ($1.value, $0.key) < ($0.value, $1.key) }.map { "\($0.key) \($0.value)" }
         let processWord = fleet.processes == 1 ? "process" : "processes"
         lines.append(fit("  \(fleet.processes) \(processWord):", named, width: width))
+        // A recording of a process tree: each process by name and pid, the root first.
+        for tree in report.processTrees {
+            let members = tree.processes.map { "\($0.process) \($0.pid)" + ($0.root ? " (root)" : "") }
+            let noun = members.count == 1 ? "process" : "processes"
+            lines.append(fit("  recording \(tree.trace), \(members.count) \(noun):", members, width: width))
+        }
         lines.append(
             "  \(plural(fleet.hosts, "host")), \(plural(fleet.builds, "build")), "
                 + "\(plural(fleet.appVersions, "app version")), \(megabytes(fleet.bytes)) read")

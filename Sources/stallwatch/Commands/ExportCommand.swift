@@ -73,11 +73,15 @@ struct ExportCommand: ParsableCommand {
         let builder = ReportBuilder(classifier: try RulesOption.classifier(rules, context: context))
         if format.takesMany { return try exportMany(in: context, builder: builder) }
         let all = try TraceInputs.load([trace], context: context).traces
-        guard all.count == 1 else {
-            throw UsageError("\(format.rawValue) exports one trace; \(trace) holds \(all.count)")
+        // folded and speedscope add up the stalls of every process of a recording; chrome draws
+        // one process's clock.
+        guard all.count == 1 || format != .chrome else {
+            throw UsageError(
+                "chrome exports one trace; \(trace) holds \(all.count) (export each: "
+                    + all.map(\.path).joined(separator: ", ") + ")")
         }
         let loaded = all[0]
-        let stalls = builder.analyze([loaded])[0]
+        let stalls = builder.analyze(all).flatMap { $0 }
         var out = try ChunkedOutput(output, context: context)
         switch format {
         case .chrome:
@@ -86,8 +90,8 @@ struct ExportCommand: ParsableCommand {
                 loaded, stalls: stalls,
                 records: loaded.trace.calloutCount > 0 ? try bytes(of: loaded, context: context) : nil,
                 to: &out)
-        case .folded: out.write(FoldedStacksExporter.export(stalls, traces: [loaded]))
-        case .speedscope: SpeedscopeExporter.write(stalls, name: loaded.path, traces: [loaded], to: &out)
+        case .folded: out.write(FoldedStacksExporter.export(stalls, traces: all))
+        case .speedscope: SpeedscopeExporter.write(stalls, name: trace, traces: all, to: &out)
         case .jsonl, .otlpJSON, .pprof: preconditionFailure("exported by exportMany")
         }
         try out.finish()

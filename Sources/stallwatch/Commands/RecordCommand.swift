@@ -1,4 +1,5 @@
 import StallwatchCore
+import StallwatchReport
 
 #if canImport(Glibc)
     import Glibc
@@ -15,7 +16,13 @@ struct RecordCommand: ParsableCommand {
             environment; any app that runs MainLoop records to the trace. A program without \
             MainLoop is watched through DispatchQueue.main (dispatchMain() or RunLoop.main) by \
             the preload library libStallwatchPreload.so, found next to stallwatch or named by \
-            STALLWATCH_PRELOAD, which record adds to LD_PRELOAD. Exits with the command's \
+            STALLWATCH_PRELOAD, which record adds to LD_PRELOAD. The processes the command \
+            starts inherit both, and are recorded too (--no-children: only the command's own \
+            process): the command's process writes the trace, every other process that records \
+            writes its own file, TRACE.d/NAME-PID.swtrace, so none overwrites another's; a trace \
+            and the TRACE.d directory left by an earlier run are removed first. report, show, \
+            gate, diff and export read TRACE as the whole recording: TRACE and the traces in \
+            TRACE.d, each process named. Exits with the command's \
             status, 128+N if signal N killed it, 127 if it was not found, 126 if it could not run, \
             2 without starting it if the trace's directory is missing or not writable. SIGTERM, \
             SIGHUP, SIGINT, SIGQUIT, SIGUSR1 and SIGUSR2 sent to record are passed on to the \
@@ -42,6 +49,10 @@ struct RecordCommand: ParsableCommand {
     @Flag(help: "Do not preload the heartbeat library (only MainLoop apps record).")
     var noPreload = false
 
+    /// Whether the processes the command starts record too.
+    @Flag(help: "Record only the command's own process, not the processes it starts.")
+    var noChildren = false
+
     /// The command line to run.
     @Argument(parsing: .captureForPassthrough, help: "The command to run, with its arguments.")
     var command: [String]
@@ -67,6 +78,12 @@ struct RecordCommand: ParsableCommand {
         }
         var environment = context.environment
         environment["STALLWATCH_TRACE"] = output
+        // The root is the process whose parent is record, until it claims the recording
+        // (STALLWATCH_ROOT_PID) for the processes it starts; an outer recording's claim is not
+        // this one's.
+        environment["STALLWATCH_RECORD_PID"] = String(getpid())
+        environment["STALLWATCH_ROOT_PID"] = nil
+        environment["STALLWATCH_CHILDREN"] = noChildren ? "0" : nil
         environment["STALLWATCH_MODE"] = mode.name
         if let budget { environment["STALLWATCH_BUDGET_MS"] = budget.plainMilliseconds }
         let preload = noPreload ? nil : PreloadLibrary.locate(environment: context.environment)
@@ -85,21 +102,36 @@ struct RecordCommand: ParsableCommand {
         if messagesFD >= 0 { close(messagesFD) }
         defer { if let messages { unlink(messages) } }
         if let messages { environment["STALLWATCH_MESSAGES"] = messages }
-        let before = FileStamp(path: output)
+        // This run's recording replaces the last one, whose processes' files would not all be
+        // rewritten.
+        Self.removeRecording(output)
         let status = try ChildProcess.run(command, environment: environment)
         if let messages, let said = try? RegularFile.read(messages), !said.isEmpty {
             context.standardError.write(String(decoding: said, as: UTF8.self))
         }
-        // A file left by an earlier run is not this run's trace.
-        let after = FileStamp(path: output)
-        if after == nil || after == before {
-            let stale = after == nil ? "" : "; the file there is from before this run"
+        if TraceLoader.expand([output]).allSatisfy({ access($0, F_OK) != 0 }) {
             let hint =
                 preload == nil
                 ? "(does it run MainLoop.main with Stallwatch linked in? \(PreloadLibrary.fileName) was not used)"
                 : "(does it run MainLoop.main, dispatchMain() or RunLoop.main?)"
-            context.printError("warning: \(command[0]) wrote no trace to \(output)\(stale) \(hint)")
+            context.printError("warning: \(command[0]) wrote no trace to \(output) \(hint)")
         }
         return status
+    }
+
+    /// Removes the recording at `trace`: the file, and the traces in its `.d` directory and
+    /// the directory if that leaves it empty (anything else in it stays).
+    static func removeRecording(_ trace: String) {
+        unlink(trace)
+        let directory = ProcessTreeFiles.childDirectory(of: trace)
+        guard let handle = opendir(directory) else { return }
+        while let entry = readdir(handle) {
+            let name = withUnsafeBytes(of: entry.pointee.d_name) { raw in
+                String(decoding: raw.prefix { $0 != 0 }, as: UTF8.self)
+            }
+            if name.hasSuffix(ProcessTreeFiles.traceExtension) { unlink(directory + "/" + name) }
+        }
+        closedir(handle)
+        rmdir(directory)
     }
 }

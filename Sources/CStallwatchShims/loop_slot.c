@@ -1,0 +1,192 @@
+// Event-loop threads found by their waits. See sw_loop_slot.h.
+#include "sw_loop_slot.h"
+
+#include "CStallwatchShims.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+#include <sys/prctl.h>
+
+static sw_loop_slot g_slots[SW_LOOP_SLOTS];
+static uint32_t g_slot_count;
+
+/// The calling thread's state: its slot once it is a loop, else the set of its last blocking
+/// wait and how many blocking waits in a row used it.
+typedef struct sw_loop_thread {
+    sw_loop_slot *slot;
+    int kind;
+    int fd;
+    uint64_t set;
+    uint32_t repeats;
+    uint32_t full;      // the table was full when this thread became a loop: it is not watched
+    uint32_t prepared;  // the thread hook ran on this thread
+} sw_loop_thread;
+
+static __thread sw_loop_thread t_loop __attribute__((tls_model("initial-exec")));
+static sw_loop_thread_hook g_thread_hook;
+
+void sw_loop_set_thread_hook(sw_loop_thread_hook hook) { __atomic_store_n(&g_thread_hook, hook, __ATOMIC_RELEASE); }
+
+/// The hook, once per loop thread, as it goes idle (its cost lands in the loop's idle time).
+static inline void sw_loop_prepare_thread(void) {
+    if (__builtin_expect(t_loop.prepared, 1)) return;
+    const sw_loop_thread_hook hook = __atomic_load_n(&g_thread_hook, __ATOMIC_ACQUIRE);
+    if (hook == NULL) return;
+    t_loop.prepared = 1;
+    hook();
+}
+
+
+/// Whether a wait is on the loop's set: the same epoll descriptor; for poll and select, the same
+/// array (GLib reuses its poll array) or the same first descriptor (an array that grew moved).
+static inline int sw_same_set(int kind, uint64_t set, int fd, int loop_kind, uint64_t loop_set, int loop_fd) {
+    if (kind != loop_kind) return 0;
+    if (kind == SW_LOOP_EPOLL) return fd == loop_fd;
+    return set == loop_set || (fd >= 0 && fd == loop_fd);
+}
+
+static void sw_loop_register(int kind, uint64_t set, int fd) {
+    const uint32_t index = __atomic_fetch_add(&g_slot_count, 1, __ATOMIC_RELAXED);
+    if (index >= SW_LOOP_SLOTS) {
+        __atomic_store_n(&g_slot_count, SW_LOOP_SLOTS, __ATOMIC_RELAXED);
+        t_loop.full = 1;
+        return;
+    }
+    sw_loop_slot *slot = &g_slots[index];
+    slot->tid = sw_gettid();
+    slot->kind = kind;
+    slot->fd = fd;
+    slot->set = set;
+    char name[SW_LOOP_NAME + 1] = {0};
+    if (prctl(PR_GET_NAME, name, 0, 0, 0) == 0) memcpy(slot->name, name, SW_LOOP_NAME - 1);
+    // Waiting (even) until the wait being entered returns.
+    __atomic_store_n(&slot->sequence, 0, __ATOMIC_RELAXED);
+    __atomic_store_n(&slot->ready, 1, __ATOMIC_RELEASE);
+    t_loop.slot = slot;
+}
+
+void sw_loop_wait_begin(int kind, uint64_t set, int fd, int blocking) {
+    sw_loop_slot *slot = t_loop.slot;
+    if (slot != NULL) {
+        const uint64_t sequence = __atomic_load_n(&slot->sequence, __ATOMIC_RELAXED);
+        if (sw_same_set(kind, set, fd, slot->kind, slot->set, slot->fd)) {
+            if ((sequence & 1) == 0) return;  // not in an iteration (a wait interrupted and retried)
+            const uint64_t end = sw_cycles();
+            const uint64_t start = __atomic_load_n(&slot->start, __ATOMIC_RELAXED);
+            const uint64_t budget = __atomic_load_n(&slot->budget, __ATOMIC_RELAXED);
+            if (budget != 0 && end - start > budget) {
+                const uint64_t head = __atomic_load_n(&slot->overrun_head, __ATOMIC_RELAXED);
+                sw_loop_overrun *entry = &slot->overruns[head % SW_LOOP_OVERRUNS];
+                __atomic_store_n(&entry->sequence, sequence, __ATOMIC_RELAXED);
+                __atomic_store_n(&entry->start, start, __ATOMIC_RELAXED);
+                __atomic_store_n(&entry->end, end, __ATOMIC_RELAXED);
+                __atomic_store_n(&slot->overrun_head, head + 1, __ATOMIC_RELEASE);
+            }
+            __atomic_store_n(&slot->sequence, sequence + 1, __ATOMIC_RELEASE);
+            sw_loop_prepare_thread();
+            return;
+        }
+        // Another set inside an iteration: part of it. But a loop whose descriptor was closed
+        // is over (asyncio.run() closes its epoll): a blocking wait on a new set starts anew.
+        __atomic_store_n(&slot->nested, __atomic_load_n(&slot->nested, __ATOMIC_RELAXED) + 1, __ATOMIC_RELAXED);
+        if (!blocking || sw_loop_is_open(slot)) return;
+        if (sequence & 1) __atomic_store_n(&slot->sequence, sequence + 1, __ATOMIC_RELEASE);
+        __atomic_store_n(&slot->fd, fd, __ATOMIC_RELAXED);
+        __atomic_store_n(&slot->set, set, __ATOMIC_RELAXED);
+        __atomic_store_n(&slot->kind, kind, __ATOMIC_RELAXED);
+        return;
+    }
+    if (!blocking || t_loop.full) return;
+    // An epoll descriptor is an event loop's from its first blocking wait (its first iteration
+    // is often the one that matters: asyncio runs the program's first step there); a poll or
+    // select set, from its second in a row (one poll is as often a client waiting on a socket).
+    if (kind == SW_LOOP_EPOLL || (t_loop.repeats > 0 && sw_same_set(kind, set, fd, t_loop.kind, t_loop.set, t_loop.fd))) {
+        sw_loop_register(kind, set, fd);
+        if (t_loop.slot != NULL) sw_loop_prepare_thread();
+        return;
+    }
+    t_loop.kind = kind;
+    t_loop.set = set;
+    t_loop.fd = fd;
+    t_loop.repeats = 1;
+}
+
+void sw_loop_wait_end(int kind, uint64_t set, int fd) {
+    sw_loop_slot *slot = t_loop.slot;
+    if (slot == NULL || !sw_same_set(kind, set, fd, slot->kind, slot->set, slot->fd)) return;
+    const uint64_t sequence = __atomic_load_n(&slot->sequence, __ATOMIC_RELAXED);
+    if (sequence & 1) return;
+    __atomic_store_n(&slot->start, sw_cycles(), __ATOMIC_RELAXED);
+    __atomic_store_n(&slot->sequence, sequence + 1, __ATOMIC_RELEASE);
+}
+
+int sw_loop_is_open(const sw_loop_slot *slot) {
+    const int fd = __atomic_load_n(&slot->fd, __ATOMIC_RELAXED);
+    if (fd < 0) return 1;
+    const int saved = errno;
+    int open;
+    if (__atomic_load_n(&slot->kind, __ATOMIC_RELAXED) == SW_LOOP_EPOLL) {
+        // Still an epoll instance: a closed one's number may have gone to any new descriptor.
+        char path[32];
+        char target[32] = {0};
+        snprintf(path, sizeof(path), "/proc/self/fd/%d", fd);
+        const ssize_t length = readlink(path, target, sizeof(target) - 1);
+        open = length > 0 && strcmp(target, "anon_inode:[eventpoll]") == 0;
+    } else {
+        open = fcntl(fd, F_GETFD) != -1;
+    }
+    errno = saved;
+    return open;
+}
+
+uint32_t sw_loop_slot_count(void) {
+    const uint32_t count = __atomic_load_n(&g_slot_count, __ATOMIC_RELAXED);
+    return count < SW_LOOP_SLOTS ? count : SW_LOOP_SLOTS;
+}
+
+sw_loop_slot *sw_loop_slot_at(uint32_t index) {
+    if (index >= SW_LOOP_SLOTS) return NULL;
+    sw_loop_slot *slot = &g_slots[index];
+    return __atomic_load_n(&slot->ready, __ATOMIC_ACQUIRE) ? slot : NULL;
+}
+
+uint32_t sw_loop_read_overruns(sw_loop_slot *slot, uint64_t *cursor, sw_loop_overrun *into, uint64_t *lost) {
+    const uint64_t head = __atomic_load_n(&slot->overrun_head, __ATOMIC_ACQUIRE);
+    uint64_t from = *cursor;
+    *lost = 0;
+    if (head - from > SW_LOOP_OVERRUNS) {
+        *lost = head - from - SW_LOOP_OVERRUNS;
+        from = head - SW_LOOP_OVERRUNS;
+    }
+    uint32_t count = 0;
+    for (uint64_t index = from; index < head; index++) {
+        const sw_loop_overrun *entry = &slot->overruns[index % SW_LOOP_OVERRUNS];
+        into[count].sequence = __atomic_load_n(&entry->sequence, __ATOMIC_RELAXED);
+        into[count].start = __atomic_load_n(&entry->start, __ATOMIC_RELAXED);
+        into[count].end = __atomic_load_n(&entry->end, __ATOMIC_RELAXED);
+        count++;
+    }
+    // Entries the thread overwrote while they were copied (it lapped the log) are lost too.
+    __atomic_thread_fence(__ATOMIC_ACQUIRE);
+    const uint64_t now = __atomic_load_n(&slot->overrun_head, __ATOMIC_RELAXED);
+    uint32_t skip = 0;
+    if (now - from > SW_LOOP_OVERRUNS) skip = (uint32_t)(now - from - SW_LOOP_OVERRUNS);
+    if (skip > count) skip = count;
+    if (skip > 0) {
+        memmove(into, into + skip, (count - skip) * sizeof(*into));
+        count -= skip;
+        *lost += skip;
+    }
+    *cursor = head;
+    return count;
+}
+
+void sw_loop_reset_for_testing(void) {
+    memset(g_slots, 0, sizeof(g_slots));
+    __atomic_store_n(&g_slot_count, 0, __ATOMIC_RELEASE);
+}
+
+void sw_loop_forget_thread_for_testing(void) { memset(&t_loop, 0, sizeof(t_loop)); }

@@ -1,0 +1,152 @@
+import CStallwatchShims
+import Glibc
+import StallwatchCore
+
+extension HeartbeatMonitor {
+    /// Watches every event-loop thread the preload library finds by its waits (`epoll_wait`,
+    /// `poll`, `select` and their variants: swift-nio, GLib, libuv, asyncio): each iteration is a
+    /// work item with exact boundaries (the wait's return to the next wait's call), so a stall
+    /// starts and ends with the iteration. No heartbeats are sent to them. Each loop is named by
+    /// its thread's name. In a process without the preload library nothing calls the wait hooks
+    /// and there is nothing to watch. Before or after `start()`; any thread.
+    public func watchEventLoops() {
+        watchesEventLoops.store(true, ordering: .relaxed)
+        wakeWatchdog()
+    }
+
+    /// The event loops found so far, by label (their threads' names). Any thread.
+    public var eventLoops: [String] { executors.withLock { $0.filter { $0.loop != nil }.map(\.label) } }
+
+    /// The watchdog: one executor per loop slot that became ready since it last looked.
+    func addEventLoops() {
+        let known = executors.withLock { $0.lazy.filter { $0.loop != nil }.count }
+        guard sw_loop_slot_count() > known else { return }
+        // Loop threads prepare themselves for sampling (as a heartbeat would) once they go idle.
+        if samplerError == nil { sw_loop_set_thread_hook { Sampler.prepareCurrentThread() } }
+        var index = UInt32(known)
+        while index < sw_loop_slot_count(), let slot = sw_loop_slot_at(index) {
+            let name = withUnsafeBytes(of: slot.pointee.name) { bytes in
+                String(decoding: bytes.prefix { $0 != 0 }, as: UTF8.self)
+            }
+            let label = name.isEmpty ? "loop-\(slot.pointee.tid)" : name
+            executors.withLock { $0.append(Executor(label: label, schedule: { _ in }, preparationDelayForTesting: .zero, loop: slot)) }
+            index += 1
+        }
+        if known == 0, index > 0, let first = firstLoop.withLock({ $0 }) { first() }
+    }
+
+    /// The watchdog's state for a loop found by its waits.
+    struct LoopWatch {
+        let slot: UnsafeMutablePointer<sw_loop_slot>
+        var detector: WorkItemDetector
+        /// Where the watchdog stands in the slot's overrun log.
+        var cursor: UInt64 = 0
+        /// The loop's thread is gone or its descriptor closed: nothing more to time.
+        var gone = false
+
+        init(slot: UnsafeMutablePointer<sw_loop_slot>, configuration: MonitorConfiguration) {
+            self.slot = slot
+            // Overruns logged before this monitor watched the loop are not its stalls (a loop
+            // outlives monitors: each recording starts its own).
+            cursor = sw_loop_overrun_head(slot)
+            detector = WorkItemDetector(budget: configuration.tiers.budget.nanoseconds) {
+                configuration.sampleInterval(after: $0)
+            }
+        }
+
+        /// What the slot shows now: the sequence first, then the log (an iteration's overrun is
+        /// logged before its sequence moves on, so a finished stall's end is always read).
+        mutating func look(now: UInt64, budget: UInt64) -> WorkItemDetector.Look {
+            let timebase = Timebase.shared
+            timebase.refresh()
+            sw_loop_set_budget(slot, timebase.cycles(budget))
+            var sequence: UInt64 = 0
+            var startCycles: UInt64 = 0
+            sw_loop_read(slot, &sequence, &startCycles)
+            var look = WorkItemDetector.Look(sequence: sequence, start: timebase.nanos(startCycles))
+            withUnsafeTemporaryAllocation(of: sw_loop_overrun.self, capacity: Int(SW_LOOP_OVERRUNS)) { buffer in
+                var lost: UInt64 = 0
+                let count = sw_loop_read_overruns(slot, &cursor, buffer.baseAddress, &lost)
+                for entry in buffer.prefix(Int(count)) {
+                    let start = timebase.nanos(entry.start)
+                    look.overruns.append(
+                        .init(
+                            sequence: entry.sequence, start: start,
+                            end: start &+ timebase.duration(from: entry.start, to: entry.end)))
+                }
+            }
+            // Only an item past its deadline (or a stall) asks whether the loop is still there:
+            // after its last iteration a thread may go on with other work (asyncio.run returned).
+            let overdue = sequence & 1 == 1 && now >= look.start.saturatingAdding(budget)
+            if overdue || detector.stalled != nil { look.gone = !Self.alive(slot) }
+            return look
+        }
+
+        /// Whether the loop's thread still runs and its descriptor is still open.
+        private static func alive(_ slot: UnsafeMutablePointer<sw_loop_slot>) -> Bool {
+            // The thread's /proc directory goes with it (a tid is not reused while the process
+            // lives long enough to matter here: the kernel cycles through pid_max first).
+            if access("/proc/self/task/\(slot.pointee.tid)", F_OK) != 0 { return false }
+            return sw_loop_is_open(slot) != 0
+        }
+    }
+
+    /// One look at a loop found by its waits: the detector's actions, carried out.
+    func stepLoop(_ watch: inout Watch, now: UInt64, suspended: Bool, nextID: inout UInt64) {
+        guard var loop = watch.loop else { return }
+        defer { watch.loop = loop }
+        let budget = configuration.tiers.budget.nanoseconds
+        let tid = loop.slot.pointee.tid
+        if watch.sampler == nil {
+            watch.tid = tid
+            let sampler = ThreadSampler(
+                tid: tid, configuration: configuration.common, canCapture: samplerError == nil, annotations: nil,
+                usePerf: configuration.perfSampling, own: nil)
+            core.recordCommon { $0.perfSampling = sampler.stacks.perfStatus }
+            watch.sampler = sampler
+        }
+        let look = loop.look(now: now, budget: budget)
+        guard let sampler = watch.sampler else { return }
+        if suspended { watch.stall?.flags.insert(.suspended) }
+        for action in loop.detector.look(look, now: now) {
+            switch action {
+            case .began(let sequence, let start):
+                watch.stall = newStall(of: watch.executor, start: start, suspended: suspended, nextID: &nextID)
+                watch.scopes = ExpectedScopeTally()
+                sampler.beginStall(sequence: sequence)
+            case .sample:
+                guard var stall = watch.stall, stall.samples.count < configuration.maxSamplesPerStall else { break }
+                stall.samples.append(sampler.sample(record: core.recordCommon))
+                sampler.follow(interval: configuration.common.sampleInterval(after: now &- stall.start))
+                if stall.samples.count == 1 {
+                    let first = stall.samples[0].time
+                    watch.progressed = first
+                    core.recordDetection(at: first, deadline: stall.start.saturatingAdding(budget))
+                    core.deliverBegan(stall)
+                } else if stall.samples.last!.time &- watch.progressed >= stallProgressInterval {
+                    watch.progressed = stall.samples.last!.time
+                    core.deliverProgress(stall)
+                }
+                watch.stall = stall
+            case .ended(_, let start, let end, _):
+                guard var stall = watch.stall else { break }
+                (stall.start, stall.end) = (start, end)
+                sampler.endStall()
+                watch.scopes.settle(&stall, budget: budget)
+                watch.stall = nil
+                core.deliverEnded(stall)
+            case .abandoned:
+                guard var stall = watch.stall else { break }
+                stall.flags.insert(.unfinished)
+                sampler.endStall()
+                watch.stall = nil
+                core.deliverEnded(stall)
+            case .missed(let overrun):
+                // Over before the watchdog looked (it got no CPU): exact, without a stack.
+                let stall = newStall(of: watch.executor, start: overrun.start, suspended: suspended, nextID: &nextID)
+                core.deliverMissed(
+                    stall, captures: [], deadline: overrun.start.saturatingAdding(budget), end: overrun.end)
+            }
+        }
+    }
+}
