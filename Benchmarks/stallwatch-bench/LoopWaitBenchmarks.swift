@@ -38,7 +38,7 @@ final class EpollExecutor: @unchecked Sendable {
     /// `epoll_wait` as the interposed one runs it.
     static func wait(_ epfd: Int32, timeoutMs: Int32) {
         var event = epoll_event()
-        sw_loop_wait_begin(Int32(SW_LOOP_EPOLL.rawValue), 0, epfd, timeoutMs != 0 ? 1 : 0)
+        sw_loop_wait_begin(Int32(SW_LOOP_EPOLL.rawValue), 0, epfd, timeoutMs != 0 ? 1 : 0, 0)
         _ = epoll_wait(epfd, &event, 1, timeoutMs)
         sw_loop_wait_end(Int32(SW_LOOP_EPOLL.rawValue), 0, epfd)
     }
@@ -60,13 +60,13 @@ enum LoopWaitBenchmarks {
         let measured = Locked<(with: Double, without: Double)>((0, 0))
         let done = DispatchSemaphore(value: 0)
         Thread {
-            sw_loop_wait_begin(Int32(SW_LOOP_EPOLL.rawValue), 0, fd, 1)  // becomes a loop
+            sw_loop_wait_begin(Int32(SW_LOOP_EPOLL.rawValue), 0, fd, 1, 0)  // becomes a loop
             var best = (with: Double.infinity, without: Double.infinity)
             for _ in 0..<5 {
                 var start = sw_monotonic_ns()
                 for _ in 0..<iterations {
                     sw_loop_wait_end(Int32(SW_LOOP_EPOLL.rawValue), 0, fd)
-                    sw_loop_wait_begin(Int32(SW_LOOP_EPOLL.rawValue), 0, fd, 1)
+                    sw_loop_wait_begin(Int32(SW_LOOP_EPOLL.rawValue), 0, fd, 1, 0)
                 }
                 best.with = min(best.with, Double(sw_monotonic_ns() - start) / Double(iterations))
                 start = sw_monotonic_ns()

@@ -24,8 +24,8 @@
     }
 
 /// Runs `call` (which sets `result`) between the loop bookkeeping, keeping the call's errno.
-#define SWP_TIMED(kind, set, fd, blocking, call)         \
-    sw_loop_wait_begin((kind), (set), (fd), (blocking)); \
+#define SWP_TIMED(kind, set, fd, blocking, call)                                                           \
+    sw_loop_wait_begin((kind), (set), (fd), (blocking), (uint64_t)(uintptr_t)__builtin_return_address(0)); \
     call;                                                \
     const int saved = errno;                             \
     sw_loop_wait_end((kind), (set), (fd));               \

@@ -1,8 +1,10 @@
 // Event-loop threads found by their waits. See sw_loop_slot.h.
+#define _GNU_SOURCE
 #include "sw_loop_slot.h"
 
 #include "CStallwatchShims.h"
 
+#include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -24,6 +26,15 @@ typedef struct sw_loop_thread {
     uint32_t full;      // the table was full when this thread became a loop: it is not watched
     uint32_t prepared;  // the thread hook ran on this thread
 } sw_loop_thread;
+
+/// Whether `caller` is code of libdispatch.so (its manager thread's epoll loop). Once per thread
+/// that would become a loop: a dladdr.
+static int sw_called_from_libdispatch(uint64_t caller) {
+    Dl_info info;
+    if (caller == 0 || dladdr((const void *)(uintptr_t)caller, &info) == 0 || info.dli_fname == NULL) return 0;
+    const char *slash = strrchr(info.dli_fname, '/');
+    return strncmp(slash != NULL ? slash + 1 : info.dli_fname, "libdispatch.so", 14) == 0;
+}
 
 static __thread sw_loop_thread t_loop __attribute__((tls_model("initial-exec")));
 static sw_loop_thread_hook g_thread_hook;
@@ -68,7 +79,7 @@ static void sw_loop_register(int kind, uint64_t set, int fd) {
     t_loop.slot = slot;
 }
 
-void sw_loop_wait_begin(int kind, uint64_t set, int fd, int blocking) {
+void sw_loop_wait_begin(int kind, uint64_t set, int fd, int blocking, uint64_t caller) {
     sw_loop_slot *slot = t_loop.slot;
     if (slot != NULL) {
         const uint64_t sequence = __atomic_load_n(&slot->sequence, __ATOMIC_RELAXED);
@@ -104,6 +115,10 @@ void sw_loop_wait_begin(int kind, uint64_t set, int fd, int blocking) {
     // is often the one that matters: asyncio runs the program's first step there); a poll or
     // select set, from its second in a row (one poll is as often a client waiting on a socket).
     if (kind == SW_LOOP_EPOLL || (t_loop.repeats > 0 && sw_same_set(kind, set, fd, t_loop.kind, t_loop.set, t_loop.fd))) {
+        if (sw_called_from_libdispatch(caller)) {
+            t_loop.full = 1;  // libdispatch's manager thread: not the program's loop, never looked at again
+            return;
+        }
         sw_loop_register(kind, set, fd);
         if (t_loop.slot != NULL) sw_loop_prepare_thread();
         return;

@@ -12,7 +12,7 @@ import Testing
 enum Waits {
     static func epoll(_ epfd: Int32, timeoutMs: Int32) {
         var event = epoll_event()
-        sw_loop_wait_begin(Int32(SW_LOOP_EPOLL.rawValue), 0, epfd, timeoutMs != 0 ? 1 : 0)
+        sw_loop_wait_begin(Int32(SW_LOOP_EPOLL.rawValue), 0, epfd, timeoutMs != 0 ? 1 : 0, 0)
         _ = epoll_wait(epfd, &event, 1, timeoutMs)
         sw_loop_wait_end(Int32(SW_LOOP_EPOLL.rawValue), 0, epfd)
     }
@@ -21,7 +21,7 @@ enum Waits {
         var entry = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
         withUnsafeMutablePointer(to: &entry) { pointer in
             let set = UInt64(UInt(bitPattern: pointer))
-            sw_loop_wait_begin(Int32(SW_LOOP_POLL.rawValue), set, fd, timeoutMs != 0 ? 1 : 0)
+            sw_loop_wait_begin(Int32(SW_LOOP_POLL.rawValue), set, fd, timeoutMs != 0 ? 1 : 0, 0)
             _ = Glibc.poll(pointer, 1, timeoutMs)
             sw_loop_wait_end(Int32(SW_LOOP_POLL.rawValue), set, fd)
         }
@@ -73,7 +73,7 @@ enum Waits {
         sw_loop_reset_for_testing()
         let epfd = epoll_create1(0)
         let pipe = makePipe()
-        defer { [epfd, pipe[0], pipe[1]].forEach { close($0) } }
+        defer { for fd in [epfd, pipe[0], pipe[1]] { close(fd) } }
         let sequences = Locked<[UInt64]>([])
         onThread {
             Waits.epoll(epfd, timeoutMs: 1)
@@ -92,7 +92,7 @@ enum Waits {
     @Test func pollMakesALoopAtItsSecondBlockingWaitOnTheSameSet() {
         sw_loop_reset_for_testing()
         let pipe = makePipe()
-        defer { pipe.forEach { close($0) } }
+        defer { for fd in pipe { close(fd) } }
         let counts = Locked<[UInt32]>([])
         onThread {
             Waits.poll(pipe[0], timeoutMs: 0)  // not blocking: nothing learnt
@@ -172,7 +172,7 @@ enum Waits {
         let wake = eventfd(0, 0)
         var event = epoll_event(events: EPOLLIN.rawValue, data: epoll_data_t(fd: wake))
         epoll_ctl(epfd, EPOLL_CTL_ADD, wake, &event)
-        defer { [epfd, wake].forEach { close($0) } }
+        defer { for fd in [epfd, wake] { close(fd) } }
         let measured = Locked<UInt64>(0)
         let looping = Thread {
             sw_set_thread_name("nio-like-loop")

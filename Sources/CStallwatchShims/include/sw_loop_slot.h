@@ -44,8 +44,10 @@ typedef struct sw_loop_slot {
 
 /// On the thread, before the real wait. `set` is the poll or select set's address (0 for
 /// epoll), `fd` the epoll descriptor or the set's first descriptor (-1 for none); `blocking`
-/// whether the call may block (a timeout other than zero).
-void sw_loop_wait_begin(int kind, uint64_t set, int fd, int blocking);
+/// whether the call may block (a timeout other than zero); `caller` the address the wait was
+/// called from (0: unknown). A thread whose waits come from libdispatch itself is its manager
+/// thread, whose events' handlers run on other threads: never a loop.
+void sw_loop_wait_begin(int kind, uint64_t set, int fd, int blocking, uint64_t caller);
 
 /// On the thread, after the real wait returned.
 void sw_loop_wait_end(int kind, uint64_t set, int fd);

@@ -29,7 +29,9 @@ extension HeartbeatMonitor {
                 String(decoding: bytes.prefix { $0 != 0 }, as: UTF8.self)
             }
             let label = name.isEmpty ? "loop-\(slot.pointee.tid)" : name
-            executors.withLock { $0.append(Executor(label: label, schedule: { _ in }, preparationDelayForTesting: .zero, loop: slot)) }
+            executors.withLock {
+                $0.append(Executor(label: label, schedule: { _ in }, preparationDelayForTesting: .zero, loop: slot))
+            }
             index += 1
         }
         if known == 0, index > 0, let first = firstLoop.withLock({ $0 }) { first() }
@@ -91,8 +93,9 @@ extension HeartbeatMonitor {
         }
     }
 
-    /// One look at a loop found by its waits: the detector's actions, carried out.
-    func stepLoop(_ watch: inout Watch, now: UInt64, suspended: Bool, nextID: inout UInt64) {
+    /// One look at a loop found by its waits: the detector's actions, carried out. `label`, if
+    /// given, names its stalls instead of the thread's name (an executor the loop runs).
+    func stepLoop(_ watch: inout Watch, now: UInt64, suspended: Bool, label: String?, nextID: inout UInt64) {
         guard var loop = watch.loop else { return }
         defer { watch.loop = loop }
         let budget = configuration.tiers.budget.nanoseconds
@@ -111,7 +114,8 @@ extension HeartbeatMonitor {
         for action in loop.detector.look(look, now: now) {
             switch action {
             case .began(let sequence, let start):
-                watch.stall = newStall(of: watch.executor, start: start, suspended: suspended, nextID: &nextID)
+                watch.stall = newStall(
+                    of: watch.executor, start: start, suspended: suspended, label: label, nextID: &nextID)
                 watch.scopes = ExpectedScopeTally()
                 sampler.beginStall(sequence: sequence)
             case .sample:
@@ -143,7 +147,8 @@ extension HeartbeatMonitor {
                 core.deliverEnded(stall)
             case .missed(let overrun):
                 // Over before the watchdog looked (it got no CPU): exact, without a stack.
-                let stall = newStall(of: watch.executor, start: overrun.start, suspended: suspended, nextID: &nextID)
+                let stall = newStall(
+                    of: watch.executor, start: overrun.start, suspended: suspended, label: label, nextID: &nextID)
                 core.deliverMissed(
                     stall, captures: [], deadline: overrun.start.saturatingAdding(budget), end: overrun.end)
             }

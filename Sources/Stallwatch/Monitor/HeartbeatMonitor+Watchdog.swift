@@ -72,10 +72,30 @@ extension HeartbeatMonitor {
             // Only a quiet pool (or none) needs no look before its next job: then the watchdog parks.
             var wakeAt = UInt64.max
             var forDeadline = false
+            // A thread that is an event loop found by its waits is timed by them: an executor it
+            // runs (RunLoop.main drains the main queue inside its poll loop) sends no more
+            // heartbeats once its thread is known, and the loop's stalls take its label.
+            var executorLabels: [Int32: String] = [:]
+            var loopThreads: Set<Int32> = []
+            if watches.contains(where: { $0.loop != nil }) {
+                for watch in watches where watch.pool == nil {
+                    if let loop = watch.loop {
+                        loopThreads.insert(loop.slot.pointee.tid)
+                    } else if case let tid = watch.executor.tid.load(ordering: .relaxed), tid != 0 {
+                        executorLabels[tid] = watch.executor.label
+                    }
+                }
+            }
             for index in watches.indices {
-                if watches[index].loop != nil {
-                    stepLoop(&watches[index], now: now, suspended: suspended, nextID: &nextID)
+                if let loop = watches[index].loop {
+                    let label = executorLabels[loop.slot.pointee.tid]
+                    stepLoop(&watches[index], now: now, suspended: suspended, label: label, nextID: &nextID)
                     wakeAt = min(wakeAt, watches[index].loop?.detector.wakeAt ?? now &+ check)
+                    continue
+                }
+                if watches[index].executor.pool == nil, watches[index].stall == nil,
+                    loopThreads.contains(watches[index].executor.tid.load(ordering: .relaxed))
+                {
                     continue
                 }
                 if watches[index].executor.pool != nil {
@@ -119,7 +139,7 @@ extension HeartbeatMonitor {
         }
         // A loop's stall that ended since the last look ends exactly, not unfinished.
         for index in watches.indices where watches[index].loop != nil && watches[index].stall != nil {
-            stepLoop(&watches[index], now: sw_monotonic_ns(), suspended: false, nextID: &nextID)
+            stepLoop(&watches[index], now: sw_monotonic_ns(), suspended: false, label: nil, nextID: &nextID)
         }
         for index in watches.indices where watches[index].stall != nil {
             var stall = watches[index].stall!
@@ -321,10 +341,14 @@ extension HeartbeatMonitor {
     }
 
     /// The stall of `executor` whose heartbeat was due at `start`, numbered from `nextID`.
-    func newStall(of executor: Executor, start: UInt64, suspended: Bool, nextID: inout UInt64) -> Stall {
+    func newStall(
+        of executor: Executor, start: UInt64, suspended: Bool, label: String? = nil, nextID: inout UInt64
+    ) -> Stall {
         defer { nextID += 1 }
+        var callout = identity(of: executor)
+        if let label { callout.label = label }
         return Stall(
-            id: nextID, start: start, end: nil, tier: .hitch, callout: identity(of: executor),
+            id: nextID, start: start, end: nil, tier: .hitch, callout: callout,
             flags: suspended ? [.suspended] : [], context: AppState.current)
     }
 
