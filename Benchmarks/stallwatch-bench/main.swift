@@ -25,6 +25,10 @@ let usage = """
       loop-wait what the preload library's interposed waits cost an event loop per iteration
       scan      the stack scan of a thread parked in DispatchQueue.sync and in read: cost per
                 scan and frames found, by CFI unwind against the heuristic scan
+      async-chain
+                the async context chain: following it (per chain and per level), and the stack
+                scan of a thread parked in async code (with its chain) against one parked in
+                plain code
       trace     recording cost per event, bytes per event, parse rate, a long fuzz run
       soak [SECONDS] [TASKS_PER_SECOND]
                 60 s (default) at 1 M posted tasks/s, monitor on, recorder in full mode:
@@ -64,6 +68,7 @@ do {
         guard arguments.count >= 4, let stalls = Int(arguments[2]), stalls > 0 else { exit(2) }
         try Recall.run(label: arguments[1], stalls: stalls, targets: Array(arguments.dropFirst(3)))
     case "scan": try ScanBenchmarks.run()
+    case "async-chain": try AsyncChainBenchmarks.run()
     case "loop-wait": LoopWaitBenchmarks.run()
     case "trace": try TraceBenchmarks.run()
     case "heartbeat": try HeartbeatBenchmarks.run()

@@ -3,7 +3,8 @@
 // program counts how often its main-queue thread woke meanwhile. Watch it unmodified with
 //   stallwatch record -o dispatch.swtrace -- .build/debug/DispatchMainApp
 // `--never-drain` never services the main queue (the main thread just sleeps), for the
-// warning the preloaded monitor gives then. Flags: --stall-ms N (60), --idle-s S (1).
+// warning the preloaded monitor gives then; `--async` stalls in @MainActor async code instead.
+// Flags: --stall-ms N (60), --idle-s S (1).
 import Dispatch
 import Foundation
 
@@ -42,6 +43,31 @@ func wakeups(_ threadPath: String) -> Int {
     guard let status = try? String(contentsOfFile: threadPath + "/status", encoding: .utf8) else { return -1 }
     let line = status.split(separator: "\n").first { $0.hasPrefix("voluntary_ctxt_switches:") }
     return line.flatMap { Int($0.split(separator: ":")[1].trimmingCharacters(in: .whitespaces)) } ?? -1
+}
+
+/// `--async`: the stall is a `@MainActor` request handler that awaits a service that awaits a
+/// repository that computes on the main queue, each a real suspension away from the next (the
+/// repository yields first), so its callers live only in their async contexts.
+@MainActor enum Requests {
+    @inline(never) static func handle() async -> UInt64 { await service() &+ 1 }
+    @inline(never) static func service() async -> UInt64 { await repository() &* 3 }
+    @inline(never) static func repository() async -> UInt64 {
+        await Task.yield()
+        return crunchNumbers(milliseconds: stallMilliseconds)
+    }
+}
+
+if arguments.contains("--async") {
+    // Let a watcher learn the queue's thread first, as below.
+    DispatchQueue.main.asyncAfter(deadline: .now() + 0.3) {
+        Task { @MainActor in
+            let start = now()
+            let hash = await Requests.handle()
+            print(String(format: "stalled %.1f ms in async code (hash %llx)", (now() - start) * 1000, hash))
+            DispatchQueue.main.asyncAfter(deadline: .now() + 0.3) { exit(0) }
+        }
+    }
+    dispatchMain()
 }
 
 if arguments.contains("--never-drain") {

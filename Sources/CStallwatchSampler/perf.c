@@ -1,6 +1,7 @@
 // CStallwatchPerf: perf_event_open sampling of the loop thread's user stack, unwound on the
 // watchdog thread. See include/CStallwatchPerf.h and docs/watchdog.md, "Stacks from perf".
 #define _GNU_SOURCE
+#include "asyncchain.h"
 #include "CStallwatchPerf.h"
 #include "unwind_remote.h"
 
@@ -190,6 +191,7 @@ static int open_event(int tid, int64_t period_ns, int32_t stack_bytes, int exclu
 
 int sw_perf_open(int tid, int64_t period_ns, int32_t stack_bytes, int32_t flags, sw_perf **out,
                  sw_perf_open_info *info) {
+    (void)sw_async_prepare();
     sw_perf_open_info local_info;
     if (info == NULL) info = &local_info;
     memset(info, 0, sizeof *info);
@@ -346,6 +348,9 @@ static int parse_sample(const uint8_t *record, size_t size, sw_parsed_sample *s)
     return 1;
 }
 
+// The SPs unwind_dwarf keeps (of the innermost frames), for the async chain.
+#define SW_PERF_MAX_SPS 512
+
 // The saved-RBP chain inside the copy (SwiftPM code keeps frame pointers; libc does not).
 static int unwind_frame_pointers(const sw_unwind_ctx *ctx, uintptr_t *frames, int capacity, int *truncated) {
     int n = 0;
@@ -368,11 +373,13 @@ static int unwind_frame_pointers(const sw_unwind_ctx *ctx, uintptr_t *frames, in
     return n;
 }
 
-static int unwind_dwarf(sw_perf *perf, sw_unwind_ctx *ctx, uintptr_t *frames, int capacity, int *truncated) {
+static int unwind_dwarf(sw_perf *perf, sw_unwind_ctx *ctx, uintptr_t *frames, uint64_t *sps, int capacity,
+                        int *truncated) {
     const sw_unw_generic *unw = sw_unw_generic_library();  // not NULL: perf->space was made
     sw_unw_cursor_t cursor;
     if (unw->init_remote(&cursor, perf->space, ctx) < 0) return 0;
     int n = 0;
+    sps[0] = ctx->regs[PERF_IDX_SP];
     frames[n++] = (uintptr_t)ctx->regs[PERF_IDX_IP];
     sw_unw_word_t last_sp = ctx->regs[PERF_IDX_SP];
     while (n < capacity) {
@@ -381,10 +388,37 @@ static int unwind_dwarf(sw_perf *perf, sw_unwind_ctx *ctx, uintptr_t *frames, in
         if (unw->get_reg(&cursor, UNW_RIP, &ip) < 0 || ip < 4096) break;
         if (unw->get_reg(&cursor, UNW_RSP, &sp) < 0 || sp < last_sp) break;
         last_sp = sp;
+        if (n < SW_PERF_MAX_SPS) sps[n] = sp;
         frames[n++] = (uintptr_t)ip;
     }
     if (n == capacity || ctx->hit_end) *truncated = 1;
     return n;
+}
+
+// The chain of the innermost async frame among `frames`: its frame record 16 bytes below its
+// caller's SP when the DWARF unwind gave the SPs (`sps`, else NULL), else found up the saved-RBP
+// chain in the copy (the record whose return address is the anchor's); its context at fp - 8.
+static void read_chain(const sw_unwind_ctx *ctx, const uintptr_t *frames, const uint64_t *sps, int n,
+                       sw_async_chain *chain) {
+    const int anchor = sw_async_anchor(frames, sps != NULL && n > SW_PERF_MAX_SPS ? SW_PERF_MAX_SPS : n);
+    if (anchor < 0) return;
+    chain->caller = frames[anchor + 1];
+    chain->end = SW_ASYNC_END_UNREADABLE;
+    uint64_t bp = ctx->regs[PERF_IDX_BP];
+    if (sps != NULL) bp = sps[anchor + 1] - 16;
+    for (int step = 0; step < 4 * SW_ASYNC_MAX_CHAIN; step++) {
+        if (bp < ctx->stack_base + 8 || bp & 7 || bp - ctx->stack_base + 16 > ctx->stack_size) return;
+        uint64_t next, ret, context;
+        memcpy(&next, ctx->stack + (bp - ctx->stack_base), 8);
+        memcpy(&ret, ctx->stack + (bp - ctx->stack_base) + 8, 8);
+        if (ret == chain->caller) {
+            memcpy(&context, ctx->stack + (bp - ctx->stack_base) - 8, 8);
+            sw_async_follow(context, chain);
+            return;
+        }
+        if (next <= bp) return;
+        bp = next;
+    }
 }
 
 int sw_perf_latest(sw_perf *perf, int64_t not_before_ns, int32_t method, uintptr_t *frames,
@@ -462,11 +496,15 @@ int sw_perf_latest(sw_perf *perf, int64_t not_before_ns, int32_t method, uintptr
     const int64_t started = mono_ns();
     int truncated = 0;
     int n = 0;
-    if (method == SW_PERF_UNWIND_DWARF && perf->space != NULL) n = unwind_dwarf(perf, &ctx, frames, capacity, &truncated);
+    uint64_t sps[SW_PERF_MAX_SPS];
+    if (method == SW_PERF_UNWIND_DWARF && perf->space != NULL)
+        n = unwind_dwarf(perf, &ctx, frames, sps, capacity, &truncated);
+    const int dwarf = n > 1;
     if (n <= 1) n = unwind_frame_pointers(&ctx, frames, capacity, &truncated);
     out->unwind_ns = mono_ns() - started;
     out->truncated = truncated;
     out->frame_count = n;
+    read_chain(&ctx, frames, dwarf ? sps : NULL, n, &out->chain);
     return n;
 }
 

@@ -2,6 +2,7 @@
 // Everything reachable from sw_handler must be async-signal-safe; see docs/sampler-notes.md.
 #define _GNU_SOURCE
 #include "CStallwatchSampler.h"
+#include "asyncchain.h"
 #include "internal.h"
 
 #include <dlfcn.h>
@@ -70,6 +71,7 @@ static struct {
     int64_t handler_ns;
     int64_t ready_ns;
     void *raw[SW_SAMPLER_MAX_FRAMES + RAW_EXTRA];
+    sw_async_chain chain;
 } g_slot;
 
 _Static_assert(sizeof(_Atomic uint32_t) == sizeof(uint32_t), "futex word must be a plain 32-bit int");
@@ -132,6 +134,10 @@ static void sw_handler(int signo, siginfo_t *info, void *ucv) {
     // The capturer finds rip in the first entries and drops everything before it.
     int n = g_unw_backtrace(g_slot.raw, g_slot.want);
     g_slot.raw_count = n < 0 ? 0 : n;
+    // The async callers, read now: the contexts are exactly those of the interrupted job.
+    _Static_assert(sizeof(void *) == sizeof(uintptr_t), "raw frames are read as addresses");
+    sw_async_from_frame_pointer((const uintptr_t *)(const void *)g_slot.raw, g_slot.raw_count,
+                                (uint64_t)uc->uc_mcontext.gregs[REG_RBP], &g_slot.chain);
     g_slot.ready_ns = mono_ns();
 
     atomic_store_explicit(&g_slot.state, req | REQ_DONE, memory_order_release);
@@ -224,6 +230,7 @@ int sw_sampler_install(int signo) {
     if (rc != SW_SAMPLER_OK) goto done;
     rc = load_libunwind();
     if (rc != SW_SAMPLER_OK) goto done;
+    (void)sw_async_prepare();
     rc = sw_install_unwinding_handler(signo, sw_handler);
     if (rc != SW_SAMPLER_OK) goto done;
     warm_up_unwind();
@@ -317,6 +324,7 @@ static int capture_locked(int signo, int tid, uintptr_t *frames, int capacity, i
                                          &handler_frames, &truncated);
     r->handler_frames = handler_frames;
     r->truncated = truncated;
+    r->chain = g_slot.chain;
     r->frame_count = n;
     counter_add(&g_stats.completed);
     return n;

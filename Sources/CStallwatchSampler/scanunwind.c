@@ -3,6 +3,7 @@
 // of a parked thread".
 #define _GNU_SOURCE
 #include "CStallwatchScanUnwind.h"
+#include "asyncchain.h"
 #include "unwind_remote.h"
 
 #include <elf.h>
@@ -18,6 +19,7 @@
 // The loaded objects' segments, from dl_iterate_phdr, sorted by start; rebuilt when the loader's
 // add/remove counters change. Executable ones carry their object's .eh_frame_hdr search table.
 #define MAX_SEGMENTS 1024
+#define SW_SCAN_MAX_SPS 512
 typedef struct {
     uint64_t start, end;
     int executable;
@@ -43,6 +45,7 @@ static struct {
     // and SP (-1: no prologue of that shape), by address: a parked thread is scanned at every
     // sample.
     struct prologue { uint64_t ip, start, end; int64_t below; } prologues[64];
+    uint64_t frame_sps[SW_SCAN_MAX_SPS];   // each unwound frame's SP, for the async chain
 } g;
 
 static pthread_mutex_t g_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -404,7 +407,31 @@ static void make_space(void) {
 
 int sw_scan_unwind(uint64_t pc, uint64_t sp, uint64_t stack_end, uintptr_t *frames, int capacity,
                    sw_scan_unwind_info *info) {
+    return sw_scan_unwind_chain(pc, sp, stack_end, frames, capacity, info, NULL);
+}
+
+// The chain of the innermost async frame among the n unwound `frames` (g_lock held).
+static void read_chain(const uintptr_t *frames, int n, sw_async_chain *chain) {
+    chain->count = 0;
+    chain->end = SW_ASYNC_END_NONE;
+    chain->caller = 0;
+    chain->context = 0;
+    const int anchor = sw_async_anchor(frames, n < SW_SCAN_MAX_SPS ? n : SW_SCAN_MAX_SPS);
+    if (anchor < 0) return;
+    chain->caller = frames[anchor + 1];
+    const uint64_t fp = g.frame_sps[anchor + 1] - 16;
+    uint64_t ret = 0;
+    if (read_process(fp + 8, &ret, sizeof ret) != (long)sizeof ret || ret != frames[anchor + 1]) {
+        chain->end = SW_ASYNC_END_UNREADABLE;
+        return;
+    }
+    sw_async_from_record(fp, chain);
+}
+
+int sw_scan_unwind_chain(uint64_t pc, uint64_t sp, uint64_t stack_end, uintptr_t *frames, int capacity,
+                         sw_scan_unwind_info *info, sw_async_chain *chain) {
     pthread_once(&g_once, make_space);
+    if (chain != NULL) (void)sw_async_prepare();
     if (unw == NULL) return SW_SCAN_ENOUNWIND;
     if (frames == NULL || capacity < 1 || sp == 0 || (sp & 7) != 0 || sp >= stack_end) return SW_SCAN_EINVAL;
     pthread_mutex_lock(&g_lock);
@@ -417,6 +444,7 @@ int sw_scan_unwind(uint64_t pc, uint64_t sp, uint64_t stack_end, uintptr_t *fram
     g.rbp_source = SW_SCAN_RBP_UNNEEDED;
     g.rbp = 0;
     int n = 0;
+    g.frame_sps[0] = sp;
     frames[n++] = (uintptr_t)pc;
     sw_unw_cursor_t cursor;
     int step = unw->init_remote(&cursor, g_as, NULL);
@@ -432,6 +460,7 @@ int sw_scan_unwind(uint64_t pc, uint64_t sp, uint64_t stack_end, uintptr_t *fram
         if (unw->get_reg(&cursor, UNW_RIP, &next_ip) < 0 || unw->get_reg(&cursor, UNW_RSP, &next_sp) < 0) break;
         // The outermost frame has no return address; a frame that does not move up is a loop.
         if (next_ip == 0 || next_sp <= frame_sp) break;
+        if (n < SW_SCAN_MAX_SPS) g.frame_sps[n] = next_sp;
         frames[n++] = (uintptr_t)next_ip;
     }
     if (info != NULL) {
@@ -439,6 +468,7 @@ int sw_scan_unwind(uint64_t pc, uint64_t sp, uint64_t stack_end, uintptr_t *fram
         info->last_step = step;
         info->stack_bytes = g.window_end - sp;
     }
+    if (chain != NULL) read_chain(frames, n, chain);
     pthread_mutex_unlock(&g_lock);
     return n;
 }

@@ -3,6 +3,7 @@
 // Everything reachable from self_handler must be async-signal-safe.
 #define _GNU_SOURCE
 #include "CStallwatchSelfSample.h"
+#include "asyncchain.h"
 #include "internal.h"
 
 #include <errno.h>
@@ -39,6 +40,7 @@ typedef struct {
     uintptr_t rip;
     int raw_count;
     void *raw[SW_SAMPLER_MAX_FRAMES + SW_RAW_EXTRA];
+    sw_async_chain chain;
 } self_slot;
 
 typedef struct {
@@ -202,6 +204,8 @@ static void capture(self_handle *h, uint64_t sequence, uint64_t now, void *ucv) 
     slot->rip = sw_interrupted_pc((const ucontext_t *)ucv);
     const int n = sw_unwind_here(slot->raw, SW_SAMPLER_MAX_FRAMES + SW_RAW_EXTRA);
     slot->raw_count = n < 0 ? 0 : n;
+    sw_async_from_frame_pointer((const uintptr_t *)(const void *)slot->raw, slot->raw_count,
+                                (uint64_t)((const ucontext_t *)ucv)->uc_mcontext.gregs[REG_RBP], &slot->chain);
     slot->ready_ns = sw_mono_ns();
     atomic_store_explicit(&slot->state, SLOT_READY, memory_order_release);
     add(&h->captures);
@@ -416,6 +420,7 @@ int sw_self_take(int handle, uint64_t sequence, int earliest, int64_t after_ns, 
                                                   slot->rip, out->frames, SW_SAMPLER_MAX_FRAMES, &handler_frames,
                                                   &truncated);
         out->truncated = truncated;
+        out->chain = slot->chain;
     }
     const int64_t taken = best >= 0 ? h->slots[best].time_ns : INT64_MAX;
     for (int i = 0; i < SLOTS; i++) {

@@ -13,6 +13,10 @@ public struct Frame: Sendable, Hashable, Codable {
     public var file: String?
     /// The source line, if debug information named it.
     public var line: UInt32?
+    /// An awaiting caller read from the async context chain, not from the stack: `address` is
+    /// the entry of the function that resumes it (exact, not a return address), and the frame
+    /// is shown marked async (docs/async.md).
+    public var isAsync: Bool
 
     /// Creates a frame.
     public init(
@@ -20,13 +24,43 @@ public struct Frame: Sendable, Hashable, Codable {
         symbol: String? = nil,
         module: String? = nil,
         file: String? = nil,
-        line: UInt32? = nil
+        line: UInt32? = nil,
+        isAsync: Bool = false
     ) {
         self.address = address
         self.symbol = symbol
         self.module = module
         self.file = file
         self.line = line
+        self.isAsync = isAsync
+    }
+
+    private enum CodingKeys: String, CodingKey {
+        case address, symbol, module, file, line
+        case isAsync = "async"
+    }
+
+    /// Decodes a frame; `async` is absent for a frame of the stack.
+    public init(from decoder: any Decoder) throws {
+        let container = try decoder.container(keyedBy: CodingKeys.self)
+        self.init(
+            address: try container.decode(UInt64.self, forKey: .address),
+            symbol: try container.decodeIfPresent(String.self, forKey: .symbol),
+            module: try container.decodeIfPresent(String.self, forKey: .module),
+            file: try container.decodeIfPresent(String.self, forKey: .file),
+            line: try container.decodeIfPresent(UInt32.self, forKey: .line),
+            isAsync: try container.decodeIfPresent(Bool.self, forKey: .isAsync) ?? false)
+    }
+
+    /// Encodes the frame, `async: true` only for an async caller.
+    public func encode(to encoder: any Encoder) throws {
+        var container = encoder.container(keyedBy: CodingKeys.self)
+        try container.encode(address, forKey: .address)
+        try container.encodeIfPresent(symbol, forKey: .symbol)
+        try container.encodeIfPresent(module, forKey: .module)
+        try container.encodeIfPresent(file, forKey: .file)
+        try container.encodeIfPresent(line, forKey: .line)
+        if isAsync { try container.encode(true, forKey: .isAsync) }
     }
 
     /// Whether the frame belongs to the system rather than the app: its module is under
@@ -141,6 +175,29 @@ public struct Frame: Sendable, Hashable, Codable {
             rest = tail
         }
         return rest
+    }
+
+    /// Whether a demangled `symbol` names async code: an async function's continuation (`(1)
+    /// suspend resume partial function for …`, `(2) await resume partial function for …`) or a
+    /// function whose type is `async` (its entry, before its first suspension).
+    /// A symbol the demangler could not take whole keeps the mangled continuation suffix
+    /// (`… with unmangled suffix ".68TQ0_"`): `TQ<n>_` and `TY<n>_` mark continuations, as Swift's
+    /// own backtracer reads them.
+    package static func isAsyncFunction(_ symbol: String) -> Bool {
+        if symbol.utf8Offset(of: " resume partial function for ") != nil || symbol.utf8Offset(of: ") async") != nil {
+            return true
+        }
+        guard symbol.utf8Offset(of: "with unmangled suffix ") != nil else { return false }
+        var tail = symbol.utf8.reversed().drop { $0 == UInt8(ascii: "\"") }.makeIterator()
+        guard tail.next() == UInt8(ascii: "_") else { return false }
+        var digits = 0
+        var byte = tail.next()
+        while let digit = byte, digit >= UInt8(ascii: "0") && digit <= UInt8(ascii: "9") {
+            digits += 1
+            byte = tail.next()
+        }
+        guard digits > 0, byte == UInt8(ascii: "Q") || byte == UInt8(ascii: "Y") else { return false }
+        return tail.next() == UInt8(ascii: "T")
     }
 
     private static let wrapperInitials: Set<UInt8> = [

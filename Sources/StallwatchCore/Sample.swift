@@ -24,6 +24,9 @@ public struct Sample: Sendable, Hashable, Codable {
     public var captureTimedOut: Bool
     /// Where `frames` came from (signal, perf, scan, stale, none).
     public var source: SampleSource
+    /// How the chain of awaiting callers at the end of `frames` (the frames marked `isAsync`)
+    /// ended; nil when the sample holds no async frame.
+    public var asyncChainEnd: AsyncChainEnd?
     /// The thread's kernel counters at this sample, if they were read.
     public var counters: KernelCounters? {
         get { kernel?.facts.counters }
@@ -82,6 +85,7 @@ public struct Sample: Sendable, Hashable, Codable {
         annotation: Annotation? = nil,
         captureTimedOut: Bool = false,
         source: SampleSource? = nil,
+        asyncChainEnd: AsyncChainEnd? = nil,
         counters: KernelCounters? = nil,
         countersDelta: KernelCounters? = nil,
         wait: WaitFact? = nil
@@ -95,6 +99,7 @@ public struct Sample: Sendable, Hashable, Codable {
         self.annotation = annotation
         self.captureTimedOut = captureTimedOut
         self.source = source ?? .assumed(hasFrames: !frames.isEmpty)
+        self.asyncChainEnd = asyncChainEnd
         if counters != nil || countersDelta != nil || wait != nil {
             kernel = KernelBox(KernelBox.Facts(counters: counters, countersDelta: countersDelta, wait: wait))
         }
@@ -102,7 +107,7 @@ public struct Sample: Sendable, Hashable, Codable {
 
     private enum CodingKeys: String, CodingKey {
         case time, frames, state, syscall, wchan, cpuTimeNanos, annotation, captureTimedOut, source, counters
-        case countersDelta, wait
+        case countersDelta, wait, asyncChainEnd
     }
 
     /// Decodes the keys the synthesized conformance used (before the kernel facts were boxed).
@@ -118,6 +123,7 @@ public struct Sample: Sendable, Hashable, Codable {
             annotation: try container.decodeIfPresent(Annotation.self, forKey: .annotation),
             captureTimedOut: try container.decode(Bool.self, forKey: .captureTimedOut),
             source: try container.decode(SampleSource.self, forKey: .source),
+            asyncChainEnd: try container.decodeIfPresent(AsyncChainEnd.self, forKey: .asyncChainEnd),
             counters: try container.decodeIfPresent(KernelCounters.self, forKey: .counters),
             countersDelta: try container.decodeIfPresent(KernelCounters.self, forKey: .countersDelta),
             wait: try container.decodeIfPresent(WaitFact.self, forKey: .wait))
@@ -135,6 +141,7 @@ public struct Sample: Sendable, Hashable, Codable {
         try container.encodeIfPresent(annotation, forKey: .annotation)
         try container.encode(captureTimedOut, forKey: .captureTimedOut)
         try container.encode(source, forKey: .source)
+        try container.encodeIfPresent(asyncChainEnd, forKey: .asyncChainEnd)
         try container.encodeIfPresent(counters, forKey: .counters)
         try container.encodeIfPresent(countersDelta, forKey: .countersDelta)
         try container.encodeIfPresent(wait, forKey: .wait)

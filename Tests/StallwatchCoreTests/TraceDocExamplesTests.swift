@@ -106,6 +106,10 @@ import Testing
         ("stopped", 0, .stopped(from: 91_200_000_000, length: 3_000_000_000)),
         ("watched", 0, .watched(WatchedExecutor(label: "NIO-ELT-0-#1", how: "epoll", tid: 4711, since: 300_000_000))),
         (
+            "sampleAsyncChain", 0,
+            .sampleAsyncChain(.init(stall: 7, time: 90_020_000_000, firstAsync: 3, end: .taskRoot))
+        ),
+        (
             "stallLeadUp", 0,
             .stallLeadUp(
                 .init(

@@ -105,6 +105,7 @@ enum TraceFixture {
                 sites: [.init(site: 1, count: 40, nanos: 90_000_000)],
                 recent: [.init(site: 1, before: 5_000_000, duration: 2_000_000)])),
         .stopped(from: 81_234_700_000_000, length: 250_000_000),
+        .sampleAsyncChain(.init(stall: 7, time: 81_234_610_000_000, firstAsync: 1, end: .unreadable)),
         .watched(WatchedExecutor(label: "main-queue", how: "heartbeat", tid: 812, since: 81_234_000_000_000)),
     ]
 
@@ -156,7 +157,7 @@ enum TraceFixture {
             contentsOf: everyKind[21...].filter {
                 ![
                     .origin, .congestedIteration, .sampleCounters, .sampleWait, .stallRetimed, .stallContext,
-                    .recordedUntil, .stallLeadUp, .stopped, .watched,
+                    .recordedUntil, .stallLeadUp, .stopped, .sampleAsyncChain, .watched,
                 ].contains(
                     $0.kind)
             })

@@ -209,6 +209,22 @@ case "close-fds":
         exit(0)  // the recorder's atexit stop flushes them: the write the test watches
     }
     loop.run()
+case "main-actor-async":
+    // STALLWATCH_TRACE set by the test: a @MainActor request handler awaits a service that awaits
+    // a repository that blocks the main thread inside MainLoop.main (a spin, or with "sleep" as
+    // the second argument a sleep), after a real suspension.
+    let loop = MainLoop.main
+    let sleep = CommandLine.arguments.dropFirst(2).first == "sleep"
+    Task { @MainActor in
+        report("rows", await MainActorChain.handleRequest(sleep: sleep) == 7)
+        loop.schedule(after: .milliseconds(100)) { _ in loop.stop() }
+    }
+    loop.schedule(after: .seconds(10)) { _ in
+        print("timeout=1")
+        loop.stop()
+    }
+    loop.run()
+    report("returned", true)
 case "process-tree":
     // STALLWATCH_TRACE (and, under `stallwatch record`, the preload library) set by the test:
     // this process starts N copies of itself (`process-tree N`), which inherit it, and every
@@ -243,7 +259,7 @@ case "process-tree":
 default:
     FileHandle.standardError.write(
         Data(
-            "usage: StallwatchTestHost main-queue|stalls|exports|hang|busy|annotate-async|perf-status|read-file|fork-exit|process-tree\n"
+            "usage: StallwatchTestHost main-queue|stalls|exports|hang|busy|annotate-async|perf-status|read-file|fork-exit|process-tree|main-actor-async\n"
                 .utf8)
     )
     exit(2)

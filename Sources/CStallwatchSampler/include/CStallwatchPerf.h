@@ -86,6 +86,10 @@ typedef struct sw_perf_sample {
     int32_t in_syscall;       ///< 1: in the kernel, and the user IP follows a `syscall` instruction
     int32_t reserved2;
     uint64_t syscall_arg0;    ///< with in_syscall: the user RDI saved at syscall entry, its first argument
+    /// The awaiting callers of the async function the thread was in (CStallwatchAsyncChain.h):
+    /// the innermost async frame's record from the stack copy, the contexts from live memory
+    /// (still the sampled job's while it runs on).
+    sw_async_chain chain;
 } sw_perf_sample;
 
 /// Consumes every record in the ring and unwinds the newest sample taken at or after

@@ -19,6 +19,7 @@
 
 #include <stdint.h>
 
+#include "CStallwatchAsyncChain.h"
 #include "CStallwatchPerf.h"
 
 #ifdef __cplusplus
@@ -56,6 +57,9 @@ typedef struct sw_capture_result {
     int64_t handler_ns;    ///< first instruction of the handler on the target thread
     int64_t ready_ns;      ///< handler finished unwinding (stack ready in the slot)
     int64_t woken_ns;      ///< the capturing thread saw the result (after its futex wake-up)
+    /// The awaiting callers of the async function the thread was in, read by the handler
+    /// (CStallwatchAsyncChain.h); chain.caller is 0 when the stack holds no async frame.
+    sw_async_chain chain;
 } sw_capture_result;
 
 /// Counters since install, for the sampler's own tests (Tests/CStallwatchSamplerTests) and

@@ -27,6 +27,8 @@
 
 #include <stdint.h>
 
+#include "CStallwatchAsyncChain.h"
+
 #ifdef __cplusplus
 extern "C" {
 #endif
@@ -57,6 +59,12 @@ typedef struct sw_scan_unwind_info {
 /// Returns the count (>= 1), or SW_SCAN_ENOUNWIND / SW_SCAN_EINVAL. `info` may be NULL.
 int sw_scan_unwind(uint64_t pc, uint64_t sp, uint64_t stack_end, uintptr_t *frames, int capacity,
                    sw_scan_unwind_info *info);
+
+/// sw_scan_unwind, and the async callers of the innermost async frame into `chain` (see
+/// CStallwatchAsyncChain.h): that frame's record is 16 bytes below its caller's SP, the one its
+/// prologue (push %rbp; mov %rsp,%rbp) made, checked by its return address. `chain` may be NULL.
+int sw_scan_unwind_chain(uint64_t pc, uint64_t sp, uint64_t stack_end, uintptr_t *frames, int capacity,
+                         sw_scan_unwind_info *info, sw_async_chain *chain);
 
 #ifdef __cplusplus
 }

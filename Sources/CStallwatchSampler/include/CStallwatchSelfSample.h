@@ -97,6 +97,7 @@ typedef struct sw_self_capture {
     int64_t time_ns;        ///< CLOCK_MONOTONIC at the handler's entry: when the stack was this
     int64_t ready_ns;       ///< when the unwind finished
     uintptr_t frames[SW_SAMPLER_MAX_FRAMES];
+    sw_async_chain chain;   ///< the async callers, read by the handler (CStallwatchAsyncChain.h)
 } sw_self_capture;
 
 /// Counters of one handle, for statistics and tests.

@@ -202,7 +202,8 @@ final class MonitorCore<Statistics: MonitorCounters>: @unchecked Sendable {  // 
         delivery.async { [self] in
             var stall = stall
             for index in stall.samples.indices {
-                stall.samples[index].frames = symbolicator.symbolicate(stall.samples[index].frames.map(\.address))
+                stall.samples[index].frames = symbolicator.symbolicate(frames: stall.samples[index].frames)
+                AsyncChain.validated(&stall.samples[index])
                 if let frames = stall.samples[index].wait?.owner?.frames, !frames.isEmpty {
                     stall.samples[index].wait?.owner?.frames = symbolicator.symbolicate(frames.map(\.address))
                 }

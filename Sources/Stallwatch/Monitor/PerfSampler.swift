@@ -16,6 +16,8 @@ final class PerfSampler {
         var unwindNanos: Int64
         /// In a syscall (the user IP follows a `syscall` instruction): its first argument.
         var syscallArgument: UInt64?
+        /// The awaiting callers of the async function the thread was in, if it was.
+        var chain: AsyncChain? = nil
     }
 
     static let stackBytes: Int32 = 16_384
@@ -75,7 +77,7 @@ final class PerfSampler {
         return Stack(
             addresses: frames[..<Int(count)].map { UInt64($0) }, time: UInt64(sample.time_ns),
             inKernel: sample.in_kernel != 0, unwindNanos: sample.unwind_ns,
-            syscallArgument: sample.in_syscall != 0 ? sample.syscall_arg0 : nil)
+            syscallArgument: sample.in_syscall != 0 ? sample.syscall_arg0 : nil, chain: AsyncChain(sample.chain))
     }
 }
 

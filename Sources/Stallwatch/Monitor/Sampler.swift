@@ -47,6 +47,8 @@ enum Sampler {
         var timedOut: Bool
         var sentNanos: Int64
         var readyNanos: Int64
+        /// The awaiting callers of the async function the thread was in, if it was.
+        var chain: AsyncChain? = nil
     }
 
     /// Captures thread `tid`'s stack, waiting at most `timeoutNanos`. Watchdog thread only.
@@ -62,7 +64,7 @@ enum Sampler {
         let count = Int(result.frame_count)
         return Capture(
             addresses: frames[..<count].map { UInt64($0) }, timedOut: false, sentNanos: result.sent_ns,
-            readyNanos: result.ready_ns)
+            readyNanos: result.ready_ns, chain: AsyncChain(result.chain))
     }
 
     /// The object that defines `_Unwind_RaiseException` for the process (libgcc_s, unless

@@ -85,14 +85,17 @@ final class SelfSampler: Sendable {
         var unwindNanos: UInt64
         /// The callout it is of, as the loop's clock showed it then.
         var callout: CalloutSnapshot
+        /// The awaiting callers of the async function the thread was in, if it was.
+        var chain: AsyncChain? = nil
 
         /// The sample it is. The thread ran user code to take it (ticks count user time
         /// only): running, in no syscall. `/proc` facts are the watchdog's to add.
         func sample(cpuTimeNanos: UInt64 = 0, annotation: Annotation? = nil) -> Sample {
-            Sample(
-                time: time, frames: addresses.map { Frame(address: $0) }, state: .running, syscall: nil,
+            let stack = AsyncChain.frames(addresses, chain: chain)
+            return Sample(
+                time: time, frames: stack.frames, state: .running, syscall: nil,
                 wchan: nil, cpuTimeNanos: cpuTimeNanos, annotation: annotation, captureTimedOut: false,
-                source: .signal)
+                source: .signal, asyncChainEnd: stack.end)
         }
     }
 
@@ -113,7 +116,8 @@ final class SelfSampler: Sendable {
             file: capture.file)
         return Capture(
             addresses: addresses, time: UInt64(capture.time_ns),
-            unwindNanos: UInt64(max(0, capture.ready_ns - capture.time_ns)), callout: callout)
+            unwindNanos: UInt64(max(0, capture.ready_ns - capture.time_ns)), callout: callout,
+            chain: AsyncChain(capture.chain))
     }
 
     /// Every capture of callout `sequence`, oldest first (releasing them).

@@ -18,6 +18,8 @@ final class StackCapture {
     private let usePerf: Bool
     /// The last stack actually captured in the current stall (not stale), for `.stale` samples.
     private(set) var lastStack: [UInt64] = []
+    /// The async callers read with `lastStack`.
+    private(set) var lastChain: AsyncChain?
     /// The current sample's stack came from perf inside a syscall: that syscall's first argument
     /// (the user RDI saved at entry), which /proc does not show while the thread is on CPU.
     var perfSyscallArgument: UInt64?
@@ -133,6 +135,7 @@ final class StackCapture {
         stallSequence = sequence
         ownAfter = 0
         lastStack = []
+        lastChain = nil
         lastTimedOut = false
         ownWaitFailed = false
         blocksTicks = nil
@@ -161,7 +164,10 @@ final class StackCapture {
     /// The watchdog samples every `interval` now (it grows for long hangs).
     func follow(interval: UInt64) { perf?.setPeriod(Self.period(for: interval)) }
 
-    func remember(_ addresses: [UInt64], from source: SampleSource) {
-        if source != .stale && source != .none && !addresses.isEmpty { lastStack = addresses }
+    func remember(_ addresses: [UInt64], from source: SampleSource, chain: AsyncChain? = nil) {
+        if source != .stale && source != .none && !addresses.isEmpty {
+            lastStack = addresses
+            lastChain = chain
+        }
     }
 }

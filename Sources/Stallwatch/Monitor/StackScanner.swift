@@ -45,6 +45,10 @@ package final class StackScanner {
     private var frames = [UInt](repeating: 0, count: Int(SW_SAMPLER_MAX_FRAMES))
     /// What the last CFI unwind did (how it learnt RBP, where it stopped), for tests.
     private(set) var lastUnwind = sw_scan_unwind_info()
+    /// The async callers the last scan read (nil: its stack held no async frame).
+    private(set) var lastChain: AsyncChain?
+    /// How many awaiting callers the last scan read (the benchmark's).
+    package var lastChainDepth: Int { lastChain?.resume.count ?? 0 }
 
     package init(tid: Int32) {
         syscallFD = open("/proc/self/task/\(tid)/syscall", O_RDONLY | O_CLOEXEC)
@@ -67,6 +71,7 @@ package final class StackScanner {
     package func scan(
         using method: Method = .unwind, maxFrames: Int = Int(SW_SAMPLER_MAX_FRAMES), maxBytes: UInt64 = 64 << 10
     ) -> [UInt64] {
+        lastChain = nil
         guard let (sp, pc) = registers() else { return [] }
         if mapping(containing: pc) == nil { reloadMappings() }
         guard let stack = mapping(containing: sp) else { return [pc] }
@@ -80,9 +85,11 @@ package final class StackScanner {
     /// Frames unwound by CFI from `pc` and `sp` (`sw_scan_unwind`); just the PC without libunwind.
     private func unwind(pc: UInt64, sp: UInt64, stackEnd: UInt64, maxFrames: Int) -> [UInt64] {
         let capacity = min(maxFrames, frames.count)
+        var chain = sw_async_chain()
         let count = frames.withUnsafeMutableBufferPointer { buffer in
-            sw_scan_unwind(pc, sp, stackEnd, buffer.baseAddress, Int32(capacity), &lastUnwind)
+            sw_scan_unwind_chain(pc, sp, stackEnd, buffer.baseAddress, Int32(capacity), &lastUnwind, &chain)
         }
+        lastChain = AsyncChain(chain)
         guard count > 0 else { return [pc] }
         return frames[..<Int(count)].map { UInt64($0) }
     }

@@ -82,7 +82,7 @@ struct ThreadSampler {
         stacks.perfSyscallArgument = nil
         var kernel = reader.read()
         if let captured = ownCapture() ?? awaitOwnCapture(kernel) {
-            stacks.remember(captured.addresses, from: .signal)
+            stacks.remember(captured.addresses, from: .signal, chain: captured.chain)
             stacks.ownWaitFailed = false
             stacks.lastSampleTime = time
             record { stats in
@@ -93,10 +93,12 @@ struct ThreadSampler {
             return captured.sample(cpuTimeNanos: kernel.cpuTimeNanos, annotation: annotations?.innermost())
         }
         let stack = captureStack(kernel: &kernel, time: time, record: record)
+        let frames = AsyncChain.frames(stack.addresses, chain: stack.chain)
         return Sample(
-            time: time, frames: stack.addresses.map { Frame(address: $0) }, state: kernel.state,
+            time: time, frames: frames.frames, state: kernel.state,
             syscall: kernel.syscall, wchan: kernel.wchan, cpuTimeNanos: kernel.cpuTimeNanos,
-            annotation: annotations?.innermost(), captureTimedOut: stack.timedOut, source: stack.source)
+            annotation: annotations?.innermost(), captureTimedOut: stack.timedOut, source: stack.source,
+            asyncChainEnd: frames.end)
     }
 
     /// The stall's first own capture for its first sample, else the newest since the previous
@@ -152,23 +154,25 @@ struct ThreadSampler {
     private func captureStack(
         kernel: inout ThreadStateReader.Reading, time: UInt64,
         record: ((inout MonitorStatistics) -> Void) -> Void
-    ) -> (addresses: [UInt64], source: SampleSource, timedOut: Bool) {
+    ) -> (addresses: [UInt64], source: SampleSource, timedOut: Bool, chain: AsyncChain?) {
         stacks.enableIfPending()
         defer {
             stacks.lastSampleTime = time
             stacks.ownAfter = max(stacks.ownAfter, time)
         }
         func finish(
-            _ addresses: [UInt64], _ source: SampleSource, timedOut: Bool, perf: PerfSampler.Stack? = nil
-        ) -> (addresses: [UInt64], source: SampleSource, timedOut: Bool) {
+            _ addresses: [UInt64], _ source: SampleSource, timedOut: Bool, perf: PerfSampler.Stack? = nil,
+            chain: AsyncChain? = nil
+        ) -> (addresses: [UInt64], source: SampleSource, timedOut: Bool, chain: AsyncChain?) {
+            let chain = chain ?? perf?.chain
             if let perf {
                 stacks.inKernelPerPerf = perf.inKernel
                 stacks.perfSyscallArgument = perf.syscallArgument
                 record { $0.perfUnwindNanos.appendBounded(UInt64(max(0, perf.unwindNanos))) }
             }
-            stacks.remember(addresses, from: source)
+            stacks.remember(addresses, from: source, chain: chain)
             record { $0.stackSources[source, default: 0] += 1 }
-            return (addresses, source, timedOut)
+            return (addresses, source, timedOut, chain)
         }
         var timedOut = false
         // Self-sampling, unless the thread blocks the ticks' signal (then it is signalled as
@@ -178,7 +182,8 @@ struct ThreadSampler {
         // 1. Blocked in a call a signal would end early (EINTR): read the stack, never signal.
         if let call = kernel.syscall, StackScanner.neverRestarted.contains(call) {
             let scanned = stacks.scanner.scan()
-            return finish(scanned, scanned.isEmpty ? .none : .scan, timedOut: false)
+            return finish(
+                scanned, scanned.isEmpty ? .none : .scan, timedOut: false, chain: stacks.scanner.lastChain)
         }
         // 2. perf first while the thread sits in the kernel (its newest perf sample says so).
         //    No perf sample since the last one means the thread got less than a perf period of
@@ -211,7 +216,8 @@ struct ThreadSampler {
             if let call = now.syscall, StackScanner.neverRestarted.contains(call) {
                 kernel = now
                 let scanned = stacks.scanner.scan()
-                return finish(scanned, scanned.isEmpty ? .none : .scan, timedOut: false)
+                return finish(
+                    scanned, scanned.isEmpty ? .none : .scan, timedOut: false, chain: stacks.scanner.lastChain)
             }
             let capture = Sampler.capture(tid: tid, timeoutNanos: Int64(clamping: captureTimeout.nanoseconds))
             record { stats in
@@ -223,7 +229,7 @@ struct ThreadSampler {
                 }
             }
             stacks.lastTimedOut = capture.timedOut
-            if !capture.timedOut { return finish(capture.addresses, .signal, timedOut: false) }
+            if !capture.timedOut { return finish(capture.addresses, .signal, timedOut: false, chain: capture.chain) }
             timedOut = true
             // "running" says only that the thread was on a CPU, user or kernel. A running thread
             // that did not take the signal within the timeout was in the kernel all along (a
@@ -242,10 +248,14 @@ struct ThreadSampler {
         // 5. Caught blocked in a syscall or a page fault (-1): scan the stack /proc points at.
         if kernel.syscall != nil {
             let scanned = stacks.scanner.scan()
-            if !scanned.isEmpty { return finish(scanned, .scan, timedOut: timedOut) }
+            if !scanned.isEmpty {
+                return finish(scanned, .scan, timedOut: timedOut, chain: stacks.scanner.lastChain)
+            }
         }
         // 6. The last stack of this stall, flagged stale; else none.
-        if !stacks.lastStack.isEmpty { return finish(stacks.lastStack, .stale, timedOut: timedOut) }
+        if !stacks.lastStack.isEmpty {
+            return finish(stacks.lastStack, .stale, timedOut: timedOut, chain: stacks.lastChain)
+        }
         return finish([], .none, timedOut: timedOut)
     }
 }

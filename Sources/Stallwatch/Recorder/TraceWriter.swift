@@ -297,6 +297,12 @@ struct TraceWriter {
                     cpuTime: sample.cpuTimeNanos, annotation: annotation, captureTimedOut: sample.captureTimedOut,
                     frames: sample.frames.map(\.address))))
         append(.sampleProvenance(TraceRecord.SampleProvenance(stall: stall, time: sample.time, source: sample.source)))
+        if let end = sample.asyncChainEnd {
+            let first = sample.frames.firstIndex(where: \.isAsync) ?? sample.frames.endIndex
+            append(
+                .sampleAsyncChain(
+                    TraceRecord.SampleAsyncChain(stall: stall, time: sample.time, firstAsync: UInt64(first), end: end)))
+        }
         writeFacts(of: sample, stall: stall)
     }
 

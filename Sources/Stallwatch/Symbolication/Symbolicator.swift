@@ -88,6 +88,21 @@ final class Symbolicator: Sendable {
         }
     }
 
+    /// Symbolicates a sample's `frames`: the stack's as `symbolicate(_:)` does, and the async
+    /// callers (`Frame.isAsync`: resume functions' entries, exact addresses) at their address.
+    func symbolicate(frames: [Frame]) -> [Frame] {
+        state.withLock { state in
+            frames.enumerated().map { index, frame in
+                let isReturnAddress = index > 0 && !frame.isAsync
+                let lookup = isReturnAddress && frame.address > 0 ? frame.address - 1 : frame.address
+                let resolved = Self.resolve(lookup, &state)
+                return Frame(
+                    address: frame.address, symbol: resolved.symbol, module: resolved.module, file: resolved.file,
+                    line: resolved.line, isAsync: frame.isAsync)
+            }
+        }
+    }
+
     private static func resolve(_ address: UInt64, _ state: inout State) -> Resolved {
         if let hit = state.cache[address] { return hit }
         refreshIfUnknown(address, &state)

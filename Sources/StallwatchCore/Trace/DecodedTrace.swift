@@ -275,6 +275,7 @@ struct StallAssembler {
     /// Kinds 18 and 19, by stall and sample time.
     var counters: [SampleKey: TraceRecord.SampleCounters] = [:]
     var waits: [SampleKey: TraceRecord.SampleWait] = [:]
+    var asyncEnds: [SampleKey: AsyncChainEnd] = [:]
 
     init() {}
 
@@ -311,8 +312,21 @@ struct StallAssembler {
         case .sampleProvenance(let record): sources[SampleKey(stall: record.stall, time: record.time)] = record.source
         case .sampleCounters(let record): counters[SampleKey(stall: record.stall, time: record.time)] = record
         case .sampleWait(let record): waits[SampleKey(stall: record.stall, time: record.time)] = record
+        case .sampleAsyncChain(let record): markAsync(record)
         default: break
         }
+    }
+
+    /// Marks the async frames of the sample `record` follows (a recorder writes it right after
+    /// its sample): that sample's stack is renumbered as the same addresses with its frames from
+    /// `firstAsync` on async (`StackTable.number(of:firstAsync:)`).
+    mutating func markAsync(_ record: TraceRecord.SampleAsyncChain) {
+        asyncEnds[SampleKey(stall: record.stall, time: record.time)] = record.end
+        guard let last = samples.indices.last, samples[last].stall == record.stall, samples[last].time == record.time
+        else { return }
+        let addresses = stacks.stacks[Int(samples[last].stack)]
+        guard !StackTable.hasAsyncMark(addresses), record.firstAsync < UInt64(addresses.count) else { return }
+        samples[last].stack = Int32(stacks.number(of: addresses, firstAsync: Int(record.firstAsync)))
     }
 
     /// Takes in the sample record whose payload `reader` holds, all of it or (on a throw) nothing.
@@ -372,7 +386,7 @@ struct StallAssembler {
         let symbolizer = FrameSymbols(symbols: symbols, modulePaths: modulePaths)
         // Each distinct address list becomes one `[Frame]` that its samples share, instead of a
         // copy per sample: a fleet report holds every sample at once.
-        let stackFrames = stacks.stacks.map { $0.map(symbolizer.frame) }
+        let stackFrames = stacks.stacks.map { StackTable.frames($0, symbolizer) }
 
         // Each stall's samples, by the first `stallBegan` of its id (a later one is ignored).
         var slots: [UInt64: Int] = [:]
@@ -466,7 +480,7 @@ struct StallAssembler {
 
         var table = SampleTable(
             stacks: stackFrames, wchans: wchans.strings, annotations: annotations, sources: sources,
-            counters: counters, waits: waits.mapValues { $0.fact(frame: symbolizer.frame) })
+            counters: counters, waits: waits.mapValues { $0.fact(frame: symbolizer.frame) }, asyncEnds: asyncEnds)
         table.rows = ordered
         table.ranges = result.map { ranges[$0.slot] }
         return (
@@ -670,6 +684,29 @@ struct StackTable {
 
     /// The number of `addresses`, adding it if it is new.
     mutating func number(of addresses: [UInt64]) -> Int { numbers.number(of: addresses) }
+
+    /// What ends a stack's key whose frames from some index on are async: the marker, then that
+    /// index. The marker is no user-space address (x86_64 user addresses stay below 2^47).
+    static let asyncMarker = UInt64.max
+
+    /// The number of `addresses` with its frames from `firstAsync` on async.
+    mutating func number(of addresses: [UInt64], firstAsync: Int) -> Int {
+        numbers.number(of: addresses + [Self.asyncMarker, UInt64(firstAsync)])
+    }
+
+    /// Whether a stack's key carries the async mark.
+    static func hasAsyncMark(_ key: [UInt64]) -> Bool { key.count >= 2 && key[key.count - 2] == asyncMarker }
+
+    /// The frames of a stack's key, named by `symbols`, the async ones marked.
+    static func frames(_ key: [UInt64], _ symbols: FrameSymbols) -> [Frame] {
+        guard hasAsyncMark(key) else { return key.map(symbols.frame) }
+        let first = Int(clamping: key[key.count - 1])
+        return key[..<(key.count - 2)].enumerated().map { index, address in
+            var frame = symbols.frame(address)
+            frame.isAsync = index >= first
+            return frame
+        }
+    }
 }
 
 /// How a trace's addresses are named: by its `symbol` records and module map.

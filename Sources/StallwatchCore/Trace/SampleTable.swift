@@ -15,6 +15,7 @@ package struct SampleTable: Sendable {
     var sources: [StallAssembler.SampleKey: SampleSource] = [:]
     var counters: [StallAssembler.SampleKey: TraceRecord.SampleCounters] = [:]
     var waits: [StallAssembler.SampleKey: WaitFact] = [:]
+    var asyncEnds: [StallAssembler.SampleKey: AsyncChainEnd] = [:]
     /// Whether any row has kernel facts (counters or a wait): when not,
     /// `hasKernelFacts(_:stall:)` is false for every one.
     package private(set) var anyKernelFacts = false
@@ -26,8 +27,9 @@ package struct SampleTable: Sendable {
         stacks: [[Frame]], wchans: [String], annotations: [UInt64: Annotation],
         sources: [StallAssembler.SampleKey: SampleSource],
         counters: [StallAssembler.SampleKey: TraceRecord.SampleCounters],
-        waits: [StallAssembler.SampleKey: WaitFact]
+        waits: [StallAssembler.SampleKey: WaitFact], asyncEnds: [StallAssembler.SampleKey: AsyncChainEnd] = [:]
     ) {
+        self.asyncEnds = asyncEnds
         self.stacks = stacks
         self.wchans = wchans
         self.annotations = annotations
@@ -58,6 +60,7 @@ package struct SampleTable: Sendable {
                     stall: stall.id, time: sample.time, counters: reading, delta: sample.countersDelta)
             }
             if let wait = sample.wait { waits[key] = wait }
+            if let end = sample.asyncChainEnd { asyncEnds[key] = end }
             rows.append(
                 PendingSample(
                     stall: stall.id, time: sample.time, cpuTime: sample.cpuTimeNanos, annotation: annotation,
@@ -117,7 +120,8 @@ package struct SampleTable: Sendable {
         return Sample(
             time: row.time, frames: frames(index), state: row.state, syscall: row.syscall, wchan: wchan(index),
             cpuTimeNanos: row.cpuTime, annotation: annotation(index), captureTimedOut: row.captureTimedOut,
-            source: sources.isEmpty ? nil : sources[key], counters: counted?.counters, countersDelta: counted?.delta,
+            source: sources.isEmpty ? nil : sources[key], asyncChainEnd: asyncEnds.isEmpty ? nil : asyncEnds[key],
+            counters: counted?.counters, countersDelta: counted?.delta,
             wait: waits.isEmpty ? nil : waits[key])
     }
 

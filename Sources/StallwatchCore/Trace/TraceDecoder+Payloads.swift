@@ -130,6 +130,13 @@ extension TraceParser {
             let appVersion = try reader.optionalString("appVersion")
             return .origin(
                 .init(traceID: traceID, host: host, executable: executable, buildID: buildID, appVersion: appVersion))
+        case .sampleAsyncChain:
+            let stall = try reader.varint("stall")
+            let time = try reader.varint("time")
+            let firstAsync = try reader.varint("firstAsync")
+            let code = try reader.byte("end")
+            guard let end = AsyncChainEnd(rawValue: code) else { throw .outOfRange("end", UInt64(code)) }
+            return .sampleAsyncChain(.init(stall: stall, time: time, firstAsync: firstAsync, end: end))
         case .sampleProvenance:
             let stall = try reader.varint("stall")
             let time = try reader.varint("time")

@@ -122,6 +122,11 @@ extension TraceEncoder {
             writer.string(origin.executable)
             origin.buildID.withUnsafeBytes { writer.lengthPrefixed($0) }
             writer.optionalString(origin.appVersion)
+        case .sampleAsyncChain(let chain):
+            writer.varint(chain.stall)
+            writer.varint(chain.time)
+            writer.varint(chain.firstAsync)
+            writer.byte(chain.end.rawValue)
         case .sampleProvenance(let provenance):
             writer.varint(provenance.stall)
             writer.varint(provenance.time)

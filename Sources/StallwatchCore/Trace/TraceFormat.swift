@@ -111,6 +111,10 @@ public enum TraceRecordKind: UInt8, CaseIterable, Sendable, Hashable {
     /// The process was stopped (SIGSTOP, a debugger) over an interval: time that is not the
     /// app's, left out of stalls, run time and dropped frames.
     case stopped = 26
+    /// Which of a sample's frames are awaiting callers from its async context chain, and how
+    /// the chain ended; follows its sample.
+    case sampleAsyncChain = 27
+
     /// An executor the recording watched, how, and from when (or, once, that the process ran
     /// nothing Stallwatch could watch): so a trace with no stalls says whether anything was
     /// looked at.
@@ -151,6 +155,7 @@ public enum TraceRecordKind: UInt8, CaseIterable, Sendable, Hashable {
         case .stallRetimed: "stallRetimed"
         case .stallContext: "stallContext"
         case .stopped: "stopped"
+        case .sampleAsyncChain: "sampleAsyncChain"
         case .watched: "watched"
         }
     }

@@ -56,6 +56,8 @@ public enum TraceRecord: Sendable, Hashable {
     indirect case stallLeadUp(StallLeadUp)
     /// The process was stopped from `from` for `length` nanoseconds (kind 26).
     case stopped(from: UInt64, length: UInt64)
+    /// Which of a sample's frames are awaiting callers from its async context chain (kind 27).
+    case sampleAsyncChain(SampleAsyncChain)
     /// An executor the recording watched from `since` on, or that nothing was (kind 28).
     indirect case watched(WatchedExecutor)
 
@@ -88,6 +90,7 @@ public enum TraceRecord: Sendable, Hashable {
         case .recordedUntil: .recordedUntil
         case .stallLeadUp: .stallLeadUp
         case .stopped: .stopped
+        case .sampleAsyncChain: .sampleAsyncChain
         case .watched: .watched
         }
     }
@@ -360,6 +363,29 @@ extension TraceRecord {
             self.stall = stall
             self.time = time
             self.source = source
+        }
+    }
+
+    /// The frames of the sample with the same `stall` and `time` from `firstAsync` on are the
+    /// awaiting callers of its innermost async frame, read from the async context chain
+    /// (`Frame.isAsync`), and how that chain ended. A separate kind so readers that predate it
+    /// skip it (they show the same frames, unmarked).
+    public struct SampleAsyncChain: Sendable, Hashable {
+        /// The `StallBegan.id` of the sample's stall.
+        public var stall: UInt64
+        /// The sample's `time`.
+        public var time: UInt64
+        /// The index of the sample's first async frame (its frame count when the chain has none).
+        public var firstAsync: UInt64
+        /// How the chain ended.
+        public var end: AsyncChainEnd
+
+        /// Creates an async chain record.
+        public init(stall: UInt64, time: UInt64, firstAsync: UInt64, end: AsyncChainEnd) {
+            self.stall = stall
+            self.time = time
+            self.firstAsync = firstAsync
+            self.end = end
         }
     }
 

@@ -28,18 +28,35 @@ package struct FrameNamer: Sendable, Hashable {
         self.buildRoot = buildRoot ?? Self.buildRoot(of: modules.map(\.path))
     }
 
-    /// The short name: simplified Swift name, `module+0xOFFSET`, or the address.
+    /// The short name: simplified Swift name, `module+0xOFFSET`, or the address; marked
+    /// async (`asyncMark`) for async code.
     package func name(_ frame: Frame) -> String {
-        guard let symbol = frame.symbol else { return unsymbolicatedName(frame) }
+        guard let symbol = frame.symbol else {
+            return frame.isAsync ? unsymbolicatedName(frame) + Self.asyncMark : unsymbolicatedName(frame)
+        }
         return Self.name(ofSymbol: symbol)
     }
 
-    /// The short name of a frame whose symbol is `symbol`, in any trace, cut (`cut(_:)`).
+    /// The short name of a frame whose symbol is `symbol`, in any trace, cut (`cut(_:)`). An
+    /// async function (its continuations `(1) suspend resume partial function for X`, `(2)
+    /// await resume partial function for X`, or its entry) is named by the function, `X`, with
+    /// `asyncMark` after it: the mark depends on the symbol alone, so every cache of names by
+    /// symbol holds it, and an awaiting caller from the context chain (always a continuation)
+    /// is marked like the innermost async frame on the stack.
     static func name(ofSymbol symbol: String) -> String {
         // A name this long is no Swift name the simplifier could shorten to a readable one.
         guard symbol.utf8.count <= 16 * nameLimit else { return cut(symbol) }
-        return cut(SwiftNames.simplify(symbol))
+        guard Frame.isAsyncFunction(symbol) else { return cut(SwiftNames.simplify(symbol)) }
+        // A continuation of what the simplifier cannot parse (a top-level closure `in Module`)
+        // is still named by the function it continues.
+        var name = SwiftNames.simplify(symbol)
+        if name == symbol { name = SwiftNames.simplify(String(Frame.standsFor(symbol))) }
+        return cut(name) + asyncMark
     }
+
+    /// What follows the name of a frame of async code in every output (`report`, `show`, the
+    /// page, signatures and every export): `Service.fetch() [async]`. docs/async.md.
+    package static let asyncMark = " [async]"
 
     /// The full demangled symbol, cut (`cut(_:)`), or what `name(_:)` gives for a frame without
     /// one.

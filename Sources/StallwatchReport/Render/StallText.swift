@@ -133,6 +133,12 @@ package enum StallText {
                     module: stack.module.map { String(Frame.basename($0)) }, width: width)
                 lines.append(stack.system ? style.dim(text) : text)
             }
+            // Where the awaiting callers (async frames) end: the task's root, or why they stop.
+            if stall.samples.indices.contains(representative.sample),
+                let end = stall.samples[representative.sample].asyncChainEnd
+            {
+                lines.append(style.dim("  (\(end.marker))"))
+            }
         }
         return terminalText(lines, style: style)
     }
