@@ -301,6 +301,17 @@ private enum LoopTools {
                 && stall.stack.contains { $0.contains("FileRequestHandler") }
         }
         #expect(reads.count >= 2, "\(stalls.map { ($0.label, $0.durationMs, $0.stack.prefix(3)) })")
+        // The report says what was watched (the loops by name, as it found them) and which loop
+        // each signature blocked: "0 stalls" and "nothing watched" no longer read the same.
+        let report = try ChildRun(
+            BinaryRun.binary, ["report", trace],
+            environment: ProcessInfo.processInfo.environment.merging(["COLUMNS": "200"]) { $1 }, timeout: .seconds(60))
+        #expect(report.exitCode == 0, "\(report)")
+        let watched = report.output.split(separator: "\n").first { $0.hasPrefix("    watched: ") } ?? ""
+        #expect(
+            watched.contains("NIO-ELT-0-#0 (epoll loop)") || watched.contains("NIO-ELT-0-#1 (epoll loop)"), "\(watched)"
+        )
+        #expect(report.output.contains("   on NIO-ELT-0-#"), "\(report.output)")
     }
 
     /// A TCP port nobody listens on now (the kernel's pick for a socket bound to port 0).

@@ -107,6 +107,8 @@ struct StallFigures: Sendable {
     /// The stall's `expectLong` reason, and the app's state at its detection.
     var expected: String?
     var context: [String: String]
+    /// The executor it blocked, for one that is not `MainLoop` (`ExecutorName`).
+    var executor: String?
 
     /// What `analyzed` adds up.
     init(_ analyzed: AnalyzedStall) {
@@ -133,6 +135,7 @@ struct StallFigures: Sendable {
         unfinished = stall.flags.contains(.unfinished)
         tier = stall.tier
         let site = StallSite(stall.callout, frames: representativeFrames)
+        executor = ExecutorName.of(stall.callout)
         file = site.file
         line = site.line
         self.durationNanos = durationNanos

@@ -30,6 +30,9 @@ struct SignatureTally: Sendable {
     var categoryNanos = [Double](repeating: 0, count: StallCategory.count)
     var reasons = TallyTable<String, Double>()
     var sites = TallyTable<Site, Int>()
+    /// The executors blocked (`ExecutorName`; `MainLoop` callouts counted apart).
+    var executors = TallyTable<String, Int>()
+    var mainLoopStalls = 0
     var waits = WaitSummary.Tally()
     var durations: [UInt64] = []
     /// Each trace with these stalls and how many, in trace order (traces are added in order).
@@ -54,6 +57,7 @@ struct SignatureTally: Sendable {
         tiers[tier.ordinal] += 1
         saving.add(overrun: stalls[index].overrunNanos, hang: tier >= .hang ? nanos : 0, dropped: dropped)
         sites.add(1, to: Site(line: stalls[index].line, file: stalls[index].file))
+        if let executor = stalls[index].executor { executors.add(1, to: executor) } else { mainLoopStalls += 1 }
         let weight = Double(max(1, nanos))
         for category in StallCategory.allCases {
             categoryNanos[category.ordinal] += stalls[index].breakdown.share(of: category) * weight
@@ -92,6 +96,8 @@ struct SignatureTally: Sendable {
         for index in categoryNanos.indices { categoryNanos[index] += later.categoryNanos[index] }
         reasons.add(later.reasons)
         sites.add(later.sites)
+        executors.add(later.executors)
+        mainLoopStalls += later.mainLoopStalls
         waits.merge(later.waits)
         durations += later.durations
         var rest = later.traceStalls[...]
@@ -131,6 +137,11 @@ struct SignatureTally: Sendable {
             example: StallReport.StallReference(trace: longest.tracePath, stall: longest.id))
         let waits = waits.top(limit: 3)
         signature.waits = waits.isEmpty ? nil : waits
+        if !executors.dictionary.isEmpty {
+            var counts = executors.dictionary.map { StallReport.ExecutorCount(executor: $0.key, count: $0.value) }
+            if mainLoopStalls > 0 { counts.append(.init(executor: ExecutorName.mainLoop, count: mainLoopStalls)) }
+            signature.executors = counts.sorted { ($1.count, $0.executor) < ($0.count, $1.executor) }
+        }
         signature.traces = traceStalls.count
         let total = max(traceCount, traceStalls.count)
         signature.tracesPercent = total == 0 ? 0 : round(Double(traceStalls.count) / Double(total) * 100, 2)

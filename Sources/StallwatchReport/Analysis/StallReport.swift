@@ -195,6 +195,14 @@ package struct StallReport: Sendable, Hashable, Codable {
         package var count: Int
     }
 
+    /// An executor a signature's stalls blocked, and how many of them.
+    package struct ExecutorCount: Sendable, Hashable, Codable {
+        /// The executor and how it was timed: `NIO-ELT-0-#1 (epoll loop)`, `main-queue
+        /// (heartbeat)`, `MainLoop`.
+        package var executor: String
+        package var count: Int
+    }
+
     /// Names one stall of one trace: what `stallwatch show TRACE --stall ID` takes.
     package struct StallReference: Sendable, Hashable, Codable {
         /// The trace's path, as given.
@@ -256,6 +264,10 @@ package struct StallReport: Sendable, Hashable, Codable {
         /// What the samples waited on (file, socket peer, lock owner, SQL), most frequent first;
         /// nil (and absent from the JSON) when no sample knew.
         package var waits: [WaitCount]? = nil
+        /// The executors the stalls blocked (`main-queue (heartbeat)`, `NIO-ELT-0-#1 (epoll
+        /// loop)`, `MainLoop`), most stalls first; nil (and absent from the JSON) when every one
+        /// was a `MainLoop` callout.
+        package var executors: [ExecutorCount]? = nil
         /// The run's figures without these stalls: what fixing them would buy.
         package var ifFixed: IfFixed? = nil
     }

@@ -170,6 +170,10 @@ package enum ReportText {
         for wait in (signature.waits ?? []).prefix(2) {
             lines.append(elideMiddle("   waited on \(wait.text) (\(format(wait.share * 100, 0)) % of samples)", width))
         }
+        if let executors = signature.executors {
+            let items = executors.map { $0.count == signature.count ? $0.executor : "\($0.executor) ×\($0.count)" }
+            lines += wrapItems(items, separator: ", ", first: "   on ", continuation: "      ", width: width)
+        }
         let others = signature.sites.count - 1
         let more = others > 0 ? " (and \(others) more \(others == 1 ? "site" : "sites"))" : ""
         lines.append(elideMiddle("   posted at \(signature.site)", width.map { $0 - more.count }) + more)

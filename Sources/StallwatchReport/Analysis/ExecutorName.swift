@@ -1,0 +1,17 @@
+import StallwatchCore
+
+/// The executor a stall blocked, as reports name it: `main-queue (heartbeat)`,
+/// `swift-concurrency-pool (heartbeat)`, `NIO-ELT-0-#1 (epoll loop)`; `MainLoop` for a callout of
+/// Stallwatch's own loop. What `show` says as the callout's label and mode, per signature.
+enum ExecutorName {
+    static let mainLoop = "MainLoop"
+
+    /// nil for a `MainLoop` callout (most stalls of most traces: no name made).
+    static func of(_ callout: CalloutIdentity) -> String? {
+        guard callout.file.utf8.count == StallwatchSymbols.heartbeatFile.utf8.count,
+            callout.file == StallwatchSymbols.heartbeatFile
+        else { return nil }
+        let label = callout.label ?? "?"
+        return callout.mode == "heartbeat" ? "\(label) (heartbeat)" : "\(label) (\(callout.mode) loop)"
+    }
+}
