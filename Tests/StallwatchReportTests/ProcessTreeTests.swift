@@ -88,4 +88,20 @@ import Testing
         let traces = try #require(try reportJSON(trace)["traces"] as? [[String: Any]])
         #expect(traces.count == 1 && traces.first?["pid"] as? Int == root, "\(traces)")
     }
+
+    /// A process that exec'd (or was killed) the moment its recording began leaves an empty file
+    /// in T.d: it said nothing, and the recording is still whole. `report` exited 2 on one
+    /// ("byte 0: empty, not a trace") after a real sourcekit-lsp session.
+    @Test func anEmptyChildTraceIsLeftOutOfTheRecording() throws {
+        let trace = directory.write("tree.swtrace", Fixture.standard())
+        try FileManager.default.createDirectory(
+            atPath: directory.path + "/tree.swtrace.d", withIntermediateDirectories: true)
+        _ = directory.write("tree.swtrace.d/swiftc-4242.swtrace", [])
+        let json = try reportJSON(trace)
+        let traces = try #require(json["traces"] as? [[String: Any]])
+        #expect(traces.map { $0["path"] as? String } == [trace])
+        // Given by name, an empty file is still an error: it is not a trace.
+        let single = try runStallwatch(["report", directory.path + "/tree.swtrace.d/swiftc-4242.swtrace"])
+        #expect(single.exitCode == 2, "\(single)")
+    }
 }

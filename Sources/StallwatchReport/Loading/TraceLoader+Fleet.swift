@@ -19,7 +19,8 @@ extension TraceLoader {
     /// sorted by path; hidden entries skipped). Files are kept as given, in order, whatever
     /// their name; paths that name nothing are kept too, so loading reports them. A file `T`
     /// is the recording of a process tree: `T` followed by the traces in `T.d`
-    /// (`ProcessTreeFiles`; `T` left out when it is missing and `T.d` holds some). A file found
+    /// (`ProcessTreeFiles`; `T` left out when it is missing and `T.d` holds some; empty files in
+    /// `T.d`, left by a process that exec'd or died as it began, left out too). A file found
     /// in a directory is left out when it was already given or found.
     package static func expand(_ inputs: [String]) -> [String] {
         var result: [String] = []
@@ -35,7 +36,12 @@ extension TraceLoader {
                 // in `T.d`; `T` alone when only the processes under it wrote one.
                 var found: [String] = []
                 let children = ProcessTreeFiles.childDirectory(of: input)
-                if stat(children, &info) == 0 && (info.st_mode & S_IFMT) == S_IFDIR { walk(children, into: &found) }
+                if stat(children, &info) == 0 && (info.st_mode & S_IFMT) == S_IFDIR {
+                    walk(children, into: &found)
+                    // An empty file there is a process that exec'd or was killed the moment its
+                    // recording began: it has nothing to say, and is no damage to report.
+                    found.removeAll { stat($0, &info) == 0 && (info.st_mode & S_IFMT) == S_IFREG && info.st_size == 0 }
+                }
                 if found.isEmpty || access(input, F_OK) == 0 {
                     seen.insert(input)
                     result.append(input)
