@@ -113,7 +113,11 @@ void sw_loop_wait_begin(int kind, uint64_t set, int fd, int blocking, uint64_t c
     if (!blocking || t_loop.full) return;
     // An epoll descriptor is an event loop's from its first blocking wait (its first iteration
     // is often the one that matters: asyncio runs the program's first step there); a poll or
-    // select set, from its second in a row (one poll is as often a client waiting on a socket).
+    // select set, on the process's main thread only, from its second in a row. Elsewhere a
+    // poll is a client waiting for its socket or a pipe, called again and again from the same
+    // stack frame (a pool thread of swift-build looked like a loop whose last "iteration" was the
+    // next job); GLib's and Foundation's main loops poll on the main thread.
+    if (kind != SW_LOOP_EPOLL && !pthread_equal(pthread_self(), sw_main_thread())) return;
     if (kind == SW_LOOP_EPOLL || (t_loop.repeats > 0 && sw_same_set(kind, set, fd, t_loop.kind, t_loop.set, t_loop.fd))) {
         if (sw_called_from_libdispatch(caller)) {
             t_loop.full = 1;  // libdispatch's manager thread: not the program's loop, never looked at again

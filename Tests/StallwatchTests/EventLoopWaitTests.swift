@@ -89,19 +89,23 @@ enum Waits {
         #expect(sw_loop_slot_count() == 1)
     }
 
-    @Test func pollMakesALoopAtItsSecondBlockingWaitOnTheSameSet() {
+    /// Off the main thread a poll is a client waiting for its socket or a pipe, from the same
+    /// stack frame again and again (a pool thread of `swift build` looked like a loop whose last
+    /// "iteration" was its next job): never a loop, however often. On the main thread (GLib's
+    /// and Foundation's main loops), a poll set is a loop from its second blocking wait: the GLib
+    /// program and each wrapped wait of `UnmodifiedLoopTests` show it on a real main thread.
+    @Test func aPollOffTheMainThreadIsNeverALoop() {
         sw_loop_reset_for_testing()
         let pipe = makePipe()
         defer { for fd in pipe { close(fd) } }
         let counts = Locked<[UInt32]>([])
         onThread {
-            Waits.poll(pipe[0], timeoutMs: 0)  // not blocking: nothing learnt
-            Waits.poll(pipe[0], timeoutMs: 1)
-            counts.withLock { $0.append(sw_loop_slot_count()) }
-            Waits.poll(pipe[0], timeoutMs: 1)
-            counts.withLock { $0.append(sw_loop_slot_count()) }
+            for _ in 0..<4 {
+                Waits.poll(pipe[0], timeoutMs: 1)
+                counts.withLock { $0.append(sw_loop_slot_count()) }
+            }
         }
-        #expect(counts.withLock { $0 } == [0, 1])
+        #expect(counts.withLock { $0 } == [0, 0, 0, 0])
     }
 
     @Test func aLoopWhoseDescriptorWasClosedMovesToItsNextSet() throws {

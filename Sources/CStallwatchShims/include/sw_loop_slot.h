@@ -3,8 +3,8 @@
 // sw_loop_wait_begin/sw_loop_wait_end around the real call; HeartbeatMonitor's watchdog reads the
 // slots. See docs/watchdog.md, "Event loops found by their waits".
 //
-// A thread that blocks in epoll_wait, or whose blocking polls or selects use the same set twice in
-// a row, is a loop: it gets a slot, and from then on every wait on that set (blocking or not) is an iteration boundary: the
+// A thread that blocks in epoll_wait, or the main thread when its blocking polls or selects use
+// the same set twice in a row, is a loop: it gets a slot, and from then on every wait on that set (blocking or not) is an iteration boundary: the
 // wait's return starts an iteration, the next call ends it. A wait on another set inside an
 // iteration (a blocking client library polling its socket) is part of the iteration.
 //
