@@ -44,3 +44,70 @@ import Testing
         #expect(allNamed, "\(failures.count) of \(samples.count): \(failures.prefix(3))")
     }
 }
+
+/// The toolchain's language server, recorded unmodified over an LSP session: its requests run
+/// as tasks on the cooperative pool, and a stall in the code a request awaits names, read from
+/// the async context chain, the request handler that awaited it (docs/async.md). In the same
+/// suite as the other sourcekit-lsp recordings, so they run one at a time.
+extension PoolPreloadTests {
+    /// The request handler every LSP request's task awaits through,
+    /// `SourceKitLSPServer.handle(request:id:reply:)`, as `Frame.standsFor` names its resume
+    /// functions: `SourceKitLSP.SourceKitLSPServer.handle<A where A: …RequestType>(request: A, id: …`.
+    static func isRequestHandler(_ function: Substring) -> Bool {
+        function.hasPrefix("SourceKitLSP.SourceKitLSPServer.handle<") && function.contains(">(request: A, id: ")
+    }
+
+    @Test(
+        .enabled(if: sourceKitLSP != nil, "sourcekit-lsp is not on the PATH: no toolchain language server to record"),
+        .enabled(if: python != nil, "python3 drives the LSP session (scripts/lsp-session.py) and is not installed"),
+        .disabled(
+            if: Sanitizer.address || Sanitizer.thread,
+            "a sanitizer runtime must be the first library loaded; LD_PRELOAD puts ours before it"),
+        .timeLimit(.minutes(2)))
+    func sourceKitLSPsStallChainsReachItsRequestHandler() throws {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("stallwatch-lsp-\(UUID())").path
+        let path = directory + ".swtrace"
+        defer {
+            unlink(path)
+            try? FileManager.default.removeItem(atPath: path + ".d")
+            try? FileManager.default.removeItem(atPath: directory)
+        }
+        let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+            .deletingLastPathComponent()
+        // sourcekit-lsp's requests are short, and a pool stall is a heartbeat task that waited
+        // past the budget to start (every pool thread busy): so the budget is 0.1 ms and the
+        // session 60 rounds of four requests (about 22 s). The margin, in stalls that reached
+        // the handler, measured on 2 cores: with a 1 ms budget and 20 rounds, 0 to 8 (one run of
+        // six none); with 0.1 ms and 30 rounds, 24 to 42 idle but 1 to 29 with two spinning
+        // processes (most stalls are then pool threads waiting to be scheduled, their samples
+        // empty or idle); with 60 rounds, 28 to 55 with two spinning processes.
+        let session = try runChild(
+            Self.python!,
+            [
+                root.appendingPathComponent("scripts/lsp-session.py").path, directory, "--", builtProduct("stallwatch"),
+                "record", "-o", path, "--budget", "0.1", "--", Self.sourceKitLSP!,
+            ],
+            environment: ProcessInfo.processInfo.environment.merging(["LSP_ROUNDS": "60"]) { _, new in new })
+        #expect(session.status == 0, "\(session)")
+        #expect(session.output.contains("shutdown ok"), "\(session.output)")
+        // The recording: the trace, and one per process sourcekit-lsp started (none in a
+        // one-file workspace without a package, but each is read if there is one).
+        let children = (try? FileManager.default.contentsOfDirectory(atPath: path + ".d")) ?? []
+        let files = [path] + children.filter { $0.hasSuffix(".swtrace") }.map { path + ".d/" + $0 }
+        let stalls = try files.flatMap { file in
+            DecodedTrace(decoding: [UInt8](try Data(contentsOf: URL(fileURLWithPath: file))), fileName: file).stalls
+        }
+        // Each sample's awaiting callers: its frames read from the chain (`isAsync`), by function.
+        let chains = stalls.flatMap(\.samples).map { sample in
+            sample.frames.filter(\.isAsync).compactMap { $0.symbol.map(Frame.standsFor) }
+        }
+        let reaching = chains.filter { $0.contains(where: Self.isRequestHandler) }
+        #expect(
+            !reaching.isEmpty,
+            """
+            \(stalls.count) stalls, \(chains.count) samples, \(chains.filter { !$0.isEmpty }.count) with awaiting \
+            callers, none reaching SourceKitLSPServer.handle(request:id:reply:): \
+            \(chains.filter { !$0.isEmpty }.prefix(5).map { $0.map { $0.prefix(80) } })
+            """)
+    }
+}
