@@ -65,15 +65,6 @@ extension PoolPreloadTests {
             "a sanitizer runtime must be the first library loaded; LD_PRELOAD puts ours before it"),
         .timeLimit(.minutes(2)))
     func sourceKitLSPsStallChainsReachItsRequestHandler() throws {
-        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("stallwatch-lsp-\(UUID())").path
-        let path = directory + ".swtrace"
-        defer {
-            unlink(path)
-            try? FileManager.default.removeItem(atPath: path + ".d")
-            try? FileManager.default.removeItem(atPath: directory)
-        }
-        let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
-            .deletingLastPathComponent()
         // sourcekit-lsp's requests are short, and a pool stall is a heartbeat task that waited
         // past the budget to start (every pool thread busy): so the budget is 0.1 ms and the
         // session 60 rounds of four requests (about 22 s). The margin, in stalls that reached
@@ -81,15 +72,9 @@ extension PoolPreloadTests {
         // six none); with 0.1 ms and 30 rounds, 24 to 42 idle but 1 to 29 with two spinning
         // processes (most stalls are then pool threads waiting to be scheduled, their samples
         // empty or idle); with 60 rounds, 28 to 55 with two spinning processes.
-        let session = try runChild(
-            Self.python!,
-            [
-                root.appendingPathComponent("scripts/lsp-session.py").path, directory, "--", builtProduct("stallwatch"),
-                "record", "-o", path, "--budget", "0.1", "--", Self.sourceKitLSP!,
-            ],
-            environment: ProcessInfo.processInfo.environment.merging(["LSP_ROUNDS": "60"]) { _, new in new })
-        #expect(session.status == 0, "\(session)")
-        #expect(session.output.contains("shutdown ok"), "\(session.output)")
+        let session = try LSPSession(rounds: 60, options: ["--budget", "0.1"])
+        defer { session.remove() }
+        let path = session.trace
         // The recording: the trace, and one per process sourcekit-lsp started (none in a
         // one-file workspace without a package, but each is read if there is one).
         let children = (try? FileManager.default.contentsOfDirectory(atPath: path + ".d")) ?? []

@@ -274,6 +274,47 @@ struct Waiter {
         FileManager.default.isExecutableFile(atPath: $0)
     }
 
+    /// A recorded LSP session: `scripts/lsp-session.py` drives `stallwatch record -o TRACE
+    /// OPTIONS -- sourcekit-lsp` in a new directory (a SwiftPM package when `manifest` is given)
+    /// for `rounds` rounds of four requests, 0.3 s apart. The session's run, whose status and
+    /// "shutdown ok" are checked here, and the trace's path; `remove()` deletes the trace, its
+    /// T.d and the directory.
+    struct LSPSession {
+        let run: ProductRun
+        let trace: String
+        let directory: String
+
+        init(
+            rounds: Int, options: [String] = [], manifest: String? = nil,
+            sourceLocation: SourceLocation = #_sourceLocation
+        ) throws {
+            directory = FileManager.default.temporaryDirectory.appendingPathComponent("stallwatch-lsp-\(UUID())").path
+            trace = directory + ".swtrace"
+            if let manifest {
+                try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+                try manifest.write(toFile: directory + "/Package.swift", atomically: true, encoding: .utf8)
+            }
+            let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+                .deletingLastPathComponent()
+            run = try runChild(
+                PoolPreloadTests.python!,
+                [
+                    root.appendingPathComponent("scripts/lsp-session.py").path, directory, "--",
+                    builtProduct("stallwatch"), "record", "-o", trace,
+                ] + options + ["--", PoolPreloadTests.sourceKitLSP!],
+                environment: ProcessInfo.processInfo.environment.merging(["LSP_ROUNDS": "\(rounds)"]) { _, new in new },
+                sourceLocation: sourceLocation)
+            #expect(run.status == 0, "\(run)", sourceLocation: sourceLocation)
+            #expect(run.output.contains("shutdown ok"), "\(run.output)", sourceLocation: sourceLocation)
+        }
+
+        func remove() {
+            unlink(trace)
+            try? FileManager.default.removeItem(atPath: trace + ".d")
+            try? FileManager.default.removeItem(atPath: directory)
+        }
+    }
+
     @Test(
         .enabled(if: sourceKitLSP != nil, "sourcekit-lsp is not on the PATH: no toolchain language server to record"),
         .enabled(if: python != nil, "python3 drives the LSP session (scripts/lsp-session.py) and is not installed"),
@@ -282,24 +323,10 @@ struct Waiter {
             "a sanitizer runtime must be the first library loaded; LD_PRELOAD puts ours before it"),
         .timeLimit(.minutes(2)))
     func sourceKitLSPIsRecordedForItsWholeSession() throws {
-        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("stallwatch-lsp-\(UUID())").path
-        let path = directory + ".trace"
-        defer {
-            unlink(path)
-            try? FileManager.default.removeItem(atPath: directory)
-        }
-        let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
-            .deletingLastPathComponent()
         // Eight rounds of four requests, 0.3 s apart: about 3 s.
-        let session = try runChild(
-            Self.python!,
-            [
-                root.appendingPathComponent("scripts/lsp-session.py").path, directory, "--", builtProduct("stallwatch"),
-                "record", "-o", path, "--", Self.sourceKitLSP!,
-            ],
-            environment: ProcessInfo.processInfo.environment.merging(["LSP_ROUNDS": "8"]) { _, new in new })
-        #expect(session.status == 0, "\(session)")
-        #expect(session.output.contains("shutdown ok"), "\(session.output)")
+        let session = try LSPSession(rounds: 8)
+        defer { session.remove() }
+        let path = session.trace
         let report = try runProduct("stallwatch", ["report", path, "--json"])
         #expect(report.status == 0, "\(report)")
         let json = try #require(try JSONSerialization.jsonObject(with: Data(report.output.utf8)) as? [String: Any])
@@ -324,32 +351,17 @@ struct Waiter {
             "a sanitizer runtime must be the first library loaded; LD_PRELOAD puts ours before it"),
         .timeLimit(.minutes(2)))
     func sourceKitLSPAndTheBuildItStartsEachWriteTheirOwnTrace() throws {
-        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("stallwatch-lsp-\(UUID())").path
-        let path = directory + ".swtrace"
-        defer {
-            unlink(path)
-            try? FileManager.default.removeItem(atPath: path + ".d")
-            try? FileManager.default.removeItem(atPath: directory)
-        }
-        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
-        try """
-        // swift-tools-version:5.9
-        import PackageDescription
-        let package = Package(
-            name: "App", targets: [.executableTarget(name: "App", path: ".", sources: ["main.swift"])])
+        let session = try LSPSession(
+            rounds: 8,
+            manifest: """
+                // swift-tools-version:5.9
+                import PackageDescription
+                let package = Package(
+                    name: "App", targets: [.executableTarget(name: "App", path: ".", sources: ["main.swift"])])
 
-        """.write(toFile: directory + "/Package.swift", atomically: true, encoding: .utf8)
-        let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
-            .deletingLastPathComponent()
-        let session = try runChild(
-            Self.python!,
-            [
-                root.appendingPathComponent("scripts/lsp-session.py").path, directory, "--", builtProduct("stallwatch"),
-                "record", "-o", path, "--", Self.sourceKitLSP!,
-            ],
-            environment: ProcessInfo.processInfo.environment.merging(["LSP_ROUNDS": "8"]) { _, new in new })
-        #expect(session.status == 0, "\(session)")
-        #expect(session.output.contains("shutdown ok"), "\(session.output)")
+                """)
+        defer { session.remove() }
+        let path = session.trace
         let children = try FileManager.default.contentsOfDirectory(atPath: path + ".d").sorted()
         #expect(children.contains { $0.hasPrefix("swift-build-") }, "\(children)")
         var pids: [Int] = []
