@@ -8,10 +8,16 @@ enum ExecutorName {
 
     /// nil for a `MainLoop` callout (most stalls of most traces: no name made).
     static func of(_ callout: CalloutIdentity) -> String? {
-        guard callout.file.utf8.count == StallwatchSymbols.heartbeatFile.utf8.count,
-            callout.file == StallwatchSymbols.heartbeatFile
-        else { return nil }
+        guard isExecutor(callout) else { return nil }
         let label = callout.label ?? "?"
         return callout.mode == "heartbeat" ? "\(label) (heartbeat)" : "\(label) (\(callout.mode) loop)"
+    }
+
+    /// Whether `callout` is an executor's (`HeartbeatMonitor`'s: found by heartbeats or by an
+    /// event loop's waits), whose call site is the monitor's, not the app's. The lengths first:
+    /// most callouts' files differ from it in length.
+    static func isExecutor(_ callout: CalloutIdentity) -> Bool {
+        callout.file.utf8.count == StallwatchSymbols.heartbeatFile.utf8.count
+            && callout.file == StallwatchSymbols.heartbeatFile
     }
 }

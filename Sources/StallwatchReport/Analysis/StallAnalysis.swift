@@ -332,9 +332,7 @@ struct StallSite {
     init(_ callout: CalloutIdentity, frames: [Frame]) {
         file = callout.file
         line = callout.line
-        // The lengths first: most callouts' files differ from it in length.
-        guard callout.file.utf8.count == StallwatchSymbols.heartbeatFile.utf8.count,
-            callout.file == StallwatchSymbols.heartbeatFile,
+        guard ExecutorName.isExecutor(callout),
             let handler = frames.last(where: { !$0.isSystem && !isCompilerGenerated($0) && $0.line != nil }),
             let path = handler.file, let line = handler.line
         else { return }
