@@ -339,6 +339,11 @@ import Testing
                 "fsync of /data/feed.db"
             ])
         #expect(waits.count == 2)
+        // And how its work was timed: the fixture's stalls are MainLoop callouts, in their mode.
+        let mode = (save["attributes"] as? [[String: Any]] ?? []).first {
+            ($0["key"] as? String) == "stallwatch.site_mode"
+        }
+        #expect((mode?["value"] as? [String: Any])?["stringValue"] as? String == "default", "\(save)")
     }
 
     @Test(

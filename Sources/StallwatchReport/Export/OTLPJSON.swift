@@ -93,6 +93,8 @@ package enum OTLPJSONExporter {
             attributes.append(attribute("stallwatch.reason", string: reason))
         }
         if let label = stall.callout.label { attributes.append(attribute("stallwatch.site_label", string: label)) }
+        // How the work was timed: a MainLoop mode, `heartbeat`, or an event loop's wait.
+        attributes.append(attribute("stallwatch.site_mode", string: stall.callout.mode))
         for category in StallCategory.allCases {
             attributes.append(
                 attribute("stallwatch.breakdown.\(category.rawValue)", double: analyzed.breakdown.share(of: category)))
