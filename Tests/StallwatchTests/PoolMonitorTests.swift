@@ -123,15 +123,20 @@ private func starvePool(jobs: Int, milliseconds: UInt32) {
         harness.monitor.stop()
         let longest = try #require(harness.ended.withLock { $0 }.max { $0.durationNanos < $1.durationNanos })
         let withStacks = longest.samples.filter { !$0.frames.isEmpty }
+        // The spinning job's frames: its wrapper, or the spin it calls, where perf's unwind of its
+        // bounded copy of the user stack stopped short of the wrapper (78 of 87 stacks had the
+        // wrapper in one run, the other 9 `IndexingIterator.next() ← spinForStallTest` from perf).
         let spinning = withStacks.filter { sample in
-            sample.frames.contains { $0.symbol?.contains("spinPoolThreadForTest") == true }
+            sample.frames.contains {
+                $0.symbol?.contains("spinPoolThreadForTest") == true || $0.symbol?.contains("spinForStallTest") == true
+            }
         }
         #expect(
             withStacks.count >= longest.samples.count / 2,
             "\(withStacks.count) of \(longest.samples.count) have a stack")
         #expect(
             Double(spinning.count) >= 0.9 * Double(withStacks.count),
-            "\(spinning.count) of \(withStacks.count) stacks name the spinning job; others: \(withStacks.filter { sample in !sample.frames.contains { $0.symbol?.contains("spinPoolThreadForTest") == true } }.prefix(3).map { "\($0.source) " + $0.frames.prefix(6).map { $0.symbol ?? "?" }.joined(separator: " < ") })"
+            "\(spinning.count) of \(withStacks.count) stacks name the spinning job; others: \(withStacks.filter { sample in !spinning.contains { $0.time == sample.time } }.prefix(3).map { "\($0.source) " + $0.frames.prefix(6).map { $0.symbol ?? "?" }.joined(separator: " < ") })"
         )
         #expect(Classifier().breakdown(of: longest).dominant == .compute)
     }
