@@ -57,11 +57,12 @@ enum AsyncChainFixture {
     private func blockedSamples(spin: Bool) async throws -> (all: Int, blocked: [Sample]) {
         let harness = try PoolHarness()
         await harness.settle()
-        for _ in 0..<(3 * PoolMonitorTests.width) {
+        let requests = (0..<(3 * PoolMonitorTests.width)).map { _ in
             Task.detached { _ = await AsyncChainFixture.handleRequest(milliseconds: 150, spin: spin) }
         }
+        // Every request done: the pool's stalls are over (or delivered unfinished by stop()).
+        for request in requests { await request.value }
         #expect(await harness.eventually { !harness.ended.withLock({ $0 }).isEmpty })
-        try await Task.sleep(for: .milliseconds(300))
         harness.monitor.stop()
         let longest = try #require(harness.ended.withLock { $0 }.max { $0.durationNanos < $1.durationNanos })
         let blocked = longest.samples.filter { sample in
@@ -110,11 +111,12 @@ enum AsyncChainFixture {
     func aTaskGroupChildsSamplesNameItsChainAndTheGroupsOwner() async throws {
         let harness = try PoolHarness()
         await harness.settle()
-        Task.detached {
+        let owner = Task.detached {
             _ = await AsyncChainFixture.groupOwner(children: 3 * PoolMonitorTests.width, milliseconds: 150)
         }
+        // The whole group done: the pool's stalls are over (or delivered unfinished by stop()).
+        await owner.value
         #expect(await harness.eventually { !harness.ended.withLock({ $0 }).isEmpty })
-        try await Task.sleep(for: .milliseconds(300))
         harness.monitor.stop()
         let longest = try #require(harness.ended.withLock { $0 }.max { $0.durationNanos < $1.durationNanos })
         let blocked = longest.samples.filter { sample in
