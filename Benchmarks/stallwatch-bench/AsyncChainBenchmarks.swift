@@ -43,39 +43,21 @@ enum AsyncChainBenchmarks {
 
     /// A pool job parked in `read` three awaits deep, scanned as the watchdog scans it.
     private static func scanParkedInAsyncCode() throws {
-        var fds: [Int32] = [0, 0]
-        guard pipe(&fds) == 0 else { throw BenchError("pipe failed") }
-        defer {
-            close(fds[0])
-            close(fds[1])
+        let (times, frames, depth) = try withThreadParkedInRead(what: "async job") { readEnd, tid, finished in
+            Task.detached {
+                _ = await benchAsyncHandler(readEnd, tid)
+                finished.signal()
+            }
+        } scan: { scanner in
+            // Until the scan finds the chain: the job is parked below its awaits.
+            for _ in 0..<200 where scanner.lastChainDepth == 0 {
+                usleep(20_000)
+                _ = scanner.scan()
+            }
         }
-        let tid = Box<Int32>(0)
-        let finished = DispatchSemaphore(value: 0)
-        let readEnd = fds[0]
-        Task.detached {
-            _ = await benchAsyncHandler(readEnd, tid)
-            finished.signal()
-        }
-        while tid.value == 0 { usleep(1_000) }
-        let scanner = StackScanner(tid: tid.value)
-        var frames: [UInt64] = []
-        for _ in 0..<200 where scanner.lastChainDepth == 0 {
-            usleep(20_000)
-            frames = scanner.scan()
-        }
-        var times: [Double] = []
-        for _ in 0..<(rounds / 5) {
-            let start = nowNanos()
-            frames = scanner.scan()
-            times.append(Double(nowNanos() - start) / 1_000)
-        }
-        let depth = scanner.lastChainDepth
-        var byte: UInt8 = 1
-        _ = write(fds[1], &byte, 1)
-        guard finished.wait(timeout: .now() + 10) == .success else { throw BenchError("async job never released") }
         Result.percentiles("async.scan", times, peer: "scan parked in plain code", try plainScanTimes())
         Result(
-            name: "async.scan.frames", value: Double(frames.count), unit: "frames",
+            name: "async.scan.frames", value: Double(frames), unit: "frames",
             fields: [("awaitingCallers", Double(depth))]
         ).printLine()
     }
@@ -84,6 +66,24 @@ enum AsyncChainBenchmarks {
 extension AsyncChainBenchmarks {
     /// The scan of a thread parked in `read` outside async code, as many rounds.
     static func plainScanTimes() throws -> [Double] {
+        try withThreadParkedInRead(what: "plain thread") { readEnd, tid, finished in
+            Thread {
+                tid.value = sw_gettid()
+                benchScanParkInRead(readEnd)
+                finished.signal()
+            }.start()
+        } scan: { _ in
+            usleep(50_000)  // parked in read by then
+        }.times
+    }
+
+    /// Runs `start` (which parks a thread in `read` of the pipe's read end, sets `tid` and
+    /// signals `finished` once released), waits for its tid and for `ready` (given the thread's
+    /// scanner), times `rounds / 5` scans, then releases the thread. The scan times in µs, the
+    /// last scan's frames and chain depth.
+    private static func withThreadParkedInRead(
+        what: String, start: (Int32, Box<Int32>, DispatchSemaphore) -> Void, scan ready: (StackScanner) -> Void
+    ) throws -> (times: [Double], frames: Int, depth: Int) {
         var fds: [Int32] = [0, 0]
         guard pipe(&fds) == 0 else { throw BenchError("pipe failed") }
         defer {
@@ -92,25 +92,22 @@ extension AsyncChainBenchmarks {
         }
         let tid = Box<Int32>(0)
         let finished = DispatchSemaphore(value: 0)
-        let readEnd = fds[0]
-        Thread {
-            tid.value = sw_gettid()
-            benchScanParkInRead(readEnd)
-            finished.signal()
-        }.start()
+        start(fds[0], tid, finished)
         while tid.value == 0 { usleep(1_000) }
-        usleep(50_000)
         let scanner = StackScanner(tid: tid.value)
+        ready(scanner)
         var times: [Double] = []
+        var frames: [UInt64] = []
         for _ in 0..<(rounds / 5) {
-            let start = nowNanos()
-            _ = scanner.scan()
-            times.append(Double(nowNanos() - start) / 1_000)
+            let began = nowNanos()
+            frames = scanner.scan()
+            times.append(Double(nowNanos() - began) / 1_000)
         }
+        let depth = scanner.lastChainDepth
         var byte: UInt8 = 1
         _ = write(fds[1], &byte, 1)
-        guard finished.wait(timeout: .now() + 10) == .success else { throw BenchError("plain thread never released") }
-        return times
+        guard finished.wait(timeout: .now() + 10) == .success else { throw BenchError("\(what) never released") }
+        return (times, frames.count, depth)
     }
 }
 
