@@ -483,7 +483,10 @@ import Testing
               "process" : "FixtureApp",
               "runTimeSeconds" : 6,
               "stalls" : 6,
-              "traceID" : "0db9730cd9db0bf4865b63e624b80c60"
+              "traceID" : "0db9730cd9db0bf4865b63e624b80c60",
+              "watched" : [
+
+              ]
             }
           ]
         }

@@ -312,6 +312,17 @@ private enum LoopTools {
             watched.contains("NIO-ELT-0-#0 (epoll loop)") || watched.contains("NIO-ELT-0-#1 (epoll loop)"), "\(watched)"
         )
         #expect(report.output.contains("   on NIO-ELT-0-#"), "\(report.output)")
+        // The same in --json: the trace's watched loops, and each reading signature's executors.
+        let json = try ChildRun(BinaryRun.binary, ["report", trace, "--json"], timeout: .seconds(60))
+        let object = try #require(try JSONSerialization.jsonObject(with: Data(json.output.utf8)) as? [String: Any])
+        let traces = try #require(object["traces"] as? [[String: Any]])
+        let hows = traces.flatMap { ($0["watched"] as? [[String: Any]] ?? []).compactMap { $0["how"] as? String } }
+        #expect(hows.contains("epoll"), "\(hows)")
+        let signatures = try #require(object["signatures"] as? [[String: Any]])
+        let executors = signatures.flatMap {
+            ($0["executors"] as? [[String: Any]] ?? []).compactMap { $0["executor"] as? String }
+        }
+        #expect(executors.contains { $0.hasPrefix("NIO-ELT-0-#") && $0.hasSuffix("(epoll loop)") }, "\(executors)")
     }
 
     /// A TCP port nobody listens on now (the kernel's pick for a socket bound to port 0).

@@ -1,5 +1,5 @@
 /// An executor a recording watched: how it was timed, its thread where known, and from when
-/// (`watched` records, kind 28).
+/// (`watched` records, kind 28). A plain value; use it on any thread.
 public struct WatchedExecutor: Sendable, Hashable, Codable {
     /// The executor's label, as its stalls carry it (`main-queue`, `NIO-ELT-0-#1`).
     public var label: String
@@ -12,6 +12,7 @@ public struct WatchedExecutor: Sendable, Hashable, Codable {
     /// When watching began (CLOCK_MONOTONIC ns).
     public var since: UInt64
 
+    /// An executor watched as `how` from `since`, its stalls labelled `label`, on thread `tid`.
     public init(label: String, how: String, tid: UInt32, since: UInt64) {
         self.label = label
         self.how = how

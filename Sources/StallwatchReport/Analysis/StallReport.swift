@@ -84,6 +84,7 @@ package struct StallReport: Sendable, Hashable, Codable {
             host = try container.decodeIfPresent(String.self, forKey: .host)
             build = try container.decodeIfPresent(String.self, forKey: .build) ?? "unknown"
             appVersion = try container.decodeIfPresent(String.self, forKey: .appVersion)
+            watched = try container.decodeIfPresent([Watched].self, forKey: .watched) ?? []
         }
 
         /// Encodes the JSON form (`mode` as `"stalls"`, `"full"` or `"unknown"`).
@@ -101,6 +102,7 @@ package struct StallReport: Sendable, Hashable, Codable {
             try container.encode(host, forKey: .host)
             try container.encode(build, forKey: .build)
             try container.encode(appVersion, forKey: .appVersion)
+            try container.encode(watched, forKey: .watched)
         }
     }
 
