@@ -23,6 +23,10 @@ package enum StallwatchSymbols {
     /// not the app's code, so reports name such a stall's site from its stack.
     package static let heartbeatFile = "heartbeat"
 
+    /// The mode a heartbeat stall's callout names (`HeartbeatMonitor.calloutMode`); an event
+    /// loop found by its waits names its wait instead (`epoll`, `poll`, `select`).
+    package static let heartbeatMode = "heartbeat"
+
     /// The module apps import: the loop, the monitor and the recorder.
     package static let runtimeModule = "Stallwatch"
 

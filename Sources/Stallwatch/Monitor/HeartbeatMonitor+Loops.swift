@@ -26,7 +26,7 @@ extension HeartbeatMonitor {
             }
             guard executor.heartbeatsRun > 0 else { return nil }
             return WatchedExecutor(
-                label: executor.label, how: executor.pool != nil ? "pool" : HeartbeatMonitor.calloutMode,
+                label: executor.label, how: executor.pool != nil ? WatchedExecutor.pool : HeartbeatMonitor.calloutMode,
                 tid: UInt32(bitPattern: executor.tid.load(ordering: .relaxed)), since: executor.added)
         }
     }

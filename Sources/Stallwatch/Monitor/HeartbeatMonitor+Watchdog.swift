@@ -396,5 +396,5 @@ extension HeartbeatMonitor {
     /// The `file` of a heartbeat stall's callout: the trace's call site says how it was found.
     public static let calloutFile = StallwatchSymbols.heartbeatFile
     /// The `mode` of a heartbeat stall's callout.
-    public static let calloutMode = "heartbeat"
+    public static let calloutMode = StallwatchSymbols.heartbeatMode
 }

@@ -22,4 +22,8 @@ public struct WatchedExecutor: Sendable, Hashable, Codable {
 
     /// The `how` of the one entry that says nothing was watched.
     public static let nothing = "nothing"
+    /// The `how` of `MainLoop`, timed by its own callouts.
+    public static let mainLoop = "MainLoop"
+    /// The `how` of the Swift Concurrency pool, watched by heartbeats.
+    public static let pool = "pool"
 }

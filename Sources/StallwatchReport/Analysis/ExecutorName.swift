@@ -10,7 +10,8 @@ enum ExecutorName {
     static func of(_ callout: CalloutIdentity) -> String? {
         guard isExecutor(callout) else { return nil }
         let label = callout.label ?? "?"
-        return callout.mode == "heartbeat" ? "\(label) (heartbeat)" : "\(label) (\(callout.mode) loop)"
+        return callout.mode == StallwatchSymbols.heartbeatMode
+            ? "\(label) (heartbeat)" : "\(label) (\(callout.mode) loop)"
     }
 
     /// Whether `callout` is an executor's (`HeartbeatMonitor`'s: found by heartbeats or by an

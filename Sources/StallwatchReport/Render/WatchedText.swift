@@ -1,3 +1,5 @@
+import StallwatchCore
+
 /// What a recording watched, in words: so that "0 stalls" of a program whose loops were all
 /// watched reads differently from one where nothing was.
 enum WatchedText {
@@ -5,7 +7,7 @@ enum WatchedText {
     /// `swift-concurrency-pool (pool heartbeat)`, `MainLoop (its callouts)`), joined by ", "; or
     /// the words of the sentence saying that nothing was watched, joined by " ".
     static func items(_ watched: [StallReport.TraceInfo.Watched]) -> (items: [String], separator: String) {
-        if watched.contains(where: { $0.how == "nothing" }) {
+        if watched.contains(where: { $0.how == WatchedExecutor.nothing }) {
             let sentence =
                 "nothing: the process ran no MainLoop, never serviced DispatchQueue.main, ran no Swift task "
                 + "and no event loop was found, so none of its stalls could be seen"
@@ -16,9 +18,9 @@ enum WatchedText {
 
     private static func name(_ executor: StallReport.TraceInfo.Watched) -> String {
         switch executor.how {
-        case "MainLoop": "MainLoop (its callouts)"
-        case "heartbeat": "\(executor.label) (heartbeat)"
-        case "pool": "\(executor.label) (pool heartbeat)"
+        case WatchedExecutor.mainLoop: "MainLoop (its callouts)"
+        case StallwatchSymbols.heartbeatMode: "\(executor.label) (heartbeat)"
+        case WatchedExecutor.pool: "\(executor.label) (pool heartbeat)"
         default: "\(executor.label) (\(executor.how) loop)"
         }
     }
