@@ -29,6 +29,10 @@ extension TraceRecorder: TraceSource {
     var board: CalloutBoard? { loop.board }
     var callouts: EventRing? { ring }
     var watched: [WatchedExecutor] {
-        [WatchedExecutor(label: "MainLoop", how: WatchedExecutor.mainLoop, tid: UInt32(bitPattern: loop.threadID), since: startedAt)]
+        [
+            WatchedExecutor(
+                label: "MainLoop", how: WatchedExecutor.mainLoop, tid: UInt32(bitPattern: loop.threadID),
+                since: startedAt)
+        ]
     }
 }
