@@ -257,6 +257,9 @@ sw_loop_slot *sw_dispatch_item_begin(int main_queue) {
     // outer item times this one.
     const uint64_t sequence = __atomic_load_n(&slot->sequence, __ATOMIC_RELAXED);
     if (sequence & 1) return NULL;
+    // Before the item's start, so its cost is in no item: a thread's first item may be the long
+    // one, and the sampling signal reaches only a prepared thread.
+    sw_loop_prepare_thread();
     if (main_queue) __atomic_store_n(&slot->tid, sw_thread_id(), __ATOMIC_RELAXED);
     sw_item_start(slot, sequence);
     return slot;
@@ -267,7 +270,6 @@ void sw_dispatch_item_end(sw_loop_slot *slot) {
     const uint64_t sequence = __atomic_load_n(&slot->sequence, __ATOMIC_RELAXED);
     if ((sequence & 1) == 0) return;
     sw_item_finish(slot, sequence);
-    sw_loop_prepare_thread();
 }
 
 int sw_loop_is_open(const sw_loop_slot *slot) {

@@ -73,7 +73,8 @@ sw_loop_slot *sw_dispatch_item_begin(int main_queue);
 void sw_dispatch_item_end(sw_loop_slot *slot);
 
 /// Called on a loop thread once, as it goes idle after becoming a loop (or at its first idle wait
-/// after the hook is set): the watchdog prepares the thread for sampling there. Any thread.
+/// after the hook is set), and on a thread that runs dispatched items before its first timed item
+/// starts: the watchdog prepares the thread for sampling there. Any thread.
 typedef void (*sw_loop_thread_hook)(void);
 void sw_loop_set_thread_hook(sw_loop_thread_hook hook);
 

@@ -59,7 +59,9 @@ extension HeartbeatMonitor {
     /// The pool threads: those that ran a Swift job and still own their slot (the preload
     /// library times jobs); nil where no job was timed. The watchdog.
     func jobThreads() -> [Int32]? {
-        let slots = executors.withLock { $0.compactMap(\.loop) }.filter { $0.pointee.kind == Int32(SW_LOOP_JOBS.rawValue) }
+        let slots = executors.withLock { $0.compactMap(\.loop) }.filter {
+            $0.pointee.kind == Int32(SW_LOOP_JOBS.rawValue)
+        }
         guard !slots.isEmpty else { return nil }
         return slots.compactMap { slot in
             var generation: UInt64 = 0
