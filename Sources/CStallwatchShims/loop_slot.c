@@ -15,6 +15,9 @@
 
 static sw_loop_slot g_slots[SW_LOOP_SLOTS];
 static uint32_t g_slot_count;
+static uint64_t g_default_budget;
+
+void sw_loop_set_default_budget(uint64_t cycles) { __atomic_store_n(&g_default_budget, cycles, __ATOMIC_RELAXED); }
 
 /// The calling thread's state: its slot once it is a loop, else the set of its last blocking
 /// wait and how many blocking waits in a row used it.
@@ -103,6 +106,7 @@ static sw_loop_slot *sw_slot_new(int kind, uint64_t set, int fd) {
     slot->kind = kind;
     slot->fd = fd;
     slot->set = set;
+    slot->budget = __atomic_load_n(&g_default_budget, __ATOMIC_RELAXED);
     char name[SW_LOOP_NAME + 1] = {0};
     if (prctl(PR_GET_NAME, name, 0, 0, 0) == 0) memcpy(slot->name, name, SW_LOOP_NAME - 1);
     // Waiting (even) until the wait being entered returns, or the first item starts.
@@ -335,6 +339,7 @@ uint32_t sw_loop_read_overruns(sw_loop_slot *slot, uint64_t *cursor, sw_loop_ove
 
 void sw_loop_reset_for_testing(void) {
     memset(g_slots, 0, sizeof(g_slots));
+    __atomic_store_n(&g_default_budget, 0, __ATOMIC_RELAXED);
     __atomic_store_n(&g_main_queue, NULL, __ATOMIC_RELEASE);
     g_main_queue_once = (pthread_once_t)PTHREAD_ONCE_INIT;
     __atomic_store_n(&g_slot_count, 0, __ATOMIC_RELEASE);

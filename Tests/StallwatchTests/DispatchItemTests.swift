@@ -85,6 +85,19 @@ import Testing
         #expect(nanos >= 30_000_000, "\(nanos) ns")
     }
 
+    @Test func aNewPoolThreadsFirstJobIsLoggedBeforeTheWatchdogEverLookedAtItsSlot() throws {
+        sw_loop_reset_for_testing()
+        sw_loop_set_default_budget(Timebase.shared.cycles(5_000_000))
+        defer { sw_loop_set_default_budget(0) }
+        onThread(named: "pool-new") {
+            let slot = sw_dispatch_item_begin(Self.job)
+            usleep(20_000)
+            sw_dispatch_item_end(slot)
+        }
+        let slot = try #require(sw_loop_slot_at(0))
+        #expect(sw_loop_overrun_head(slot) == 1)
+    }
+
     @Test func aPoolThreadsSlotPassesToTheNextPoolThreadWhenItExits() throws {
         sw_loop_reset_for_testing()
         let tids = Locked<[Int32]>([])

@@ -83,6 +83,10 @@ static inline void sw_loop_set_budget(sw_loop_slot *slot, uint64_t cycles) {
     __atomic_store_n(&slot->budget, cycles, __ATOMIC_RELAXED);
 }
 
+/// The watchdog: the budget a new slot starts with (cycles; 0: none), so that an item that
+/// overruns before the watchdog first looks at its slot (a new pool thread's first job) is logged.
+void sw_loop_set_default_budget(uint64_t cycles);
+
 /// The watchdog: the descriptor the loop waits on now (a loop whose descriptor was closed may
 /// have moved to a new one).
 static inline int sw_loop_fd(const sw_loop_slot *slot) { return __atomic_load_n(&slot->fd, __ATOMIC_RELAXED); }

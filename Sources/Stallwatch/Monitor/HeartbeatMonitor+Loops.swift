@@ -72,6 +72,8 @@ extension HeartbeatMonitor {
 
     /// The watchdog: one executor per loop slot that became ready since it last looked.
     func addEventLoops() {
+        // A slot made before the watchdog's first look at it logs its overruns from the start.
+        sw_loop_set_default_budget(Timebase.shared.cycles(configuration.tiers.budget.nanoseconds))
         let known = executors.withLock { $0.lazy.filter { $0.loop != nil }.count }
         guard sw_loop_slot_count() > known else { return }
         // Loop threads prepare themselves for sampling (as a heartbeat would) once they go idle.
