@@ -499,8 +499,23 @@ int sw_perf_latest(sw_perf *perf, int64_t not_before_ns, int32_t method, uintptr
     uint64_t sps[SW_PERF_MAX_SPS];
     if (method == SW_PERF_UNWIND_DWARF && perf->space != NULL)
         n = unwind_dwarf(perf, &ctx, frames, sps, capacity, &truncated);
-    const int dwarf = n > 1;
+    int dwarf = n > 1;
     if (n <= 1) n = unwind_frame_pointers(&ctx, frames, capacity, &truncated);
+    if (dwarf && sw_async_anchor(frames, n > SW_PERF_MAX_SPS ? SW_PERF_MAX_SPS : n) < 0) {
+        // The DWARF unwind stops short in some async code (it reached no frame the Concurrency
+        // runtime called): the saved-RBP chain, which Swift code keeps, may reach further. The
+        // longer of the two is the stack, and only the chain's own walk finds the async frame.
+        uintptr_t chained[SW_PERF_MAX_SPS];
+        int chained_truncated = 0;
+        const int limit = capacity < SW_PERF_MAX_SPS ? capacity : SW_PERF_MAX_SPS;
+        const int m = unwind_frame_pointers(&ctx, chained, limit, &chained_truncated);
+        if (m > n && sw_async_anchor(chained, m) >= 0) {
+            memcpy(frames, chained, (size_t)m * sizeof(uintptr_t));
+            n = m;
+            truncated = chained_truncated;
+            dwarf = 0;
+        }
+    }
     out->unwind_ns = mono_ns() - started;
     out->truncated = truncated;
     out->frame_count = n;

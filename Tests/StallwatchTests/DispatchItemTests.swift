@@ -1,6 +1,7 @@
 // Dispatched items timed where they run (sw_loop_slot.h): what the preload library's dispatch
 // trampolines do around each main-queue item and each Swift job, done here by hand on real
 // threads. The recorded programs (HeartbeatSampleTests) check the trampolines themselves.
+import CStallwatchSampler
 import CStallwatchShims
 import Foundation
 import StallwatchCore
@@ -38,6 +39,15 @@ import Testing
     }
 
     func slots() -> [sw_loop_slot] { (0..<sw_loop_slot_count()).compactMap { sw_loop_slot_at($0)?.pointee } }
+
+    /// The thread's own ticks read a slot as their callout clock: its first words must be one.
+    @Test func aSlotBeginsWithACalloutClock() {
+        #expect(
+            MemoryLayout<sw_loop_slot>.offset(of: \.sequence) == MemoryLayout<sw_callout_clock>.offset(of: \.sequence))
+        #expect(
+            MemoryLayout<sw_loop_slot>.offset(of: \.start) == MemoryLayout<sw_callout_clock>.offset(of: \.start_cycles))
+        #expect(MemoryLayout<sw_loop_slot>.offset(of: \.tid)! >= MemoryLayout<sw_callout_clock>.size)
+    }
 
     @Test func aPoolThreadsFirstJobGivesItASlotAndEachJobIsAnItem() {
         sw_loop_reset_for_testing()

@@ -32,6 +32,11 @@ typedef struct sw_loop_overrun {
 } sw_loop_overrun;
 
 typedef struct sw_loop_slot {
+    // The first six words have sw_callout_clock's layout (CStallwatchSelfSample.h): the slot is the
+    // clock its thread's own ticks read, so an item's thread samples itself on time.
+    uint64_t sequence;        ///< odd while an iteration runs, even while the thread waits
+    uint64_t start;           ///< sw_cycles() at the running iteration's start
+    uint64_t clock_rest[4];   ///< the clock's descriptor, label, file and stalled sequence: unused (0)
     int32_t tid;   ///< the loop's thread; with kind, name and fd, set before `ready` (the main
                    ///< queue's: the thread of its latest item, set before the item's start)
     int32_t kind;  ///< sw_loop_kind
@@ -40,8 +45,6 @@ typedef struct sw_loop_slot {
                      ///< another pool thread takes it, with a new `generation`
     char name[SW_LOOP_NAME];  ///< the thread's name when it became a loop
     uint64_t set;             ///< the poll or select set's address (0 for epoll)
-    uint64_t sequence;        ///< odd while an iteration runs, even while the thread waits
-    uint64_t start;           ///< sw_cycles() at the running iteration's start
     uint64_t budget;          ///< cycles: iterations longer than this are logged (0: none); the watchdog's
     uint64_t overrun_head;    ///< overruns logged, ever
     sw_loop_overrun overruns[SW_LOOP_OVERRUNS];

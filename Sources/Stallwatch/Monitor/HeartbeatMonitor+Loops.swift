@@ -1,3 +1,4 @@
+import CStallwatchSampler
 import CStallwatchShims
 import Glibc
 import StallwatchCore
@@ -115,6 +116,14 @@ extension HeartbeatMonitor {
         var cursor: UInt64 = 0
         /// The loop's thread is gone or its descriptor closed: nothing more to time.
         var gone = false
+        /// Whether the sampler was made for a thread prepared for sampling (a thread that runs
+        /// dispatched items is prepared at its first item: a sampler made before is remade).
+        var samplerPrepared = false
+
+        /// The slot as the callout clock its thread's own ticks read (`sw_loop_slot`'s first words).
+        var clock: UnsafeMutablePointer<sw_callout_clock> {
+            UnsafeMutableRawPointer(slot).assumingMemoryBound(to: sw_callout_clock.self)
+        }
 
         init(slot: UnsafeMutablePointer<sw_loop_slot>, configuration: MonitorConfiguration) {
             self.slot = slot
@@ -178,12 +187,17 @@ extension HeartbeatMonitor {
         var tid: Int32 = watch.tid
         if sw_loop_owner(loop.slot, &generation, &tid) == 0 { tid = watch.tid }
         let beginning = actions.contains { if case .began = $0 { true } else { false } }
-        if watch.sampler == nil || (beginning && tid != watch.tid) {
+        let prepared = Self.isLoop(loop.slot) || Self.preparedThreads.withLock { $0.contains(tid) }
+        if watch.sampler == nil || (beginning && (tid != watch.tid || prepared != loop.samplerPrepared)) {
             watch.tid = tid
-            let prepared = Self.isLoop(loop.slot) || Self.preparedThreads.withLock { $0.contains(tid) }
+            loop.samplerPrepared = prepared
+            // The thread's own ticks read the slot as their callout clock (its first words are
+            // one): it samples itself once its item is overdue, however late the watchdog runs.
+            watch.own = nil  // closes the last thread's ticks first
+            watch.own = prepared ? openSelfSampler(tid: tid, clock: loop.clock) : nil
             let sampler = ThreadSampler(
                 tid: tid, configuration: configuration.common, canCapture: samplerError == nil && prepared,
-                annotations: nil, usePerf: configuration.perfSampling, own: nil)
+                annotations: nil, usePerf: configuration.perfSampling, own: watch.own)
             core.recordCommon { $0.perfSampling = sampler.stacks.perfStatus }
             watch.sampler = sampler
         }

@@ -1,3 +1,4 @@
+import CStallwatchSampler
 import CStallwatchShims
 import Dispatch
 import Glibc
@@ -211,7 +212,7 @@ extension HeartbeatMonitor {
         watch.tid = tid
         watch.probe = IdleProbe(tid: tid)
         watch.own = nil  // closes the last thread's ticks first
-        watch.own = prepared ? openSelfSampler(tid: tid, executor: executor) : nil
+        watch.own = prepared ? openSelfSampler(tid: tid, clock: executor.clock) : nil
         watch.sampler?.endStall()
         let sampler = ThreadSampler(
             tid: tid, configuration: configuration.common, canCapture: samplerError == nil && prepared,
@@ -375,12 +376,12 @@ extension HeartbeatMonitor {
 
     /// The ticks of an executor's thread `tid` (prepared by the heartbeat that named it), or nil
     /// where they are off or impossible (`statistics.selfSampling` says which).
-    private func openSelfSampler(tid: Int32, executor: HeartbeatMonitor.Executor) -> SelfSampler? {
+    func openSelfSampler(tid: Int32, clock: UnsafeMutablePointer<sw_callout_clock>) -> SelfSampler? {
         guard configuration.selfSampling, samplerError == nil else {
             core.recordCommon { $0.selfSampling = .disabled }
             return nil
         }
-        let (own, status) = SelfSampler.open(tid: tid, clock: executor.clock, configuration: configuration.common)
+        let (own, status) = SelfSampler.open(tid: tid, clock: clock, configuration: configuration.common)
         core.recordCommon { $0.selfSampling = status }
         guard let own, own.enable() else { return nil }
         return own
