@@ -381,6 +381,25 @@ enum Recall {
             name: "\(prefix).duration_error_p99_ms", value: percentile(errors, 0.99), unit: "ms",
             goal: goals ? "<= 1" : nil
         ).printLine()
+        // How long after the deadline each stall's first stack was taken (its first sample with
+        // frames), and how many stalls the watchdog saw while they ran have none at all.
+        let seen = detected.filter { !$0.samples.isEmpty }
+        let firstStacks = seen.compactMap { stall -> Double? in
+            guard let first = stall.samples.first(where: { !$0.frames.isEmpty }) else { return nil }
+            return Double(Int64(bitPattern: first.time &- (stall.start &+ budget))) / 1e6
+        }
+        Result(
+            name: "\(prefix).first_stack_p50_ms", value: percentile(firstStacks, 0.5),
+            unit: "ms from the deadline to the stall's first stack", goal: goals ? "<= 1" : nil
+        ).printLine()
+        Result(
+            name: "\(prefix).first_stack_p99_ms", value: percentile(firstStacks, 0.99),
+            unit: "ms from the deadline to the stall's first stack", goal: goals ? "<= 5" : nil
+        ).printLine()
+        Result(
+            name: "\(prefix).stalls_without_stack", value: Double(seen.count - firstStacks.count),
+            unit: "of \(seen.count) stalls sampled while they ran"
+        ).printLine()
     }
 
     /// The stalls' real work: each blocks its thread for about `nanos` in its own way.
