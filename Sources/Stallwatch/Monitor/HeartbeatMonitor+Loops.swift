@@ -125,11 +125,17 @@ extension HeartbeatMonitor {
             UnsafeMutableRawPointer(slot).assumingMemoryBound(to: sw_callout_clock.self)
         }
 
-        init(slot: UnsafeMutablePointer<sw_loop_slot>, configuration: MonitorConfiguration) {
+        /// Overruns that ended before this are not the monitor's stalls (CLOCK_MONOTONIC ns).
+        let since: UInt64
+
+        /// `since`: when the monitor began to watch. Overruns that ended before it are not its
+        /// stalls (a loop outlives monitors: each recording starts its own); one that ended after,
+        /// logged before the watchdog first looked at the slot (it got no CPU), is.
+        init(slot: UnsafeMutablePointer<sw_loop_slot>, configuration: MonitorConfiguration, since: UInt64) {
             self.slot = slot
-            // Overruns logged before this monitor watched the loop are not its stalls (a loop
-            // outlives monitors: each recording starts its own).
-            cursor = sw_loop_overrun_head(slot)
+            self.since = since
+            let head = sw_loop_overrun_head(slot)
+            cursor = head &- min(head, UInt64(SW_LOOP_OVERRUNS))
             detector = WorkItemDetector(budget: configuration.tiers.budget.nanoseconds) {
                 configuration.sampleInterval(after: $0)
             }
@@ -150,6 +156,7 @@ extension HeartbeatMonitor {
                 let count = sw_loop_read_overruns(slot, &cursor, buffer.baseAddress, &lost)
                 for entry in buffer.prefix(Int(count)) {
                     let start = timebase.nanos(entry.start)
+                    guard start &+ timebase.duration(from: entry.start, to: entry.end) > since else { continue }
                     look.overruns.append(
                         .init(
                             sequence: entry.sequence, start: start,

@@ -77,7 +77,8 @@ extension HeartbeatMonitor {
     /// flight and the thread parked in its idle wait → nothing; else no heartbeat in flight →
     /// send one due now; a heartbeat later than the budget → a stall, sampled until it runs.
     /// The watchdog sleeps on `wake` with a timeout (no signal needed from the executors).
-    func watch() {
+    /// `started`: when `start()` was called (a loop's item that ended before is no stall of it).
+    func watch(since started: UInt64) {
         _ = sw_set_timer_slack(1_000)
         core.raiseWatchdogPriority()
         var watches: [Watch] = []
@@ -97,7 +98,9 @@ extension HeartbeatMonitor {
             let all = executors.withLock { $0 }
             for executor in all.dropFirst(watches.count) {
                 var watch = Watch(executor: executor)
-                if let slot = executor.loop { watch.loop = LoopWatch(slot: slot, configuration: configuration.common) }
+                if let slot = executor.loop {
+                    watch.loop = LoopWatch(slot: slot, configuration: configuration.common, since: started)
+                }
                 watches.append(watch)
             }
             guard isRunning else { break }

@@ -353,7 +353,8 @@ public final class HeartbeatMonitor: @unchecked Sendable {
         // Before the first heartbeat prepares an executor's thread: it unblocks only signals
         // already installed. (Why not, if not: `statistics.selfSampling`, once a thread is known.)
         if configuration.selfSampling && samplerError == nil { SelfSampler.installSignal() }
-        core.startWatchdog(name: "stallwatchbeat") { [self] in watch() }
+        let started = sw_monotonic_ns()
+        core.startWatchdog(name: "stallwatchbeat") { [self] in watch(since: started) }
     }
 
     /// Stops watching and waits for the watchdog (a stall in progress is delivered as
