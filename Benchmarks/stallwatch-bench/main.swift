@@ -23,6 +23,9 @@ let usage = """
                 for an unmodified epoll loop timed by its waits (targets: mainloop, heartbeat,
                 unmodified.epoll; all by default)
       loop-wait what the preload library's interposed waits cost an event loop per iteration
+      preload   what recording adds to a process that is not a Swift program and runs no loop
+                (/bin/true, clang --version): wall time and peak memory with the preload shim,
+                and with the Swift preload library preloaded directly, against neither
       scan      the stack scan of a thread parked in DispatchQueue.sync and in read: cost per
                 scan and frames found, by CFI unwind against the heuristic scan
       async-chain
@@ -70,6 +73,7 @@ do {
     case "scan": try ScanBenchmarks.run()
     case "async-chain": try AsyncChainBenchmarks.run()
     case "loop-wait": LoopWaitBenchmarks.run()
+    case "preload": try PreloadBenchmarks.run()
     case "trace": try TraceBenchmarks.run()
     case "heartbeat": try HeartbeatBenchmarks.run()
     case "pool": try PoolBenchmarks.run()
