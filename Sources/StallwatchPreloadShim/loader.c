@@ -12,14 +12,16 @@
 // - in any other process, when the wait interposers find its first event loop: from the loop
 //   registry's thread hook (sw_loop_slot.h), on the loop's thread, as it goes idle;
 // - never in a process that does neither.
-// Its constructor (Sources/CStallwatchPreload/preload.c) starts the monitor as it does when it is
-// preloaded itself, and gives a program that is not a Swift program its crash signals back. Its
+// Its constructor (Sources/CStallwatchPreload/preload.c) gives a program that is not a Swift
+// program its crash signals back, as when it is preloaded itself; then this library starts its
+// monitor (stallwatch_preload_start), once dlopen has returned. Its
 // references to the registries (sw_loop_*, sw_main_thread, …) bind to this library's copies:
 // LD_PRELOAD puts this library before it in the global lookup scope. So the loops this library
 // found before the Swift part was loaded are the ones that part watches.
 #define _GNU_SOURCE
 #include <dlfcn.h>
 #include <fcntl.h>
+#include <link.h>
 #include <pthread.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -67,15 +69,32 @@ static bool swl_is_root(void) {
     return true;
 }
 
-static bool swl_has_swift_runtime(void) {
+/// Read by the Swift part's constructor (preload.c): loaded by this shim, it leaves the start to
+/// swl_load, which starts it once dlopen has returned. glibc adds a library opened with
+/// RTLD_GLOBAL to the global scope only after its constructors ran, and the monitor looks the Swift
+/// runtime's hooks up there (dlsym(RTLD_DEFAULT, "swift_task_enqueueGlobal_hook")).
+__attribute__((visibility("default"))) const int stallwatch_preload_shim = 1;
+
+static int swl_find_runtime(struct dl_phdr_info *info, size_t size, void *found) {
+    (void)size;
+    const char *path = info->dlpi_name != NULL ? info->dlpi_name : "";
+    const char *slash = strrchr(path, '/');
+    const char *name = slash != NULL ? slash + 1 : path;
     for (size_t i = 0; i < sizeof swl_swift_runtimes / sizeof swl_swift_runtimes[0]; i++) {
-        void *handle = dlopen(swl_swift_runtimes[i], RTLD_LAZY | RTLD_NOLOAD);
-        if (handle != NULL) {
-            dlclose(handle);
-            return true;
+        if (strcmp(name, swl_swift_runtimes[i]) == 0) {
+            *(bool *)found = true;
+            return 1;
         }
     }
-    return false;
+    return 0;
+}
+
+/// Whether the Swift runtime or libdispatch is loaded: by the names of the loaded objects (a
+/// dlopen with RTLD_NOLOAD would search the library path for the file, a few dozen failed opens).
+static bool swl_has_swift_runtime(void) {
+    bool found = false;
+    dl_iterate_phdr(swl_find_runtime, &found);
+    return found;
 }
 
 /// Says why the Swift part could not be loaded, as `Messages.say` says things: appended to the
@@ -102,8 +121,8 @@ static void swl_say(const char *problem) {
     if (toFile) close(fd);
 }
 
-/// Loads the Swift part from this library's directory; its constructor starts the monitor. A
-/// failure is said (swl_say) and leaves the program unwatched.
+/// Loads the Swift part from this library's directory and starts its monitor. A failure is said
+/// (swl_say) and leaves the program unwatched.
 static void swl_load(void) {
     Dl_info self;
     if (dladdr((const void *)&swl_load, &self) == 0 || self.dli_fname == NULL) return;
@@ -113,8 +132,18 @@ static void swl_load(void) {
     if (directory + sizeof swl_swift_part > sizeof path) return;
     memcpy(path, self.dli_fname, directory);
     memcpy(path + directory, swl_swift_part, sizeof swl_swift_part);
-    swl_handle = dlopen(path, RTLD_NOW | RTLD_GLOBAL);
-    if (swl_handle == NULL) swl_say(dlerror());
+    void *handle = dlopen(path, RTLD_NOW | RTLD_GLOBAL);
+    if (handle == NULL) {
+        swl_say(dlerror());
+        return;
+    }
+    void (*start)(void) = (void (*)(void))dlsym(handle, "stallwatch_preload_start");
+    if (start == NULL) {
+        swl_say(dlerror());
+        return;
+    }
+    start();
+    swl_handle = handle;
 }
 
 /// The registry's thread hook until the Swift part's monitor sets its own: the process's first
