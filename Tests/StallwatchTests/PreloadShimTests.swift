@@ -72,4 +72,37 @@ import Testing
         #expect(stalls.count == 1, "\(decoded.stalls.map { ($0.callout.label ?? "-", $0.durationNanos) })")
         #expect(stalls.first?.topSymbols(depth: 16).contains { $0.contains("crunchNumbers") } == true)
     }
+
+    /// What each process of a recording watched, by its program name (`report --json`).
+    func watched(_ trace: String) throws -> [String: [String]] {
+        let report = try runProduct("stallwatch", ["report", trace, "--json"])
+        try #require(report.status == 0, "\(report)")
+        let object = try #require(try JSONSerialization.jsonObject(with: Data(report.output.utf8)) as? [String: Any])
+        let traces = try #require(object["traces"] as? [[String: Any]])
+        return Dictionary(
+            traces.map { trace in
+                (
+                    trace["process"] as? String ?? "?",
+                    (trace["watched"] as? [[String: Any]] ?? []).compactMap { $0["how"] as? String }
+                )
+            }, uniquingKeysWith: +)
+    }
+
+    /// The shim starts the Swift part's monitor after dlopen returned: inside it, glibc has not yet
+    /// put the library in the global scope, the pool hook would not be found, and a pool heartbeat
+    /// task would run (and the pool be watched) in every process the shim loads it into.
+    @Test(.enabled(if: preloads && FileManager.default.isExecutableFile(atPath: "/usr/bin/python3")))
+    func aProcessTheShimLoadsTheSwiftPartIntoWatchesNoPoolItNeverUsed() throws {
+        try requireShim()
+        let script = directory + "/loop.py"
+        try Data("import asyncio\nasyncio.run(asyncio.sleep(0.1))\n".utf8).write(to: URL(fileURLWithPath: script))
+        let trace = directory + "/python-child.swtrace"
+        let run = try runProduct(
+            "stallwatch", ["record", "-o", trace, "--", "/bin/sh", "-c", "\"$0\" \"$@\"; exit $?", "/usr/bin/python3", script])
+        #expect(run.status == 0, "\(run)")
+        let processes = try watched(trace)
+        // The loop found by the shim's waits, before the Swift part was loaded, and nothing else.
+        #expect(processes["python3"] == ["epoll"], "\(processes)")
+        #expect(processes["sh"]?.isEmpty ?? true, "\(processes)")
+    }
 }
