@@ -52,7 +52,8 @@ enum PreloadBenchmarks {
                     // `env` in every variant: it sets the variables for the program alone (not
                     // for /usr/bin/time) and costs all three the same.
                     let figure = try measure(
-                        time, ["-f", "%M", "-o", directory + "/peak", "/usr/bin/env"] + variant.environment + program.command,
+                        time,
+                        ["-f", "%M", "-o", directory + "/peak", "/usr/bin/env"] + variant.environment + program.command,
                         peakFile: directory + "/peak")
                     figures[variant.name, default: []].append(figure)
                 }
@@ -95,7 +96,8 @@ enum PreloadBenchmarks {
         let argv = ([executable] + arguments).map { strdup($0) } + [nil]
         defer { for pointer in argv { free(pointer) } }
         // The bench's own variables, none of a recording's (the variants add them).
-        let environment = ProcessInfo.processInfo.environment.filter { !$0.key.hasPrefix("STALLWATCH_") && $0.key != "LD_PRELOAD" }
+        let environment =
+            ProcessInfo.processInfo.environment.filter { !$0.key.hasPrefix("STALLWATCH_") && $0.key != "LD_PRELOAD" }
             .map { strdup("\($0.key)=\($0.value)") } + [nil]
         defer { for pointer in environment { free(pointer) } }
         var pid: pid_t = 0

@@ -30,7 +30,10 @@ import Testing
 
     /// The file names of the objects mapped in a process, from its /proc/PID/maps text.
     func mappedNames(_ maps: some StringProtocol) -> Set<String> {
-        Set(maps.split(separator: "\n").compactMap { $0.split(separator: " ").last.map { String(Frame.basename(String($0))) } })
+        Set(
+            maps.split(separator: "\n").compactMap {
+                $0.split(separator: " ").last.map { String(Frame.basename(String($0))) }
+            })
     }
 
     @Test(.enabled(if: preloads, "needs the preload library, and no sanitizer"))
@@ -39,12 +42,16 @@ import Testing
         // The shell is the recorded command (the Swift part at once); cat is a process it starts.
         let run = try runProduct(
             "stallwatch",
-            ["record", "-o", directory + "/sh.swtrace", "--", "/bin/sh", "-c", "cat /proc/$$/maps; echo --; cat /proc/self/maps"])
+            [
+                "record", "-o", directory + "/sh.swtrace", "--", "/bin/sh", "-c",
+                "cat /proc/$$/maps; echo --; cat /proc/self/maps",
+            ])
         #expect(run.status == 0, "\(run)")
         let parts = run.output.components(separatedBy: "--\n")
         try #require(parts.count == 2, "\(run.output)")
         let (root, child) = (mappedNames(parts[0]), mappedNames(parts[1]))
-        #expect(root.contains(StallwatchSymbols.preloadShim) && root.contains(StallwatchSymbols.preloadLibrary), "\(root)")
+        #expect(
+            root.contains(StallwatchSymbols.preloadShim) && root.contains(StallwatchSymbols.preloadLibrary), "\(root)")
         #expect(child.contains(StallwatchSymbols.preloadShim), "\(child)")
         for swift in [StallwatchSymbols.preloadLibrary, "libswiftCore.so", "libdispatch.so", "libFoundation.so"] {
             #expect(!child.contains(swift), "the child mapped \(swift): \(child.sorted())")
@@ -98,7 +105,8 @@ import Testing
         try Data("import asyncio\nasyncio.run(asyncio.sleep(0.1))\n".utf8).write(to: URL(fileURLWithPath: script))
         let trace = directory + "/python-child.swtrace"
         let run = try runProduct(
-            "stallwatch", ["record", "-o", trace, "--", "/bin/sh", "-c", "\"$0\" \"$@\"; exit $?", "/usr/bin/python3", script])
+            "stallwatch",
+            ["record", "-o", trace, "--", "/bin/sh", "-c", "\"$0\" \"$@\"; exit $?", "/usr/bin/python3", script])
         #expect(run.status == 0, "\(run)")
         let processes = try watched(trace)
         // The loop found by the shim's waits, before the Swift part was loaded, and nothing else.
