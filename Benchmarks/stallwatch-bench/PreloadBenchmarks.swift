@@ -12,13 +12,13 @@ import StallwatchCore
 /// it preloads without the shim). The three run in turn, round after round; each figure is the
 /// median over the rounds of a variant's difference to the plain run of the same round.
 ///
-/// Wall time is the bench's, from spawn to reaping. Peak memory is /usr/bin/time's figure for the
+/// Wall time is the bench's, from spawn to reaping; CPU time (user + system) is the kernel's
+/// account of the run (/usr/bin/time's own, the same in every variant, with the program's), which
+/// moves less than wall time when other work shares the machine. Peak memory is /usr/bin/time's figure for the
 /// program, which it forks from its own small process: a process the bench spawned directly
 /// would start from the bench's own peak (the kernel carries it over to the child).
 enum PreloadBenchmarks {
-    static let rounds = 41
-
-    static func run() throws {
+    static func run(rounds: Int) throws {
         let bench = URL(fileURLWithPath: "/proc/self/exe").resolvingSymlinksInPath().deletingLastPathComponent().path
         let shim = bench + "/" + StallwatchSymbols.preloadShim
         let library = bench + "/" + StallwatchSymbols.preloadLibrary
@@ -60,17 +60,24 @@ enum PreloadBenchmarks {
             }
             let plain = figures["plain"]!
             let name = "preload.\(program.name)"
-            Result(name: name + ".plain.ms", value: median(plain.map(\.milliseconds)), unit: "ms").printLine()
+            Result(
+                name: name + ".plain.ms", value: median(plain.map(\.milliseconds)), unit: "ms",
+                fields: [("cpu_ms", median(plain.map(\.cpuMilliseconds))), ("rounds", Double(rounds))]
+            ).printLine()
             Result(name: name + ".plain.peak", value: median(plain.map(\.mebibytes)), unit: "MiB").printLine()
             for (variant, goal) in [("shim", true), ("swift", false)] {
                 let measured = figures[variant]!
                 let added = zip(measured, plain).map { $0.milliseconds - $1.milliseconds }
+                let addedCPU = zip(measured, plain).map { $0.cpuMilliseconds - $1.cpuMilliseconds }
                 let addedMemory = zip(measured, plain).map { $0.mebibytes - $1.mebibytes }
                 let plainMs = median(plain.map(\.milliseconds))
                 Result(
                     name: "\(name).\(variant).added_ms", value: median(added), unit: "ms", peer: "plain",
                     peerValue: plainMs, goal: goal ? "< 1" : nil,
-                    fields: [("time_ratio", median(measured.map(\.milliseconds)) / plainMs)]
+                    fields: [
+                        ("time_ratio", median(measured.map(\.milliseconds)) / plainMs),
+                        ("added_cpu_ms", median(addedCPU)),
+                    ]
                 ).printLine()
                 Result(
                     name: "\(name).\(variant).added_mib", value: median(addedMemory), unit: "MiB", peer: "plain",
@@ -82,11 +89,13 @@ enum PreloadBenchmarks {
 
     struct Figure {
         var milliseconds: Double
+        var cpuMilliseconds: Double
         var mebibytes: Double
     }
 
     /// Runs `executable arguments` with stdout and stderr to /dev/null and waits for it: the wall
-    /// time, and the peak /usr/bin/time wrote to `peakFile` (KiB).
+    /// time, its CPU time (with its children's), and the peak /usr/bin/time wrote to `peakFile`
+    /// (KiB).
     static func measure(_ executable: String, _ arguments: [String], peakFile: String) throws -> Figure {
         var actions = posix_spawn_file_actions_t()
         posix_spawn_file_actions_init(&actions)
@@ -105,8 +114,9 @@ enum PreloadBenchmarks {
         let spawned = posix_spawn(&pid, executable, &actions, nil, argv, environment)
         guard spawned == 0 else { throw BenchError("cannot run \(executable): \(String(cString: strerror(spawned)))") }
         var status: Int32 = 0
-        while waitpid(pid, &status, 0) < 0 {
-            guard errno == EINTR else { throw BenchError("waitpid: \(String(cString: strerror(errno)))") }
+        var usage = rusage()
+        while wait4(pid, &status, 0, &usage) < 0 {
+            guard errno == EINTR else { throw BenchError("wait4: \(String(cString: strerror(errno)))") }
         }
         let milliseconds = Double(nowNanos() - start) / 1e6
         guard status == 0 else { throw BenchError("\(arguments.joined(separator: " ")) failed (status \(status))") }
@@ -114,7 +124,12 @@ enum PreloadBenchmarks {
         guard let kibibytes = Double(text.trimmingCharacters(in: .whitespacesAndNewlines)) else {
             throw BenchError("no peak in \(peakFile): \(text)")
         }
-        return Figure(milliseconds: milliseconds, mebibytes: kibibytes / 1024)
+        let cpu = Self.milliseconds(usage.ru_utime) + Self.milliseconds(usage.ru_stime)
+        return Figure(milliseconds: milliseconds, cpuMilliseconds: cpu, mebibytes: kibibytes / 1024)
+    }
+
+    private static func milliseconds(_ time: timeval) -> Double {
+        Double(time.tv_sec) * 1e3 + Double(time.tv_usec) / 1e3
     }
 
     private static func onPath(_ name: String) -> String? {
