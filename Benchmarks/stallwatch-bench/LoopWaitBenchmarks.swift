@@ -83,6 +83,36 @@ enum LoopWaitBenchmarks {
             unit: "ns per loop iteration (an interposed wait's end and the next one's begin), best of 5",
             goal: "<= 50"
         ).printLine()
+        dispatchedItems(iterations: iterations)
+    }
+
+    /// The dispatch trampolines' bracket around one item: a main-queue item and a pool thread's
+    /// Swift job, each against an empty loop, on a thread of its own.
+    static func dispatchedItems(iterations: Int) {
+        for (name, mainQueue) in [("main_queue", Int32(1)), ("pool_job", Int32(0))] {
+            let measured = Locked<Double>(0)
+            let done = DispatchSemaphore(value: 0)
+            Thread {
+                sw_dispatch_item_end(sw_dispatch_item_begin(mainQueue))  // its slot, made once
+                var best = (with: Double.infinity, without: Double.infinity)
+                for _ in 0..<5 {
+                    var start = sw_monotonic_ns()
+                    for _ in 0..<iterations { sw_dispatch_item_end(sw_dispatch_item_begin(mainQueue)) }
+                    best.with = min(best.with, Double(sw_monotonic_ns() - start) / Double(iterations))
+                    start = sw_monotonic_ns()
+                    for index in 0..<iterations { blackHole(index) }
+                    best.without = min(best.without, Double(sw_monotonic_ns() - start) / Double(iterations))
+                }
+                measured.withLock { $0 = best.with - best.without }
+                done.signal()
+            }.start()
+            done.wait()
+            Result(
+                name: "loop_wait.\(name)_ns_per_item", value: measured.withLock { $0 },
+                unit: "ns per dispatched item (the trampoline's begin and end around it), best of 5",
+                goal: "<= 50"
+            ).printLine()
+        }
     }
 
     @inline(never)

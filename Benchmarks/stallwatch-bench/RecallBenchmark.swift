@@ -1,3 +1,4 @@
+import CStallwatchShims
 import Dispatch
 import Foundation
 import Stallwatch
@@ -46,7 +47,7 @@ enum Recall {
     }
 
     /// The monitors measured, by name.
-    static let targets = ["mainloop", "heartbeat", "unmodified.epoll"]
+    static let targets = ["mainloop", "heartbeat", "unmodified.epoll", "unmodified.main-queue", "unmodified.pool"]
 
     /// Each of `targets` under hogs on every core, `stalls` injected stalls each.
     static func run(label: String, stalls: Int, targets: [String]) throws {
@@ -60,6 +61,8 @@ enum Recall {
         let makers: [String: @Sendable (String) throws -> Target] = [
             "mainloop": { try MainLoopTarget(path: $0) }, "heartbeat": { try HeartbeatTarget(path: $0) },
             "unmodified.epoll": { try EpollTarget(path: $0) },
+            "unmodified.main-queue": { try DispatchedTarget(path: $0, mainQueue: true) },
+            "unmodified.pool": { try DispatchedTarget(path: $0, mainQueue: false) },
         ]
         for target in Self.targets where targets.contains(target) {
             try measure(
@@ -141,6 +144,39 @@ enum Recall {
         var signalsSent: Int { recorder.monitor.statistics.captures }
     }
 
+    /// Items of a program that never heard of Stallwatch, bracketed as the preload library's
+    /// dispatch trampolines bracket them (`sw_dispatch_item_begin`/`_end`): main-queue items
+    /// (`mainQueue`) or Swift jobs, run one at a time on a serial queue, so on whichever of
+    /// libdispatch's worker threads it drains on; watched by `HeartbeatMonitor.watchEventLoops`,
+    /// which is what `stallwatch record` runs. (The bench is not preloaded: the interposed calls
+    /// themselves are tested on real programs, HeartbeatSampleTests.)
+    final class DispatchedTarget: Target, @unchecked Sendable {
+        static let queue = DispatchQueue(label: "stallwatch-bench.dispatched")
+        let recorder: HeartbeatRecorder
+        let mainQueue: Int32
+
+        init(path: String, mainQueue: Bool) throws {
+            self.mainQueue = mainQueue ? 1 : 0
+            let monitor = HeartbeatMonitor()
+            monitor.watchEventLoops()
+            recorder = try HeartbeatRecorder(path: path, monitor: monitor)
+        }
+        func start() throws { try recorder.start() }
+        func post(_ work: @escaping @Sendable () -> Void) {
+            Self.queue.async { [mainQueue] in
+                let slot = sw_dispatch_item_begin(mainQueue)
+                work()
+                sw_dispatch_item_end(slot)
+            }
+        }
+        func stop() { recorder.stop() }
+        var statistics: String {
+            let stats = recorder.monitor.statistics
+            return "watchdog \(stats.watchdogScheduling); missed by the watchdog \(stats.missedByWatchdog)"
+        }
+        var signalsSent: Int { recorder.monitor.statistics.captures }
+    }
+
     /// What one target's sessions gave.
     struct Outcome: Sendable {
         var truths: [Truth] = []
@@ -180,7 +216,7 @@ enum Recall {
         name: String, stalls: Int, work: Work, directory: String, make: (String) throws -> Target
     ) throws -> Outcome {
         var random = FleetGenerator.Random(
-            state: name == "mainloop" ? 0x5EED_0001 : name == "heartbeat" ? 0x5EED_0002 : 0x5EED_0003)
+            state: 0x5EED_0001 &+ UInt64(Self.targets.firstIndex(of: name) ?? 0))
         let truths = Locked<[Truth]>([])
         var outcome = Outcome()
         var injected = 0
@@ -308,7 +344,7 @@ enum Recall {
                 "injected stalls (+\(truths.count - injected) short callouts stretched past the budget) among "
                 + "\(shortCallouts) short callouts; \(summary)"
         ).printLine()
-        let goals = name == "mainloop" || name == "unmodified.epoll"
+        let goals = name != "heartbeat"
         Result(
             name: "\(prefix).recall", value: truths.isEmpty ? 0 : Double(caught) / Double(truths.count),
             unit: "share of \(truths.count) stalls", goal: goals ? "1.0" : nil

@@ -19,10 +19,12 @@ let usage = """
       recall [STALLS [TARGET…]]
                 1,000 (or STALLS) injected stalls of every kind among short callouts, hogs on
                 every core, recorder on, as root and as nobody: recall, split, invented, lost
-                records, duration error, for StallMonitor on MainLoop, for HeartbeatMonitor, and
-                for an unmodified epoll loop timed by its waits (targets: mainloop, heartbeat,
-                unmodified.epoll; all by default)
-      loop-wait what the preload library's interposed waits cost an event loop per iteration
+                records, duration error, for StallMonitor on MainLoop, for HeartbeatMonitor, for
+                an unmodified epoll loop timed by its waits, and for main-queue items and Swift
+                jobs timed by the dispatch trampolines (targets: mainloop, heartbeat,
+                unmodified.epoll, unmodified.main-queue, unmodified.pool; all by default)
+      loop-wait what the preload library's interposed waits cost an event loop per iteration,
+                and its dispatch trampolines a main-queue item and a Swift job
       preload [ROUNDS]
                 what recording adds to a process that is not a Swift program and runs no loop
                 (/bin/true, clang --version): wall time and peak memory with the preload shim,

@@ -4,6 +4,9 @@
 //   stallwatch record -o dispatch.swtrace -- .build/debug/DispatchMainApp
 // `--never-drain` never services the main queue (the main thread just sleeps), for the
 // warning the preloaded monitor gives then; `--async` stalls in @MainActor async code instead.
+// `--back-to-back` queues two blocks that compute 90 and 130 ms, one right behind the other;
+// `--jobs` runs one long Swift job beside a free pool thread, then starves the pool with as many
+// blocking jobs as it has threads. Each culprit prints how long it took.
 // Flags: --stall-ms N (60), --idle-s S (1).
 import Dispatch
 import Foundation
@@ -66,6 +69,50 @@ if arguments.contains("--async") {
             print(String(format: "stalled %.1f ms in async code (hash %llx)", (now() - start) * 1000, hash))
             DispatchQueue.main.asyncAfter(deadline: .now() + 0.3) { exit(0) }
         }
+    }
+    dispatchMain()
+}
+
+/// The culprit of a long job: sleeps (blocks its pool thread) for `milliseconds`.
+@inline(never) func waitForTheDisk(milliseconds: Double) {
+    usleep(UInt32(milliseconds * 1000))
+}
+
+if arguments.contains("--back-to-back") {
+    DispatchQueue.main.asyncAfter(deadline: .now() + 0.3) {
+        for milliseconds in [90.0, 130.0] {
+            DispatchQueue.main.async {
+                let start = now()
+                _ = crunchNumbers(milliseconds: milliseconds)
+                print(String(format: "block of %.0f ms took %.1f ms", milliseconds, (now() - start) * 1000))
+            }
+        }
+        DispatchQueue.main.asyncAfter(deadline: .now() + 0.6) { exit(0) }
+    }
+    dispatchMain()
+}
+
+if arguments.contains("--jobs") {
+    Task.detached {
+        // Let a watcher see the pool's first jobs before the long one.
+        try? await Task.sleep(for: .milliseconds(300))
+        let start = now()
+        _ = crunchNumbers(milliseconds: stallMilliseconds)
+        print(String(format: "long job took %.1f ms", (now() - start) * 1000))
+        try? await Task.sleep(for: .milliseconds(300))
+        // As many blocking jobs as the pool has threads: a job queued behind them waits.
+        let width = ProcessInfo.processInfo.activeProcessorCount
+        await withTaskGroup(of: Void.self) { group in
+            for _ in 0..<width {
+                group.addTask {
+                    let start = now()
+                    waitForTheDisk(milliseconds: stallMilliseconds)
+                    print(String(format: "blocking job took %.1f ms", (now() - start) * 1000))
+                }
+            }
+        }
+        try? await Task.sleep(for: .milliseconds(300))
+        exit(0)
     }
     dispatchMain()
 }

@@ -27,6 +27,14 @@ package enum StallwatchSymbols {
     /// loop found by its waits names its wait instead (`epoll`, `poll`, `select`).
     package static let heartbeatMode = "heartbeat"
 
+    /// The mode of a stall of one `DispatchQueue.main` item timed from its start to its end (the
+    /// preload library's dispatch trampolines), and the `how` of its `watched` record.
+    package static let queueItemsMode = "items"
+
+    /// The mode of a stall of one Swift job on a pool thread, timed from its start to its end (a
+    /// "long job"), and the `how` of its `watched` record.
+    package static let poolJobsMode = "jobs"
+
     /// The module apps import: the loop, the monitor and the recorder.
     package static let runtimeModule = "Stallwatch"
 

@@ -66,7 +66,10 @@ import Testing
         let (run, trace, path) = try record("DispatchMainApp", stallCulprit)
         #expect(run.status == 0, "\(run.errors)")
         #expect(trace.outcome.endedCleanly, "\(trace.outcome.problems)")
-        expectOneStall(trace, label: "main-queue", culprit: "crunchNumbers", category: .compute)
+        // Timed from the block's start to its end by the preload library's dispatch trampoline.
+        expectOneStall(
+            trace, label: "main-queue", culprit: "crunchNumbers", category: .compute,
+            mode: StallwatchSymbols.queueItemsMode)
         // One wake-up ends the idle second (the block that measures it); heartbeats add none.
         let woke = idleWakeups(run.output)
         #expect(woke.count == 1 && woke.allSatisfy { $0 <= 1 }, "\(run.output)")
@@ -77,6 +80,73 @@ import Testing
         #expect(gate.status == 1, "the gate sees the stall: \(gate.output)")
         let passing = try runProduct("stallwatch", ["gate", path, "--max-stalls", "1"])
         #expect(passing.status == 0, "\(passing.output)\(passing.errors)")
+    }
+
+    /// The milliseconds in the program's lines that start with `prefix` and end "took N ms".
+    func took(_ output: String, _ prefix: String) -> [Double] {
+        output.split(separator: "\n").filter { $0.hasPrefix(prefix) }.compactMap { line in
+            let words = line.split(separator: " ")
+            return words.firstIndex(of: "took").flatMap { Double(words[$0 + 1]) }
+        }
+    }
+
+    /// Each stall of `trace` with `mode`, as (label, ms).
+    func stalls(_ trace: DecodedTrace, mode: String) -> [(label: String, milliseconds: Double)] {
+        trace.stalls.filter { $0.callout.mode == mode }.sorted { $0.start < $1.start }.map {
+            ($0.callout.label ?? "-", Double($0.durationNanos) / 1e6)
+        }
+    }
+
+    @Test(
+        .disabled(
+            if: Sanitizer.address || Sanitizer.thread,
+            "a sanitizer runtime must be the first library loaded; LD_PRELOAD puts ours before it"))
+    func mainQueueBlocksBackToBackAreEachTimedFromStartToEnd() throws {
+        let (run, trace, _) = try record("DispatchMainApp", ["--back-to-back"])
+        #expect(run.status == 0, "\(run.errors)")
+        let blocks = took(run.output, "block of ")
+        try #require(blocks.count == 2, "\(run.output)")
+        // Two stalls, not one merged: a heartbeat saw 90 + 130 ms as one late heartbeat.
+        let items = stalls(trace, mode: StallwatchSymbols.queueItemsMode)
+        #expect(items.map(\.label) == ["main-queue", "main-queue"], "\(items)")
+        for (item, block) in zip(items, blocks) {
+            #expect(abs(item.milliseconds - block) < 2, "stall \(item.milliseconds) ms, block \(block) ms")
+        }
+        #expect(stalls(trace, mode: HeartbeatMonitor.calloutMode).isEmpty, "\(trace.stalls.map(\.callout))")
+    }
+
+    @Test(
+        .disabled(
+            if: Sanitizer.address || Sanitizer.thread,
+            "a sanitizer runtime must be the first library loaded; LD_PRELOAD puts ours before it"))
+    func aLongSwiftJobIsAStallBesideAFreePoolThreadAndAStarvationStaysOne() throws {
+        let (run, trace, _) = try record("DispatchMainApp", ["--jobs"] + stallCulprit)
+        #expect(run.status == 0, "\(run.errors)")
+        let long = took(run.output, "long job ")
+        let blocking = took(run.output, "blocking job ")
+        try #require(long.count == 1 && blocking.count >= 2, "\(run.output)")
+        let jobs = stalls(trace, mode: StallwatchSymbols.poolJobsMode)
+        #expect(jobs.allSatisfy { $0.label == HeartbeatMonitor.poolLabel }, "\(jobs)")
+        // Each job is its own stall, timed from its start to its end on the thread that ran it.
+        try #require(jobs.count == 1 + blocking.count, "\(jobs)")
+        #expect(abs(jobs[0].milliseconds - long[0]) < 2, "stall \(jobs[0].milliseconds) ms, job \(long[0]) ms")
+        let timed = jobs.dropFirst().map(\.milliseconds).sorted()
+        for (stall, job) in zip(timed, blocking.sorted()) {
+            #expect(abs(stall - job) < 2, "stalls \(timed) ms, jobs \(blocking) ms")
+        }
+        // The job queued behind the blocking ones waited: the pool's starvation, as before.
+        let starvations = stalls(trace, mode: HeartbeatMonitor.calloutMode).filter {
+            $0.label == HeartbeatMonitor.poolLabel
+        }
+        #expect(starvations.contains { $0.milliseconds > 100 }, "\(starvations)")
+        // Pool threads are the threads that ran a job: each sample of the starvation is of one.
+        let starved = trace.stalls.filter {
+            $0.callout.mode == HeartbeatMonitor.calloutMode && $0.callout.label == HeartbeatMonitor.poolLabel
+        }
+        let culprits = starved.flatMap(\.samples).filter { sample in
+            sample.frames.contains { $0.symbol?.contains("waitForTheDisk") == true }
+        }
+        #expect(!culprits.isEmpty, "\(starved.flatMap(\.samples).map(\.frames.first))")
     }
 
     @Test(

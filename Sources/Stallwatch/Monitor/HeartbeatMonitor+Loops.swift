@@ -3,12 +3,19 @@ import Glibc
 import StallwatchCore
 
 extension HeartbeatMonitor {
+    /// The label of `DispatchQueue.main`'s stalls: `watchMainQueue`'s default, and its items' when
+    /// the preload library times each.
+    public static let mainQueueLabel = "main-queue"
+
     /// Watches every event-loop thread the preload library finds by its waits (`epoll_wait`,
     /// `poll`, `select` and their variants: swift-nio, GLib, libuv, asyncio): each iteration is a
     /// work item with exact boundaries (the wait's return to the next wait's call), so a stall
     /// starts and ends with the iteration. No heartbeats are sent to them. Each loop is named by
-    /// its thread's name. In a process without the preload library nothing calls the wait hooks
-    /// and there is nothing to watch. Before or after `start()`; any thread.
+    /// its thread's name. The items of `DispatchQueue.main` and the Swift jobs of pool threads,
+    /// which the preload library times where they run, are watched the same way: a main-queue
+    /// item or a pool job longer than the budget is a stall, labelled `mainQueueLabel` or the
+    /// pool's label. In a process without the preload library nothing calls the hooks and there
+    /// is nothing to watch. Before or after `start()`; any thread.
     public func watchEventLoops() {
         watchesEventLoops.store(true, ordering: .relaxed)
         wakeWatchdog()
@@ -18,8 +25,16 @@ extension HeartbeatMonitor {
     /// and every executor whose first heartbeat has run (one never serviced is watched in name
     /// only). In the order they were added. Any thread.
     var watchedExecutors: [WatchedExecutor] {
-        executors.withLock { $0 }.compactMap { executor in
+        var jobs = false
+        return executors.withLock { $0 }.compactMap { executor in
             if let slot = executor.loop {
+                // The pool's jobs are one executor however many threads ran them.
+                if slot.pointee.kind == Int32(SW_LOOP_JOBS.rawValue) {
+                    if jobs { return nil }
+                    jobs = true
+                    return WatchedExecutor(
+                        label: executor.label, how: StallwatchSymbols.poolJobsMode, tid: 0, since: executor.added)
+                }
                 return WatchedExecutor(
                     label: executor.label, how: Self.loopMode(kind: slot.pointee.kind),
                     tid: UInt32(bitPattern: slot.pointee.tid), since: executor.added)
@@ -32,20 +47,54 @@ extension HeartbeatMonitor {
     }
 
     /// The event loops found so far, by label (their threads' names). Any thread.
-    public var eventLoops: [String] { executors.withLock { $0.filter { $0.loop != nil }.map(\.label) } }
+    public var eventLoops: [String] {
+        executors.withLock { $0.filter { $0.loop.map(Self.isLoop) ?? false }.map(\.label) }
+    }
+
+    /// Whether `slot` is an event loop's (its thread is the loop), not dispatched items'.
+    static func isLoop(_ slot: UnsafeMutablePointer<sw_loop_slot>) -> Bool {
+        slot.pointee.kind <= Int32(SW_LOOP_SELECT.rawValue)
+    }
+
+    /// The pool threads: those that ran a Swift job and still own their slot (the preload
+    /// library times jobs); nil where no job was timed. The watchdog.
+    func jobThreads() -> [Int32]? {
+        let slots = executors.withLock { $0.compactMap(\.loop) }.filter {
+            $0.pointee.kind == Int32(SW_LOOP_JOBS.rawValue)
+        }
+        guard !slots.isEmpty else { return nil }
+        return slots.compactMap { slot in
+            var generation: UInt64 = 0
+            var tid: Int32 = 0
+            return sw_loop_owner(slot, &generation, &tid) != 0 ? tid : nil
+        }.sorted()
+    }
 
     /// The watchdog: one executor per loop slot that became ready since it last looked.
     func addEventLoops() {
+        // A slot made before the watchdog's first look at it logs its overruns from the start.
+        sw_loop_set_default_budget(Timebase.shared.cycles(configuration.tiers.budget.nanoseconds))
         let known = executors.withLock { $0.lazy.filter { $0.loop != nil }.count }
         guard sw_loop_slot_count() > known else { return }
         // Loop threads prepare themselves for sampling (as a heartbeat would) once they go idle.
-        if samplerError == nil { sw_loop_set_thread_hook { Sampler.prepareCurrentThread() } }
+        if samplerError == nil {
+            sw_loop_set_thread_hook {
+                Sampler.prepareCurrentThread()
+                HeartbeatMonitor.preparedThreads.withLock { _ = $0.insert(sw_gettid()) }
+            }
+        }
         var index = UInt32(known)
         while index < sw_loop_slot_count(), let slot = sw_loop_slot_at(index) {
             let name = withUnsafeBytes(of: slot.pointee.name) { bytes in
                 String(decoding: bytes.prefix { $0 != 0 }, as: UTF8.self)
             }
-            let label = name.isEmpty ? "loop-\(slot.pointee.tid)" : name
+            let label =
+                switch slot.pointee.kind {
+                case Int32(SW_LOOP_MAIN_QUEUE.rawValue): Self.mainQueueLabel
+                case Int32(SW_LOOP_JOBS.rawValue):
+                    executors.withLock { $0.first { $0.pool != nil }?.label } ?? Self.poolLabel
+                default: name.isEmpty ? "loop-\(slot.pointee.tid)" : name
+                }
             executors.withLock {
                 $0.append(Executor(label: label, schedule: { _ in }, preparationDelayForTesting: .zero, loop: slot))
             }
@@ -53,6 +102,10 @@ extension HeartbeatMonitor {
         }
         if known == 0, index > 0, let first = firstLoop.withLock({ $0 }) { first() }
     }
+
+    /// The threads the loop-thread hook prepared for sampling (once each, as they first go idle):
+    /// a thread that runs dispatched items is signalled only once prepared.
+    static let preparedThreads = Locked<Set<Int32>>([])
 
     /// The watchdog's state for a loop found by its waits.
     struct LoopWatch {
@@ -116,19 +169,27 @@ extension HeartbeatMonitor {
         guard var loop = watch.loop else { return }
         defer { watch.loop = loop }
         let budget = configuration.tiers.budget.nanoseconds
-        let tid = loop.slot.pointee.tid
-        if watch.sampler == nil {
+        let look = loop.look(now: now, budget: budget)
+        let actions = loop.detector.look(look, now: now)
+        // The thread an item runs on: a loop's is fixed, the main queue's items move between
+        // threads, and a pool thread's slot passes to another pool thread when its thread exits.
+        // The sampler follows it at a stall's start.
+        var generation: UInt64 = 0
+        var tid: Int32 = watch.tid
+        if sw_loop_owner(loop.slot, &generation, &tid) == 0 { tid = watch.tid }
+        let beginning = actions.contains { if case .began = $0 { true } else { false } }
+        if watch.sampler == nil || (beginning && tid != watch.tid) {
             watch.tid = tid
+            let prepared = Self.isLoop(loop.slot) || Self.preparedThreads.withLock { $0.contains(tid) }
             let sampler = ThreadSampler(
-                tid: tid, configuration: configuration.common, canCapture: samplerError == nil, annotations: nil,
-                usePerf: configuration.perfSampling, own: nil)
+                tid: tid, configuration: configuration.common, canCapture: samplerError == nil && prepared,
+                annotations: nil, usePerf: configuration.perfSampling, own: nil)
             core.recordCommon { $0.perfSampling = sampler.stacks.perfStatus }
             watch.sampler = sampler
         }
-        let look = loop.look(now: now, budget: budget)
         guard let sampler = watch.sampler else { return }
         if suspended { watch.stall?.flags.insert(.suspended) }
-        for action in loop.detector.look(look, now: now) {
+        for action in actions {
             switch action {
             case .began(let sequence, let start):
                 watch.stall = newStall(

@@ -148,7 +148,7 @@ extension HeartbeatMonitor {
             guard now &- pending > budget else { return }
             // Begun before the deadline, it is no stall (its end, `ranAt`, is not yet visible).
             guard executor.runs.load(ordering: .acquiring) == watch.sentRuns else { return }
-            let threads = PoolThreads.threads(named: executor.pool?.withLock { $0.name } ?? PoolThreads.defaultName)
+            let threads = poolThreads(executor)
             guard !threads.isEmpty else { return }
             pool.sampled = samplers(for: threads, pool: &pool, executor: executor)
             for tid in threads where pool.idle[tid] == nil { pool.idle[tid] = IdleProbe(tid: tid) }
@@ -204,7 +204,7 @@ extension HeartbeatMonitor {
     /// run under ASan; made here, 1–13 ms in five ASan runs).
     private func learnIdleWaits(_ pool: inout PoolWatch, executor: Executor) {
         pool.learned = true
-        let threads = PoolThreads.threads(named: executor.pool?.withLock { $0.name } ?? PoolThreads.defaultName)
+        let threads = poolThreads(executor)
         pool.idle = pool.idle.filter { threads.contains($0.key) }
         var parkedOn: [UInt64: Int] = [:]
         for tid in threads {
@@ -218,6 +218,12 @@ extension HeartbeatMonitor {
             pool.idleWords.insert(word)
         }
         _ = samplers(for: threads, pool: &pool, executor: executor)
+    }
+
+    /// The pool's threads: those that ran a Swift job where the preload library times jobs, else
+    /// those with the pool threads' name.
+    private func poolThreads(_ executor: Executor) -> [Int32] {
+        jobThreads() ?? PoolThreads.threads(named: executor.pool?.withLock { $0.name } ?? PoolThreads.defaultName)
     }
 
     /// A sampler for each of `threads`. A thread no heartbeat has run on blocks the sampling

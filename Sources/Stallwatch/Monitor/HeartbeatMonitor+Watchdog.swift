@@ -10,6 +10,8 @@ extension HeartbeatMonitor {
         /// The pool's state (`watchConcurrencyPool`); nil for a serial executor.
         var pool: PoolWatch?
         var tid: Int32 = 0
+        /// The thread that ran the executor's last heartbeat, as last seen.
+        var heartbeatTid: Int32 = 0
         var probe: IdleProbe?
         var sampler: ThreadSampler?
         /// The thread's own ticks (`configuration.selfSampling`), for the current tid.
@@ -39,6 +41,35 @@ extension HeartbeatMonitor {
         var ranPromptly = false
         /// An event loop found by its waits: its detector (no heartbeats).
         var loop: LoopWatch?
+        /// The timed main-queue items' sequence when the stall in progress was declared: an item
+        /// that began since ends it (`TimedItems`).
+        var itemsSequence: UInt64 = 0
+        /// When the watchdog last looked at the executor.
+        var lastLook: UInt64 = 0
+    }
+
+    /// What the preload library's timing of `DispatchQueue.main`'s items shows (its slot), for the
+    /// main queue's heartbeat: a heartbeat delayed by timed items is no stall of its own (each
+    /// item is timed exactly), so the heartbeat only times what no item explains (a dispatch
+    /// source's handler, a `sync` from another thread).
+    struct TimedItems {
+        /// Odd while an item runs.
+        var sequence: UInt64
+        /// The running item's start, or the last item's (CLOCK_MONOTONIC ns).
+        var start: UInt64
+        /// The last finished item's end (0: none).
+        var end: UInt64
+        var busy: Bool { sequence & 1 == 1 }
+
+        init(_ slot: UnsafeMutablePointer<sw_loop_slot>) {
+            let timebase = Timebase.shared
+            var (sequence, start): (UInt64, UInt64) = (0, 0)
+            sw_loop_read(slot, &sequence, &start)
+            let end = sw_loop_last_end(slot)
+            self.sequence = sequence
+            self.start = timebase.nanos(start)
+            self.end = end == 0 ? 0 : timebase.nanos(end)
+        }
     }
 
     /// The watchdog thread's loop. Every check interval, for each executor: no heartbeat in
@@ -77,10 +108,15 @@ extension HeartbeatMonitor {
             // heartbeats once its thread is known, and the loop's stalls take its label.
             var executorLabels: [Int32: String] = [:]
             var loopThreads: Set<Int32> = []
+            var items: TimedItems?
             if watches.contains(where: { $0.loop != nil }) {
                 for watch in watches where watch.pool == nil {
                     if let loop = watch.loop {
-                        loopThreads.insert(loop.slot.pointee.tid)
+                        if loop.slot.pointee.kind == Int32(SW_LOOP_MAIN_QUEUE.rawValue) {
+                            items = TimedItems(loop.slot)
+                        } else if Self.isLoop(loop.slot) {
+                            loopThreads.insert(loop.slot.pointee.tid)
+                        }
                     } else if case let tid = watch.executor.tid.load(ordering: .relaxed), tid != 0 {
                         executorLabels[tid] = watch.executor.label
                     }
@@ -88,7 +124,7 @@ extension HeartbeatMonitor {
             }
             for index in watches.indices {
                 if let loop = watches[index].loop {
-                    let label = executorLabels[loop.slot.pointee.tid]
+                    let label = Self.isLoop(loop.slot) ? executorLabels[loop.slot.pointee.tid] : nil
                     stepLoop(&watches[index], now: now, suspended: suspended, label: label, nextID: &nextID)
                     wakeAt = min(wakeAt, watches[index].loop?.detector.wakeAt ?? now &+ check)
                     continue
@@ -104,7 +140,7 @@ extension HeartbeatMonitor {
                 } else {
                     step(
                         &watches[index], now: now, budget: budget, warnAfter: warnAfter, suspended: suspended,
-                        nextID: &nextID)
+                        items: watches[index].executor.drainsMainQueue ? items : nil, nextID: &nextID)
                     wakeAt = min(wakeAt, now &+ check)
                 }
                 if watches[index].stall != nil {
@@ -152,26 +188,57 @@ extension HeartbeatMonitor {
     }
 
     private func step(
-        _ watch: inout Watch, now: UInt64, budget: UInt64, warnAfter: UInt64, suspended: Bool, nextID: inout UInt64
+        _ watch: inout Watch, now: UInt64, budget: UInt64, warnAfter: UInt64, suspended: Bool, items: TimedItems?,
+        nextID: inout UInt64
+    ) {
+        let previousLook = watch.lastLook
+        watch.lastLook = now
+        let tid = watch.executor.tid.load(ordering: .acquiring)
+        if tid != watch.heartbeatTid, tid != 0 {
+            watch.heartbeatTid = tid
+            follow(&watch, thread: tid, prepared: true)
+        }
+        stepExecutor(
+            &watch, now: now, budget: budget, warnAfter: warnAfter, suspended: suspended, items: items,
+            previousLook: previousLook, nextID: &nextID)
+    }
+
+    /// A new thread runs the executor (libdispatch moves the main queue between workers): the
+    /// probes and the sampler follow it. `prepared`: a heartbeat or a timed item prepared the
+    /// thread for the sampling signal.
+    private func follow(_ watch: inout Watch, thread tid: Int32, prepared: Bool) {
+        let executor = watch.executor
+        watch.tid = tid
+        watch.probe = IdleProbe(tid: tid)
+        watch.own = nil  // closes the last thread's ticks first
+        watch.own = prepared ? openSelfSampler(tid: tid, executor: executor) : nil
+        watch.sampler?.endStall()
+        let sampler = ThreadSampler(
+            tid: tid, configuration: configuration.common, canCapture: samplerError == nil && prepared,
+            annotations: executor.scopes.withLock { $0 }, usePerf: configuration.perfSampling, own: watch.own)
+        core.recordCommon { $0.perfSampling = sampler.stacks.perfStatus }
+        watch.sampler = sampler
+    }
+
+    private func stepExecutor(
+        _ watch: inout Watch, now: UInt64, budget: UInt64, warnAfter: UInt64, suspended: Bool, items: TimedItems?,
+        previousLook: UInt64, nextID: inout UInt64
     ) {
         let executor = watch.executor
         let pending = executor.pending.load(ordering: .acquiring)
-        let tid = executor.tid.load(ordering: .acquiring)
-        if tid != watch.tid, tid != 0 {
-            // A new thread runs the executor (libdispatch moves the main queue between workers).
-            watch.tid = tid
-            watch.probe = IdleProbe(tid: tid)
-            watch.own = nil  // closes the last thread's ticks first
-            watch.own = openSelfSampler(tid: tid, executor: executor)
-            watch.sampler?.endStall()
-            let sampler = ThreadSampler(
-                tid: tid, configuration: configuration.common, canCapture: samplerError == nil,
-                annotations: executor.scopes.withLock { $0 }, usePerf: configuration.perfSampling, own: watch.own)
-            core.recordCommon { $0.perfSampling = sampler.stacks.perfStatus }
-            watch.sampler = sampler
-        }
         if var stall = watch.stall {
             if suspended { stall.flags.insert(.suspended) }
+            if let items, watch.ending == nil, items.sequence != watch.itemsSequence {
+                // A timed item began: the stall was the untimed work before it. The item's start
+                // is known if it is the only one since the last look, else the look bounds it.
+                let began = items.sequence &- watch.itemsSequence <= 2 ? items.start : previousLook
+                stall.end = max(began, stall.start)
+                watch.sampler?.endStall()
+                watch.stall = nil
+                watch.scopes.settle(&stall, budget: budget)
+                core.deliverEnded(stall)
+                return
+            }
             if watch.ending == nil, pending != watch.stallDue {
                 // The heartbeat ran: the stall ended when it did, or as the tick that ran it says.
                 stall.end = executor.ranAt.load(ordering: .relaxed)
@@ -218,7 +285,9 @@ extension HeartbeatMonitor {
             let ranAt = executor.ranAt.load(ordering: .relaxed)
             let prompt = ranAt &- watch.sentDue <= budget
             if prompt, let probing = watch.probing { watch.probe?.learn(probing) }
-            if !prompt {
+            // Late behind timed items: each is timed on its own.
+            let explained = items.map { $0.busy || $0.end >= watch.sentDue } ?? false
+            if !prompt, !explained {
                 // Late by more than the budget, and over before the watchdog looked: a stall it
                 // did not see while it lasted (it got no CPU). Timed from the heartbeat, with the
                 // thread's own captures.
@@ -229,9 +298,23 @@ extension HeartbeatMonitor {
             watch.probing = nil
         }
         if pending != 0 {
-            guard now &- pending > budget else { return }
+            // Waiting behind timed items is theirs: the heartbeat's wait counts from the last one's end.
+            var since = pending
+            if let items {
+                if items.busy { return }
+                since = max(pending, items.end)
+            }
+            guard now > since, now - since > budget else { return }
             // Begun before the deadline, it is no stall (its end, `ranAt`, is not yet visible).
             guard executor.runs.load(ordering: .acquiring) == watch.sentRuns else { return }
+            if items != nil, case let drainer = sw_main_queue_drainer(), drainer >= 0 {
+                // Untimed work holds the queue on the thread draining it (sampled); a queue no
+                // thread drains is waiting for one (a loaded machine), running nothing of the app's.
+                guard drainer != 0 else { return }
+                if drainer != watch.tid {
+                    follow(&watch, thread: drainer, prepared: Self.preparedThreads.withLock { $0.contains(drainer) })
+                }
+            }
             let sequence = watch.sentSequence
             watch.sentDue = 0
             watch.probing = nil
@@ -243,8 +326,9 @@ extension HeartbeatMonitor {
                 }
                 return
             }
-            var stall = newStall(of: executor, start: pending, suspended: suspended, nextID: &nextID)
+            var stall = newStall(of: executor, start: since, suspended: suspended, nextID: &nextID)
             watch.stallDue = pending
+            watch.itemsSequence = items?.sequence ?? 0
             sampler.beginStall(sequence: sequence)
             stall.samples.append(sample(sampler))
             watch.scopes = ExpectedScopeTally()
@@ -371,19 +455,22 @@ extension HeartbeatMonitor {
     }
 
     /// The `mode` of a stall of an event loop found by its waits: how it waits (`epoll`,
-    /// `poll`, `select`), so the trace says how the loop was timed.
+    /// `poll`, `select`), or how dispatched items were timed (`items`, `jobs`), so the trace says
+    /// how the executor was timed.
     static func loopMode(kind: Int32) -> String {
         switch kind {
         case Int32(SW_LOOP_EPOLL.rawValue): "epoll"
         case Int32(SW_LOOP_POLL.rawValue): "poll"
-        default: "select"
+        case Int32(SW_LOOP_SELECT.rawValue): "select"
+        case Int32(SW_LOOP_MAIN_QUEUE.rawValue): StallwatchSymbols.queueItemsMode
+        default: StallwatchSymbols.poolJobsMode
         }
     }
 
     private func unservicedMessage(_ executor: HeartbeatMonitor.Executor, after nanos: UInt64) -> String {
         let seconds = Double(nanos) / 1e9
         let waited = String(format: "%.1f", seconds)
-        if executor.label == "main-queue" {
+        if executor.label == Self.mainQueueLabel {
             return "DispatchQueue.main has not run a block in \(waited) s: this program does not seem to\n"
                 + "  service the main queue (dispatchMain() or RunLoop.main); its stalls are not seen until it does"
         }

@@ -140,11 +140,16 @@ public final class HeartbeatMonitor: @unchecked Sendable {
         /// The slot of an event loop found by its waits (`watchEventLoops`); nil otherwise.
         let loop: UnsafeMutablePointer<sw_loop_slot>?
 
+        /// Its heartbeats go to `DispatchQueue.main` (`watchMainQueue`): where the preload library
+        /// times the queue's items, they explain its heartbeats' delays.
+        let drainsMainQueue: Bool
+
         init(
             label: String, schedule: @escaping Schedule, pool: Bool = false, preparationDelayForTesting: Duration,
-            loop: UnsafeMutablePointer<sw_loop_slot>? = nil
+            loop: UnsafeMutablePointer<sw_loop_slot>? = nil, drainsMainQueue: Bool = false
         ) {
             self.label = label
+            self.drainsMainQueue = drainsMainQueue
             self.schedule = schedule
             self.pool = pool ? Locked(PoolThreads()) : nil
             self.preparationDelayForTesting = preparationDelayForTesting
@@ -303,8 +308,11 @@ public final class HeartbeatMonitor: @unchecked Sendable {
     /// Watches `DispatchQueue.main`, which `dispatchMain()` and Foundation's `RunLoop.main`
     /// both drain. Any thread.
     @discardableResult
-    public func watchMainQueue(label: String = "main-queue") -> Executor {
-        watch(label: label) { DispatchQueue.main.async(execute: $0) }
+    public func watchMainQueue(label: String = HeartbeatMonitor.mainQueueLabel) -> Executor {
+        add(
+            Executor(
+                label: label, schedule: { DispatchQueue.main.async(execute: $0) },
+                preparationDelayForTesting: configuration.preparationDelayForTesting, drainsMainQueue: true))
     }
 
     /// Called as soon as a stall is detected, with its first sample (flagged `unfinished`).

@@ -10,8 +10,12 @@ enum ExecutorName {
     static func of(_ callout: CalloutIdentity) -> String? {
         guard isExecutor(callout) else { return nil }
         let label = callout.label ?? "?"
-        return callout.mode == StallwatchSymbols.heartbeatMode
-            ? "\(label) (heartbeat)" : "\(label) (\(callout.mode) loop)"
+        switch callout.mode {
+        case StallwatchSymbols.heartbeatMode: return "\(label) (heartbeat)"
+        case StallwatchSymbols.queueItemsMode: return "\(label) (one item)"
+        case StallwatchSymbols.poolJobsMode: return "\(label) (one long job)"
+        default: return "\(label) (\(callout.mode) loop)"
+        }
     }
 
     /// Whether `callout` is an executor's (`HeartbeatMonitor`'s: found by heartbeats or by an

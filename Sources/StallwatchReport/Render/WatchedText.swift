@@ -21,6 +21,8 @@ enum WatchedText {
         case WatchedExecutor.mainLoop: "MainLoop (its callouts)"
         case StallwatchSymbols.heartbeatMode: "\(executor.label) (heartbeat)"
         case WatchedExecutor.pool: "\(executor.label) (pool heartbeat)"
+        case StallwatchSymbols.queueItemsMode: "\(executor.label) (each item timed)"
+        case StallwatchSymbols.poolJobsMode: "\(executor.label) (each job timed)"
         default: "\(executor.label) (\(executor.how) loop)"
         }
     }

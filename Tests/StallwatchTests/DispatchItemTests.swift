@@ -1,0 +1,163 @@
+// Dispatched items timed where they run (sw_loop_slot.h): what the preload library's dispatch
+// trampolines do around each main-queue item and each Swift job, done here by hand on real
+// threads. The recorded programs (HeartbeatSampleTests) check the trampolines themselves.
+import CStallwatchShims
+import Foundation
+import StallwatchCore
+import Testing
+
+@testable import Stallwatch
+
+/// The registry is the process's: one test at a time, each from an empty registry.
+@Suite(.serialized) struct DispatchItemTests {
+    static let mainQueue: Int32 = 1
+    static let job: Int32 = 0
+
+    /// Runs `body` on a new thread and waits until the thread has exited (its thread-exit key ran).
+    func onThread(named name: String, _ body: @escaping @Sendable () -> Void) {
+        var thread = pthread_t()
+        let box = Unmanaged.passRetained(Body(name: name, run: body))
+        pthread_create(
+            &thread, nil,
+            { raw in
+                let body = Unmanaged<Body>.fromOpaque(raw!).takeRetainedValue()
+                sw_set_thread_name(body.name)
+                body.run()
+                return nil
+            }, box.toOpaque())
+        pthread_join(thread, nil)
+    }
+
+    final class Body: Sendable {
+        let name: String
+        let run: @Sendable () -> Void
+        init(name: String, run: @escaping @Sendable () -> Void) {
+            self.name = name
+            self.run = run
+        }
+    }
+
+    func slots() -> [sw_loop_slot] { (0..<sw_loop_slot_count()).compactMap { sw_loop_slot_at($0)?.pointee } }
+
+    @Test func aPoolThreadsFirstJobGivesItASlotAndEachJobIsAnItem() {
+        sw_loop_reset_for_testing()
+        let seen = Locked<[UInt64]>([])
+        onThread(named: "pool-a") {
+            for _ in 0..<3 {
+                let slot = sw_dispatch_item_begin(Self.job)
+                seen.withLock { $0.append(slot?.pointee.sequence ?? 0) }
+                // A job run inside a job (inline) is part of it: not an item of its own.
+                #expect(sw_dispatch_item_begin(Self.job) == nil)
+                sw_dispatch_item_end(slot)
+            }
+        }
+        #expect(seen.withLock { $0 } == [1, 3, 5])
+        let all = slots()
+        #expect(all.count == 1)
+        #expect(all.first?.kind == Int32(SW_LOOP_JOBS.rawValue))
+        #expect(all.first?.sequence == 6)
+        #expect(all.first?.nameText == "pool-a")
+    }
+
+    @Test func aJobLongerThanTheBudgetIsLoggedWithItsStartAndEnd() throws {
+        sw_loop_reset_for_testing()
+        let timebase = Timebase.shared
+        let slotIndex = Locked<UnsafeMutablePointer<sw_loop_slot>?>(nil)
+        onThread(named: "pool-b") {
+            let first = sw_dispatch_item_begin(Self.job)
+            sw_dispatch_item_end(first)
+            if let first { sw_loop_set_budget(first, timebase.cycles(5_000_000)) }
+            let slot = sw_dispatch_item_begin(Self.job)
+            usleep(30_000)
+            sw_dispatch_item_end(slot)
+            let short = sw_dispatch_item_begin(Self.job)
+            sw_dispatch_item_end(short)
+            slotIndex.withLock { $0 = slot }
+        }
+        let slot = try #require(slotIndex.withLock { $0 })
+        var cursor: UInt64 = 0
+        var lost: UInt64 = 0
+        var entries = [sw_loop_overrun](repeating: sw_loop_overrun(), count: Int(SW_LOOP_OVERRUNS))
+        let count = sw_loop_read_overruns(slot, &cursor, &entries, &lost)
+        #expect(count == 1 && lost == 0)
+        #expect(entries[0].sequence == 3)
+        let nanos = timebase.duration(from: entries[0].start, to: entries[0].end)
+        #expect(nanos >= 30_000_000, "\(nanos) ns")
+    }
+
+    @Test func aNewPoolThreadsFirstJobIsLoggedBeforeTheWatchdogEverLookedAtItsSlot() throws {
+        sw_loop_reset_for_testing()
+        sw_loop_set_default_budget(Timebase.shared.cycles(5_000_000))
+        defer { sw_loop_set_default_budget(0) }
+        onThread(named: "pool-new") {
+            let slot = sw_dispatch_item_begin(Self.job)
+            usleep(20_000)
+            sw_dispatch_item_end(slot)
+        }
+        let slot = try #require(sw_loop_slot_at(0))
+        #expect(sw_loop_overrun_head(slot) == 1)
+    }
+
+    @Test func aPoolThreadsSlotPassesToTheNextPoolThreadWhenItExits() throws {
+        sw_loop_reset_for_testing()
+        let tids = Locked<[Int32]>([])
+        for name in ["pool-c", "pool-d"] {
+            onThread(named: name) {
+                tids.withLock { $0.append(sw_gettid()) }
+                sw_dispatch_item_end(sw_dispatch_item_begin(Self.job))
+            }
+        }
+        // One slot, now the second thread's, with one more owner than at first.
+        #expect(sw_loop_slot_count() == 1)
+        let slot = try #require(sw_loop_slot_at(0))
+        #expect(slot.pointee.ready == UInt32(SW_SLOT_FREE))
+        #expect(slot.pointee.tid == tids.withLock { $0 }.last)
+        #expect(slot.pointee.generation == 1)
+        #expect(slot.pointee.nameText == "pool-d")
+        var generation: UInt64 = 0
+        var tid: Int32 = 0
+        #expect(sw_loop_owner(slot, &generation, &tid) == 0, "a free slot has no owner")
+    }
+
+    @Test func theMainQueueIsOneSlotWhoseItemsNameTheThreadThatRanThem() throws {
+        sw_loop_reset_for_testing()
+        let tids = Locked<[Int32]>([])
+        for name in ["worker-1", "worker-2"] {
+            onThread(named: name) {
+                let slot = sw_dispatch_item_begin(Self.mainQueue)
+                tids.withLock { $0.append(slot?.pointee.tid ?? 0) }
+                #expect(slot?.pointee.tid == sw_gettid())
+                sw_dispatch_item_end(slot)
+            }
+        }
+        #expect(sw_loop_slot_count() == 1)
+        let slot = try #require(sw_loop_slot_at(0))
+        #expect(slot.pointee.kind == Int32(SW_LOOP_MAIN_QUEUE.rawValue))
+        #expect(slot.pointee.sequence == 4)
+        #expect(Set(tids.withLock { $0 }).count == 2)
+        #expect(sw_loop_last_end(slot) >= slot.pointee.start)
+    }
+
+    @Test func aMainQueueItemInsideAnIterationOfItsThreadsLoopIsTheIterations() {
+        sw_loop_reset_for_testing()
+        let epfd = epoll_create1(0)
+        defer { close(epfd) }
+        let nested = Locked<Bool>(false)
+        onThread(named: "runloop") {
+            Waits.epoll(epfd, timeoutMs: 1)  // a loop from its first blocking wait
+            // After the wait's return: inside an iteration, as RunLoop drains the main queue.
+            nested.withLock { $0 = sw_dispatch_item_begin(Self.mainQueue) == nil }
+            Waits.epoll(epfd, timeoutMs: 0)
+            sw_loop_forget_thread_for_testing()
+        }
+        #expect(nested.withLock { $0 })
+        #expect(slots().map(\.kind) == [Int32(SW_LOOP_EPOLL.rawValue)])
+    }
+}
+
+extension sw_loop_slot {
+    /// The name, up to its NUL.
+    var nameText: String {
+        withUnsafeBytes(of: name) { String(decoding: $0.prefix { $0 != 0 }, as: UTF8.self) }
+    }
+}
