@@ -14,10 +14,11 @@
 // - never in a process that does neither.
 // Its constructor (Sources/CStallwatchPreload/preload.c) gives a program that is not a Swift
 // program its crash signals back, as when it is preloaded itself; then this library starts its
-// monitor (stallwatch_preload_start), once dlopen has returned. Its
-// references to the registries (sw_loop_*, sw_main_thread, …) bind to this library's copies:
-// LD_PRELOAD puts this library before it in the global lookup scope. So the loops this library
-// found before the Swift part was loaded are the ones that part watches.
+// monitor (stallwatch_preload_start), once dlopen has returned. Its references to the registries
+// (sw_loop_*, sw_main_thread, …) bind to this library's copies: LD_PRELOAD puts this library
+// before it in the global lookup scope. So the loops this library found before the Swift part was
+// loaded are the ones that part watches, and the interposers here (waits, dispatch calls) are the
+// ones every call reaches; the Swift part's own copies go unused.
 #define _GNU_SOURCE
 #include <dlfcn.h>
 #include <fcntl.h>
