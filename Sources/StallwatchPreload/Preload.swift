@@ -6,7 +6,8 @@ import Stallwatch
 // the preload shim loads it (Sources/StallwatchPreloadShim/loader.c), so a program that never
 // heard of Stallwatch is watched through DispatchQueue.main, its pool and its event loops.
 
-/// Called by the library's constructor on the thread that loads it.
+/// Called by the library's constructor on the thread that loads it, or, when the preload shim
+/// loaded it, by the shim once its dlopen returned.
 @_cdecl("stallwatch_preload_start")
 func stallwatchPreloadStart() {
     HeartbeatRecorder.startPreloaded()
