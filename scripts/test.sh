@@ -6,6 +6,9 @@
 set -eu
 cd "$(dirname "$0")/.."
 scripts/install-deps.sh
+# The preload shim beside the debug products: `record` preloads it in the tests as it does for
+# users (SwiftPM cannot build it; it needs only the C sources, not the Swift build).
+scripts/build-preload-shim.sh debug >/dev/null
 # One test at a time: the monitor's tests time real stalls against a 16 ms budget, and on a
 # 2-core machine dozens of parallel tests (some spinning on purpose) starve the loop threads
 # enough to turn a 5 ms sleep into a real 30 ms stall.

@@ -25,6 +25,10 @@ let usage = """
                 unmodified.epoll, unmodified.main-queue, unmodified.pool; all by default)
       loop-wait what the preload library's interposed waits cost an event loop per iteration,
                 and its dispatch trampolines a main-queue item and a Swift job
+      preload [ROUNDS]
+                what recording adds to a process that is not a Swift program and runs no loop
+                (/bin/true, clang --version): wall time and peak memory with the preload shim,
+                and with the Swift preload library preloaded directly, against neither
       scan      the stack scan of a thread parked in DispatchQueue.sync and in read: cost per
                 scan and frames found, by CFI unwind against the heuristic scan
       async-chain
@@ -72,6 +76,12 @@ do {
     case "scan": try ScanBenchmarks.run()
     case "async-chain": try AsyncChainBenchmarks.run()
     case "loop-wait": LoopWaitBenchmarks.run()
+    case "preload":  // [ROUNDS]: rounds of the three variants (61)
+        guard let rounds = arguments.count > 1 ? Int(arguments[1]) : 61, rounds > 0 else {
+            FileHandle.standardError.write(Data("stallwatch-bench preload [ROUNDS] (ROUNDS > 0)\n".utf8))
+            exit(2)
+        }
+        try PreloadBenchmarks.run(rounds: rounds)
     case "trace": try TraceBenchmarks.run()
     case "heartbeat": try HeartbeatBenchmarks.run()
     case "pool": try PoolBenchmarks.run()

@@ -3,10 +3,6 @@
 
 #include <unistd.h>
 
-// Exported by libdispatch for CoreFoundation's run loop; not in its public headers.
-extern int _dispatch_get_main_queue_handle_4CF(void);
-extern void _dispatch_main_queue_callback_4CF(void *msg);
-
 static pthread_t sw_main;
 
 // Shared objects linked at start-up run their constructors on the main thread before main().
@@ -15,10 +11,6 @@ __attribute__((constructor)) static void sw_capture_main_thread(void) { sw_main 
 pthread_t sw_main_thread(void) { return sw_main; }
 
 int32_t sw_gettid(void) { return (int32_t)gettid(); }
-
-int sw_dispatch_main_queue_handle(void) { return _dispatch_get_main_queue_handle_4CF(); }
-
-void sw_dispatch_main_queue_drain(void) { _dispatch_main_queue_callback_4CF(0); }
 
 #include <errno.h>
 #include <sys/epoll.h>

@@ -216,6 +216,7 @@ public struct Frame: Sendable, Hashable, Codable {
         if path.utf8.count - name == 6 && path.utf8HasPrefix("[vdso]", from: name) { return true }
         for prefix in toolchainLibraryPrefixes where path.utf8HasPrefix(prefix, from: name) { return true }
         return path.utf8HasPrefix(StallwatchSymbols.preloadLibrary, from: name)
+            || path.utf8HasPrefix(StallwatchSymbols.preloadShim, from: name)
     }
 
     private static let systemDirectories = ["/lib/", "/lib64/", "/usr/lib/", "/usr/lib64/"]

@@ -67,6 +67,13 @@ package enum StallwatchSymbols {
     /// puts it into a program nobody changed).
     package static let preloadLibrary = "libStallwatchPreload.so"
 
+    /// The preload shim's file name: C linked against the C library only, which `record` preloads
+    /// instead when it is next to the preload library, and which loads that library (from its own
+    /// directory, by `preloadLibrary`) only into a process that needs it
+    /// (`Sources/StallwatchPreloadShim/loader.c`, built by `scripts/build-preload-shim.sh`). Its
+    /// frames (the interposed waits) are Stallwatch's too.
+    package static let preloadShim = "libStallwatchPreloadShim.so"
+
     /// Executors' own dispatch code, compiled into apps like Stallwatch is: swift-nio's event
     /// loops, channel pipeline and HTTP codec (its C parser too). Their frames are
     /// infrastructure, never the app's: a stall's signature and site name the handler they

@@ -51,6 +51,8 @@ import Testing
         ("linux-vdso.so.1", true),
         // Stallwatch's preload library, in a program `stallwatch record` runs.
         ("/work/stallwatch/.build/release/libStallwatchPreload.so", true),
+        // And the shim that loads it (its interposed waits are in every loop's stack).
+        ("/work/stallwatch/.build/release/libStallwatchPreloadShim.so", true),
         ("/srv/feed/.build/release/FeedApp", false),
         ("/srv/feed/.build/release/libMyORM.so", false),
     ])

@@ -283,6 +283,30 @@ private let swiftCrashReportMarkers = ["Program crashed", "Backtracing", "swift-
         #expect(bare.exitCode == run.exitCode, "without the preload: \(bare)")
     }
 
+    /// A process of the recording that is not a Swift program gets the Swift part (and the
+    /// runtime's crash handler) from the preload shim only when its event loop is found, long
+    /// after it started: the signals go back to their default then too.
+    @Test(
+        .enabled(
+            if: RecordCrashTests.preloads && FileManager.default.isExecutableFile(atPath: "/usr/bin/python3"),
+            "needs the preload library and /usr/bin/python3"))
+    func aLoopProgramTheCommandStartsThatSendsItselfSIGSEGVExits139() throws {
+        let trace = directory.path + "/loop-child.swtrace"
+        let script =
+            "import asyncio, os, signal\nasyncio.run(asyncio.sleep(0.05))\nos.kill(os.getpid(), signal.SIGSEGV)\n"
+        // Not the shell's last command, which it would exec (and so be the recorded command).
+        let run = try record(
+            ["/bin/sh", "-c", "\"$0\" \"$@\"; exit $?", "/usr/bin/python3", "-c", script], trace: trace)
+        #expect(!run.timedOut, "a hang: \(run)")
+        #expect(run.exitCode == 139, "\(run)")
+        for marker in swiftCrashReportMarkers {
+            #expect(!run.error.contains(marker), "a Swift crash report: \(run)")
+        }
+        // The loop was watched: the Swift part was loaded before the signal.
+        let files = (try? FileManager.default.contentsOfDirectory(atPath: trace + ".d")) ?? []
+        #expect(files.contains { $0.hasPrefix("python3-") }, "\(files)")
+    }
+
     @Test(.enabled(if: CrashTools.bash != nil, "needs /bin/bash"))
     func aForkedChildThatCallsExitDoesNotHang() throws {
         // bash runs a command substitution in a forked child that leaves with exit(), which runs the

@@ -48,9 +48,16 @@ private enum LoopTools {
     }
 
     /// Records `command`, exports the trace as JSONL and returns the program's output and stalls.
-    func record(_ command: [String], name: String) throws -> (output: String, stalls: [ExportedStall]) {
+    /// `asChild`: the recorded command is a shell that runs `command` as a process of its own,
+    /// which the preload shim gives the Swift part only once the wait interposers found its loop.
+    func record(_ command: [String], name: String, asChild: Bool = false) throws -> (
+        output: String, stalls: [ExportedStall]
+    ) {
         let trace = directory.path + "/\(name).swtrace"
-        let run = try ChildRun(BinaryRun.binary, ["record", "-o", trace, "--"] + command, timeout: .seconds(120))
+        // Not the shell's last command, which it would exec (and so be the recorded command).
+        let shell = asChild ? ["/bin/sh", "-c", "\"$0\" \"$@\"; exit $?"] : []
+        let run = try ChildRun(
+            BinaryRun.binary, ["record", "-o", trace, "--"] + shell + command, timeout: .seconds(120))
         try #require(run.exitCode == 0, "\(run)")
         return (run.output, try exportedStalls(trace))
     }
@@ -119,9 +126,9 @@ private enum LoopTools {
 
     @Test(
         .enabled(
-            if: RecordCrashTests.preloads && LoopTools.python3 != nil, "needs the preload library and /usr/bin/python3")
-    )
-    func pythonAsyncioCoroutinesThatBlockAreEachAStall() throws {
+            if: RecordCrashTests.preloads && LoopTools.python3 != nil, "needs the preload library and /usr/bin/python3"),
+        arguments: [false, true])
+    func pythonAsyncioCoroutinesThatBlockAreEachAStall(asChild: Bool) throws {
         let script = directory.write(
             "blocking.py",
             Array(
@@ -151,7 +158,7 @@ private enum LoopTools {
                 asyncio.run(main())
 
                 """.utf8))
-        let (output, recorded) = try record([LoopTools.python3!, script], name: "asyncio")
+        let (output, recorded) = try record([LoopTools.python3!, script], name: "asyncio", asChild: asChild)
         // The blocking callbacks; shorter stalls are the loop's own on a loaded machine (an
         // iteration preempted past the budget): real, and not what this test is about.
         let stalls = recorded.filter { $0.durationMs >= 100 }
@@ -165,8 +172,10 @@ private enum LoopTools {
         #expect(recorded.allSatisfy { $0.label == "python3" && !$0.unfinished }, "\(recorded)")
     }
 
-    @Test(.enabled(if: RecordCrashTests.preloads && LoopTools.glibFlags != nil, "needs the preload library and GLib"))
-    func glibTimeoutCallbacksThatBlockAreEachAStallInTheirFunction() throws {
+    @Test(
+        .enabled(if: RecordCrashTests.preloads && LoopTools.glibFlags != nil, "needs the preload library and GLib"),
+        arguments: [false, true])
+    func glibTimeoutCallbacksThatBlockAreEachAStallInTheirFunction(asChild: Bool) throws {
         let source = directory.write(
             "glibloop.c",
             Array(
@@ -234,7 +243,8 @@ private enum LoopTools {
         let build = try ChildRun(
             "/usr/bin/cc", ["-g", "-O1", "-o", executable, source] + LoopTools.glibFlags!, timeout: .seconds(120))
         try #require(build.exitCode == 0, "cc failed: \(build)")
-        let (output, recorded) = try record([executable, directory.path + "/written.bin"], name: "glib")
+        let (output, recorded) = try record(
+            [executable, directory.path + "/written.bin"], name: "glib", asChild: asChild)
         // The blocking callbacks; shorter stalls are the loop's own on a loaded machine (an
         // iteration preempted past the budget): real, and not what this test is about.
         let stalls = recorded.filter { $0.durationMs >= 100 }

@@ -78,12 +78,7 @@ extension HeartbeatMonitor {
         let known = executors.withLock { $0.lazy.filter { $0.loop != nil }.count }
         guard sw_loop_slot_count() > known else { return }
         // Loop threads prepare themselves for sampling (as a heartbeat would) once they go idle.
-        if samplerError == nil {
-            sw_loop_set_thread_hook {
-                Sampler.prepareCurrentThread()
-                HeartbeatMonitor.preparedThreads.withLock { _ = $0.insert(sw_gettid()) }
-            }
-        }
+        if samplerError == nil { sw_loop_set_thread_hook { HeartbeatMonitor.prepareThreadForItems() } }
         var index = UInt32(known)
         while index < sw_loop_slot_count(), let slot = sw_loop_slot_at(index) {
             let name = withUnsafeBytes(of: slot.pointee.name) { bytes in
@@ -107,6 +102,16 @@ extension HeartbeatMonitor {
     /// The threads the loop-thread hook prepared for sampling (once each, as they first go idle):
     /// a thread that runs dispatched items is signalled only once prepared.
     static let preparedThreads = Locked<Set<Int32>>([])
+
+    /// What the loop-thread hook does on its thread: prepares it for sampling and notes it. Also
+    /// called by the preload shim, through the preload library, on the thread whose loop made it
+    /// load the library (that thread ran the shim's hook instead). Nothing before the sampler is
+    /// installed. The calling thread only.
+    static func prepareThreadForItems() {
+        guard Sampler.isInstalled else { return }
+        Sampler.prepareCurrentThread()
+        preparedThreads.withLock { _ = $0.insert(sw_gettid()) }
+    }
 
     /// The watchdog's state for a loop found by its waits.
     struct LoopWatch {

@@ -118,6 +118,11 @@ extension HeartbeatRecorder {
         }
     }
 
+    /// On an event-loop thread found by its waits before the preloaded monitor set its thread
+    /// hook (the preload shim loads the preload library from that thread's first idle wait):
+    /// prepares it for sampling, as the hook would have. The loop's thread only.
+    package static func preparePreloadedLoopThread() { HeartbeatMonitor.prepareThreadForItems() }
+
     /// After `stopPreloaded` stopped the recorder, when the program's own Stallwatch takes
     /// over: puts the sampling signal back to its default, so the program's sampler finds it
     /// free. Only once: later, the handler there is the program's. Any thread.

@@ -16,7 +16,11 @@ struct RecordCommand: ParsableCommand {
             environment; any app that runs MainLoop records to the trace. A program without \
             MainLoop is watched through DispatchQueue.main (dispatchMain() or RunLoop.main) by \
             the preload library libStallwatchPreload.so, found next to stallwatch or named by \
-            STALLWATCH_PRELOAD, which record adds to LD_PRELOAD. The processes the command \
+            STALLWATCH_PRELOAD, which record adds to LD_PRELOAD. Where \
+            libStallwatchPreloadShim.so is beside that library, record preloads the shim instead, \
+            which loads the library only into the command itself, a Swift program, or a process \
+            that runs an event loop: a process that does none of these (a compiler, a shell) \
+            maps the small shim and nothing more. The processes the command \
             starts inherit both, and are recorded too (--no-children: only the command's own \
             process): the command's process writes the trace, every other process that records \
             writes its own file, TRACE.d/NAME-PID.swtrace, so none overwrites another's; a trace \

@@ -1,14 +1,22 @@
+import StallwatchCore
+
 #if canImport(Glibc)
     import Glibc
 #endif
 
-/// Where `record` finds the preload library: `STALLWATCH_PRELOAD` if set, else next to the
-/// `stallwatch` executable (SwiftPM builds both into one directory), else `../lib` from it.
+/// Where `record` finds what it preloads: `STALLWATCH_PRELOAD` if set, else the preload library
+/// next to the `stallwatch` executable (SwiftPM builds both into one directory), else in `../lib`
+/// from it. Where the preload shim is beside that library, the shim: it loads the library only
+/// into a process that is a Swift program, runs an event loop, or is the recorded command itself
+/// (docs/cli.md, "What record costs the processes it starts").
 enum PreloadLibrary {
     /// The file SwiftPM builds for the `StallwatchPreload` product.
-    static let fileName = "libStallwatchPreload.so"
+    static let fileName = StallwatchSymbols.preloadLibrary
 
-    /// The library's path, or nil when there is none (recording then needs MainLoop).
+    /// The shim scripts/build-preload-shim.sh builds beside it.
+    static let shimFileName = StallwatchSymbols.preloadShim
+
+    /// The path to preload, or nil when there is none (recording then needs MainLoop).
     /// nil too in a sanitizer build: its library needs the sanitizer's runtime loaded first,
     /// which LD_PRELOAD cannot arrange for an arbitrary program.
     static func locate(environment: [String: String]) -> String? {
@@ -17,9 +25,9 @@ enum PreloadLibrary {
         guard let executable = executablePath() else { return nil }
         let directory = executable.split(separator: "/", omittingEmptySubsequences: false).dropLast()
             .joined(separator: "/")
-        for candidate in [directory + "/" + fileName, directory + "/../lib/" + fileName]
-        where access(candidate, R_OK) == 0 {
-            return candidate
+        for candidate in [directory, directory + "/../lib"] where access(candidate + "/" + fileName, R_OK) == 0 {
+            let shim = candidate + "/" + shimFileName
+            return access(shim, R_OK) == 0 ? shim : candidate + "/" + fileName
         }
         return nil
     }
