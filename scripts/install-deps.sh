@@ -3,7 +3,8 @@
 # packages for the build (libunwind, SQLite, libdw, zlib) and for the tests that check outputs
 # with their real readers (libxml2-utils for xmllint and the strict JUnit XSD, chromium for the
 # `report --html` page, Go's pprof, python3-venv; GLib, pkg-config and Debian's python3 for the
-# event loops of programs that never heard of Stallwatch), then a small Python venv with duckdb, chdb
+# event loops of programs that never heard of Stallwatch; time for `stallwatch-bench preload`'s peak
+# memory), then a small Python venv with duckdb, chdb
 # (ClickHouse in process) and opentelemetry-proto from PyPI. Spark is not installed here:
 # tools/fleet/check-spark.sh installs pyspark and a JRE itself. Idempotent: a second run
 # changes nothing. The venv lives in $STALLWATCH_VENV, else ~/.cache/stallwatch-venv (outside
@@ -11,7 +12,7 @@
 set -eu
 need=""
 for pkg in libunwind-dev libsqlite3-dev libdw-dev zlib1g-dev libxml2-utils chromium golang-go python3-venv \
-    libglib2.0-dev pkg-config python3; do
+    libglib2.0-dev pkg-config python3 time; do
     dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q "install ok installed" || need="$need $pkg"
 done
 if [ "$(id -u)" -eq 0 ]; then sudo=""; else sudo="sudo"; fi
