@@ -203,10 +203,13 @@ extension HeartbeatMonitor {
         if watch.sampler == nil || (beginning && (tid != watch.tid || prepared != loop.samplerPrepared)) {
             watch.tid = tid
             loop.samplerPrepared = prepared
-            // The thread's own ticks read the slot as their callout clock (its first words are
-            // one): it samples itself once its item is overdue, however late the watchdog runs.
+            // A thread that runs dispatched items samples itself: its own ticks read the slot as
+            // their callout clock (its first words are one), so it takes a stack once its item is
+            // overdue, however late the watchdog runs (the items of a dispatchMain() program get no
+            // stack from a watchdog's signal while the thread waits for a CPU). A loop thread is
+            // sampled by signal, as before: it prepared itself at its first idle wait.
             watch.own = nil  // closes the last thread's ticks first
-            watch.own = prepared ? openSelfSampler(tid: tid, clock: loop.clock) : nil
+            watch.own = prepared && !Self.isLoop(loop.slot) ? openSelfSampler(tid: tid, clock: loop.clock) : nil
             let sampler = ThreadSampler(
                 tid: tid, configuration: configuration.common, canCapture: samplerError == nil && prepared,
                 annotations: nil, usePerf: configuration.perfSampling, own: watch.own)
