@@ -36,8 +36,13 @@ let package = Package(
         // interposed wait calls that time the iterations of event loops (sw_loop_slot.h).
         .target(name: "CStallwatchPreload", dependencies: ["CStallwatchShims"]),
         .target(name: "StallwatchPreload", dependencies: ["Stallwatch", "CStallwatchPreload"]),
-        // Reading traces: loading, analysis, rendering, exporters, gate. No command line.
-        .target(name: "StallwatchReport", dependencies: ["StallwatchCore", "CZlib"]),
+        // Reading traces: loading, analysis, rendering, exporters, gate. No command line. The HTML
+        // page's script and style sheet are files of their own (Render/Page), compiled in by
+        // EmbedFiles so the CLI needs no resource bundle beside it.
+        .target(name: "StallwatchReport", dependencies: ["StallwatchCore", "CZlib"], plugins: ["EmbedFiles"]),
+        // Writes a target's .js and .css files into a generated Swift source (`EmbeddedFiles`).
+        .plugin(name: "EmbedFiles", capability: .buildTool(), dependencies: ["embed-files"]),
+        .executableTarget(name: "embed-files", path: "Plugins/EmbedFilesTool"),
         // The `stallwatch` CLI: its argument parser and the commands (types whose properties are
         // their options). It reads traces only: no runtime, no SQLite (the demo is a sample).
         .executableTarget(name: "stallwatch", dependencies: ["StallwatchReport", "StallwatchCore"]),

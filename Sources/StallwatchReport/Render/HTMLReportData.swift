@@ -3,7 +3,7 @@ import StallwatchCore
 /// The data block of the HTML report: the report's figures, one lane per trace (frame-clock
 /// intervals, loop busy time per interval, stalls), every signature, a flame graph of every
 /// sample, and the strings, frames and stacks they share, each stored once. The page's script
-/// (`HTMLPage.script`) reads it; `docs/cli.md` describes the layout.
+/// (Render/Page/report.js) reads it; `docs/cli.md` describes the layout.
 ///
 /// Pure; use it on any thread.
 struct HTMLReportData {
