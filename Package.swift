@@ -94,15 +94,20 @@ let package = Package(
         // sampler's own tests drive the C API with.
         .target(
             name: "CStallwatchTestSupport", dependencies: ["CStallwatchSampler"], path: "Tests/CStallwatchTestSupport"),
+        // Running built products and exit tests as child processes, a sanitizer report in a
+        // child's standard error failing its test: for every test target.
+        .target(name: "ChildProcessTesting", path: "Tests/ChildProcessTesting"),
         // The sampler's own tests: its C API directly, each test in a fresh child process.
-        .testTarget(name: "CStallwatchSamplerTests", dependencies: ["CStallwatchSampler", "CStallwatchTestSupport"]),
+        .testTarget(
+            name: "CStallwatchSamplerTests",
+            dependencies: ["CStallwatchSampler", "CStallwatchTestSupport", "ChildProcessTesting"]),
         // Test support in Swift, in no product: the trace fuzzer the tests and the benchmark share.
         .target(name: "StallwatchTestSupport", dependencies: ["StallwatchCore"], path: "Tests/StallwatchTestSupport"),
         .testTarget(name: "StallwatchCoreTests", dependencies: ["StallwatchCore", "StallwatchTestSupport"]),
         .testTarget(
             name: "StallwatchReportTests",
             dependencies: [
-                "StallwatchReport", "StallwatchCore", "stallwatch", "CStallwatchTestSupport",
+                "StallwatchReport", "StallwatchCore", "stallwatch", "CStallwatchTestSupport", "ChildProcessTesting",
                 // Records real traces for the export tests, as a subprocess.
                 "StallwatchTestHost",
                 // Recorded by the HTML report's browser test, as a subprocess.
@@ -112,7 +117,7 @@ let package = Package(
             name: "StallwatchTests",
             dependencies: [
                 "Stallwatch", "StallwatchRemedies", "StallwatchCore", "StallwatchTestSupport", "StallwatchTestHost",
-                "CSQLite", "CStallwatchTestSupport",
+                "CSQLite", "CStallwatchTestSupport", "ChildProcessTesting",
                 // Built for the sample tests, which run them as subprocesses.
                 "FeedScreen", "BlockingMain", "GalleryScroll", "AsyncRender", "Demo", "DetectStalls",
                 // The heartbeat tests: programs without MainLoop, and the CLI that records them.

@@ -1,6 +1,7 @@
 // A program that never heard of Stallwatch, recorded with `stallwatch record`: a @MainActor
 // request handler awaits a service that awaits a repository that computes on the main queue
 // (dispatchMain); the stall's samples name all four, innermost first, the callers marked async.
+import ChildProcessTesting
 import Foundation
 import StallwatchCore
 import Testing
@@ -23,7 +24,7 @@ import Testing
                 "record", "-o", path, "--budget", "40", "--", builtProduct("DispatchMainApp"), "--async", "--stall-ms",
                 "150",
             ])
-        #expect(run.status == 0, "\(run.errors)")
+        #expect(run.exitCode == 0, "\(run.error)")
         #expect(run.output.contains("in async code"), "\(run.output)")
         let trace = DecodedTrace(decoding: [UInt8](try Data(contentsOf: URL(fileURLWithPath: path))), fileName: path)
         let samples = trace.stalls.flatMap(\.samples).filter { sample in
