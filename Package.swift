@@ -27,8 +27,9 @@ let package = Package(
             name: "Stallwatch",
             dependencies: ["StallwatchCore", "CStallwatchSampler", "CStallwatchShims"]
         ),
-        // The seeds' fixes as tools on the loop: off-loop work, chunking, idle tasks, throttles,
-        // transactions, caches, a loader and a prefetcher. Apps that want them import this too.
+        // The usual fixes for main-thread stalls as tools on the loop: off-loop work, chunking, idle
+        // tasks, throttles, transactions, caches, a loader and a prefetcher. Apps that want them
+        // import this too.
         .target(name: "StallwatchRemedies", dependencies: ["Stallwatch", "StallwatchCore", "CStallwatchShims"]),
         // The system's zlib, for the gzip'ed pprof export.
         .systemLibrary(name: "CZlib", pkgConfig: "zlib", providers: [.apt(["zlib1g-dev"])]),
@@ -57,7 +58,7 @@ let package = Package(
         .executableTarget(
             name: "DetectStalls", dependencies: ["Stallwatch", "StallwatchCore"], path: "Samples/DetectStalls"),
         // The samples' one workload target: the run (monitor + frame clock + recorder, the summary
-        // they print) and the seed's blockers that BlockingMain and the demo share.
+        // they print) and the four classic main-thread blockers that BlockingMain and the demo share.
         .target(
             name: "SampleSupport", dependencies: ["Stallwatch", "StallwatchCore", "CSQLite"],
             path: "Samples/SampleSupport"),

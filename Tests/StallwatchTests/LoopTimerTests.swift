@@ -86,9 +86,9 @@ import Testing
     }
 
     @Test func delaysAndIntervalsPastTheClocksRangeMeanNever() async {
-        // `.seconds(Int64.max)` is past the nanosecond clock: such a deadline is never due (it
-        // used to wrap into the past and fire at once), and a grid point past it is never
-        // either (it used to trap on the multiplication).
+        // `.seconds(Int64.max)` is past the nanosecond clock: such a deadline is never due (a
+        // deadline that wrapped would be in the past and fire at once), and a grid point past
+        // it is never either (its multiplication saturates instead of trapping).
         let fired = await onLoopThread { loop -> (once: Int, repeating: UInt64) in
             let once = Box(0)
             loop.schedule(after: .seconds(Int64.max)) { _ in once.value += 1 }

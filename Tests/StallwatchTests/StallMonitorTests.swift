@@ -311,9 +311,8 @@ import Testing
 
     @Test func durationsPastTheClocksRangeInTheConfigurationDoNotTrap() async throws {
         // A budget and tick period of 292 billion years: each conversion to cycles or
-        // nanoseconds saturates (the budget's to cycles used to trap; its deadline wrapped into
-        // the past and made every callout a stall), so nothing is a stall and the monitor
-        // starts and stops.
+        // nanoseconds saturates (an overflow would trap, or wrap the deadline into the past and
+        // make every callout a stall), so nothing is a stall and the monitor starts and stops.
         let huge: @Sendable (inout StallMonitor.Configuration) -> Void = {
             $0.budget = .seconds(Int64.max)
             $0.selfSamplingPeriod = .seconds(Int64.max)
