@@ -27,8 +27,9 @@ let package = Package(
             name: "Stallwatch",
             dependencies: ["StallwatchCore", "CStallwatchSampler", "CStallwatchShims"]
         ),
-        // The seeds' fixes as tools on the loop: off-loop work, chunking, idle tasks, throttles,
-        // transactions, caches, a loader and a prefetcher. Apps that want them import this too.
+        // The usual fixes for main-thread stalls as tools on the loop: off-loop work, chunking, idle
+        // tasks, throttles, transactions, caches, a loader and a prefetcher. Apps that want them
+        // import this too.
         .target(name: "StallwatchRemedies", dependencies: ["Stallwatch", "StallwatchCore", "CStallwatchShims"]),
         // The system's zlib, for the gzip'ed pprof export.
         .systemLibrary(name: "CZlib", pkgConfig: "zlib", providers: [.apt(["zlib1g-dev"])]),
@@ -36,8 +37,13 @@ let package = Package(
         // interposed wait calls that time the iterations of event loops (sw_loop_slot.h).
         .target(name: "CStallwatchPreload", dependencies: ["CStallwatchShims"]),
         .target(name: "StallwatchPreload", dependencies: ["Stallwatch", "CStallwatchPreload"]),
-        // Reading traces: loading, analysis, rendering, exporters, gate. No command line.
-        .target(name: "StallwatchReport", dependencies: ["StallwatchCore", "CZlib"]),
+        // Reading traces: loading, analysis, rendering, exporters, gate. No command line. The HTML
+        // page's script and style sheet are files of their own (Render/Page), compiled in by
+        // EmbedFiles so the CLI needs no resource bundle beside it.
+        .target(name: "StallwatchReport", dependencies: ["StallwatchCore", "CZlib"], plugins: ["EmbedFiles"]),
+        // Writes a target's .js and .css files into a generated Swift source (`EmbeddedFiles`).
+        .plugin(name: "EmbedFiles", capability: .buildTool(), dependencies: ["embed-files"]),
+        .executableTarget(name: "embed-files", path: "Plugins/EmbedFilesTool"),
         // The `stallwatch` CLI: its argument parser and the commands (types whose properties are
         // their options). It reads traces only: no runtime, no SQLite (the demo is a sample).
         .executableTarget(name: "stallwatch", dependencies: ["StallwatchReport", "StallwatchCore"]),
@@ -52,7 +58,7 @@ let package = Package(
         .executableTarget(
             name: "DetectStalls", dependencies: ["Stallwatch", "StallwatchCore"], path: "Samples/DetectStalls"),
         // The samples' one workload target: the run (monitor + frame clock + recorder, the summary
-        // they print) and the seed's blockers that BlockingMain and the demo share.
+        // they print) and the four classic main-thread blockers that BlockingMain and the demo share.
         .target(
             name: "SampleSupport", dependencies: ["Stallwatch", "StallwatchCore", "CSQLite"],
             path: "Samples/SampleSupport"),
@@ -89,15 +95,20 @@ let package = Package(
         // sampler's own tests drive the C API with.
         .target(
             name: "CStallwatchTestSupport", dependencies: ["CStallwatchSampler"], path: "Tests/CStallwatchTestSupport"),
+        // Running built products and exit tests as child processes, a sanitizer report in a
+        // child's standard error failing its test: for every test target.
+        .target(name: "ChildProcessTesting", path: "Tests/ChildProcessTesting"),
         // The sampler's own tests: its C API directly, each test in a fresh child process.
-        .testTarget(name: "CStallwatchSamplerTests", dependencies: ["CStallwatchSampler", "CStallwatchTestSupport"]),
+        .testTarget(
+            name: "CStallwatchSamplerTests",
+            dependencies: ["CStallwatchSampler", "CStallwatchTestSupport", "ChildProcessTesting"]),
         // Test support in Swift, in no product: the trace fuzzer the tests and the benchmark share.
         .target(name: "StallwatchTestSupport", dependencies: ["StallwatchCore"], path: "Tests/StallwatchTestSupport"),
         .testTarget(name: "StallwatchCoreTests", dependencies: ["StallwatchCore", "StallwatchTestSupport"]),
         .testTarget(
             name: "StallwatchReportTests",
             dependencies: [
-                "StallwatchReport", "StallwatchCore", "stallwatch", "CStallwatchTestSupport",
+                "StallwatchReport", "StallwatchCore", "stallwatch", "CStallwatchTestSupport", "ChildProcessTesting",
                 // Records real traces for the export tests, as a subprocess.
                 "StallwatchTestHost",
                 // Recorded by the HTML report's browser test, as a subprocess.
@@ -107,7 +118,7 @@ let package = Package(
             name: "StallwatchTests",
             dependencies: [
                 "Stallwatch", "StallwatchRemedies", "StallwatchCore", "StallwatchTestSupport", "StallwatchTestHost",
-                "CSQLite", "CStallwatchTestSupport",
+                "CSQLite", "CStallwatchTestSupport", "ChildProcessTesting",
                 // Built for the sample tests, which run them as subprocesses.
                 "FeedScreen", "BlockingMain", "GalleryScroll", "AsyncRender", "Demo", "DetectStalls",
                 // The heartbeat tests: programs without MainLoop, and the CLI that records them.

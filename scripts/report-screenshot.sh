@@ -1,5 +1,5 @@
 #!/bin/sh
-# The README's picture: records the demo (scripts/demo.sh) unless a trace is given, writes its
+# The picture in docs/reading-reports.md: records the demo (scripts/demo.sh) unless a trace is given, writes its
 # `stallwatch report --html` page, loads it in headless Chromium (fails unless the page's script
 # and its self-test ran cleanly) and saves a screenshot with the longest stall selected.
 #   scripts/report-screenshot.sh [TRACE] [PNG]     PNG defaults to docs/images/report.png

@@ -2,7 +2,8 @@
 # Runs the whole test suite (installs the system packages it needs first); extra arguments go to
 # `swift test`. The output is shown and kept in $STALLWATCH_TEST_LOG if set; the last line says
 # how many timing-sensitive tests ran a second time (`retried: N — …`, scripts/lib/test-log.sh).
-# Exits with swift test's status.
+# Without arguments it also checks release-build names and formatting (scripts/lint.sh). Exits
+# non-zero if any of them failed.
 set -eu
 cd "$(dirname "$0")/.."
 scripts/install-deps.sh
@@ -18,6 +19,8 @@ status=0
 run_logged "$log" swift test --no-parallel "$@" || status=$?
 # Names as a release build gives them (the demo's build): checked on a real release recording.
 [ $# -gt 0 ] || scripts/release-names.sh || status=$?
+# Formatting: any `swift format lint` finding fails the run (scripts/lint.sh).
+[ $# -gt 0 ] || scripts/lint.sh || status=$?
 retried_summary "$log"
 [ -n "${STALLWATCH_TEST_LOG:-}" ] || rm -f "$log"
 exit "$status"

@@ -1,7 +1,7 @@
 // The fixed screen: requests only mark rows dirty; a `Throttle` on the frame clock runs one
 // pass per frame however many requests came; the pass renders each dirty row once on a
 // `QueuePool`, and each finished bitmap is applied through `LoopTransactions` (one commit
-// per row and transaction, the newest version winning), as seed 001's async layer does.
+// per row and transaction, the newest version winning), as an async display layer does.
 import SampleSupport
 import Stallwatch
 import StallwatchRemedies

@@ -1,4 +1,4 @@
-// Seed 001's asynchronous drawing: a feed of 24 rows, each a 256×256 RGBA bitmap whose every
+// Asynchronous drawing, as UI toolkits' async layers do it: a feed of 24 rows, each a 256×256 RGBA bitmap whose every
 // pixel is computed (~6 ms a row), redrawn as model updates arrive, 8 requests in a burst
 // every 250 ms.
 //   blocking   each update request redraws its rows on the loop, in the next frame tick

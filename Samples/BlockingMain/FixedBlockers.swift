@@ -5,7 +5,7 @@ import SampleSupport
 import Stallwatch
 import StallwatchRemedies
 
-/// The remedies of seed 000: chunking, offloading, and a read-mostly cache.
+/// The usual remedies for the four blockers: chunking, offloading, and a read-mostly cache.
 struct FixedBlockers: Blockers {
     let run: SampleRun
     /// The app's settings, version 1 until the refresher swaps in version 2.

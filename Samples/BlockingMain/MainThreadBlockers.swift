@@ -1,5 +1,5 @@
-// The blocking variant: each blocker runs right inside its loop callout, as seed 000's
-// "problem code" does on the main thread.
+// The blocking variant: each blocker runs right inside its loop callout, on the main thread,
+// as code that causes stalls does.
 import Foundation
 import SampleSupport
 import Stallwatch

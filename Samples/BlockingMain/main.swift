@@ -1,4 +1,4 @@
-// Seed 000's four classic main-thread blockers, each a distinct callout on the main loop:
+// The four classic main-thread blockers, each a distinct callout on the main loop:
 // heavy compute (hashing a large buffer), file I/O (`Data(contentsOf:)` + write + fsync), a
 // SQLite query over a 200,000-row table, and a lock the main loop needs while another thread
 // holds it. With `--fixed` the same work runs without stalling: the hash, the I/O and the query

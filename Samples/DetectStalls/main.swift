@@ -1,4 +1,4 @@
-// README's "Detecting stalls" example: a monitor on the main loop reports a stall in
+// The "Detecting stalls" example of README.md and docs/app-guide.md: a monitor on the main loop reports a stall in
 // compute, one in a sleep and one in an annotated section. swift run DetectStalls
 import Foundation
 import Stallwatch

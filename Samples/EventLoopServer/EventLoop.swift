@@ -3,7 +3,7 @@ import Glibc
 
 /// A stand-in for a swift-nio `EventLoop`: one thread, a set of watched descriptors, and
 /// `execute` to run a closure there (swift-nio is not fetchable here; its adoption is the same
-/// three lines, see README). The thread parks in `poll` when there is nothing to do.
+/// three lines, see docs/unmodified-programs.md). The thread parks in `poll` when there is nothing to do.
 final class EventLoop: @unchecked Sendable {
     let name: String
     /// The self-pipe `execute` writes to, to wake the loop.

@@ -1,4 +1,4 @@
-// A seed-article scenario with its remedy: a feed screen that loads its rows from SQLite.
+// A classic main-thread stall and its remedy: a feed screen that loads its rows from SQLite.
 //   swift run FeedScreen            the query runs on the main thread: a database stall
 //   swift run FeedScreen --fixed    the query runs off the loop (`loop.offload`) and only the
 //                                   result comes back to the main loop: no stall

@@ -1,6 +1,6 @@
 // The gallery's images: real files written at startup, and a decoder that reads one and turns
 // it into a thumbnail with real per-pixel work, bounded by time so a decode costs ≥ 25 ms on a
-// fast machine too (a JPEG decode of a large photo, as in seed 002).
+// fast machine too (as a JPEG decode of a large photo would).
 import Foundation
 import SampleSupport
 

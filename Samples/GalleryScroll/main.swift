@@ -1,4 +1,4 @@
-// Seed 002's cat gallery: 300 photos in a 3-column grid scrolling at 60 Hz (a new row of
+// A photo gallery: 300 photos in a 3-column grid scrolling at 60 Hz (a new row of
 // three every 8 frames, 3 rows back up every 2 s). Each cell needs a decoded image:
 // a real 1 MiB file read and reduced to a thumbnail with ≥ 25 ms of per-pixel work.
 //   blocking   rows entering the screen are read and decoded inside the frame tick

@@ -1,4 +1,4 @@
-// The README's "use the run loop in an app" example, kept compiling and runnable:
+// The run loop example of docs/app-guide.md, kept compiling and runnable:
 // swift run HelloLoop
 import Dispatch
 import Stallwatch

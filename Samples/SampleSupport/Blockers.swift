@@ -1,4 +1,4 @@
-// The four classic main-thread blockers of seed 000, as plain work any sample (BlockingMain,
+// The four classic main-thread blockers, as plain work any sample (BlockingMain,
 // Demo) runs on the loop or off it: heavy compute, file I/O, a database query and a slow holder
 // of a lock. Each is sized (by a calibration or by time) so that on the main loop it overruns
 // the frame budget by far more than 50 ms on any machine, fast disk or not.

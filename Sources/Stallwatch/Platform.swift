@@ -5,6 +5,8 @@
 // call instructions, and the classifier's syscall numbers are x86_64's. docs/watchdog.md
 // ("Porting") lists the files an aarch64 port replaces; everything else is portable.
 
+import StallwatchCore
+
 #if !os(Linux) || !arch(x86_64)
     #error("Stallwatch supports Linux on x86_64 only (see docs/watchdog.md, Porting)")
 #endif
@@ -12,6 +14,7 @@
 /// The platform the process runs on, as trace files record it. Any thread.
 enum Platform {
     /// The CPU architecture's name (`uname -m` spelling), written into every trace's
-    /// `platform` record.
-    static let architecture = "x86_64"
+    /// `platform` record: the one whose syscall numbers the samples carry and the classifier
+    /// reads (`SyscallTable`, which owns the name).
+    static let architecture = SyscallTable.architecture
 }

@@ -67,8 +67,9 @@ public struct Classifier: Sendable {
         try RulesFile.load(path: path)
     }
 
-    /// Decodes rules from rules-file JSON; `source` names the input in errors.
-    public static func decodeRules(json: String, source: String) throws(RulesFileError)
+    /// Decodes rules from rules-file JSON; `source` names the input in errors. The tests' way in
+    /// (apps load a file with `loadRules(fromFile:)`).
+    package static func decodeRules(json: String, source: String) throws(RulesFileError)
         -> [ClassificationRule]
     {
         try RulesFile.decode(json: json, source: source)

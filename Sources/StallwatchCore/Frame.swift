@@ -200,7 +200,9 @@ public struct Frame: Sendable, Hashable, Codable {
         return tail.next() == UInt8(ascii: "T")
     }
 
-    private static let wrapperInitials: Set<UInt8> = [
+    /// The first bytes of the wrappers `standsFor` removes: a name starting with none of them
+    /// has none.
+    package static let wrapperInitials: Set<UInt8> = [
         UInt8(ascii: "g"), UInt8(ascii: "f"), UInt8(ascii: "p"), UInt8(ascii: "m"), UInt8(ascii: "("),
     ]
 

@@ -23,7 +23,7 @@ public enum SyscallTable {
     }
 
     /// The highest syscall number the table knows.
-    public static var highestNumber: Int32 { Int32(names.count - 1) }
+    package static var highestNumber: Int32 { Int32(names.count - 1) }
 
     private static let numbersByName: [String: Int32] = {
         var result: [String: Int32] = [:]

@@ -117,8 +117,8 @@ public final class LRUCache<Key: Hashable & Sendable, Value: Sendable>: @uncheck
     /// The sum of the entries' costs. Any thread.
     public var totalCost: Int { state.withLock { $0.totalCost } }
 
-    /// The keys, most recent first (for tests and debugging; O(n)). Any thread.
-    public var keysByRecency: [Key] {
+    /// The keys, most recent first (for tests; O(n)). Any thread.
+    package var keysByRecency: [Key] {
         state.withLock { list in
             var keys: [Key] = []
             keys.reserveCapacity(list.count)

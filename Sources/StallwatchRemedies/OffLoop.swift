@@ -35,10 +35,10 @@ extension MainLoop {
     /// `label` (default "offload result") at the caller's `#fileID:#line`, so a slow
     /// completion is reported at the place that started the work. Any thread.
     ///
-    /// The seeds' first remedy: the main thread only starts heavy work and applies its
-    /// result. Cancelling the returned task before the work starts means it never runs and
-    /// `completion` receives `CancellationError`, at once. On `MainLoop.main`, main-actor code
-    /// offloads through `mainActor.offload`, whose completion is `@MainActor`.
+    /// The first remedy for a main-thread stall: the main thread only starts heavy work and
+    /// applies its result. Cancelling the returned task before the work starts means it never
+    /// runs and `completion` receives `CancellationError`, at once. On `MainLoop.main`,
+    /// main-actor code offloads through `mainActor.offload`, whose completion is `@MainActor`.
     @discardableResult
     public func offload<T: Sendable>(
         qos: DispatchQoS.QoSClass = .userInitiated,

@@ -6,6 +6,7 @@
 // sampler's. Both need perf_event_open (root or paranoid ≤ 2); they say so if it is missing.
 import CStallwatchSampler
 import CStallwatchTestSupport
+import ChildProcessTesting
 import Foundation
 import Glibc
 import Testing

@@ -16,6 +16,7 @@
 // checks are its own, whatever runs before it or in parallel.
 import CStallwatchSampler
 import CStallwatchTestSupport
+import ChildProcessTesting
 import Glibc
 import Testing
 

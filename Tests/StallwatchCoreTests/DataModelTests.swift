@@ -7,8 +7,9 @@ import Testing
 @testable import StallwatchCore
 
 @Suite struct DataModelTests {
-    /// A negative duration is 0 nanoseconds: -500 ms (0 s and negative attoseconds) trapped,
-    /// and `MainLoop.run(mode:until:)` reached it with a deadline just passed.
+    /// A negative duration is 0 nanoseconds, whichever part carries the sign: -500 ms is 0 s
+    /// and negative attoseconds, the form a deadline that passed less than a second ago takes
+    /// in `MainLoop.run(mode:until:)`.
     @Test func durationsInNanosecondsAreNeverNegativeAndSaturate() {
         #expect(Duration.milliseconds(-500).nanoseconds == 0)
         #expect(Duration.seconds(-3).nanoseconds == 0)

@@ -296,7 +296,7 @@ import Testing
         let docs = URL(fileURLWithPath: #filePath)
             .deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
             .appendingPathComponent("docs/categories.md")
-        guard let text = try? String(contentsOf: docs, encoding: .utf8) else { return }
+        let text = try String(contentsOf: docs, encoding: .utf8)
         let start = try #require(text.range(of: "```json\n"))
         let end = try #require(text.range(of: "```", range: start.upperBound..<text.endIndex))
         let rules = try Classifier.decodeRules(

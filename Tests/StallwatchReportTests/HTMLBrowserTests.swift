@@ -2,6 +2,7 @@
 // trace (at least its five stalls), of hostile names and of ten thousand stalls; the page's
 // script runs without a console message or error, its self-test drives every control, and the
 // DOM holds every stall.
+import ChildProcessTesting
 import Foundation
 import StallwatchCore
 import Testing

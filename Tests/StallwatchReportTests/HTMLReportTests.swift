@@ -112,10 +112,10 @@ import Testing
         #expect(
             JSONOutput.htmlSafeString("a<b>&\"\\\n\u{2028}\u{1}")
                 == "\"a\\u003cb\\u003e\\u0026\\\"\\\\\\n\\u2028\\u0001\"")
-        #expect(HTMLJSONWriter.number(12.5) == "12.5")
-        #expect(HTMLJSONWriter.number(3) == "3")
-        #expect(HTMLJSONWriter.number(-0.0001) == "0")
-        #expect(HTMLJSONWriter.number(.nan) == "0")
+        #expect(JSONWriter.number(12.5) == "12.5")
+        #expect(JSONWriter.number(3) == "3")
+        #expect(JSONWriter.number(-0.0001) == "0")
+        #expect(JSONWriter.number(.nan) == "0")
     }
 
     @Test func reportWritesThePageAndStillPrintsTheReport() throws {

@@ -1,5 +1,6 @@
 // What the HTML report tests share: the page's data block decoded, headless Chromium run on a
 // page, and the traces they render (hostile names, ten thousand stalls).
+import ChildProcessTesting
 import Foundation
 import StallwatchCore
 import StallwatchReport
@@ -111,24 +112,11 @@ enum Chromium {
                 "--headless", "--no-sandbox", "--disable-gpu", "--no-first-run", "--user-data-dir=\(profile.path)",
                 "--enable-logging=stderr", "--v=0", "--window-size=\(width),\(height)",
             ] + arguments
-        let output = Pipe()
-        let errors = Pipe()
-        process.standardOutput = output
-        process.standardError = errors
         let started = Date()
-        try process.run()
         // A browser that hangs must not hang the suite.
         DispatchQueue.global().asyncAfter(deadline: .now() + 120) { if process.isRunning { process.terminate() } }
-        let errorText = Locked("")
-        let group = DispatchGroup()
-        DispatchQueue.global().async(group: group) {
-            let data = errors.fileHandleForReading.readDataToEndOfFile()
-            errorText.withLock { $0 = String(decoding: data, as: UTF8.self) }
-        }
-        let data = output.fileHandleForReading.readDataToEndOfFile()
-        group.wait()
-        process.waitUntilExit()
-        return (String(decoding: data, as: UTF8.self), errorText.withLock { $0 }, Date().timeIntervalSince(started))
+        let streams = try runToEnd(process)
+        return (streams.output, streams.error, Date().timeIntervalSince(started))
     }
 }
 

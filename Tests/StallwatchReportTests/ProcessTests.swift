@@ -1,18 +1,11 @@
 // The built `stallwatch` binary, run as a subprocess, exits 0/1/2 as the CLI contract says and `record` forwards its command's status.
+import ChildProcessTesting
 import Foundation
 import Testing
 
 /// Where the built `stallwatch` is: next to the test bundle.
 enum BinaryRun {
-    static var binary: String {
-        let executable = (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe")) ?? ""
-        var directory = URL(fileURLWithPath: executable).deletingLastPathComponent()
-        // The test runner may sit inside an .xctest bundle directory.
-        while directory.path != "/" && !FileManager.default.isExecutableFile(atPath: directory.path + "/stallwatch") {
-            directory.deleteLastPathComponent()
-        }
-        return directory.path + "/stallwatch"
-    }
+    static var binary: String { builtProduct("stallwatch") }
 }
 
 /// The built `stallwatch` run with `arguments` (and `environment`, else this process's).

@@ -18,7 +18,7 @@ import Testing
     let bar = ProgressBar(sink: sink, total: 200, label: "reading", delay: 0)
     bar.advance(by: 100)
     // Poll rather than sleep a fixed time: the machine may be busy. Until the 50 % frame: with
-    // no delay the bar may first draw before the advance is counted (0 %; a CI run saw it).
+    // no delay the bar may first draw before the advance is counted (0 %).
     for _ in 0..<100 where !sink.text.contains("50%") { try await Task.sleep(for: .milliseconds(50)) }
     bar.finish()
     #expect(sink.text.contains("\rreading [###############...............] 50%"))

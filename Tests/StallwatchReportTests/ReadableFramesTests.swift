@@ -101,6 +101,11 @@ import Testing
             "thumbnail(_:)"
         ),
         ("(2) await resume partial function for App.Feed.reload() async throws -> ()", "Feed.reload()"),
+        // A wrapper inside a closure's context stands for its function too.
+        (
+            "closure #1 () -> () in generic specialization <Swift.Int> of App.Feed.load<A>(_: A) -> ()",
+            "closure #1 in Feed.load(_:)"
+        ),
     ]
 
     @Test(arguments: optimized.indices)

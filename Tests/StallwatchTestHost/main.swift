@@ -161,8 +161,8 @@ case "perf-status":
     print("perfSampling=\(monitor.statistics.perfSampling)")
     print("selfSampling=\(monitor.statistics.selfSampling)")
 case "read-file":
-    // Data(contentsOf:) of the file named by the second argument in one callout (the README's
-    // perf example: STALLWATCH_TRACE set by the caller records it).
+    // Data(contentsOf:) of the file named by the second argument in one callout (a
+    // main-thread read for the perf tests: STALLWATCH_TRACE set by the caller records it).
     let loop = MainLoop.main
     let path = CommandLine.arguments.dropFirst(2).first ?? "/dev/null"
     loop.post(label: "load document") { loadDocumentForHost(path) }

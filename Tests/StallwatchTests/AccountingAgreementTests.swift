@@ -1,6 +1,7 @@
 // One accounting rule: the breakdown an app computes in process from `onStallEnded` is the one
 // `stallwatch show --json` prints for the same stall of the recorded trace, category by
 // category and sample by sample (`StallAccounting`, docs/categories.md).
+import ChildProcessTesting
 import Foundation
 import StallwatchCore
 import Testing
@@ -36,7 +37,7 @@ import Testing
         for stall in stalls {
             let breakdown = classifier.breakdown(of: stall)
             let run = try runProduct("stallwatch", ["show", path, "--stall", String(stall.id), "--json"])
-            #expect(run.status == 0, "\(run)")
+            #expect(run.exitCode == 0, "\(run)")
             let detail = try #require(
                 try JSONSerialization.jsonObject(with: Data(run.output.utf8)) as? [String: Any], "\(run.output)")
             let shares = try #require(detail["categoryShares"] as? [String: Double])

@@ -1,6 +1,7 @@
 // Work the app marks as long on purpose (`expectLong`) is still a stall, recorded with the
 // scope's label as `Stall.expected`; the app's state (`AppState`) at detection goes with every
 // stall; a recorded trace keeps both (record kind 23), and other stalls have neither.
+import ChildProcessTesting
 import Foundation
 import StallwatchCore
 import Testing
@@ -85,9 +86,9 @@ import Testing
         let object = try #require(try JSONSerialization.jsonObject(with: Data(json.output.utf8)) as? [String: Any])
         #expect((object["expected"] as? [String: Any])?["stalls"] as? Int == 1, "\(json.output)")
         let gate = try runProduct("stallwatch", ["gate", path, "--max-stalls", "0"])
-        #expect(gate.status == 0, "\(gate.output)")
+        #expect(gate.exitCode == 0, "\(gate.output)")
         let strict = try runProduct("stallwatch", ["gate", path, "--max-stalls", "0", "--include-expected"])
-        #expect(strict.status == 1, "\(strict.output)")
+        #expect(strict.exitCode == 1, "\(strict.output)")
         // The page's stall rows carry both (its tooltip, details and filters show them); the
         // state is a list of key and value strings there, so each is looked for on its own.
         let page = try runProduct("stallwatch", ["report", path, "--html", "-"])

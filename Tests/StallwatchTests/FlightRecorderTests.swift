@@ -1,5 +1,6 @@
 // The flight recorder: the trace writer keeps the loop's last seconds of callouts in memory, in
 // either mode, and each stall's `stallLeadUp` record says what ran just before it.
+import ChildProcessTesting
 import Foundation
 import StallwatchCore
 import Testing
@@ -58,7 +59,7 @@ import Testing
         let stall = try #require(trace.bareStalls.first { $0.callout.label == "stall" })
         let text = try runProduct(
             "stallwatch", ["show", path, "--stall", String(stall.id)], environment: ["COLUMNS": "100"])
-        #expect(text.status == 0, "\(text)")
+        #expect(text.exitCode == 0, "\(text)")
         print(text.output)
         let lines = text.output.split(separator: "\n")
         #expect(lines.contains { $0.hasPrefix("Before it (the last ") }, "\(text.output)")

@@ -1,6 +1,7 @@
 // Programs that do not use MainLoop are watched unmodified: `stallwatch record` preloads the
 // heartbeat library into dispatchMain() and RunLoop.main programs, and a server on its own
 // event loops adopts HeartbeatMonitor; each 60 ms stall is found once, idle loops stay asleep.
+import ChildProcessTesting
 import Foundation
 import StallwatchCore
 import Testing
@@ -10,7 +11,7 @@ import Testing
 @Suite(.serialized) struct HeartbeatSampleTests {
     /// `stallwatch record -o <trace> -- <app> <arguments>`: the run and the decoded trace.
     func record(_ app: String, _ arguments: [String] = [], environment: [String: String] = [:]) throws -> (
-        ProductRun, DecodedTrace, String
+        ChildRun, DecodedTrace, String
     ) {
         let path = NSTemporaryDirectory() + "heartbeat-\(app)-\(UUID().uuidString).swtrace"
         // A 40 ms budget, not 16.7: on this 2-core machine, with the suite's other tests running
@@ -64,7 +65,7 @@ import Testing
             "a sanitizer runtime must be the first library loaded; LD_PRELOAD puts ours before it"))
     func aDispatchMainProgramIsRecordedUnmodifiedAndItsTraceIsReportedAndGated() throws {
         let (run, trace, path) = try record("DispatchMainApp", stallCulprit)
-        #expect(run.status == 0, "\(run.errors)")
+        #expect(run.exitCode == 0, "\(run.error)")
         #expect(trace.outcome.endedCleanly, "\(trace.outcome.problems)")
         // Timed from the block's start to its end by the preload library's dispatch trampoline.
         expectOneStall(
@@ -74,12 +75,12 @@ import Testing
         let woke = idleWakeups(run.output)
         #expect(woke.count == 1 && woke.allSatisfy { $0 <= 1 }, "\(run.output)")
         let report = try runProduct("stallwatch", ["report", path])
-        #expect(report.status == 0, "\(report.errors)")
+        #expect(report.exitCode == 0, "\(report.error)")
         #expect(report.output.contains("crunchNumbers"), "\(report.output)")
         let gate = try runProduct("stallwatch", ["gate", path, "--max-stalls", "0"])
-        #expect(gate.status == 1, "the gate sees the stall: \(gate.output)")
+        #expect(gate.exitCode == 1, "the gate sees the stall: \(gate.output)")
         let passing = try runProduct("stallwatch", ["gate", path, "--max-stalls", "1"])
-        #expect(passing.status == 0, "\(passing.output)\(passing.errors)")
+        #expect(passing.exitCode == 0, "\(passing.output)\(passing.error)")
     }
 
     /// The milliseconds in the program's lines that start with `prefix` and end "took N ms".
@@ -155,7 +156,7 @@ import Testing
             "a sanitizer runtime must be the first library loaded; LD_PRELOAD puts ours before it"))
     func aRunLoopProgramIsRecordedUnmodified() throws {
         let (run, trace, _) = try record("RunLoopApp", stallCulprit)
-        #expect(run.status == 0, "\(run.errors)")
+        #expect(run.exitCode == 0, "\(run.error)")
         // Foundation's RunLoop waits in poll: its main thread is an event loop timed by its waits,
         // which runs the main queue. One stall, the main queue's, timed by the loop (it was also a
         // heartbeat stall of the same block: two for one).
@@ -172,15 +173,15 @@ import Testing
     func aProgramThatNeverDrainsTheMainQueueGetsOneWarningAndNoStalls() throws {
         let (run, _, path) = try record(
             "DispatchMainApp", ["--never-drain", "--sleep-s", "1.5"], environment: ["STALLWATCH_UNSERVICED_MS": "400"])
-        #expect(run.status == 0)
-        let warnings = run.errors.components(separatedBy: "DispatchQueue.main has not run a block").count - 1
-        #expect(warnings == 1, "\(run.errors)")
+        #expect(run.exitCode == 0)
+        let warnings = run.error.components(separatedBy: "DispatchQueue.main has not run a block").count - 1
+        #expect(warnings == 1, "\(run.error)")
         // No heartbeat ever ran: no stalls, and a trace that says nothing was watched, so that
         // `report` explains the program instead of failing on a missing file (it was none).
         let written = DecodedTrace(decoding: [UInt8](try Data(contentsOf: URL(fileURLWithPath: path))), fileName: path)
         #expect(written.stalls.isEmpty)
         #expect(written.watched.map(\.how) == [WatchedExecutor.nothing])
-        #expect(!run.errors.contains("wrote no trace"), "\(run.errors)")
+        #expect(!run.error.contains("wrote no trace"), "\(run.error)")
     }
 
     @Test func anEventLoopServerSeesTheBlockedLoopOnlyAndItsIdleLoopsSleep() throws {
@@ -188,7 +189,7 @@ import Testing
         // A 150 ms wait: enough samples that a loaded machine's scheduling delays (state R
         // around the wait) cannot outweigh it.
         let run = try runProduct("EventLoopServer", ["--stall-ms", "150"], environment: ["STALLWATCH_TRACE": path])
-        #expect(run.status == 0, "\(run.errors)")
+        #expect(run.exitCode == 0, "\(run.error)")
         var stalls = run.output.split(separator: "\n").filter { $0.hasPrefix("stall on ") }
         // Under TSan an idle loop can be slow enough to wake that a learning heartbeat is late.
         if Sanitizer.thread { stalls.removeAll { $0.hasPrefix("stall on loop-0:") } }

@@ -1,11 +1,27 @@
 // Timers fire in deadline order (ties in registration order), never early, and a repeating
-// timer stays on its grid: fires the loop was too busy for are skipped and counted.
+// timer stays on its grid: fires the loop was too busy for are skipped and counted. A deadline
+// or timeout already past returns at once.
 import Foundation
 import Testing
 
 @testable import Stallwatch
 
 @Suite struct LoopTimerTests {
+    /// A deadline that passed less than a second ago is a negative duration of zero whole
+    /// seconds (its sign only in the attoseconds): the loop times out at once instead of trapping.
+    @Test func aDeadlineAlreadyPastTimesOutAtOnce() async {
+        let results = await onLoopThread { loop -> [MainLoop.RunResult] in
+            let pending = loop.schedule(after: .seconds(60)) { _ in }
+            defer { pending.cancel() }
+            return [
+                loop.run(mode: .default, until: .now - .milliseconds(500)),
+                loop.run(mode: .default, until: .now - .seconds(3)),
+                loop.runOnce(timeout: .milliseconds(-500)),
+            ]
+        }
+        #expect(results == [.timedOut, .timedOut, .timedOut])
+    }
+
     @Test func timersFireInDeadlineThenRegistrationOrder() async {
         let order = await onLoopThread { loop -> [String] in
             var order: [String] = []
@@ -70,9 +86,9 @@ import Testing
     }
 
     @Test func delaysAndIntervalsPastTheClocksRangeMeanNever() async {
-        // `.seconds(Int64.max)` is past the nanosecond clock: such a deadline is never due (it
-        // used to wrap into the past and fire at once), and a grid point past it is never
-        // either (it used to trap on the multiplication).
+        // `.seconds(Int64.max)` is past the nanosecond clock: such a deadline is never due (a
+        // deadline that wrapped would be in the past and fire at once), and a grid point past
+        // it is never either (its multiplication saturates instead of trapping).
         let fired = await onLoopThread { loop -> (once: Int, repeating: UInt64) in
             let once = Box(0)
             loop.schedule(after: .seconds(Int64.max)) { _ in once.value += 1 }

@@ -1,6 +1,7 @@
 // A @MainActor async function that blocks MainLoop.main shows its awaiting callers as pool jobs
 // do: the recorded stall's samples name the blocking call, the repository, the service and the
 // request handler, innermost first, the callers marked async, up to the task's root.
+import ChildProcessTesting
 import Foundation
 import StallwatchCore
 import Testing
@@ -25,7 +26,7 @@ import Testing
         defer { unlink(path) }
         let run = try runProduct(
             "StallwatchTestHost", ["main-actor-async", blocking], environment: ["STALLWATCH_TRACE": path])
-        #expect(run.status == 0 && run.output.contains("rows=1") && !run.output.contains("timeout=1"), "\(run)")
+        #expect(run.exitCode == 0 && run.output.contains("rows=1") && !run.output.contains("timeout=1"), "\(run)")
         let trace = DecodedTrace(decoding: [UInt8](try Data(contentsOf: URL(fileURLWithPath: path))), fileName: path)
         let samples = trace.stalls.flatMap(\.samples).filter { sample in
             sample.frames.contains { $0.symbol?.contains(Self.names[0]) == true }

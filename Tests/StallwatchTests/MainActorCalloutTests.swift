@@ -2,13 +2,14 @@
 // completions and the remedies' callbacks are main-actor code: the test host uses main-actor
 // state in each with no wrapper (so it compiles only if they are) and each runs on the main
 // thread inside the loop (checked in a subprocess: the test runner does not own the main thread).
+import ChildProcessTesting
 import Foundation
 import Testing
 
 @Suite struct MainActorCalloutTests {
     @Test func mainActorStateIsUsedInEveryKindOfCallout() throws {
         let run = try runProduct("StallwatchTestHost", ["main-actor"])
-        #expect(run.status == 0, "\(run)")
+        #expect(run.exitCode == 0, "\(run)")
         let lines = Set(run.output.split(separator: "\n").map(String.init))
         for key in [
             "post", "post.remote", "timer", "observer", "source", "frame", "chunked", "throttle", "debounce", "idle",

@@ -1,12 +1,13 @@
 // On MainLoop.main, DispatchQueue.main and @MainActor work runs on the main thread inside the
 // loop (checked in a subprocess: the test runner does not own the main thread).
+import ChildProcessTesting
 import Foundation
 import Testing
 
 @Suite struct MainQueueTests {
     @Test func dispatchMainAndMainActorRunInsideMainLoop() throws {
         let run = try runProduct("StallwatchTestHost", ["main-queue"])
-        #expect(run.status == 0, "\(run)")
+        #expect(run.exitCode == 0, "\(run)")
         let lines = Set(run.output.split(separator: "\n").map(String.init))
         for key in [
             "dispatch.async", "dispatch.asyncAfter", "task.mainActor", "mainActor.run", "returned",
@@ -22,7 +23,7 @@ import Testing
 @Suite struct AsyncAnnotationTests {
     @Test func samplesInsideAnAsyncScopeRecordIt() throws {
         let run = try runProduct("StallwatchTestHost", ["annotate-async"])
-        #expect(run.status == 0, "\(run)")
+        #expect(run.exitCode == 0, "\(run)")
         #expect(
             run.output.split(separator: "\n").contains("annotation=refresh feed:database"), "\(run.output)\n\(run)")
     }

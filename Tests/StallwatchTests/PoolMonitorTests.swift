@@ -4,6 +4,7 @@
 //
 // The test bodies are async and wait with `await` only: a test function runs on the pool, and a
 // body that blocked (usleep, a semaphore) would hold one of its few threads itself.
+import ChildProcessTesting
 import Foundation
 import StallwatchCore
 import Testing
@@ -236,10 +237,10 @@ private func starvePool(jobs: Int, milliseconds: UInt32) {
             try FileManager.default.copyItem(atPath: path, toPath: keep)
         }
         let report = try runProduct("stallwatch", ["report", path])
-        #expect(report.status == 0, "\(report)")
+        #expect(report.exitCode == 0, "\(report)")
         #expect(report.output.contains("blockPoolThreadForTest"), "\(report.output)")
         let show = try runProduct("stallwatch", ["show", path, "--stall", String(stall.id)])
-        #expect(show.status == 0, "\(show)")
+        #expect(show.exitCode == 0, "\(show)")
         #expect(show.output.contains(HeartbeatMonitor.poolLabel), "\(show.output)")
         #expect(show.output.contains("blockPoolThreadForTest"), "\(show.output)")
         // Every pool thread ran a blocker: the representative stack is on all of them.
@@ -286,7 +287,7 @@ struct Waiter {
     /// "shutdown ok" are checked here, and the trace's path; `remove()` deletes the trace, its
     /// T.d and the directory.
     struct LSPSession {
-        let run: ProductRun
+        let run: ChildRun
         let trace: String
         let directory: String
 
@@ -302,7 +303,7 @@ struct Waiter {
             }
             let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
                 .deletingLastPathComponent()
-            run = try runChild(
+            run = try ChildRun(
                 PoolPreloadTests.python!,
                 [
                     root.appendingPathComponent("scripts/lsp-session.py").path, directory, "--",
@@ -310,7 +311,7 @@ struct Waiter {
                 ] + options + ["--", PoolPreloadTests.sourceKitLSP!],
                 environment: ProcessInfo.processInfo.environment.merging(["LSP_ROUNDS": "\(rounds)"]) { _, new in new },
                 sourceLocation: sourceLocation)
-            #expect(run.status == 0, "\(run)", sourceLocation: sourceLocation)
+            #expect(run.exitCode == 0, "\(run)", sourceLocation: sourceLocation)
             #expect(run.output.contains("shutdown ok"), "\(run.output)", sourceLocation: sourceLocation)
         }
 
@@ -334,7 +335,7 @@ struct Waiter {
         defer { session.remove() }
         let path = session.trace
         let report = try runProduct("stallwatch", ["report", path, "--json"])
-        #expect(report.status == 0, "\(report)")
+        #expect(report.exitCode == 0, "\(report)")
         let json = try #require(try JSONSerialization.jsonObject(with: Data(report.output.utf8)) as? [String: Any])
         let trace = try #require((json["traces"] as? [[String: Any]])?.first)
         #expect(trace["process"] as? String == "sourcekit-lsp")
@@ -374,7 +375,7 @@ struct Waiter {
         for file in [path] + children.map({ path + ".d/" + $0 }) {
             // Each file alone: whole, and its own process's.
             let single = try runProduct("stallwatch", ["report", file, "--json"])
-            #expect(single.status == 0, "\(file): \(single)")
+            #expect(single.exitCode == 0, "\(file): \(single)")
             let json = try #require(try JSONSerialization.jsonObject(with: Data(single.output.utf8)) as? [String: Any])
             let trace = try #require((json["traces"] as? [[String: Any]])?.first { $0["path"] as? String == file })
             let pid = try #require(trace["pid"] as? Int)
@@ -387,7 +388,7 @@ struct Waiter {
         }
         #expect(Set(pids).count == pids.count, "\(pids)")
         let report = try runProduct("stallwatch", ["report", path, "--wide"])
-        #expect(report.status == 0, "\(report)")
+        #expect(report.exitCode == 0, "\(report)")
         #expect(
             report.output.contains("recording \(path), \(pids.count) processes: sourcekit-lsp \(pids[0]) (root)"),
             "\(report.output)")

@@ -1,4 +1,5 @@
 // An LRU cache evicts strictly least-recently-used first, within both limits, and calls back outside its lock.
+import ChildProcessTesting
 import Foundation
 import StallwatchCore
 import Testing

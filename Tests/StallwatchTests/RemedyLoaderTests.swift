@@ -1,4 +1,5 @@
 // A key is loaded once however many ask, within the concurrency limit, from memory, disk or the loader, and results arrive on the loop.
+import ChildProcessTesting
 import Foundation
 import StallwatchCore
 import Synchronization

@@ -1,5 +1,6 @@
 // A pool has a serial queue per active core (≤ 16); each task goes to the least-loaded queue (lowest index on a tie), queues run FIFO, and a task cancelled before it starts never runs.
 import CStallwatchShims
+import ChildProcessTesting
 import Dispatch
 import Foundation
 import Glibc
@@ -38,8 +39,8 @@ private func cpus(in mask: cpu_set_t) -> [Int] {
         #expect(QueuePool.activeCoreCount() == min(cpus(in: mask).count, online))
 
         // nproc counts the affinity mask too; OMP_NUM_THREADS would change its answer.
-        let nproc = try runChild("/usr/bin/nproc", [], environment: [:])
-        #expect(nproc.status == 0, "\(nproc)")
+        let nproc = try ChildRun("/usr/bin/nproc", [], environment: [:])
+        #expect(nproc.exitCode == 0, "\(nproc)")
         #expect(QueuePool.activeCoreCount() == Int(nproc.output.trimmingCharacters(in: .whitespacesAndNewlines)))
     }
 

@@ -1,6 +1,7 @@
 // The remedy samples prove their remedies: each fixed variant records less stall time and drops
 // fewer frames than its blocking variant, BlockingMain blocks in all four categories, and the
 // demo stalls at least five times, in every category, on every run.
+import ChildProcessTesting
 import Foundation
 import Stallwatch
 import StallwatchCore
@@ -28,8 +29,8 @@ struct SampleRecording: Sendable {
         defer { unlink(path) }
         let run = try runProduct(
             sample, arguments, environment: ["STALLWATCH_TRACE": path], sourceLocation: sourceLocation)
-        let output = run.output + (run.errors.isEmpty ? "" : "standard error:\n" + run.errors)
-        #expect(run.status == 0, "\(sample) \(arguments): \(output)", sourceLocation: sourceLocation)
+        let output = run.output + (run.error.isEmpty ? "" : "standard error:\n" + run.error)
+        #expect(run.exitCode == 0, "\(sample) \(arguments): \(output)", sourceLocation: sourceLocation)
         let bytes = [UInt8](try Data(contentsOf: URL(fileURLWithPath: path)))
         return SampleRecording(trace: DecodedTrace(decoding: bytes, fileName: path), output: output)
     }

@@ -1,6 +1,7 @@
 // The hang-rate gate tells the feed screen's remedy apart: the blocking FeedScreen (a SQLite
 // query of half a second to a second on the main thread) fails `gate --max-hang-rate 0`, and the fixed
 // one (the query off the loop) passes it.
+import ChildProcessTesting
 import Foundation
 import Testing
 
@@ -8,11 +9,11 @@ import Testing
 
 @Suite(.serialized) struct SampleHangRateTests {
     /// `stallwatch gate --max-hang-rate 0` of a fresh recording of FeedScreen with `arguments`.
-    func gate(_ arguments: [String]) throws -> ProductRun {
+    func gate(_ arguments: [String]) throws -> ChildRun {
         let path = NSTemporaryDirectory() + "hang-rate-FeedScreen-\(UUID().uuidString).swtrace"
         defer { unlink(path) }
         let run = try runProduct("FeedScreen", arguments, environment: ["STALLWATCH_TRACE": path])
-        #expect(run.status == 0, "\(run)")
+        #expect(run.exitCode == 0, "\(run)")
         return try runProduct("stallwatch", ["gate", "--max-hang-rate", "0", path])
     }
 
@@ -21,10 +22,10 @@ import Testing
             if: Sanitizer.thread, "TSan slows the fixed variant's start-up into hangs of its own"))
     func theBlockingFeedFailsTheHangRateGateAndTheFixedOnePasses() throws {
         let blocking = try gate([])
-        #expect(blocking.status == 1, "\(blocking.output)")
+        #expect(blocking.exitCode == 1, "\(blocking.output)")
         #expect(blocking.output.contains("FAIL  hang-rate"), "\(blocking.output)")
         let fixed = try gate(["--fixed"])
-        #expect(fixed.status == 0, "\(fixed.output)")
+        #expect(fixed.exitCode == 0, "\(fixed.output)")
         #expect(fixed.output.contains("PASS  hang-rate  0.000 s/h"), "\(fixed.output)")
     }
 }

@@ -2,6 +2,7 @@
 // compute stall in SampleSupport's PhotoLibrary, linked into the BlockingMain executable) is a
 // database stall under a rule for that module and type, and a bad rules file is one error line
 // that names the file and line.
+import ChildProcessTesting
 import Foundation
 import StallwatchCore
 import Testing
@@ -13,12 +14,12 @@ import Testing
     static let recording = Result { () throws -> String in
         let path = NSTemporaryDirectory() + "rules-BlockingMain-\(UUID().uuidString).swtrace"
         let run = try runProduct("BlockingMain", ["--seconds", "1.5"], environment: ["STALLWATCH_TRACE": path])
-        guard run.status == 0 else { throw RecordingFailed(run: run) }
+        guard run.exitCode == 0 else { throw RecordingFailed(run: run) }
         return path
     }
 
     struct RecordingFailed: Error, CustomStringConvertible {
-        var run: ProductRun
+        var run: ChildRun
         var description: String { "\(run)" }
     }
 
@@ -34,7 +35,7 @@ import Testing
         let trace = try Self.recording.get()
         let run = try runProduct(
             "stallwatch", ["report", "--json", "--top", "50"] + arguments + [trace], environment: environment)
-        #expect(run.status == 0, "\(run)")
+        #expect(run.exitCode == 0, "\(run)")
         let report = try #require(
             try JSONSerialization.jsonObject(with: Data(run.output.utf8)) as? [String: Any], "\(run.output)")
         let signatures = try #require(report["signatures"] as? [[String: Any]])
@@ -76,7 +77,7 @@ import Testing
         let rules = try rulesFile(Self.photosAreDatabase)
         defer { unlink(rules) }
         let show = try runProduct("stallwatch", ["show", "--json", "--rules", rules, trace])
-        #expect(show.status == 0, "\(show)")
+        #expect(show.exitCode == 0, "\(show)")
         let stalls = try #require(
             try JSONSerialization.jsonObject(with: Data(show.output.utf8)) as? [[String: Any]], "\(show.output)")
         let photos = stalls.filter { ($0["signature"] as? [String] ?? []).contains { $0.contains("PhotoLibrary") } }
@@ -84,16 +85,16 @@ import Testing
         // One database stall (the query) by the built-in rules, two with the photo rule.
         func databaseLines(_ arguments: [String]) throws -> Int {
             let export = try runProduct("stallwatch", ["export", "--format", "jsonl", "-o", "-"] + arguments + [trace])
-            #expect(export.status == 0, "\(export)")
+            #expect(export.exitCode == 0, "\(export)")
             return export.output.split(separator: "\n").filter { $0.contains("\"category\":\"database\"") }.count
         }
         #expect(try databaseLines([]) == 1)
         #expect(try databaseLines(["--rules", rules]) == 2)
         let gate = try runProduct("stallwatch", ["gate", "--max", "database=1", "--rules", rules, trace])
         // The query and the photo hashing: two database stalls, one over the limit.
-        #expect(gate.status == 1, "\(gate.output)")
+        #expect(gate.exitCode == 1, "\(gate.output)")
         let diff = try runProduct("stallwatch", ["diff", "--rules", rules, trace, trace])
-        #expect(diff.status == 0, "\(diff)")
+        #expect(diff.exitCode == 0, "\(diff)")
     }
 
     @Test func aBadRulesFileIsOneErrorNamingFileAndLine() throws {
@@ -116,19 +117,19 @@ import Testing
             ["report"], ["show"], ["export", "--format", "jsonl", "-o", "-"], ["gate", "--max-stalls", "9"],
         ] {
             let run = try runProduct("stallwatch", command + ["--rules", rules, trace])
-            #expect(run.status == 2, "\(command): \(run)")
+            #expect(run.exitCode == 2, "\(command): \(run)")
             #expect(run.output.isEmpty, "\(command)")
             #expect(
-                run.errors.split(separator: "\n") == [
+                run.error.split(separator: "\n") == [
                     "Error: \(rules):6: rule 0, field 'category': unknown category 'db' "
                         + "(expected one of compute, io, lockWait, database, other)"
-                ], "\(command): \(run.errors)")
+                ], "\(command): \(run.error)")
         }
         let syntax = try rulesFile("{\n  \"version\": 1,\n  \"rules\": [\n    {\"name\": \"x\",, }\n  ]\n}\n")
         defer { unlink(syntax) }
         let run = try runProduct("stallwatch", ["report", "--rules", syntax, trace])
-        #expect(run.status == 2)
-        let lines = run.errors.split(separator: "\n")
-        #expect(lines.count == 1 && lines[0].hasPrefix("Error: \(syntax):4: "), "\(run.errors)")
+        #expect(run.exitCode == 2)
+        let lines = run.error.split(separator: "\n")
+        #expect(lines.count == 1 && lines[0].hasPrefix("Error: \(syntax):4: "), "\(run.error)")
     }
 }

@@ -1,6 +1,7 @@
 // The loop thread samples itself on time (a perf task-clock tick counting its user-mode CPU time):
 // a late watchdog no longer delays detection or the first stack, a sleeping callout is never cut
 // short, and an idle loop takes no ticks.
+import ChildProcessTesting
 import Foundation
 import StallwatchCore
 import Testing
@@ -156,9 +157,9 @@ import Testing
     @Test(.disabled(if: Sanitizer.thread, "self-sampling stands aside under TSan, which defers signal handlers"))
     func theEnvironmentSwitchTurnsItOff() throws {
         let off = try runProduct("StallwatchTestHost", ["perf-status"], environment: ["STALLWATCH_PERF": "0"])
-        #expect(off.output.contains("selfSampling=disabled"), "\(off.output)\(off.errors)")
+        #expect(off.output.contains("selfSampling=disabled"), "\(off.output)\(off.error)")
         let on = try runProduct("StallwatchTestHost", ["perf-status"], environment: ["STALLWATCH_PERF": "1"])
-        #expect(on.output.contains("selfSampling=on"), "\(on.output)\(on.errors)")
+        #expect(on.output.contains("selfSampling=on"), "\(on.output)\(on.error)")
     }
 
     /// An executor's heartbeat stall running `work`, the watchdog `lateness` behind its deadline,

@@ -2,6 +2,7 @@
 // — where the sampling signal waits for the syscall to return — still carries a stack with the
 // culprit, and says where it came from: perf when the perf path runs, else the /proc scan or the
 // stall's last stack.
+import ChildProcessTesting
 import Foundation
 import StallwatchCore
 import Testing
@@ -165,10 +166,10 @@ import Testing
     /// `STALLWATCH_PERF=0` switches the perf path off whatever the configuration says.
     @Test func theEnvironmentSwitchTurnsPerfOff() throws {
         let off = try runProduct("StallwatchTestHost", ["perf-status"], environment: ["STALLWATCH_PERF": "0"])
-        #expect(off.status == 0, "\(off)")
+        #expect(off.exitCode == 0, "\(off)")
         #expect(off.output.contains("perfSampling=disabled"), "\(off.output)\n\(off)")
         let on = try runProduct("StallwatchTestHost", ["perf-status"], environment: ["STALLWATCH_PERF": "1"])
-        #expect(on.status == 0, "\(on)")
+        #expect(on.exitCode == 0, "\(on)")
         #expect(on.output.contains("perfSampling="), "\(on.output)\n\(on)")
         #expect(!on.output.contains("perfSampling=disabled"), "\(on.output)\n\(on)")
     }

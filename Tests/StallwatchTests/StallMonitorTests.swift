@@ -5,6 +5,7 @@
 // culprit shows up in the symbolicated stack; short or nested work is never a stall.
 import CSQLite
 import CStallwatchSampler
+import ChildProcessTesting
 import Foundation
 import StallwatchCore
 import Testing
@@ -310,9 +311,8 @@ import Testing
 
     @Test func durationsPastTheClocksRangeInTheConfigurationDoNotTrap() async throws {
         // A budget and tick period of 292 billion years: each conversion to cycles or
-        // nanoseconds saturates (the budget's to cycles used to trap; its deadline wrapped into
-        // the past and made every callout a stall), so nothing is a stall and the monitor
-        // starts and stops.
+        // nanoseconds saturates (an overflow would trap, or wrap the deadline into the past and
+        // make every callout a stall), so nothing is a stall and the monitor starts and stops.
         let huge: @Sendable (inout StallMonitor.Configuration) -> Void = {
             $0.budget = .seconds(Int64.max)
             $0.selfSamplingPeriod = .seconds(Int64.max)
@@ -323,17 +323,57 @@ import Testing
         #expect(run.ended.isEmpty, "\(run.ended.map(\.durationNanos))")
     }
 
+    /// Stopping a monitor that never started, or one already stopped, does nothing; a stopped
+    /// monitor leaves the loop unwatched (no watchdog thread, nothing attached, no budget), so
+    /// another monitor can watch the same loop and sees its stalls.
     @Test func stopStartStopIsClean() async throws {
-        try await onLoopThreadThrowing { loop in
+        let stalls = try await onLoopThreadThrowing { loop -> [Stall] in
+            let watchdogsBefore = watchdogThreads()
+            let board = loop.board
+            let attached = { board.monitorAttached.load(ordering: .acquiring) }
             let monitor = StallMonitor(loop: loop)
             monitor.stop()
+            #expect(!monitor.isRunning && !attached())
             try monitor.start()
+            #expect(monitor.isRunning && attached())
+            #expect(watchdogThreads() == watchdogsBefore + 1)
             loop.runOnce(timeout: .milliseconds(10))
             monitor.stop()
             monitor.stop()
+            let enabled = board.enabled.load(ordering: .acquiring)
+            let budgetCycles = board.budgetCycles.load(ordering: .relaxed)
+            let watching = board.monitor.withLock { $0.value }
+            #expect(!monitor.isRunning && !attached() && !enabled)
+            #expect(budgetCycles == UInt64.max)
+            #expect(watching == nil)
+            #expect(watchdogThreads(settlingAt: watchdogsBefore) == watchdogsBefore)
+
             let again = StallMonitor(loop: loop)
+            let ended = Locked<[Stall]>([])
+            again.onStallEnded = { stall in ended.withLock { $0.append(stall) } }
             try again.start()
+            loop.post { spinForStallTest(milliseconds: 60) }
+            loop.runOnce(timeout: .milliseconds(10))
             again.stop()
+            #expect(watchdogThreads(settlingAt: watchdogsBefore) == watchdogsBefore)
+            return ended.withLock { $0 }
+        }
+        #expect(stalls.count == 1, "\(stalls.map(\.durationNanos))")
+        #expect(stalls.allSatisfy { $0.durationNanos >= 60_000_000 })
+    }
+
+    /// How many threads of this process the monitors' watchdogs run on (by their thread name).
+    /// With `expected`, waits up to 5 s for the count to reach it: a stopped watchdog has
+    /// finished its work when `stop()` returns, but its thread exits a moment later.
+    func watchdogThreads(settlingAt expected: Int? = nil) -> Int {
+        let giveUp = MainLoop.monotonicNanos() + 5_000_000_000
+        while true {
+            let tasks = (try? FileManager.default.contentsOfDirectory(atPath: "/proc/self/task")) ?? []
+            let count = tasks.filter {
+                (try? String(contentsOfFile: "/proc/self/task/\($0)/comm", encoding: .utf8)) == "stallwatchdog\n"
+            }.count
+            guard let expected, count != expected, MainLoop.monotonicNanos() < giveUp else { return count }
+            usleep(1_000)
         }
     }
 
@@ -455,7 +495,7 @@ import Testing
         let long = trace.stalls.filter { StallAccounting.duration($0) >= 250_000_000 }
         #expect(long.isEmpty, "\(long.map { StallAccounting.duration($0) })")
         let gate = try runProduct("stallwatch", ["gate", path, "--max-hangs", "0"])
-        #expect(gate.status == 0, "\(gate.output)")
+        #expect(gate.exitCode == 0, "\(gate.output)")
         let report = try runProduct("stallwatch", ["report", path])
         // (One line or two: it wraps at 100 columns when a stall only the stop made long is named.)
         #expect(report.output.contains(" s (SIGSTOP, a debugger),"), "\(report.output)")

@@ -2,6 +2,7 @@
 // Concurrency's pool (a new task waits for them), and the pool monitor records it, the blocking
 // function on the stack; the fixed variant (the reads on serial dispatch queues) leaves the pool
 // free and records no starvation in them.
+import ChildProcessTesting
 import Foundation
 import StallwatchCore
 import Testing
@@ -14,7 +15,7 @@ import Testing
         let path = NSTemporaryDirectory() + "thumbnails-\(UUID().uuidString).swtrace"
         defer { unlink(path) }
         let run = try runProduct("ThumbnailTasks", arguments, environment: ["STALLWATCH_TRACE": path])
-        #expect(run.status == 0, "\(run)")
+        #expect(run.exitCode == 0, "\(run)")
         let trace = DecodedTrace(decoding: [UInt8](try Data(contentsOf: URL(fileURLWithPath: path))), fileName: path)
         return (trace.stalls, run.output)
     }

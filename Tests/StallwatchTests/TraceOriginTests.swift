@@ -1,6 +1,7 @@
 // A recorded trace says where it comes from: a random trace id, this host, this executable and
 // its GNU build id (as readelf reads it from the file), and the app version given or set in
 // STALLWATCH_APP_VERSION.
+import ChildProcessTesting
 import Foundation
 import StallwatchCore
 import Testing
@@ -25,8 +26,8 @@ import Testing
     /// The build id `readelf -n` prints for the test executable, lowercase hex.
     func buildIDFromReadelf() throws -> String {
         let executable = try FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe")
-        let readelf = try runChild("/usr/bin/readelf", ["-n", executable], environment: [:])
-        #expect(readelf.status == 0, "\(readelf)")
+        let readelf = try ChildRun("/usr/bin/readelf", ["-n", executable], environment: [:])
+        #expect(readelf.exitCode == 0, "\(readelf)")
         let line = try #require(readelf.output.split(separator: "\n").first { $0.contains("Build ID:") }, "\(readelf)")
         return String(try #require(line.split(separator: " ").last))
     }

@@ -1,6 +1,7 @@
 // A recorded trace holds every stall with its samples, symbols and posting site; it survives
 // a SIGKILL mid-hang; recording is enabled from the environment without code; a real trace
 // cut at any byte still decodes up to its last whole record.
+import ChildProcessTesting
 import Foundation
 import StallwatchCore
 import StallwatchTestSupport
@@ -139,7 +140,7 @@ import Testing
         #expect(hang.tier == .severe)
         #expect(hang.samples.count >= 3, "\(hang.samples.count)")
         let gate = try runProduct("stallwatch", ["gate", path, "--max-hangs", "0"])
-        #expect(gate.status == 1, "\(gate.output)")
+        #expect(gate.exitCode == 1, "\(gate.output)")
     }
 
     /// The recorder wrote 436 bytes of trace into the app's own file once the app had closed
@@ -150,14 +151,14 @@ import Testing
         let path = directory.path + "/closed.swtrace"
         let run = try runProduct(
             "StallwatchTestHost", ["close-fds", directory.path], environment: ["STALLWATCH_TRACE": path])
-        #expect(run.status == 0 && run.output.contains("returned=1"), "\(run)")
+        #expect(run.exitCode == 0 && run.output.contains("returned=1"), "\(run)")
         for index in 0..<40 {
             let size =
                 (try? FileManager.default.attributesOfItem(atPath: directory.path + "/appfile-\(index).txt"))?[
                     .size] as? Int
             #expect(size == 0, "appfile-\(index).txt has \(size ?? -1) bytes")
         }
-        #expect(run.errors.contains("the program closed its descriptor"), "\(run.errors)")
+        #expect(run.error.contains("the program closed its descriptor"), "\(run.error)")
     }
 
     @Test func aForkedChildThatCallsExitDoesNotHangOrTouchTheTrace() throws {
@@ -173,9 +174,9 @@ import Testing
             // the threads that hold it, and reports all of it: no leak check for this child.
             environment["ASAN_OPTIONS"] = (environment["ASAN_OPTIONS"].map { $0 + ":" } ?? "") + "detect_leaks=0"
         }
-        let run = try runChild(
+        let run = try ChildRun(
             "/usr/bin/timeout", ["30", builtProduct("StallwatchTestHost"), "fork-exit"], environment: environment)
-        #expect(run.status == 0, "\(run)")
+        #expect(run.exitCode == 0, "\(run)")
         #expect(run.output.contains("child=7\n") && run.output.contains("returned=1\n"), "\(run.output)")
         let trace = DecodedTrace(decoding: try readBytes(path), fileName: path)
         #expect(trace.outcome.endedCleanly, "\(trace.outcome.problems)")
@@ -188,8 +189,8 @@ import Testing
         let path = temporaryTrace("own-monitor")
         defer { unlink(path) }
         let run = try runProduct("DetectStalls", [], environment: ["STALLWATCH_TRACE": path])
-        #expect(run.status == 0, "\(run.errors)")
-        #expect(run.errors.components(separatedBy: "records the app's own StallMonitor").count == 2, "\(run.errors)")
+        #expect(run.exitCode == 0, "\(run.error)")
+        #expect(run.error.components(separatedBy: "records the app's own StallMonitor").count == 2, "\(run.error)")
         #expect(run.output.contains("seconds at DetectStalls/main.swift"), "its own monitor reports: \(run.output)")
         let trace = DecodedTrace(decoding: try readBytes(path), fileName: path)
         #expect(trace.outcome.endedCleanly, "\(trace.outcome.problems)")
@@ -202,10 +203,10 @@ import Testing
         let path = temporaryTrace("late-monitor")
         defer { unlink(path) }
         let run = try runProduct("StallwatchTestHost", ["late-monitor"], environment: ["STALLWATCH_TRACE": path])
-        #expect(run.status == 0, "\(run.errors)")
+        #expect(run.exitCode == 0, "\(run.error)")
         #expect(
-            run.errors.components(separatedBy: "records the app's own StallMonitor from here on").count == 2,
-            "\(run.errors)")
+            run.error.components(separatedBy: "records the app's own StallMonitor from here on").count == 2,
+            "\(run.error)")
         // The app's monitor saw the stall after the hand-over; the one trace holds both.
         #expect(run.output.contains("own=spin after"), "\(run.output)")
         let trace = DecodedTrace(decoding: try readBytes(path), fileName: path)

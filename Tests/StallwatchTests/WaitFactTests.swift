@@ -161,8 +161,8 @@ import Testing
     }
 
     /// A callout in `DispatchQueue.sync` onto a serial queue whose block runs on another thread:
-    /// the scan of the waiter keeps the callout's function (the caller of `sync`, which the scan
-    /// used to skip), and the fact names the queue and the thread running its block.
+    /// the scan of the waiter keeps the callout's function (the caller of `sync`), and the fact
+    /// names the queue and the thread running its block.
     @Test func syncOntoABusyQueueNamesTheCallerTheQueueAndItsRunner() async throws {
         let queue = DispatchQueue(label: "fact-queue.busy")
         let runner = Box<Int32>(0)
@@ -299,7 +299,7 @@ import Testing
 
 // The stalling work, named for the stacks.
 
-// readWholeFileForStallTest (one Data(contentsOf:), seed 000's main-thread read) is in StackSourceTests.
+// readWholeFileForStallTest (one Data(contentsOf:), the classic main-thread read) is in StackSourceTests.
 
 /// Runs `cpuNanos` of the calling thread's own CPU time while it shares its CPU with a
 /// spinning thread (which inherits that one CPU) and has nice 19 (at most 5 s of wall time);

@@ -2,6 +2,7 @@
 // in every sample that has the syscall, under a CPU hog on every core too, and the facts reach the
 // trace, `show` and `report`. (A page fault's file, from its address: WaitFactTests.)
 import CStallwatchShims
+import ChildProcessTesting
 import Dispatch
 import Foundation
 import StallwatchCore
@@ -112,7 +113,7 @@ import Testing
                 "stallwatch", ["show", trace, "--stall", String(stall.id)], environment: ["COLUMNS": "400"])
             print(show.output.split(separator: "\n").filter { $0.contains("waited on") }.joined(separator: "\n"))
             let expected = stall.id == fault.id ? "page fault in \(mapped)" : "msync of \(synced)"
-            #expect(show.status == 0 && show.output.contains("waited on \(expected)"), "\(show.output)")
+            #expect(show.exitCode == 0 && show.output.contains("waited on \(expected)"), "\(show.output)")
         }
         let report = try runProduct("stallwatch", ["report", trace], environment: ["COLUMNS": "400"])
         #expect(report.output.contains("page fault in \(mapped)"), "\(report.output)")

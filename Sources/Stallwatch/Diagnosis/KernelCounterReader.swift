@@ -28,37 +28,25 @@ final class KernelCounterReader {
     /// runs before every sample's stack capture.
     func read() -> KernelCounters? {
         var counters = KernelCounters()
-        let ok = buffer.withUnsafeMutableBytes { raw -> Bool in
-            let bytes = raw.bindMemory(to: UInt8.self)
-            guard stat >= 0 else { return false }
-            let n = pread(stat, bytes.baseAddress, bytes.count, 0)
-            guard n > 0, let close = bytes[..<n].lastIndex(of: 0x29) else { return false }
-            // Fields after "(comm)": 3 state, 10 minflt, 12 majflt, 14 utime, 15 stime.
-            var field = 2
-            var index = close + 1
-            while index < n, field < 15 {
-                while index < n, bytes[index] == 0x20 { index += 1 }
-                field += 1
-                var value: UInt64 = 0
-                while index < n, bytes[index] != 0x20 {
-                    let digit = bytes[index] &- 0x30
-                    if digit < 10 { value = value &* 10 &+ UInt64(digit) }
-                    index += 1
-                }
-                switch field {
-                case 10: counters.minorFaults = value
-                case 12: counters.majorFaults = value
-                case 14: counters.userNanos = value &* nanosPerTick
-                case 15: counters.systemNanos = value &* nanosPerTick
-                default: break
-                }
+        // Fields 10 minflt, 12 majflt, 14 utime, 15 stime.
+        let nanosPerTick = nanosPerTick
+        let complete = ProcStat.read(stat, into: &buffer, through: 15) { field, bytes in
+            switch field {
+            case 10: counters.minorFaults = ProcStat.decimal(bytes)
+            case 12: counters.majorFaults = ProcStat.decimal(bytes)
+            case 14: counters.userNanos = ProcStat.decimal(bytes) &* nanosPerTick
+            case 15: counters.systemNanos = ProcStat.decimal(bytes) &* nanosPerTick
+            default: break
             }
-            guard field == 15 else { return false }
-            guard io >= 0 else { return true }
+        }
+        guard complete else { return nil }
+        guard io >= 0 else { return counters }
+        buffer.withUnsafeMutableBytes { raw in
+            let bytes = raw.bindMemory(to: UInt8.self)
             let m = pread(io, bytes.baseAddress, bytes.count, 0)
             // "rchar: N\nwchar: N\nsyscr: N\nsyscw: N\nread_bytes: N\nwrite_bytes: N\n…", in that order.
             var line = 0
-            index = 0
+            var index = 0
             while index < m, line < 6 {
                 while index < m, bytes[index] != 0x3A { index += 1 }
                 index += 1
@@ -80,8 +68,7 @@ final class KernelCounterReader {
                 }
                 line += 1
             }
-            return true
         }
-        return ok ? counters : nil
+        return counters
     }
 }

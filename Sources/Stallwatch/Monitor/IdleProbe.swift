@@ -72,53 +72,19 @@ final class IdleProbe {
         if idle.count < 16 { idle.insert(signature) }
     }
 
-    /// One pread and a parse without allocation: this runs ~120 times a second per executor.
+    /// One pread and a parse without allocation: this runs for every look at every executor.
     func state() -> State {
-        guard fd >= 0 else { return .gone }
-        let n = buffer.withUnsafeMutableBytes { pread(fd, $0.baseAddress, $0.count, 0) }
-        guard n > 0 else { return .gone }
-        // "running", or "nr arg1 … arg6 sp pc" (the call's number, its arguments, user SP and PC).
-        return buffer.withUnsafeBufferPointer { bytes -> State in
-            var fields: (call: UInt64, argument: UInt64, sp: UInt64, pc: UInt64) = (0, 0, 0, 0)
-            var index = 0
-            var field = 0
-            while index < n && field < 9 {
-                var value: UInt64 = 0
-                var digits = 0
-                let hex = index + 1 < n && bytes[index] == 0x30 && bytes[index + 1] == 0x78
-                if hex { index += 2 }
-                while index < n, let digit = Self.digit(bytes[index], hex: hex) {
-                    value = value &* (hex ? 16 : 10) &+ UInt64(digit)
-                    digits += 1
-                    index += 1
-                }
-                guard digits > 0 else { return .busy }  // "running", or not a number
-                switch field {
-                case 0: fields.call = value
-                case 1: fields.argument = value
-                case 7: fields.sp = value
-                case 8: fields.pc = value
-                default: break
-                }
-                field += 1
-                index += 1  // the space or newline
-            }
-            guard field == 9, fields.call < 1024, Self.idleCalls.contains(Int32(fields.call)) else { return .busy }
-            let call = Int32(fields.call)
-            // A futex word or an epoll descriptor names the wait; a poll set is often a fresh
-            // array each time round the loop, so for those calls only SP and PC count.
-            let keyed = Self.keyedByArgument.contains(call)
-            let signature = Signature(
-                call: call, argument: keyed ? fields.argument : 0, stackPointer: fields.sp, programCounter: fields.pc)
-            return idle.contains(signature) ? .idle : .unknownWait(signature)
-        }
-    }
-
-    private static func digit(_ byte: UInt8, hex: Bool) -> UInt8? {
-        switch byte {
-        case 0x30...0x39: byte - 0x30
-        case 0x61...0x66 where hex: byte - 0x61 + 10
-        default: nil
-        }
+        let (readable, line) = SyscallLine.read(fd, into: &buffer)
+        guard readable else { return .gone }
+        guard let line, case .inCall(let call) = line.place, Self.idleCalls.contains(call),
+            let stackPointer = line.stackPointer, let programCounter = line.programCounter
+        else { return .busy }
+        // A futex word or an epoll descriptor names the wait; a poll set is often a fresh
+        // array each time round the loop, so for those calls only SP and PC count.
+        let keyed = Self.keyedByArgument.contains(call)
+        let signature = Signature(
+            call: call, argument: keyed ? line.arguments.0 : 0, stackPointer: stackPointer,
+            programCounter: programCounter)
+        return idle.contains(signature) ? .idle : .unknownWait(signature)
     }
 }

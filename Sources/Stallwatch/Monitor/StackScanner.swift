@@ -146,18 +146,12 @@ package final class StackScanner {
         return nil
     }
 
-    /// "nr arg1 … arg6 sp pc" while in a syscall, "-1 sp pc" while blocked outside one (a
-    /// page fault being read in), "running" otherwise.
+    /// The user SP and PC `/proc` shows while the thread sleeps in a syscall or is blocked
+    /// outside one (a page fault being read in); nil while it runs.
     private func registers() -> (UInt64, UInt64)? {
-        guard syscallFD >= 0 else { return nil }
         var buffer = [UInt8](repeating: 0, count: 256)
-        let n = buffer.withUnsafeMutableBytes { pread(syscallFD, $0.baseAddress, $0.count, 0) }
-        guard n > 0 else { return nil }
-        let fields = String(decoding: buffer[0..<n], as: UTF8.self).split(whereSeparator: {
-            $0 == " " || $0 == "\n"
-        })
-        guard fields.count == 9 || fields.count == 3, let sp = UInt64(hex: fields[fields.count - 2]),
-            let pc = UInt64(hex: fields[fields.count - 1])
+        guard let line = SyscallLine.read(syscallFD, into: &buffer).line, let sp = line.stackPointer,
+            let pc = line.programCounter
         else { return nil }
         return (sp, pc)
     }

@@ -56,23 +56,22 @@ final class ThreadStateReader {
     }
 
     private func readState() -> ThreadState {
-        // "tid (comm) S ...": comm may hold spaces and parentheses, so split after the last ')'.
-        guard let text = contents(stat), let close = text.lastIndex(of: ")") else { return .unknown }
-        let rest = text[text.index(after: close)...].drop { $0 == " " }
-        return rest.first.map(ThreadState.init(procCode:)) ?? .unknown
+        var state = ThreadState.unknown
+        _ = ProcStat.read(stat, into: &buffer, through: 3) { _, letter in
+            state = ThreadState(procCode: Character(Unicode.Scalar(letter[0])))
+        }
+        return state
     }
 
-    /// "nr arg1 … arg6 sp pc" in a syscall, "-1 sp pc" blocked outside one, "running".
+    /// The syscall the thread sleeps in (nil while running, -1 blocked outside one or unknown),
+    /// its first two arguments and the user stack pointer, all from one read.
     private func readSyscall() -> (Int32?, (UInt64, UInt64)?, UInt64?) {
-        guard let text = contents(syscall) else { return (-1, nil, nil) }
-        let fields = text.split(whereSeparator: { $0 == " " || $0 == "\n" })
-        guard let first = fields.first, first != "running" else { return (nil, nil, nil) }
-        guard let number = Int32(first) else { return (-1, nil, nil) }
-        let stackPointer = fields.count == 9 || fields.count == 3 ? UInt64(hex: fields[fields.count - 2]) : nil
-        guard number >= 0, fields.count >= 3, let a = UInt64(hex: fields[1]), let b = UInt64(hex: fields[2]) else {
-            return (number, nil, stackPointer)
+        guard let line = SyscallLine.read(syscall, into: &buffer).line else { return (-1, nil, nil) }
+        switch line.place {
+        case .running: return (nil, nil, nil)
+        case .outside: return (-1, nil, line.stackPointer)
+        case .inCall(let number): return (number, line.arguments, line.stackPointer)
         }
-        return (number, (a, b), stackPointer)
     }
 
     private func readWchan() -> String? {

@@ -96,11 +96,11 @@ enum ProcessTree {
         guard fd >= 0 else { return nil }
         defer { close(fd) }
         var buffer = [UInt8](repeating: 0, count: 1024)
-        let count = buffer.withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) }
-        guard count > 0, let paren = buffer[..<count].lastIndex(of: UInt8(ascii: ")")) else { return nil }
-        // After the command name's closing parenthesis: field 3 (state) onwards.
-        let fields = buffer[(paren + 1)..<count].split(separator: UInt8(ascii: " "))
-        guard fields.count > 19, let ticks = Double(String(decoding: fields[19], as: UTF8.self)) else { return nil }
+        var ticks = 0.0
+        let complete = ProcStat.read(fd, into: &buffer, through: 22) { field, bytes in
+            if field == 22 { ticks = Double(ProcStat.decimal(bytes)) }
+        }
+        guard complete else { return nil }
         var boot = timespec()
         var wall = timespec()
         clock_gettime(CLOCK_BOOTTIME, &boot)

@@ -6,9 +6,9 @@ import StallwatchCore
 ///
 /// The rules: the module prefix goes (the frame's module says it), so do argument types,
 /// result types, generic parameters, `static`, private discriminators (`(hash in _7CEF…)`
-/// becomes `hash`), specialization wrappers, partial-apply forwarders and `merged` (each stands
-/// for the function it wraps: `Frame.standsFor`); a closure keeps its number and what it is in
-/// (`closure #1 in PhotoLibrary.hash(_:chunk:seed:)`). Names that are not Swift (C, C++,
+/// becomes `hash`), specialization wrappers, partial-apply forwarders, `merged` and async
+/// continuations (each stands for the function it wraps; `Frame.standsFor` reads them); a
+/// closure keeps its number and what it is in (`closure #1 in PhotoLibrary.hash(_:chunk:seed:)`). Names that are not Swift (C, C++,
 /// addresses) are returned unchanged, and so is anything the simplifier cannot parse.
 ///
 /// Pure; use it on any thread.
@@ -31,32 +31,20 @@ package enum SwiftNames {
 
         var atEnd: Bool { position >= text.count }
 
-        /// `(N) suspend resume partial function for ` or `(N) await resume partial function for `.
-        mutating func consumeContinuationPrefix() -> Bool {
-            let start = position
-            guard consume("(") else { return false }
-            while !atEnd, text[position].properties.numericType != nil { position += 1 }
-            if consume(") suspend resume partial function for ") || consume(") await resume partial function for ") {
-                return true
+        /// Skips the wrappers that stand for the function they wrap: specializations,
+        /// partial-apply forwarders, `merged` and async continuations (`Frame.standsFor`, the
+        /// one reader of them).
+        mutating func skipWrappers() {
+            guard !atEnd, text[position].isASCII, Frame.wrapperInitials.contains(UInt8(text[position].value)) else {
+                return
             }
-            position = start
-            return false
+            let rest = String(String.UnicodeScalarView(text[position...]))
+            position += rest.unicodeScalars.count - Frame.standsFor(rest).unicodeScalars.count
         }
 
         /// One demangled entity: wrappers, closures, then a qualified function or accessor.
         mutating func entity() -> String? {
-            for wrapper in ["generic specialization ", "function signature specialization "]
-            where consume(wrapper) {
-                // `generic specialization <Swift.Int> of X`: the specialization is noise. A
-                // function signature specialization's `<Arg[0] = [Closure Propagated : …]>`
-                // leaves a `[` open, so only angle brackets count here.
-                guard skipAngles(), consume(" of ") else { return nil }
-                return entity()
-            }
-            // A forwarder to a function and a merged function stand for that function, and so
-            // does an async function's continuation (`(1) suspend resume partial function for`).
-            for dropped in ["partial apply forwarder for ", "merged "] where consume(dropped) { return entity() }
-            if consumeContinuationPrefix() { return entity() }
+            skipWrappers()
             for dropped in ["static ", "protocol witness for ", "dispatch thunk of ", "@objc "] where consume(dropped) {
                 return witnessTail(entity())
             }
@@ -216,23 +204,6 @@ package enum SwiftNames {
                 position += 1
                 if depth == 0 { return true }
                 if depth < 0 { return false }
-            }
-            return false
-        }
-
-        /// Skips one `<…>` group starting at the current position, counting only angle
-        /// brackets (an arrow's `>` does not close anything).
-        mutating func skipAngles() -> Bool {
-            guard peek("<") else { return false }
-            var depth = 0
-            while !atEnd {
-                switch text[position] {
-                case "<": depth += 1
-                case ">": if position == 0 || text[position - 1] != "-" { depth -= 1 }
-                default: break
-                }
-                position += 1
-                if depth == 0 { return true }
             }
             return false
         }

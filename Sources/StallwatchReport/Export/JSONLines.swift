@@ -51,7 +51,7 @@ package enum JSONLinesExporter {
     /// among them (so a query can sum them per trace and divide, as `report` does).
     static func commonFields(_ trace: LoadedTrace, _ facts: TraceFacts, rates: RunRates) -> String {
         let header = trace.trace.header
-        var fields = JSONFields()
+        var fields = JSONWriter()
         fields.add("schema", schema)
         fields.add("trace_id", facts.traceID)
         fields.add("trace_path", trace.path)
@@ -63,39 +63,39 @@ package enum JSONLinesExporter {
         fields.add("app_version", facts.appVersion)
         fields.add("trace_run_time_ns", rates.runNanos)
         fields.add("trace_hang_ns", rates.hangNanos)
-        fields.raw("trace_hang_rate_s_per_hour", format(rates.hangRateSecondsPerHour, 3))
-        fields.raw("trace_hitch_ratio_ms_per_s", format(rates.hitchRatioMsPerSecond, 3))
+        fields.add("trace_hang_rate_s_per_hour", raw: format(rates.hangRateSecondsPerHour, 3))
+        fields.add("trace_hitch_ratio_ms_per_s", raw: format(rates.hitchRatioMsPerSecond, 3))
         return fields.text
     }
 
     static func stallLine(_ analyzed: AnalyzedStall, facts: TraceFacts, common: String) -> String {
         let stall = analyzed.stall
-        var fields = JSONFields(common)
+        var fields = JSONWriter(common)
         fields.add("type", "stall")
         fields.add("stall_id", stall.id)
         fields.add("start_unix_nano", facts.wallClock(stall.start))
         fields.add("start", facts.wallClock(stall.start).map(isoTime))
         fields.add("duration_ns", analyzed.durationNanos)
-        fields.raw("duration_ms", format(Double(analyzed.durationNanos) / 1e6, 3))
+        fields.add("duration_ms", raw: format(Double(analyzed.durationNanos) / 1e6, 3))
         fields.add("unfinished", stall.flags.contains(.unfinished))
         fields.add("tier", stall.tier.rawValue)
         fields.add("category", analyzed.category.rawValue)
         let reason = analyzed.breakdown.topReasons.first { $0.category == analyzed.category }?.reason
         fields.add("reason", reason)
         for category in StallCategory.allCases {
-            fields.raw("share_" + snakeCase(category.rawValue), format(analyzed.breakdown.share(of: category), 4))
+            fields.add("share_" + snakeCase(category.rawValue), raw: format(analyzed.breakdown.share(of: category), 4))
         }
         fields.add("signature", analyzed.key.text)
         fields.add("signature_frames", analyzed.key.frames)
         fields.add("stack", analyzed.representativeNames)
-        fields.raw("stack_confidence", format(analyzed.representative?.confidence ?? 0, 4))
+        fields.add("stack_confidence", raw: format(analyzed.representative?.confidence ?? 0, 4))
         fields.add("site", analyzed.site)
         fields.add("site_label", stall.callout.label)
         fields.add("site_mode", stall.callout.mode)
         fields.add("sample_count", UInt64(stall.samples.count))
         let wait = WaitSummary.top([stall], limit: 1).first
         fields.add("wait", wait?.text)
-        fields.raw("wait_share", format(wait?.share ?? 0, 4))
+        fields.add("wait_share", raw: format(wait?.share ?? 0, 4))
         fields.add("expected", stall.expected)
         fields.add("app_state", stall.context.sorted { $0.key < $1.key }.map { "\($0.key)=\($0.value)" })
         return fields.line
@@ -109,7 +109,7 @@ package enum JSONLinesExporter {
     ) {
         let weights = analyzed.sampleWeights
         for (index, sample) in analyzed.stall.samples.enumerated() {
-            var fields = JSONFields(common)
+            var fields = JSONWriter(common)
             fields.add("type", "sample")
             fields.add("stall_id", analyzed.stall.id)
             fields.add("sample_index", UInt64(index))
@@ -121,8 +121,8 @@ package enum JSONLinesExporter {
             fields.add("state", sample.state.name)
             fields.add("syscall", sample.syscallName)
             let key = SampleStackKey(analyzed, sample: index, category: nil)
-            if stacks[key] == nil { stacks[key] = JSONFields.array(analyzed.frameNames(ofSample: index)) }
-            fields.raw("stack", stacks[key]!)
+            if stacks[key] == nil { stacks[key] = JSONWriter.array(analyzed.frameNames(ofSample: index)) }
+            fields.add("stack", raw: stacks[key]!)
             fields.add("wait", sample.wait?.summary)
             out.write(fields.line)
         }
@@ -139,43 +139,5 @@ package enum JSONLinesExporter {
             }
         }
         return result
-    }
-}
-
-/// A JSON object built key by key, in order (hand-written so every line is one `String` append
-/// and numbers keep the format we choose).
-struct JSONFields {
-    private(set) var text: String
-
-    init(_ prefix: String = "") {
-        text = prefix
-    }
-
-    var line: String { "{" + text + "}\n" }
-
-    mutating func raw(_ key: String, _ value: String) {
-        if !text.isEmpty { text += "," }
-        text += JSONOutput.string(key) + ":" + value
-    }
-
-    mutating func add(_ key: String, _ value: String?) {
-        raw(key, value.map(JSONOutput.string) ?? "null")
-    }
-
-    mutating func add(_ key: String, _ value: UInt64?) {
-        raw(key, value.map { String($0) } ?? "null")
-    }
-
-    mutating func add(_ key: String, _ value: Bool) {
-        raw(key, value ? "true" : "false")
-    }
-
-    mutating func add(_ key: String, _ values: [String]) {
-        raw(key, Self.array(values))
-    }
-
-    /// `values` as a JSON array of strings.
-    static func array(_ values: [String]) -> String {
-        "[" + values.map(JSONOutput.string).joined(separator: ",") + "]"
     }
 }

@@ -42,8 +42,9 @@ package enum HTMLReport {
         out.write(HTMLReportData.json(report, traces: traces, analyzed: analyzed))
         out.write("</script>\n")
         out.write("<script>/*<![CDATA[*/\n" + HTMLPage.errorHandler + "/*]]>*/</script>\n")
-        out.write("<script>/*<![CDATA[*/\n" + HTMLPage.script + HTMLPage.flameScript + HTMLPage.tableScript)
-        out.write(HTMLPage.selfTestScript + "/*]]>*/</script>\n</body>\n</html>\n")
+        out.write("<script>/*<![CDATA[*/\n")
+        for part in HTMLPage.scriptParts { out.write(part) }
+        out.write("/*]]>*/</script>\n</body>\n</html>\n")
     }
 }
 
@@ -114,25 +115,20 @@ enum HTMLPage {
 
         """
 
-    /// Installed first, in a script of its own, so that even a syntax error in the main script
-    /// shows in the page (and the tests, which read the DOM, see it).
-    static let errorHandler = #"""
-        (function () {
-          'use strict';
-          function show(text) {
-            var box = document.getElementById('errors');
-            box.hidden = false;
-            box.textContent += text + '\n';
-            document.documentElement.setAttribute('data-errors', 'true');
-          }
-          window.stallwatchError = show;
-          window.addEventListener('error', function (event) {
-            show('error: ' + event.message + ' (line ' + event.lineno + ':' + event.colno + ')');
-          });
-          window.addEventListener('unhandledrejection', function (event) {
-            show('unhandled rejection: ' + event.reason);
-          });
-        })();
+    /// The page's style sheet (Render/Page/report.css): system fonts only, no `url(…)`, no
+    /// `@import`.
+    static let style = EmbeddedFiles.reportCSS
 
-        """#
+    /// Installed first, in a script of its own, so that even a syntax error in the main script
+    /// shows in the page (and the tests, which read the DOM, see it): Render/Page/errors.js.
+    static let errorHandler = EmbeddedFiles.errorsJS
+
+    /// The main script, in the order its parts run in one `<script>` (they share its scope):
+    /// the data, helpers, timeline and selected-stall panel (report.js); the flame graph
+    /// (flame.js); the signature and stall tables and the filters (tables.js); the `#stall=`
+    /// address, the `#selftest` run and the ready mark (start.js). Names from the trace only
+    /// ever reach the document through `textContent`.
+    static let scriptParts = [
+        EmbeddedFiles.reportJS, EmbeddedFiles.flameJS, EmbeddedFiles.tablesJS, EmbeddedFiles.startJS,
+    ]
 }

@@ -3,11 +3,11 @@ import StallwatchCore
 /// The data block of the HTML report: the report's figures, one lane per trace (frame-clock
 /// intervals, loop busy time per interval, stalls), every signature, a flame graph of every
 /// sample, and the strings, frames and stacks they share, each stored once. The page's script
-/// (`HTMLPage.script`) reads it; `docs/cli.md` describes the layout.
+/// (Render/Page/report.js) reads it; `docs/cli.md` describes the layout.
 ///
 /// Pure; use it on any thread.
 struct HTMLReportData {
-    private var writer = HTMLJSONWriter()
+    private var writer = JSONWriter(forHTML: true)
     private var strings: [String] = []
     private var stringIndex: [String: Int] = [:]
     private var frames: [StallReport.StackFrame] = []
@@ -58,7 +58,7 @@ struct HTMLReportData {
         for (index, signature) in report.signatures.enumerated() {
             signatureIndex[SignatureKey(category: signature.category, frames: signature.frames)] = index
         }
-        var body = HTMLJSONWriter()
+        var body = JSONWriter(forHTML: true)
         body.key("version", first: true)
         body.int(1)
         body.key("categories")
@@ -106,7 +106,7 @@ struct HTMLReportData {
         return "{" + body.text + "}"
     }
 
-    private func summary(_ report: StallReport, into body: inout HTMLJSONWriter) {
+    private func summary(_ report: StallReport, into body: inout JSONWriter) {
         body.raw("{")
         body.key("runTimeSeconds", first: true)
         body.number(report.runTimeSeconds)
@@ -116,7 +116,7 @@ struct HTMLReportData {
         if let frames = report.frames {
             body.raw(
                 "{\"expected\":\(frames.expected),\"delivered\":\(frames.delivered),\"dropped\":\(frames.dropped),"
-                    + "\"fps\":\(HTMLJSONWriter.number(frames.fps))}")
+                    + "\"fps\":\(JSONWriter.number(frames.fps))}")
         } else {
             body.raw("null")
         }
@@ -129,8 +129,8 @@ struct HTMLReportData {
         let stalls = report.stalls
         body.key("stalls")
         body.raw("{\"total\":\(stalls.total),\"unfinished\":\(stalls.unfinished),\"hangs\":\(stalls.hangs),")
-        body.raw("\"hangMs\":" + HTMLJSONWriter.number(stalls.hangMs) + ",")
-        body.raw("\"totalMs\":" + HTMLJSONWriter.number(stalls.totalMs) + ",\"byTier\":")
+        body.raw("\"hangMs\":" + JSONWriter.number(stalls.hangMs) + ",")
+        body.raw("\"totalMs\":" + JSONWriter.number(stalls.totalMs) + ",\"byTier\":")
         body.array(Tier.allCases) { $0.int(stalls.byTier[$1] ?? 0) }
         body.key("byCategory")
         body.array(StallCategory.allCases) { $0.int(stalls.byCategory[$1] ?? 0) }
@@ -140,9 +140,9 @@ struct HTMLReportData {
         body.key("loopLatency")
         if let latency = report.loopLatency {
             body.raw(
-                "{\"count\":\(latency.count),\"p50Ms\":\(HTMLJSONWriter.number(latency.p50Ms)),"
-                    + "\"p99Ms\":\(HTMLJSONWriter.number(latency.p99Ms)),"
-                    + "\"maxMs\":\(HTMLJSONWriter.number(latency.maxMs))}")
+                "{\"count\":\(latency.count),\"p50Ms\":\(JSONWriter.number(latency.p50Ms)),"
+                    + "\"p99Ms\":\(JSONWriter.number(latency.p99Ms)),"
+                    + "\"maxMs\":\(JSONWriter.number(latency.maxMs))}")
         } else {
             body.raw("null")
         }
@@ -160,7 +160,7 @@ struct HTMLReportData {
         let decoded = trace.trace
         let base = decoded.header?.clockBase ?? decoded.bareStalls.map(\.start).min() ?? 0
         func offset(_ time: UInt64) -> Double { time > base ? Double(time - base) / 1e6 : 0 }
-        var lane = HTMLJSONWriter()
+        var lane = JSONWriter(forHTML: true)
         lane.key("path", first: true)
         lane.string(info.path)
         lane.key("process")
@@ -174,13 +174,13 @@ struct HTMLReportData {
         var extent = info.runTimeSeconds * 1_000
         lane.key("frameClock")
         lane.array(decoded.frameClock) { writer, record in
-            writer.raw("[" + HTMLJSONWriter.number(offset(record.intervalStart)) + ",")
-            writer.raw(HTMLJSONWriter.number(Double(record.intervalLength) / 1e6))
+            writer.raw("[" + JSONWriter.number(offset(record.intervalStart)) + ",")
+            writer.raw(JSONWriter.number(Double(record.intervalLength) / 1e6))
             writer.raw(",\(record.expected),\(record.delivered),\(record.dropped)]")
         }
         lane.key("busy")
         if let busy = trace.busy {
-            lane.raw("{\"binMs\":" + HTMLJSONWriter.number(busy.binMs) + ",\"permille\":")
+            lane.raw("{\"binMs\":" + JSONWriter.number(busy.binMs) + ",\"permille\":")
             lane.array(busy.permille) { $0.int($1) }
             lane.raw("}")
         } else {
@@ -200,7 +200,7 @@ struct HTMLReportData {
             let duration = Double(analyzed.durationNanos) / 1e6
             extent = max(extent, start + duration)
             let stack = analyzed.representativeSample.map { representativeStack(analyzed, sample: $0) } ?? -1
-            var row = HTMLJSONWriter()
+            var row = JSONWriter(forHTML: true)
             row.raw("[\(stall.id),")
             row.number(start)
             row.raw(",")
@@ -227,7 +227,7 @@ struct HTMLReportData {
     }
 
     private mutating func signatureJSON(_ signature: StallReport.Signature) -> String {
-        var row = HTMLJSONWriter()
+        var row = JSONWriter(forHTML: true)
         row.key("category", first: true)
         row.int(signature.category.ordinal)
         row.key("frames")
@@ -257,7 +257,7 @@ struct HTMLReportData {
 
     /// `{"hitchRatioMsPerSecond":…,"hitchGrade":…,"hangRateSecondsPerHour":…,"droppedFrames":…,"fps":…}`.
     private static func ifFixedJSON(_ ifFixed: StallReport.IfFixed) -> String {
-        var row = HTMLJSONWriter()
+        var row = JSONWriter(forHTML: true)
         row.key("hitchRatioMsPerSecond", first: true)
         row.number(ifFixed.hitchRatioMsPerSecond)
         row.key("hitchGrade")
@@ -267,7 +267,7 @@ struct HTMLReportData {
         row.key("droppedFrames")
         row.raw(ifFixed.droppedFrames.map(String.init) ?? "null")
         row.key("fps")
-        row.raw(ifFixed.fps.map(HTMLJSONWriter.number) ?? "null")
+        row.raw(ifFixed.fps.map(JSONWriter.number) ?? "null")
         return "{" + row.text + "}"
     }
 
@@ -325,7 +325,7 @@ struct HTMLReportData {
         }
         var position = [Int](repeating: 0, count: names.count)
         for (index, node) in order.enumerated() { position[node] = index }
-        var out = HTMLJSONWriter()
+        var out = JSONWriter(forHTML: true)
         out.raw("{\"name\":")
         out.array(order) { $0.int(names[$1]) }
         out.raw(",\"weight\":")

@@ -7,7 +7,6 @@ struct Style: Sendable {
     func bold(_ text: String) -> String { wrap(text, "1") }
     func red(_ text: String) -> String { wrap(text, "31") }
     func green(_ text: String) -> String { wrap(text, "32") }
-    func yellow(_ text: String) -> String { wrap(text, "33") }
     func dim(_ text: String) -> String { wrap(text, "2") }
 
     private func wrap(_ text: String, _ code: String) -> String {
@@ -178,7 +177,7 @@ private func needsEscape(_ scalar: Unicode.Scalar) -> Bool {
 
 extension Style {
     /// The codes `wrap` writes, between `ESC [` and `m`.
-    fileprivate static let codes: [String] = ["0", "1", "2", "31", "32", "33"]
+    fileprivate static let codes: [String] = ["0", "1", "2", "31", "32"]
 
     /// The end of the `Style` sequence that starts at `index` (an escape), if it is one.
     fileprivate static func sequenceEnd(

@@ -1,19 +1,20 @@
-// The seed scenario's remedy works and the tool proves it: the feed screen that queries
+// The feed screen's remedy works and the tool proves it: the FeedScreen sample that queries
 // SQLite on the main thread records a database stall; the fixed one records no database stall
 // and no stall of the query's size (100 ms or more).
+import ChildProcessTesting
 import Foundation
 import StallwatchCore
 import Testing
 
 @testable import Stallwatch
 
-@Suite struct RemedySampleTests {
+@Suite struct FeedScreenSampleTests {
     func record(_ arguments: [String], sourceLocation: SourceLocation = #_sourceLocation) throws -> DecodedTrace {
         let path = FileManager.default.temporaryDirectory.appendingPathComponent("feed-\(UUID()).swtrace").path
         defer { unlink(path) }
         let run = try runProduct(
             "FeedScreen", arguments, environment: ["STALLWATCH_TRACE": path], sourceLocation: sourceLocation)
-        #expect(run.status == 0, "\(run)", sourceLocation: sourceLocation)
+        #expect(run.exitCode == 0, "\(run)", sourceLocation: sourceLocation)
         return DecodedTrace(decoding: [UInt8](try Data(contentsOf: URL(fileURLWithPath: path))), fileName: path)
     }
 
