@@ -104,7 +104,7 @@ import Testing
             "a sanitizer runtime must be the first library loaded; LD_PRELOAD puts ours before it"))
     func mainQueueBlocksBackToBackAreEachTimedFromStartToEnd() throws {
         let (run, trace, _) = try record("DispatchMainApp", ["--back-to-back"])
-        #expect(run.status == 0, "\(run.errors)")
+        #expect(run.exitCode == 0, "\(run.error)")
         let blocks = took(run.output, "block of ")
         try #require(blocks.count == 2, "\(run.output)")
         // Two stalls, not one merged: a heartbeat saw 90 + 130 ms as one late heartbeat.
@@ -122,7 +122,7 @@ import Testing
             "a sanitizer runtime must be the first library loaded; LD_PRELOAD puts ours before it"))
     func aLongSwiftJobIsAStallBesideAFreePoolThreadAndAStarvationStaysOne() throws {
         let (run, trace, _) = try record("DispatchMainApp", ["--jobs"] + stallCulprit)
-        #expect(run.status == 0, "\(run.errors)")
+        #expect(run.exitCode == 0, "\(run.error)")
         let long = took(run.output, "long job ")
         let blocking = took(run.output, "blocking job ")
         try #require(long.count == 1 && blocking.count >= 2, "\(run.output)")

@@ -2,6 +2,7 @@
 // runtime, libdispatch) only if it needs it: the recorded command and a Swift program at once, a
 // process that runs an event loop when its loop is found; a shell or compiler the command starts
 // maps the C shim alone. (The shim's lazy load on an event loop: UnmodifiedLoopTests, as a child.)
+import ChildProcessTesting
 import Foundation
 import StallwatchCore
 import Testing
@@ -46,7 +47,7 @@ import Testing
                 "record", "-o", directory + "/sh.swtrace", "--", "/bin/sh", "-c",
                 "cat /proc/$$/maps; echo --; cat /proc/self/maps",
             ])
-        #expect(run.status == 0, "\(run)")
+        #expect(run.exitCode == 0, "\(run)")
         let parts = run.output.components(separatedBy: "--\n")
         try #require(parts.count == 2, "\(run.output)")
         let (root, child) = (mappedNames(parts[0]), mappedNames(parts[1]))
@@ -69,7 +70,7 @@ import Testing
                 "record", "-o", trace, "--budget", "40", "--", "/bin/sh", "-c", "\"$0\" \"$@\"; exit $?",
                 builtProduct("DispatchMainApp"), "--stall-ms", "150",
             ])
-        #expect(run.status == 0, "\(run)")
+        #expect(run.exitCode == 0, "\(run)")
         let files = try FileManager.default.contentsOfDirectory(atPath: trace + ".d")
         let own = try #require(files.first { $0.hasPrefix("DispatchMainApp-") }, "\(files)")
         let bytes = [UInt8](try Data(contentsOf: URL(fileURLWithPath: trace + ".d/" + own)))
@@ -87,7 +88,7 @@ import Testing
     /// What each process of a recording watched, by its program name (`report --json`).
     func watched(_ trace: String) throws -> [String: [String]] {
         let report = try runProduct("stallwatch", ["report", trace, "--json"])
-        try #require(report.status == 0, "\(report)")
+        try #require(report.exitCode == 0, "\(report)")
         let object = try #require(try JSONSerialization.jsonObject(with: Data(report.output.utf8)) as? [String: Any])
         let traces = try #require(object["traces"] as? [[String: Any]])
         return Dictionary(
@@ -111,7 +112,7 @@ import Testing
         let run = try runProduct(
             "stallwatch",
             ["record", "-o", trace, "--", "/bin/sh", "-c", "\"$0\" \"$@\"; exit $?", "/usr/bin/python3", script])
-        #expect(run.status == 0, "\(run)")
+        #expect(run.exitCode == 0, "\(run)")
         let processes = try watched(trace)
         // The loop found by the shim's waits, before the Swift part was loaded, and nothing else.
         #expect(processes["python3"] == ["epoll"], "\(processes)")
