@@ -19,7 +19,9 @@
 #include <pthread.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "sw_loop_slot.h"
 
@@ -85,23 +87,36 @@ enum { SWP_LOOKS = 8 };
 static swp_dispatch g_looks[SWP_LOOKS];
 static const swp_dispatch *g_found;
 static uint32_t g_looked;  // looks so far
-static uint32_t g_calls;   // calls since the last look, while what was found is incomplete
+static __thread uint32_t t_calls __attribute__((tls_model("initial-exec")));  // calls since a look, while incomplete
 static uint32_t g_looking;
 static pthread_once_t g_once = PTHREAD_ONCE_INIT;
 
 static int swp_complete(const swp_dispatch *found) {
     return found->concurrency.end != 0 && found->dispatch.end != 0 && found->main_queue != NULL &&
-           found->copy != NULL && found->release != NULL;
+           found->copy != NULL && found->release != NULL && found->async_f != NULL && found->after_f != NULL &&
+           found->async != NULL && found->after != NULL;
+}
+
+/// The C library's next definition of `name`, else libdispatch's own: a libdispatch loaded
+/// RTLD_LOCAL (by a Python extension module, say) is not in the global scope RTLD_NEXT searches.
+static void *swp_next(const char *name) {
+    void *next = dlsym(RTLD_NEXT, name);
+    if (next != NULL) return next;
+    void *library = dlopen("libdispatch.so", RTLD_LAZY | RTLD_NOLOAD);
+    if (library == NULL) return NULL;
+    next = dlsym(library, name);
+    dlclose(library);  // NOLOAD took a reference: the library stays loaded
+    return next;
 }
 
 static void swp_look(void) {
     const uint32_t index = __atomic_load_n(&g_looked, __ATOMIC_RELAXED);
     if (index >= SWP_LOOKS) return;
     swp_dispatch *found = &g_looks[index];
-    found->async_f = (void (*)(swp_queue, void *, swp_function))dlsym(RTLD_NEXT, "dispatch_async_f");
-    found->after_f = (void (*)(swp_time, swp_queue, void *, swp_function))dlsym(RTLD_NEXT, "dispatch_after_f");
-    found->async = (void (*)(swp_queue, void *))dlsym(RTLD_NEXT, "dispatch_async");
-    found->after = (void (*)(swp_time, swp_queue, void *))dlsym(RTLD_NEXT, "dispatch_after");
+    found->async_f = (void (*)(swp_queue, void *, swp_function))swp_next("dispatch_async_f");
+    found->after_f = (void (*)(swp_time, swp_queue, void *, swp_function))swp_next("dispatch_after_f");
+    found->async = (void (*)(swp_queue, void *))swp_next("dispatch_async");
+    found->after = (void (*)(swp_time, swp_queue, void *))swp_next("dispatch_after");
     swp_find concurrency = {.name = "libswift_Concurrency.so"};
     swp_find dispatch = {.name = "libdispatch.so"};
     dl_iterate_phdr(swp_find_segment, &concurrency);
@@ -121,8 +136,10 @@ static inline const swp_dispatch *swp_get(void) {
         pthread_once(&g_once, swp_look);
         return __atomic_load_n(&g_found, __ATOMIC_ACQUIRE);
     }
+    // A call whose own function was not found looks again at once (a libdispatch loaded since).
     if (__builtin_expect(!swp_complete(found), 0) &&
-        (__atomic_add_fetch(&g_calls, 1, __ATOMIC_RELAXED) & 4095) == 0 &&
+        ((++t_calls & 4095) == 0 || found->async_f == NULL || found->after_f == NULL || found->async == NULL ||
+         found->after == NULL) &&
         !__atomic_exchange_n(&g_looking, 1, __ATOMIC_ACQUIRE)) {
         swp_look();
         __atomic_store_n(&g_looking, 0, __ATOMIC_RELEASE);
@@ -157,7 +174,7 @@ static const swp_function g_pool_trampolines[SWP_RUNNERS] = {
 
 /// The trampoline for `work` on `queue`, or `work` itself when it is not the runtime's.
 static inline swp_function swp_wrap(const swp_dispatch *found, swp_queue queue, swp_function work) {
-    if (!swp_in(found->concurrency, (const void *)work)) return work;
+    if (!swp_in(found->concurrency, (const void *)work) || sw_dispatch_untimed()) return work;
     for (int index = 0; index < SWP_RUNNERS; index++) {
         swp_function runner = __atomic_load_n(&g_runners[index], __ATOMIC_ACQUIRE);
         if (runner == NULL) {
@@ -173,34 +190,54 @@ static inline swp_function swp_wrap(const swp_dispatch *found, swp_queue queue, 
     return work;
 }
 
-/// A block of the main queue, timed: invoked, then released (as libdispatch does with a block).
+/// A block of the main queue, timed: invoked, then released inside the item (as libdispatch
+/// releases a block: what its last reference frees is the item's time).
 static void swp_block_main(void *context) {
     swp_block *block = context;
     sw_loop_slot *slot = sw_dispatch_item_begin(1);
     block->invoke(block);
-    sw_dispatch_item_end(slot);
     __atomic_load_n(&g_found, __ATOMIC_ACQUIRE)->release(block);
+    sw_dispatch_item_end(slot);
 }
 
-/// Whether `block` for `queue` is timed by the trampoline: a plain block for the main queue.
+/// Whether `block` for `queue` is timed by the trampoline: a plain block for the main queue,
+/// submitted by the app (not Stallwatch's own heartbeat).
 static inline int swp_wraps_block(const swp_dispatch *found, swp_queue queue, const void *block) {
     if (found->main_queue == NULL || queue != found->main_queue || found->copy == NULL || block == NULL) return 0;
+    if (found->async_f == NULL || found->after_f == NULL || sw_dispatch_untimed()) return 0;
     return !swp_in(found->dispatch, (const void *)((const swp_block *)block)->invoke);
+}
+
+/// DISPATCH_TIME_FOREVER: libdispatch drops such a call, and the block with it.
+#define SWP_FOREVER (~(swp_time)0)
+
+/// A dispatch call whose libdispatch function cannot be found anywhere cannot be made: say so
+/// and stop, rather than jump to address 0.
+static void swp_require(const void *function, const char *name) {
+    if (__builtin_expect(function != NULL, 1)) return;
+    static const char message[] = "stallwatch: the preload library cannot find libdispatch's ";
+    (void)!write(2, message, sizeof(message) - 1);
+    (void)!write(2, name, strlen(name));
+    (void)!write(2, "\n", 1);
+    abort();
 }
 
 __attribute__((visibility("default"))) void dispatch_async_f(swp_queue queue, void *context, swp_function work) {
     const swp_dispatch *found = swp_get();
+    swp_require((const void *)found->async_f, "dispatch_async_f");
     found->async_f(queue, context, swp_wrap(found, queue, work));
 }
 
 __attribute__((visibility("default"))) void dispatch_after_f(
     swp_time when, swp_queue queue, void *context, swp_function work) {
     const swp_dispatch *found = swp_get();
+    swp_require((const void *)found->after_f, "dispatch_after_f");
     found->after_f(when, queue, context, swp_wrap(found, queue, work));
 }
 
 __attribute__((visibility("default"))) void dispatch_async(swp_queue queue, void *block) {
     const swp_dispatch *found = swp_get();
+    swp_require((const void *)found->async, "dispatch_async");
     if (swp_wraps_block(found, queue, block)) {
         found->async_f(queue, found->copy(block), swp_block_main);
     } else {
@@ -210,7 +247,8 @@ __attribute__((visibility("default"))) void dispatch_async(swp_queue queue, void
 
 __attribute__((visibility("default"))) void dispatch_after(swp_time when, swp_queue queue, void *block) {
     const swp_dispatch *found = swp_get();
-    if (swp_wraps_block(found, queue, block)) {
+    swp_require((const void *)found->after, "dispatch_after");
+    if (when != SWP_FOREVER && swp_wraps_block(found, queue, block)) {
         found->after_f(when, queue, found->copy(block), swp_block_main);
     } else {
         found->after(when, queue, block);

@@ -32,6 +32,8 @@ typedef struct sw_loop_thread {
     sw_loop_slot *jobs;  // a pool thread's slot, from its first Swift job
     uint32_t jobs_full;  // no slot was free at its first job: its jobs are not timed
     int32_t tid;         // the thread's id, once read (0: not yet)
+    uint32_t untimed;    // what the thread submits now is not timed (sw_dispatch_set_untimed)
+    uint32_t item_prepared;  // the item hook ran on this thread
 } sw_loop_thread;
 
 /// Whether `caller` is code of libdispatch.so (its manager thread's epoll loop). Once per thread
@@ -45,6 +47,22 @@ static int sw_called_from_libdispatch(uint64_t caller) {
 
 static __thread sw_loop_thread t_loop __attribute__((tls_model("initial-exec")));
 static sw_loop_thread_hook g_thread_hook;
+static sw_loop_thread_hook g_item_hook;
+
+void sw_loop_set_item_hook(sw_loop_thread_hook hook) { __atomic_store_n(&g_item_hook, hook, __ATOMIC_RELEASE); }
+
+void sw_dispatch_set_untimed(int on) { t_loop.untimed = on != 0; }
+
+int sw_dispatch_untimed(void) { return (int)t_loop.untimed; }
+
+/// The item hook, once per thread, before its first timed item starts.
+static inline void sw_item_prepare_thread(void) {
+    if (__builtin_expect(t_loop.item_prepared, 1)) return;
+    const sw_loop_thread_hook hook = __atomic_load_n(&g_item_hook, __ATOMIC_ACQUIRE);
+    if (hook == NULL) return;
+    t_loop.item_prepared = 1;
+    hook();
+}
 
 void sw_loop_set_thread_hook(sw_loop_thread_hook hook) { __atomic_store_n(&g_thread_hook, hook, __ATOMIC_RELEASE); }
 
@@ -66,8 +84,10 @@ static inline int sw_same_set(int kind, uint64_t set, int fd, int loop_kind, uin
     return set == loop_set || (fd >= 0 && fd == loop_fd);
 }
 
-/// An item starts: its start, then the odd sequence (the watchdog reads them in that order).
+/// An item starts: its start, then the odd sequence (the watchdog reads them in that order). The
+/// fence keeps the start from being seen before the previous item's end.
 static inline void sw_item_start(sw_loop_slot *slot, uint64_t sequence) {
+    __atomic_thread_fence(__ATOMIC_RELEASE);
     __atomic_store_n(&slot->start, sw_cycles(), __ATOMIC_RELAXED);
     __atomic_store_n(&slot->sequence, sequence + 1, __ATOMIC_RELEASE);
 }
@@ -202,11 +222,21 @@ static void sw_main_queue_make(void) {
     __atomic_store_n(&g_main_queue, slot, __ATOMIC_RELEASE);
 }
 
-/// At a pool thread's exit: its slot is free for the next pool thread.
+/// At a pool thread's exit: its slot is free for the next pool thread. A thread that left in the
+/// middle of a job (pthread_exit inside it) ends that job first, so the next owner starts even.
 static void sw_jobs_thread_exit(void *value) {
     sw_loop_slot *slot = value;
+    const uint64_t sequence = __atomic_load_n(&slot->sequence, __ATOMIC_RELAXED);
+    if (sequence & 1) sw_item_finish(slot, sequence);
     __atomic_store_n(&slot->ready, SW_SLOT_FREE, __ATOMIC_RELEASE);
 }
+
+/// At most this many slots go to pool threads (libdispatch can run hundreds during a burst of
+/// blocking jobs): the rest stay for event loops and the main queue.
+enum { SW_JOB_SLOTS = SW_LOOP_SLOTS - 16 };
+static uint32_t g_jobs_refused;
+
+int sw_dispatch_jobs_refused(void) { return (int)__atomic_load_n(&g_jobs_refused, __ATOMIC_RELAXED); }
 
 static void sw_jobs_key_make(void) { g_jobs_key_made = pthread_key_create(&g_jobs_key, sw_jobs_thread_exit) == 0 ? 1 : -1; }
 
@@ -215,10 +245,12 @@ static sw_loop_slot *sw_jobs_slot(void) {
     pthread_once(&g_jobs_key_once, sw_jobs_key_make);
     sw_loop_slot *slot = NULL;
     const uint32_t count = sw_loop_slot_count();
+    uint32_t jobs = 0;
     for (uint32_t index = 0; index < count && slot == NULL && g_jobs_key_made == 1; index++) {
         sw_loop_slot *candidate = &g_slots[index];
         uint32_t free = SW_SLOT_FREE;
         if (__atomic_load_n(&candidate->kind, __ATOMIC_RELAXED) != SW_LOOP_JOBS) continue;
+        jobs++;
         if (!__atomic_compare_exchange_n(&candidate->ready, &free, SW_SLOT_HANDOVER, 0, __ATOMIC_ACQUIRE, __ATOMIC_RELAXED)) continue;
         // Handed over between items: the sequence is even, the log and its head carry on.
         __atomic_store_n(&candidate->generation, candidate->generation + 1, __ATOMIC_RELAXED);
@@ -228,7 +260,8 @@ static sw_loop_slot *sw_jobs_slot(void) {
         __atomic_store_n(&candidate->ready, SW_SLOT_OWNED, __ATOMIC_RELEASE);
         slot = candidate;
     }
-    if (slot == NULL) slot = sw_slot_new(SW_LOOP_JOBS, 0, -1);
+    if (slot == NULL && jobs < SW_JOB_SLOTS) slot = sw_slot_new(SW_LOOP_JOBS, 0, -1);
+    if (slot == NULL) __atomic_store_n(&g_jobs_refused, 1, __ATOMIC_RELAXED);
     if (slot != NULL && g_jobs_key_made == 1) pthread_setspecific(g_jobs_key, slot);
     return slot;
 }
@@ -263,7 +296,7 @@ sw_loop_slot *sw_dispatch_item_begin(int main_queue) {
     if (sequence & 1) return NULL;
     // Before the item's start, so its cost is in no item: a thread's first item may be the long
     // one, and the sampling signal reaches only a prepared thread.
-    sw_loop_prepare_thread();
+    sw_item_prepare_thread();
     if (main_queue) __atomic_store_n(&slot->tid, sw_thread_id(), __ATOMIC_RELAXED);
     sw_item_start(slot, sequence);
     return slot;
@@ -340,6 +373,7 @@ uint32_t sw_loop_read_overruns(sw_loop_slot *slot, uint64_t *cursor, sw_loop_ove
 void sw_loop_reset_for_testing(void) {
     memset(g_slots, 0, sizeof(g_slots));
     __atomic_store_n(&g_default_budget, 0, __ATOMIC_RELAXED);
+    __atomic_store_n(&g_jobs_refused, 0, __ATOMIC_RELAXED);
     __atomic_store_n(&g_main_queue, NULL, __ATOMIC_RELEASE);
     g_main_queue_once = (pthread_once_t)PTHREAD_ONCE_INIT;
     __atomic_store_n(&g_slot_count, 0, __ATOMIC_RELEASE);

@@ -14,6 +14,11 @@ private enum LoopTools {
     /// The toolchain's docc (swift-nio's server behind `docc preview`) and curl to ask it.
     static let docc: String? = onPath("docc")
     static let curl: String? = onPath("curl")
+    /// The toolchain's runtime libraries (libdispatch among them), next to its `swift`.
+    static let swiftLibraries: String? = onPath("swift").map {
+        URL(fileURLWithPath: $0).resolvingSymlinksInPath().deletingLastPathComponent()
+            .appendingPathComponent("../lib/swift/linux").standardizedFileURL.path
+    }.flatMap { FileManager.default.fileExists(atPath: $0 + "/libdispatch.so") ? $0 : nil }
 
     static func onPath(_ name: String) -> String? {
         let path = ProcessInfo.processInfo.environment["PATH", default: "/usr/bin:/bin"]
@@ -427,5 +432,70 @@ private enum LoopTools {
         #expect(own >= 60 && abs(stalls[0].durationMs - own) < 0.5, "\(stalls[0]) vs \(own) ms")
         #expect(stalls[0].stack.contains("spin_in_iteration"), "\(stalls[0])")
         #expect(stalls[0].mode == mode, "\(stalls[0])")
+    }
+
+    /// A library loaded with RTLD_LOCAL that calls libdispatch, as a Python extension module can:
+    /// libdispatch is then outside the global scope the preload's `dlsym(RTLD_NEXT)` searches,
+    /// and its interposed dispatch calls must still reach it (they jumped to address 0).
+    @Test(
+        .enabled(
+            if: RecordCrashTests.preloads && LoopTools.onPath("cc") != nil && LoopTools.swiftLibraries != nil,
+            "needs the preload library, cc and the toolchain's libdispatch"))
+    func aLibraryLoadedLocallyStillReachesLibdispatch() throws {
+        let library = directory.write(
+            "user.c",
+            Array(
+                """
+                extern void *dispatch_get_global_queue(long, unsigned long);
+                extern void dispatch_async_f(void *, void *, void (*)(void *));
+                extern void *dispatch_semaphore_create(long);
+                extern long dispatch_semaphore_signal(void *);
+                extern long dispatch_semaphore_wait(void *, unsigned long long);
+
+                static void work(void *semaphore) { dispatch_semaphore_signal(semaphore); }
+
+                int run_on_pool(void) {
+                    void *semaphore = dispatch_semaphore_create(0);
+                    dispatch_async_f(dispatch_get_global_queue(0, 0), semaphore, work);
+                    return (int)dispatch_semaphore_wait(semaphore, ~0ull);
+                }
+
+                """.utf8))
+        let host = directory.write(
+            "host.c",
+            Array(
+                """
+                #include <dlfcn.h>
+                #include <stdio.h>
+
+                int main(int argc, char **argv) {
+                    void *handle = dlopen(argv[1], RTLD_NOW | RTLD_LOCAL);
+                    if (handle == NULL) { fprintf(stderr, "%s\\n", dlerror()); return 2; }
+                    int (*run)(void) = (int (*)(void))dlsym(handle, "run_on_pool");
+                    printf("ran %d\\n", run());
+                    return 0;
+                }
+
+                """.utf8))
+        let libraries = LoopTools.swiftLibraries!
+        let shared = directory.path + "/libuser.so"
+        let executable = directory.path + "/local-host"
+        for arguments in [
+            ["-shared", "-fPIC", "-o", shared, library, "-L" + libraries, "-ldispatch", "-Wl,-rpath," + libraries],
+            ["-o", executable, host, "-ldl"],
+        ] {
+            let build = try ChildRun(LoopTools.onPath("cc")!, arguments, timeout: .seconds(120))
+            try #require(build.exitCode == 0, "cc failed: \(build)")
+        }
+        // As a child of the recorded command: the root loads the Swift part (and libdispatch
+        // with it) into the global scope at once, a child that runs no loop never does. (The
+        // shell root leaves no trace: nothing to read but the program's own run.)
+        let run = try ChildRun(
+            BinaryRun.binary,
+            [
+                "record", "-o", directory.path + "/local-host.swtrace", "--", "/bin/sh", "-c",
+                "\"$0\" \"$@\"; exit $?", executable, shared,
+            ], timeout: .seconds(120))
+        #expect(run.exitCode == 0 && run.output.contains("ran 0"), "\(run)")
     }
 }

@@ -16,6 +16,11 @@ import Testing
 
     /// Runs `body` on a new thread and waits until the thread has exited (its thread-exit key ran).
     func onThread(named name: String, _ body: @escaping @Sendable () -> Void) {
+        pthread_join(start(named: name, body), nil)
+    }
+
+    /// Starts a thread named `name` running `body`; join it.
+    func start(named name: String, _ body: @escaping @Sendable () -> Void) -> pthread_t {
         var thread = pthread_t()
         let box = Unmanaged.passRetained(Body(name: name, run: body))
         pthread_create(
@@ -26,7 +31,7 @@ import Testing
                 body.run()
                 return nil
             }, box.toOpaque())
-        pthread_join(thread, nil)
+        return thread
     }
 
     final class Body: Sendable {
@@ -127,6 +132,48 @@ import Testing
         var generation: UInt64 = 0
         var tid: Int32 = 0
         #expect(sw_loop_owner(slot, &generation, &tid) == 0, "a free slot has no owner")
+    }
+
+    @Test func aPoolThreadThatExitsInTheMiddleOfAJobLeavesItsSlotBetweenItems() throws {
+        sw_loop_reset_for_testing()
+        onThread(named: "pool-exit") {
+            _ = sw_dispatch_item_begin(Self.job)  // never ended: the thread leaves inside the job
+        }
+        let slot = try #require(sw_loop_slot_at(0))
+        #expect(slot.pointee.ready == UInt32(SW_SLOT_FREE))
+        #expect(slot.pointee.sequence == 2, "the job ended when its thread did")
+        let begun = Locked<Bool>(false)
+        onThread(named: "pool-next") {
+            let next = sw_dispatch_item_begin(Self.job)
+            begun.withLock { $0 = next != nil }
+            sw_dispatch_item_end(next)
+        }
+        #expect(begun.withLock { $0 }, "the next pool thread times its jobs in the slot")
+    }
+
+    @Test func poolThreadsLeaveSlotsForLoopsAndSayWhenOneFoundNone() throws {
+        sw_loop_reset_for_testing()
+        // One more pool thread than pool threads may have slots, all inside a job at once.
+        let threads = Int(SW_LOOP_SLOTS) - 16 + 1
+        let started = DispatchSemaphore(value: 0)
+        let release = DispatchSemaphore(value: 0)
+        let timed = Locked<Int>(0)
+        let running = (0..<threads).map { _ in
+            start(named: "pool-many") {
+                let slot = sw_dispatch_item_begin(Self.job)
+                if slot != nil { timed.withLock { $0 += 1 } }
+                started.signal()
+                release.wait()
+                sw_dispatch_item_end(slot)
+            }
+        }
+        for _ in 0..<threads { started.wait() }
+        #expect(timed.withLock { $0 } == threads - 1)
+        #expect(sw_dispatch_jobs_refused() == 1)
+        #expect(sw_loop_slot_count() == UInt32(threads - 1))
+        for _ in 0..<threads { release.signal() }
+        // Joined: their thread-exit keys have run before the next test empties the registry.
+        for thread in running { pthread_join(thread, nil) }
     }
 
     @Test func theMainQueueIsOneSlotWhoseItemsNameTheThreadThatRanThem() throws {

@@ -63,6 +63,9 @@ void sw_loop_wait_begin(int kind, uint64_t set, int fd, int blocking, uint64_t c
 /// On the thread, after the real wait returned.
 void sw_loop_wait_end(int kind, uint64_t set, int fd);
 
+/// A hook the watchdog sets, run on a thread (see sw_loop_set_thread_hook, sw_loop_set_item_hook).
+typedef void (*sw_loop_thread_hook)(void);
+
 /// A dispatched item begins on the calling thread: an item of DispatchQueue.main (`main_queue` 1)
 /// or a Swift job on a pool thread (0; the thread is a pool thread from its first job). Returns
 /// the slot that times it, or NULL when it is not timed on its own: an item that runs inside
@@ -75,10 +78,25 @@ sw_loop_slot *sw_dispatch_item_begin(int main_queue);
 /// The item begun by sw_dispatch_item_begin ended (`slot` may be NULL).
 void sw_dispatch_item_end(sw_loop_slot *slot);
 
+/// While on (1) on the calling thread, what it submits is not timed: Stallwatch's own heartbeats
+/// (their delay is the measurement, and their first run prepares a thread). Off: 0.
+void sw_dispatch_set_untimed(int on);
+
+/// Whether the calling thread submits untimed work now (the interposers ask).
+int sw_dispatch_untimed(void);
+
+/// Called once on each thread before its first timed dispatched item (the watchdog prepares the
+/// thread for sampling there; the cost is in no item). Kept apart from the loop-thread hook: a
+/// process where the preload's C part alone watches for loops must not act on dispatched items.
+void sw_loop_set_item_hook(sw_loop_thread_hook hook);
+
+/// Whether a pool thread found no slot for its jobs (their stalls are not timed; the pool's
+/// threads are then found by name too).
+int sw_dispatch_jobs_refused(void);
+
 /// Called on a loop thread once, as it goes idle after becoming a loop (or at its first idle wait
 /// after the hook is set), and on a thread that runs dispatched items before its first timed item
 /// starts: the watchdog prepares the thread for sampling there. Any thread.
-typedef void (*sw_loop_thread_hook)(void);
 void sw_loop_set_thread_hook(sw_loop_thread_hook hook);
 
 /// The watchdog: iterations longer than `cycles` are logged from now on (0: none).

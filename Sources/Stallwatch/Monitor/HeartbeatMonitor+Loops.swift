@@ -58,8 +58,10 @@ extension HeartbeatMonitor {
     }
 
     /// The pool threads: those that ran a Swift job and still own their slot (the preload
-    /// library times jobs); nil where no job was timed. The watchdog.
+    /// library times jobs); nil where no job was timed, or some pool thread found no slot (then
+    /// the pool's threads are found by name). The watchdog.
     func jobThreads() -> [Int32]? {
+        guard sw_dispatch_jobs_refused() == 0 else { return nil }
         let slots = executors.withLock { $0.compactMap(\.loop) }.filter {
             $0.pointee.kind == Int32(SW_LOOP_JOBS.rawValue)
         }
@@ -78,7 +80,10 @@ extension HeartbeatMonitor {
         let known = executors.withLock { $0.lazy.filter { $0.loop != nil }.count }
         guard sw_loop_slot_count() > known else { return }
         // Loop threads prepare themselves for sampling (as a heartbeat would) once they go idle.
-        if samplerError == nil { sw_loop_set_thread_hook { HeartbeatMonitor.prepareThreadForItems() } }
+        if samplerError == nil {
+            sw_loop_set_thread_hook { HeartbeatMonitor.prepareThreadForItems() }
+            sw_loop_set_item_hook { HeartbeatMonitor.prepareThreadForItems() }
+        }
         var index = UInt32(known)
         while index < sw_loop_slot_count(), let slot = sw_loop_slot_at(index) {
             let name = withUnsafeBytes(of: slot.pointee.name) { bytes in

@@ -175,7 +175,7 @@ extension HeartbeatMonitor {
         _ = executor.sent()
         executor.pending.store(now, ordering: .releasing)
         core.record { $0.heartbeatsSent += 1 }
-        executor.schedule { [executor] in executor.beat() }
+        sendHeartbeat(to: executor)
         // The heartbeat's own enqueue is counted: the count now includes it.
         pool.seen = sw_pool_enqueued()
     }

@@ -374,6 +374,15 @@ extension HeartbeatMonitor {
         watch.sentSequence = executor.sent()
         executor.pending.store(now, ordering: .releasing)
         core.record { $0.heartbeatsSent += 1 }
+        sendHeartbeat(to: executor)
+    }
+
+    /// Sends `executor` a heartbeat, untimed by the preload library's dispatch trampolines: its
+    /// delay is what it measures, and its first run on a thread prepares that thread (our work,
+    /// not the app's item).
+    func sendHeartbeat(to executor: Executor) {
+        sw_dispatch_set_untimed(1)
+        defer { sw_dispatch_set_untimed(0) }
         executor.schedule { [executor] in executor.beat() }
     }
 
