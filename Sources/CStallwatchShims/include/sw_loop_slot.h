@@ -139,6 +139,23 @@ static inline void sw_loop_read(const sw_loop_slot *slot, uint64_t *sequence, ui
     }
 }
 
+/// The watchdog: as sw_loop_read, with the thread the item runs on, read together (the main
+/// queue's items write their thread before their start).
+static inline void sw_loop_read_item(const sw_loop_slot *slot, uint64_t *sequence, uint64_t *start, int32_t *tid) {
+    for (;;) {
+        const uint64_t before = __atomic_load_n(&slot->sequence, __ATOMIC_ACQUIRE);
+        const uint64_t s = __atomic_load_n(&slot->start, __ATOMIC_RELAXED);
+        const int32_t t = __atomic_load_n(&slot->tid, __ATOMIC_RELAXED);
+        __atomic_thread_fence(__ATOMIC_ACQUIRE);
+        if (__atomic_load_n(&slot->sequence, __ATOMIC_RELAXED) == before) {
+            *sequence = before;
+            *start = s;
+            *tid = t;
+            return;
+        }
+    }
+}
+
 /// The watchdog: how many overruns the slot has logged, ever (where a new reader starts: the
 /// iterations that overran before it watched are not its stalls).
 static inline uint64_t sw_loop_overrun_head(const sw_loop_slot *slot) {

@@ -126,6 +126,8 @@ extension HeartbeatMonitor {
         var cursor: UInt64 = 0
         /// The loop's thread is gone or its descriptor closed: nothing more to time.
         var gone = false
+        /// The thread of the item the last look saw (the main queue's items move between threads).
+        var itemThread: Int32 = 0
         /// Whether the sampler was made for a thread prepared for sampling (a thread that runs
         /// dispatched items is prepared at its first item: a sampler made before is remade).
         var samplerPrepared = false
@@ -159,7 +161,7 @@ extension HeartbeatMonitor {
             sw_loop_set_budget(slot, timebase.cycles(budget))
             var sequence: UInt64 = 0
             var startCycles: UInt64 = 0
-            sw_loop_read(slot, &sequence, &startCycles)
+            sw_loop_read_item(slot, &sequence, &startCycles, &itemThread)
             var look = WorkItemDetector.Look(sequence: sequence, start: timebase.nanos(startCycles))
             withUnsafeTemporaryAllocation(of: sw_loop_overrun.self, capacity: Int(SW_LOOP_OVERRUNS)) { buffer in
                 var lost: UInt64 = 0
@@ -202,7 +204,11 @@ extension HeartbeatMonitor {
         // The sampler follows it at a stall's start.
         var generation: UInt64 = 0
         var tid: Int32 = watch.tid
-        if sw_loop_owner(loop.slot, &generation, &tid) == 0 { tid = watch.tid }
+        if loop.slot.pointee.kind == Int32(SW_LOOP_MAIN_QUEUE.rawValue) {
+            tid = loop.itemThread  // read with the item's sequence: the stall's own thread
+        } else if sw_loop_owner(loop.slot, &generation, &tid) == 0 {
+            tid = watch.tid
+        }
         let beginning = actions.contains { if case .began = $0 { true } else { false } }
         let prepared = Self.isLoop(loop.slot) || Self.preparedThreads.withLock { $0.contains(tid) }
         if watch.sampler == nil || (beginning && (tid != watch.tid || prepared != loop.samplerPrepared)) {
