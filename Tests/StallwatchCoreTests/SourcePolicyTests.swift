@@ -1,5 +1,6 @@
 // Rules the sources keep that no compiler checks.
 import Foundation
+import StallwatchCore
 import Testing
 
 @Suite struct SourcePolicyTests {
@@ -22,5 +23,29 @@ import Testing
         }
         #expect(swiftFiles > 100)
         #expect(offenders.isEmpty, "\(offenders)")
+    }
+
+    /// The environment's names have one owner, `StallwatchEnvironment`: no Swift source spells
+    /// one out, and every name the preload shim's C reads is one of them.
+    @Test func environmentVariablesAreNamedOnce() throws {
+        let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent()
+            .deletingLastPathComponent().deletingLastPathComponent()
+        let sources = root.appendingPathComponent("Sources")
+        let files = try #require(FileManager.default.enumerator(atPath: sources.path))
+        let quoted = try Regex(#""STALLWATCH_[A-Z_]+"#)
+        var spelled: [String] = []
+        var cNames: Set<String> = []
+        for case let file as String in files where file.hasSuffix(".swift") || file.hasSuffix(".c") {
+            let text = try String(contentsOf: sources.appendingPathComponent(file), encoding: .utf8)
+            let names = text.matches(of: quoted).map { String(text[$0.range].dropFirst()) }
+            if file.hasSuffix(".c") {
+                cNames.formUnion(names)
+            } else if !file.hasSuffix("StallwatchEnvironment.swift"), !names.isEmpty {
+                spelled.append("\(file): \(names)")
+            }
+        }
+        #expect(spelled.isEmpty, "\(spelled)")
+        #expect(!cNames.isEmpty, "the preload shim reads its variables by name")
+        #expect(cNames.isSubset(of: StallwatchEnvironment.all), "\(cNames.subtracting(StallwatchEnvironment.all))")
     }
 }

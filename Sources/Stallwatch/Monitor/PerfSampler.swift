@@ -1,5 +1,6 @@
 import CStallwatchSampler
 import Glibc
+import StallwatchCore
 
 /// The Swift side of `CStallwatchPerf`: a task-clock perf event on the loop thread whose
 /// samples carry its user registers and a copy of its user stack, enabled only while a stall is
@@ -28,7 +29,7 @@ final class PerfSampler {
 
     /// Whether the environment switches perf sampling off (`STALLWATCH_PERF=0`, `off`, `false`, `no`).
     static var disabledByEnvironment: Bool {
-        TraceRecorder.EnvironmentRequest.isOff(getenv("STALLWATCH_PERF").map { String(cString: $0) })
+        TraceRecorder.EnvironmentRequest.isOff(getenv(StallwatchEnvironment.perf).map { String(cString: $0) })
     }
 
     /// Opens the event on `tid`, or returns nil with the reason in `status`.

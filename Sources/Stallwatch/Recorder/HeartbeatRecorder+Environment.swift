@@ -36,7 +36,7 @@ extension HeartbeatRecorder {
         var executors = [monitor.watchMainQueue()]
         // The Swift Concurrency pool too, unless STALLWATCH_POOL=0 (off, false, no): it gets its first heartbeat
         // with the program's first task, so a program that never runs one is not touched.
-        if !TraceRecorder.EnvironmentRequest.isOff(environment["STALLWATCH_POOL"]) {
+        if !TraceRecorder.EnvironmentRequest.isOff(environment[StallwatchEnvironment.pool]) {
             executors.append(monitor.watchConcurrencyPool())
         }
         // The trace is opened once the main queue or the pool has run a heartbeat: a program that
@@ -60,7 +60,7 @@ extension HeartbeatRecorder {
         for executor in executors { executor.firstBeat.withLock { $0 = open } }
         // Every event-loop thread found by its waits (the preload library interposes them),
         // unless STALLWATCH_LOOPS=0 (off, false, no); the trace opens with the first loop too.
-        if !TraceRecorder.EnvironmentRequest.isOff(environment["STALLWATCH_LOOPS"]) {
+        if !TraceRecorder.EnvironmentRequest.isOff(environment[StallwatchEnvironment.loops]) {
             monitor.firstLoop.withLock { $0 = open }
             monitor.watchEventLoops()
         }
@@ -114,7 +114,8 @@ extension HeartbeatRecorder {
         if stopPreloaded(), recorded,
             TraceRecorder.EnvironmentRequest(ProcessInfo.processInfo.environment)?.mode == .full
         {
-            report("STALLWATCH_MODE=full needs MainLoop (callouts are its own); the trace holds stalls only")
+            report(
+                "\(StallwatchEnvironment.mode)=full needs MainLoop (callouts are its own); the trace holds stalls only")
         }
     }
 

@@ -1,5 +1,6 @@
 import Foundation
 import Glibc
+import StallwatchCore
 
 /// What Stallwatch has to tell the person running a program (a bad variable, a trace it cannot
 /// write, a main queue that never runs): the one place that says it. Under `stallwatch record`
@@ -25,7 +26,7 @@ package enum Messages {
     }
 
     /// The environment variable `record` sets to the file the messages go to.
-    package static let variable = "STALLWATCH_MESSAGES"
+    package static let variable = StallwatchEnvironment.messages
 
     private static let destination: String? = {
         guard let path = ProcessInfo.processInfo.environment[variable], !path.isEmpty else { return nil }

@@ -104,7 +104,7 @@ final class TraceOutput: Sendable {
 
     /// `STALLWATCH_APP_VERSION`, if set: the app's version when the app does not name it.
     static var environmentAppVersion: String? {
-        let version = ProcessInfo.processInfo.environment["STALLWATCH_APP_VERSION"]
+        let version = ProcessInfo.processInfo.environment[StallwatchEnvironment.appVersion]
         return version?.isEmpty == false ? version : nil
     }
 }

@@ -41,9 +41,9 @@ extension TraceRecorder {
         /// whose children are not recorded (`STALLWATCH_CHILDREN=0`). `pid` and `parentPID` are
         /// this process's.
         init?(_ environment: [String: String], pid: pid_t = getpid(), parentPID: pid_t = getppid()) {
-            guard let path = environment["STALLWATCH_TRACE"], !path.isEmpty else { return nil }
+            guard let path = environment[StallwatchEnvironment.trace], !path.isEmpty else { return nil }
             let root = ProcessTree.role(environment, pid: pid, parentPID: parentPID)
-            if !root.isRoot && Self.isOff(environment["STALLWATCH_CHILDREN"]) { return nil }
+            if !root.isRoot && Self.isOff(environment[StallwatchEnvironment.children]) { return nil }
             self.path = path
             isRoot = root.isRoot
             rootUnclaimed = root.unclaimed
@@ -61,18 +61,20 @@ extension TraceRecorder {
                     "\(name)=\(text) is not \(what) of at most \(Int(Self.longestMilliseconds)); using \(usualText)")
                 return nil
             }
-            budget = milliseconds("STALLWATCH_BUDGET_MS", zeroAllowed: false, usual: TierThresholds.default.budget)
+            budget = milliseconds(
+                StallwatchEnvironment.budgetMilliseconds, zeroAllowed: false, usual: TierThresholds.default.budget)
             flightWindow = milliseconds(
-                "STALLWATCH_FLIGHT_MS", zeroAllowed: true, usual: TraceRecorder.defaultFlightWindow)
+                StallwatchEnvironment.flightMilliseconds, zeroAllowed: true, usual: TraceRecorder.defaultFlightWindow)
             unservicedWarning = milliseconds(
-                "STALLWATCH_UNSERVICED_MS", zeroAllowed: false,
+                StallwatchEnvironment.unservicedMilliseconds, zeroAllowed: false,
                 usual: HeartbeatMonitor.Configuration().unservicedWarning)
             mode = .stalls
-            if let text = environment["STALLWATCH_MODE"] {
+            if let text = environment[StallwatchEnvironment.mode] {
                 switch text {
                 case "stalls": mode = .stalls
                 case "full": mode = .full
-                default: warnings.append("STALLWATCH_MODE=\(text) is not 'stalls' or 'full'; using stalls")
+                default:
+                    warnings.append("\(StallwatchEnvironment.mode)=\(text) is not 'stalls' or 'full'; using stalls")
                 }
             }
             self.warnings = warnings
@@ -95,7 +97,7 @@ extension TraceRecorder {
     /// app's monitor once it runs (`adopt`). Called by `StallMonitor.start`.
     static func yieldEnvironmentRecorder(of loop: MainLoop) -> TraceRecorder? {
         guard let recorder = environmentRecorder.withLock({ $0 }), recorder.loop === loop else { return nil }
-        Messages.say("STALLWATCH_TRACE=\(recorder.path) records the app's own StallMonitor from here on")
+        Messages.say("\(StallwatchEnvironment.trace)=\(recorder.path) records the app's own StallMonitor from here on")
         recorder.releaseMonitor()
         return recorder
     }
@@ -114,7 +116,7 @@ extension TraceRecorder {
         if own == nil && loop.board.monitorAttached.load(ordering: .acquiring) {
             // A monitor is starting on this loop this very moment: it cannot be recorded yet, and
             // a second one would trap.
-            Messages.say("STALLWATCH_TRACE=\(request.path) ignored: the app's StallMonitor is starting")
+            Messages.say("\(StallwatchEnvironment.trace)=\(request.path) ignored: the app's StallMonitor is starting")
             return
         }
         for warning in request.warnings { Messages.say(warning) }
@@ -127,7 +129,7 @@ extension TraceRecorder {
             if let own {
                 // The app runs its own monitor (a second would trap): record that one, with the
                 // app's budget.
-                Messages.say("STALLWATCH_TRACE=\(request.path) records the app's own StallMonitor")
+                Messages.say("\(StallwatchEnvironment.trace)=\(request.path) records the app's own StallMonitor")
                 recorder = try TraceRecorder(
                     path: path, mode: request.mode, recording: own, flightWindow: flightWindow)
             } else {

@@ -20,8 +20,8 @@ enum ProcessTree {
     /// What `EnvironmentRequest` reads of the tree: whether process `pid`, whose parent is
     /// `parentPID`, is the root, and whether the root has yet to claim the recording.
     static func role(_ environment: [String: String], pid: pid_t, parentPID: pid_t) -> (isRoot: Bool, unclaimed: Bool) {
-        if let root = processID(environment["STALLWATCH_ROOT_PID"]) { return (root == pid, false) }
-        if let record = processID(environment["STALLWATCH_RECORD_PID"]) { return (parentPID == record, true) }
+        if let root = processID(environment[StallwatchEnvironment.rootPID]) { return (root == pid, false) }
+        if let record = processID(environment[StallwatchEnvironment.recordPID]) { return (parentPID == record, true) }
         return (true, true)
     }
 
@@ -35,7 +35,7 @@ enum ProcessTree {
     /// `setenv` is not safe while another thread reads the environment, hence early.
     static func claim(_ request: TraceRecorder.EnvironmentRequest) {
         guard request.isRoot, request.rootUnclaimed else { return }
-        setenv("STALLWATCH_ROOT_PID", String(getpid()), 1)
+        setenv(StallwatchEnvironment.rootPID, String(getpid()), 1)
     }
 
     /// The file this process writes for `request`: the trace itself for the root; for any other

@@ -81,15 +81,15 @@ struct RecordCommand: ParsableCommand {
                     + "(\(String(cString: strerror(errno))))")
         }
         var environment = context.environment
-        environment["STALLWATCH_TRACE"] = output
+        environment[StallwatchEnvironment.trace] = output
         // The root is the process whose parent is record, until it claims the recording
         // (STALLWATCH_ROOT_PID) for the processes it starts; an outer recording's claim is not
         // this one's.
-        environment["STALLWATCH_RECORD_PID"] = String(getpid())
-        environment["STALLWATCH_ROOT_PID"] = nil
-        environment["STALLWATCH_CHILDREN"] = noChildren ? "0" : nil
-        environment["STALLWATCH_MODE"] = mode.name
-        if let budget { environment["STALLWATCH_BUDGET_MS"] = budget.plainMilliseconds }
+        environment[StallwatchEnvironment.recordPID] = String(getpid())
+        environment[StallwatchEnvironment.rootPID] = nil
+        environment[StallwatchEnvironment.children] = noChildren ? "0" : nil
+        environment[StallwatchEnvironment.mode] = mode.name
+        if let budget { environment[StallwatchEnvironment.budgetMilliseconds] = budget.plainMilliseconds }
         let preload = noPreload ? nil : PreloadLibrary.locate(environment: context.environment)
         if let preload {
             let existing = environment["LD_PRELOAD"].map { " " + $0 } ?? ""
@@ -105,7 +105,7 @@ struct RecordCommand: ParsableCommand {
             ? String(decoding: template.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self) : nil
         if messagesFD >= 0 { close(messagesFD) }
         defer { if let messages { unlink(messages) } }
-        if let messages { environment["STALLWATCH_MESSAGES"] = messages }
+        if let messages { environment[StallwatchEnvironment.messages] = messages }
         // This run's recording replaces the last one, whose processes' files would not all be
         // rewritten.
         Self.removeRecording(output)

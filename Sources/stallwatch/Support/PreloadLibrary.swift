@@ -20,7 +20,7 @@ enum PreloadLibrary {
     /// nil too in a sanitizer build: its library needs the sanitizer's runtime loaded first,
     /// which LD_PRELOAD cannot arrange for an arbitrary program.
     static func locate(environment: [String: String]) -> String? {
-        if let path = environment["STALLWATCH_PRELOAD"], !path.isEmpty { return path }
+        if let path = environment[StallwatchEnvironment.preload], !path.isEmpty { return path }
         for runtime in ["__asan_init", "__tsan_init"] where dlsym(nil, runtime) != nil { return nil }
         guard let executable = executablePath() else { return nil }
         let directory = executable.split(separator: "/", omittingEmptySubsequences: false).dropLast()

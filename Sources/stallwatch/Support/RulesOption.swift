@@ -9,10 +9,10 @@ import StallwatchCore
 /// Call from the command's thread.
 enum RulesOption {
     /// The variable read when `--rules` is not given.
-    static let environmentVariable = "STALLWATCH_RULES"
+    static let environmentVariable = StallwatchEnvironment.rules
 
     /// The option's help, the same for every command.
-    static let help = "Classify with this JSON rules file's rules first (default: $STALLWATCH_RULES)."
+    static let help = "Classify with this JSON rules file's rules first (default: $\(environmentVariable))."
 
     /// The classifier for `path` (else the variable's file, else the built-in rules); a file
     /// that cannot be read or decoded is one error line naming the file, line and problem.
