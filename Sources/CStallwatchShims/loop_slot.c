@@ -235,6 +235,7 @@ static void sw_jobs_thread_exit(void *value) {
 /// blocking jobs): the rest stay for event loops and the main queue.
 enum { SW_JOB_SLOTS = SW_LOOP_SLOTS - 16 };
 static uint32_t g_jobs_refused;
+static uint32_t g_job_slots;  // slots made for pool threads
 
 int sw_dispatch_jobs_refused(void) { return (int)__atomic_load_n(&g_jobs_refused, __ATOMIC_RELAXED); }
 
@@ -245,13 +246,15 @@ static sw_loop_slot *sw_jobs_slot(void) {
     pthread_once(&g_jobs_key_once, sw_jobs_key_make);
     sw_loop_slot *slot = NULL;
     const uint32_t count = sw_loop_slot_count();
-    uint32_t jobs = 0;
     for (uint32_t index = 0; index < count && slot == NULL && g_jobs_key_made == 1; index++) {
         sw_loop_slot *candidate = &g_slots[index];
+        // A slot another thread is still filling is not read (its kind is being written).
+        const uint32_t state = __atomic_load_n(&candidate->ready, __ATOMIC_ACQUIRE);
+        if (state == SW_SLOT_FILLING || __atomic_load_n(&candidate->kind, __ATOMIC_RELAXED) != SW_LOOP_JOBS) continue;
         uint32_t free = SW_SLOT_FREE;
-        if (__atomic_load_n(&candidate->kind, __ATOMIC_RELAXED) != SW_LOOP_JOBS) continue;
-        jobs++;
-        if (!__atomic_compare_exchange_n(&candidate->ready, &free, SW_SLOT_HANDOVER, 0, __ATOMIC_ACQUIRE, __ATOMIC_RELAXED)) continue;
+        if (state != SW_SLOT_FREE ||
+            !__atomic_compare_exchange_n(&candidate->ready, &free, SW_SLOT_HANDOVER, 0, __ATOMIC_ACQUIRE, __ATOMIC_RELAXED))
+            continue;
         // Handed over between items: the sequence is even, the log and its head carry on.
         __atomic_store_n(&candidate->generation, candidate->generation + 1, __ATOMIC_RELAXED);
         __atomic_store_n(&candidate->tid, sw_thread_id(), __ATOMIC_RELAXED);
@@ -260,7 +263,15 @@ static sw_loop_slot *sw_jobs_slot(void) {
         __atomic_store_n(&candidate->ready, SW_SLOT_OWNED, __ATOMIC_RELEASE);
         slot = candidate;
     }
-    if (slot == NULL && jobs < SW_JOB_SLOTS) slot = sw_slot_new(SW_LOOP_JOBS, 0, -1);
+    if (slot == NULL) {
+        // A new slot, if pool threads hold fewer than their share (counted before it is made, so
+        // that threads racing for the last ones cannot overshoot).
+        if (__atomic_fetch_add(&g_job_slots, 1, __ATOMIC_RELAXED) < SW_JOB_SLOTS) {
+            slot = sw_slot_new(SW_LOOP_JOBS, 0, -1);
+        } else {
+            __atomic_fetch_sub(&g_job_slots, 1, __ATOMIC_RELAXED);
+        }
+    }
     if (slot == NULL) __atomic_store_n(&g_jobs_refused, 1, __ATOMIC_RELAXED);
     if (slot != NULL && g_jobs_key_made == 1) pthread_setspecific(g_jobs_key, slot);
     return slot;
@@ -374,6 +385,7 @@ void sw_loop_reset_for_testing(void) {
     memset(g_slots, 0, sizeof(g_slots));
     __atomic_store_n(&g_default_budget, 0, __ATOMIC_RELAXED);
     __atomic_store_n(&g_jobs_refused, 0, __ATOMIC_RELAXED);
+    __atomic_store_n(&g_job_slots, 0, __ATOMIC_RELAXED);
     __atomic_store_n(&g_main_queue, NULL, __ATOMIC_RELEASE);
     g_main_queue_once = (pthread_once_t)PTHREAD_ONCE_INIT;
     __atomic_store_n(&g_slot_count, 0, __ATOMIC_RELEASE);
