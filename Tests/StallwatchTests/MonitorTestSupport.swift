@@ -110,6 +110,23 @@ extension Stall {
     blackHole(x)
 }
 
+/// Spins until the calling thread has run `milliseconds` of CPU time: however long a loaded
+/// machine keeps it off a CPU, it runs that long past any deadline inside the spin (a spin timed
+/// by the wall clock may get almost no CPU after its deadline, and so take no tick of its own).
+@inline(never) func spinOnCPUForStallTest(milliseconds: UInt64) {
+    func cpuNanos() -> UInt64 {
+        var now = timespec()
+        clock_gettime(CLOCK_THREAD_CPUTIME_ID, &now)
+        return UInt64(now.tv_sec) * 1_000_000_000 + UInt64(now.tv_nsec)
+    }
+    let end = cpuNanos() + milliseconds * 1_000_000
+    var x: UInt64 = 1
+    while cpuNanos() < end {
+        for i in 0..<1000 { x = x &* 6_364_136_223_846_793_005 &+ UInt64(i) }
+    }
+    blackHole(x)
+}
+
 @inline(never) func sleepForStallTest(milliseconds: UInt32) {
     usleep(milliseconds * 1000)
 }

@@ -244,7 +244,9 @@ import Testing
     func aSleepInAHeartbeatStallIsNeverInterrupted(tick: MonitorConfiguration.SelfSamplingTick) throws {
         let results = Locked<[Int32]>([])
         let (stalls, statistics) = try heartbeatRun(tick: tick) {
-            spinForStallTest(milliseconds: 40)
+            // 40 ms of the thread's CPU, not of the wall clock: its own ticks must come in the
+            // spin past the deadline (a wall-clock spin kept off the CPU by load took none).
+            spinOnCPUForStallTest(milliseconds: 40)
             var request = timespec(tv_sec: 0, tv_nsec: 60_000_000)
             var remaining = timespec()
             let rc = nanosleep(&request, &remaining)
