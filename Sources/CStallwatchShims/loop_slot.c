@@ -49,32 +49,28 @@ static __thread sw_loop_thread t_loop __attribute__((tls_model("initial-exec")))
 static sw_loop_thread_hook g_thread_hook;
 static sw_loop_thread_hook g_item_hook;
 
+void sw_loop_set_thread_hook(sw_loop_thread_hook hook) { __atomic_store_n(&g_thread_hook, hook, __ATOMIC_RELEASE); }
+
 void sw_loop_set_item_hook(sw_loop_thread_hook hook) { __atomic_store_n(&g_item_hook, hook, __ATOMIC_RELEASE); }
 
 void sw_dispatch_set_untimed(int on) { t_loop.untimed = on != 0; }
 
 int sw_dispatch_untimed(void) { return (int)t_loop.untimed; }
 
+/// Runs `*hook` on this thread once (`*done` is the thread's flag), if one is set yet.
+static inline void sw_run_hook_once(uint32_t *done, sw_loop_thread_hook *hook) {
+    if (__builtin_expect(*done, 1)) return;
+    const sw_loop_thread_hook function = __atomic_load_n(hook, __ATOMIC_ACQUIRE);
+    if (function == NULL) return;
+    *done = 1;
+    function();
+}
+
+/// The thread hook, once per loop thread, as it goes idle (its cost lands in the loop's idle time).
+static inline void sw_loop_prepare_thread(void) { sw_run_hook_once(&t_loop.prepared, &g_thread_hook); }
+
 /// The item hook, once per thread, before its first timed item starts.
-static inline void sw_item_prepare_thread(void) {
-    if (__builtin_expect(t_loop.item_prepared, 1)) return;
-    const sw_loop_thread_hook hook = __atomic_load_n(&g_item_hook, __ATOMIC_ACQUIRE);
-    if (hook == NULL) return;
-    t_loop.item_prepared = 1;
-    hook();
-}
-
-void sw_loop_set_thread_hook(sw_loop_thread_hook hook) { __atomic_store_n(&g_thread_hook, hook, __ATOMIC_RELEASE); }
-
-/// The hook, once per loop thread, as it goes idle (its cost lands in the loop's idle time).
-static inline void sw_loop_prepare_thread(void) {
-    if (__builtin_expect(t_loop.prepared, 1)) return;
-    const sw_loop_thread_hook hook = __atomic_load_n(&g_thread_hook, __ATOMIC_ACQUIRE);
-    if (hook == NULL) return;
-    t_loop.prepared = 1;
-    hook();
-}
-
+static inline void sw_item_prepare_thread(void) { sw_run_hook_once(&t_loop.item_prepared, &g_item_hook); }
 
 /// Whether a wait is on the loop's set: the same epoll descriptor; for poll and select, the same
 /// array (GLib reuses its poll array) or the same first descriptor (an array that grew moved).

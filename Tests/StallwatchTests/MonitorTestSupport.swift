@@ -1,6 +1,7 @@
 // What the monitor tests share: a scenario run on a monitored loop (16 ms budget) with what the
 // monitor saw and what the scenario measured itself, and the named stalling work stacks show.
 import CSQLite
+import CStallwatchShims
 import Foundation
 import StallwatchCore
 import Testing
@@ -114,14 +115,10 @@ extension Stall {
 /// machine keeps it off a CPU, it runs that long past any deadline inside the spin (a spin timed
 /// by the wall clock may get almost no CPU after its deadline, and so take no tick of its own).
 @inline(never) func spinOnCPUForStallTest(milliseconds: UInt64) {
-    func cpuNanos() -> UInt64 {
-        var now = timespec()
-        clock_gettime(CLOCK_THREAD_CPUTIME_ID, &now)
-        return UInt64(now.tv_sec) * 1_000_000_000 + UInt64(now.tv_nsec)
-    }
-    let end = cpuNanos() + milliseconds * 1_000_000
+    let clock = ThreadCPUClock(tid: sw_gettid())
+    let end = (clock.read() ?? 0) + milliseconds * 1_000_000
     var x: UInt64 = 1
-    while cpuNanos() < end {
+    while (clock.read() ?? .max) < end {
         for i in 0..<1000 { x = x &* 6_364_136_223_846_793_005 &+ UInt64(i) }
     }
     blackHole(x)

@@ -266,9 +266,8 @@ struct Waiter {
     }
 }
 
-/// The toolchain's own language server, recorded unmodified: the preload library watches its
-/// main queue and its pool, and the trace's run time is the session's, whatever either did.
-@Suite(.serialized) struct PoolPreloadTests {
+/// What an LSP session needs (outside the suite: its traits read them).
+enum LSPTools {
     /// `sourcekit-lsp` on the PATH (the toolchain's), if there is one.
     static let sourceKitLSP: String? = {
         let path = ProcessInfo.processInfo.environment["PATH"] ?? ""
@@ -280,7 +279,23 @@ struct Waiter {
     static let python = ["/usr/bin/python3", "/usr/local/bin/python3"].first {
         FileManager.default.isExecutableFile(atPath: $0)
     }
+}
 
+/// The toolchain's own language server, recorded unmodified: the preload library watches its
+/// main queue and its pool, and the trace's run time is the session's, whatever either did.
+/// Every test records a real LSP session: the toolchain's server, driven by python3, preloaded.
+@Suite(
+    .serialized,
+    .enabled(
+        if: LSPTools.sourceKitLSP != nil,
+        "sourcekit-lsp is not on the PATH: no toolchain language server to record"),
+    .enabled(
+        if: LSPTools.python != nil,
+        "python3 drives the LSP session (scripts/lsp-session.py) and is not installed"),
+    .disabled(
+        if: Sanitizer.address || Sanitizer.thread,
+        "a sanitizer runtime must be the first library loaded; LD_PRELOAD puts ours before it"))
+struct PoolPreloadTests {
     /// A recorded LSP session: `scripts/lsp-session.py` drives `stallwatch record -o TRACE
     /// OPTIONS -- sourcekit-lsp` in a new directory (a SwiftPM package when `manifest` is given)
     /// for `rounds` rounds of four requests, 0.3 s apart. The session's run, whose status and
@@ -304,11 +319,11 @@ struct Waiter {
             let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
                 .deletingLastPathComponent()
             run = try ChildRun(
-                PoolPreloadTests.python!,
+                LSPTools.python!,
                 [
                     root.appendingPathComponent("scripts/lsp-session.py").path, directory, "--",
                     builtProduct("stallwatch"), "record", "-o", trace,
-                ] + options + ["--", PoolPreloadTests.sourceKitLSP!],
+                ] + options + ["--", LSPTools.sourceKitLSP!],
                 environment: ProcessInfo.processInfo.environment.merging(["LSP_ROUNDS": "\(rounds)"]) { _, new in new },
                 sourceLocation: sourceLocation)
             #expect(run.exitCode == 0, "\(run)", sourceLocation: sourceLocation)
@@ -322,13 +337,7 @@ struct Waiter {
         }
     }
 
-    @Test(
-        .enabled(if: sourceKitLSP != nil, "sourcekit-lsp is not on the PATH: no toolchain language server to record"),
-        .enabled(if: python != nil, "python3 drives the LSP session (scripts/lsp-session.py) and is not installed"),
-        .disabled(
-            if: Sanitizer.address || Sanitizer.thread,
-            "a sanitizer runtime must be the first library loaded; LD_PRELOAD puts ours before it"),
-        .timeLimit(.minutes(2)))
+    @Test(.timeLimit(.minutes(2)))
     func sourceKitLSPIsRecordedForItsWholeSession() throws {
         // Eight rounds of four requests, 0.3 s apart: about 3 s.
         let session = try LSPSession(rounds: 8)
@@ -350,13 +359,7 @@ struct Waiter {
     /// inherits the recording: each process writes a whole trace of its own (none truncated by
     /// another: the pid in each header is the one its file is named for) and `report` reads the
     /// trace as the recording of all of them, each named.
-    @Test(
-        .enabled(if: sourceKitLSP != nil, "sourcekit-lsp is not on the PATH: no toolchain language server to record"),
-        .enabled(if: python != nil, "python3 drives the LSP session (scripts/lsp-session.py) and is not installed"),
-        .disabled(
-            if: Sanitizer.address || Sanitizer.thread,
-            "a sanitizer runtime must be the first library loaded; LD_PRELOAD puts ours before it"),
-        .timeLimit(.minutes(2)))
+    @Test(.timeLimit(.minutes(2)))
     func sourceKitLSPAndTheBuildItStartsEachWriteTheirOwnTrace() throws {
         let session = try LSPSession(
             rounds: 8,

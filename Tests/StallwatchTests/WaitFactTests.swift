@@ -327,11 +327,8 @@ import Testing
     defer { flags.withLock { $0.stop = true } }
     while !flags.withLock({ $0.spinning }) { usleep(100) }
     _ = setpriority(__priority_which_t(PRIO_PROCESS.rawValue), id_t(sw_gettid()), 19)
-    func cpuTime() -> UInt64 {
-        var now = timespec()
-        clock_gettime(CLOCK_THREAD_CPUTIME_ID, &now)
-        return UInt64(now.tv_sec) * 1_000_000_000 + UInt64(now.tv_nsec)
-    }
+    let clock = ThreadCPUClock(tid: sw_gettid())
+    func cpuTime() -> UInt64 { clock.read() ?? 0 }
     let start = cpuTime()
     let giveUp = MainLoop.monotonicNanos() + 5_000_000_000
     while cpuTime() - start < cpuNanos && MainLoop.monotonicNanos() < giveUp {}
