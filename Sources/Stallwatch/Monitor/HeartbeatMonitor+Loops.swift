@@ -5,7 +5,7 @@ import StallwatchCore
 
 extension HeartbeatMonitor {
     /// The label of `DispatchQueue.main`'s stalls: `watchMainQueue`'s default, and its items' when
-    /// the preload library times each.
+    /// the preload library times each. A constant; any thread.
     public static let mainQueueLabel = "main-queue"
 
     /// Watches every event-loop thread the preload library finds by its waits (`epoll_wait`,

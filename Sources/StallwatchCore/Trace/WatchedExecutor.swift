@@ -4,8 +4,9 @@ public struct WatchedExecutor: Sendable, Hashable, Codable {
     /// The executor's label, as its stalls carry it (`main-queue`, `NIO-ELT-0-#1`).
     public var label: String
     /// How it was timed: `MainLoop` (its own callouts), `heartbeat`, `pool` (the Swift
-    /// Concurrency pool's heartbeats), or the wait an event loop was timed by (`epoll`, `poll`,
-    /// `select`); `nothing` (with an empty label) when the process ran nothing to watch.
+    /// Concurrency pool's heartbeats), the wait an event loop was timed by (`epoll`, `poll`,
+    /// `select`), `items` (each `DispatchQueue.main` item timed) or `jobs` (each Swift job timed);
+    /// `nothing` (with an empty label) when the process ran nothing to watch.
     public var how: String
     /// Its thread (0 when not known yet: a heartbeat executor's thread is learnt later).
     public var tid: UInt32
