@@ -32,11 +32,8 @@ final class CalloutBoard: @unchecked Sendable {  // `clock` is only touched atom
     }()
     // Also in `clock`: the callout's identity (a `CalloutDescriptor`'s raw value, its label and
     // file as packed `StaticString`s: pointer | length << 48, 0 when absent), and the sequence a
-    // watchdog declared a stall. The loop stamps every callout's end (`sw_cycles()`); for a
-    // callout that was declared or overran, it stores that end here before moving on.
-    let stallEndCycles = Atomic<UInt64>(0)
-    /// The sequence whose end `stallEndCycles` is (set after it, before `sequence` moves on).
-    let stallEndSequence = Atomic<UInt64>(0)
+    // watchdog declared a stall. The loop stamps every callout's end (`sw_cycles()`); a callout
+    // that was declared or overran goes to `overruns` with that end before the sequence moves on.
     /// Every callout that overran the budget by the loop's own stamps (or that a watchdog
     /// declared a stall), appended as it ends: the watchdog records those it did not time.
     let overruns = OverrunLog()

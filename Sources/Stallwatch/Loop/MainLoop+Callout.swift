@@ -79,12 +79,10 @@ extension MainLoop {
     }
 
     /// A callout overran (or the watchdog is timing it): log it with its exact end and the
-    /// identity still on the board, give the watchdog that end before moving on, then wake it so
-    /// the stall closes now rather than at its next sample.
+    /// identity still on the board before moving on (the watchdog reads the sequence, then the
+    /// log), then wake the watchdog so the stall closes now rather than at its next sample.
     @inline(never)
     func calloutOverran(_ finished: UInt64, start: UInt64, end: UInt64) {
-        board.stallEndCycles.store(end, ordering: .relaxed)
-        board.stallEndSequence.store(finished, ordering: .releasing)
         board.overruns.append(
             OverrunLog.Entry(sequence: finished, startCycles: start, endCycles: end, callout: board.publishedCallout))
         board.publish(sequence: calloutState.pointee.sequence)

@@ -4,9 +4,32 @@ import Glibc
 import StallwatchCore
 
 extension StallMonitor {
-    /// The watchdog thread's loop: sleep to the running callout's deadline, park while the
-    /// loop is idle, sample a callout still running at its deadline until it ends, and record
-    /// the overruns the loop logged that it did not time (it got no CPU while they lasted).
+    /// What the watchdog keeps between looks at the loop's board.
+    struct BoardWatch {
+        var detector: WorkItemDetector
+        /// Where the watchdog stands in the loop's overrun log.
+        var cursor: UInt64
+        var sleeper: Sleeper
+        var nextID: UInt64 = 1
+        /// The stall in progress, and how much of it ran inside an `expectLong` scope.
+        var stall: Stall?
+        var scopes = ExpectedScopeTally()
+        /// When the stall in progress was last handed to the listeners (`deliverProgress`).
+        var progressed: UInt64 = 0
+        /// The running callout as the last look read it (a stall's identity).
+        var current: CalloutSnapshot?
+        /// The overruns the last look read, with their callouts (a missed stall's identity).
+        var logged: [OverrunLog.Entry] = []
+        /// Tests: the callout after which the watchdog last lost the CPU on purpose.
+        var lateFor: UInt64 = 0
+    }
+
+    /// The watchdog thread's loop. Each look reads the loop's board — the running callout, then
+    /// the overruns the loop logged — into the item detector (`WorkItemDetector`, which every
+    /// source of exact item boundaries drives) and carries out its actions: a callout still
+    /// running at its deadline is a stall, sampled until it ends at the loop's own end stamp;
+    /// one that overran while the watchdog got no CPU is a stall found after the fact. Between
+    /// looks it sleeps to the detector's next deadline, or parks while the loop is idle.
     /// `overruns` is where the loop's overrun log stood when `start()` enabled the board, `since`
     /// the cycle stamp from which callouts are this monitor's (one running at `start()` is not);
     /// `armed` is signalled once the watchdog is ready to time a stall.
@@ -20,93 +43,169 @@ extension StallMonitor {
             faultAddresses: configuration.perfSampling)
         core.recordCommon { $0.perfSampling = sampler.stacks.perfStatus }
         let budget = configuration.tiers.budget.nanoseconds
-        var nextID: UInt64 = 1
-        var sleeper = Sleeper(board: board, threshold: configuration.suspendThreshold.nanoseconds)
-        var cursor = cursor
-        // The callout this watchdog timed last: the loop logs it too, as it ended.
-        var timed: UInt64 = 0
-        var lateFor: UInt64 = 0
+        let common = configuration.common
+        var watch = BoardWatch(
+            detector: WorkItemDetector(budget: budget) { common.sampleInterval(after: $0) }, cursor: cursor,
+            sleeper: Sleeper(board: board, threshold: configuration.suspendThreshold.nanoseconds))
         armed.signal()
         while isRunning {
-            recordOverruns(from: &cursor, except: timed, since: since, nextID: &nextID, sleeper: &sleeper)
-            let current = board.snapshot()
-            if configuration.watchdogLatenessForTesting > .zero, current.isBusy, current.sequence != lateFor {
-                // Tests: the watchdog gets no CPU for a while after it sees a callout begin.
-                lateFor = current.sequence
-                sleepForTesting(configuration.watchdogLatenessForTesting)
-                sleeper.forgetGap()
-                continue
+            guard let look = look(&watch, since: since) else { continue }
+            let now = watch.sleeper.look()
+            guard carryOut(watch.detector.look(look, now: now), &watch, sampler: sampler, now: now) else { continue }
+            if let wakeAt = watch.detector.wakeAt {
+                if watch.stall == nil { sampler.sawCallout(look.sequence) }
+                watch.sleeper.sleep(until: wakeAt)
+            } else if board.waiting.load(ordering: .sequentiallyConsistent) {
+                park(board)
+                watch.sleeper.forgetGap()  // an idle wait has no deadline to be late for
+            } else {
+                // Between callouts of a busy iteration: look again one budget later.
+                watch.sleeper.sleep(until: now.saturatingAdding(budget))
             }
-            guard current.isBusy, current.startCycles >= since else {
-                if board.waiting.load(ordering: .sequentiallyConsistent) {
-                    park(board)
-                    sleeper.forgetGap()  // an idle wait has no deadline to be late for
-                } else {
-                    // Between callouts of a busy iteration: look again one budget later.
-                    sleeper.sleep(until: sw_monotonic_ns().saturatingAdding(budget))
-                }
-                continue
-            }
-            let timebase = Timebase.shared
-            timebase.refresh()
-            // The loop judges each callout against the budget in cycles: keep it at the best rate.
-            board.budgetCycles.store(timebase.cycles(budget), ordering: .relaxed)
-            let start = timebase.nanos(current.startCycles)
-            let deadline = start.saturatingAdding(budget)
-            if sleeper.look() < deadline {
-                sampler.sawCallout(current.sequence)
-                sleeper.sleep(until: deadline)
-                continue
-            }
-            // Still the same callout at its deadline: a stall. Declared first, then checked: a
-            // callout that ended meanwhile is the loop's to log (if its own stamps overran).
-            board.declareStall(current.sequence)
-            guard board.sequence == current.sequence else { continue }
-            timed = current.sequence
-            let suspended = sleeper.overslept(during: start...sleeper.look())
-            timeStall(
-                current, id: nextID, start: start, deadline: deadline, suspended: suspended, sampler: sampler,
-                overruns: cursor, sleeper: &sleeper)
-            nextID += 1
         }
-        // Stopped: the overruns that ended before stop() are stalls still to be recorded.
-        recordOverruns(from: &cursor, except: timed, since: since, nextID: &nextID, sleeper: &sleeper)
-    }
-
-    /// The overruns the loop logged since `cursor` that the watchdog did not time (`timed`): it
-    /// was not scheduled while they lasted, or not yet started. Each becomes a stall with the
-    /// loop's exact start and end, and with the loop thread's own captures of it as its samples
-    /// (none for a callout that never ran user code past its budget: a sleep, a lock wait).
-    private func recordOverruns(
-        from cursor: inout UInt64, except timed: UInt64, since: UInt64, nextID: inout UInt64, sleeper: inout Sleeper
-    ) {
-        let (entries, lost) = loop.board.overruns.read(from: &cursor)
-        if lost > 0 { core.record { $0.lostOverruns += Int(lost) } }
-        for entry in entries where entry.sequence != timed && entry.startCycles >= since {
-            recordOverrun(entry, id: nextID, sleeper: &sleeper)
-            nextID += 1
+        // Stopped: a stall that ended since the last look ends exactly, the overruns logged
+        // before stop() are stalls still to be recorded, and a stall still running is unfinished.
+        let look = look(&watch, since: since, testing: false)!
+        let now = watch.sleeper.look()
+        _ = carryOut(watch.detector.look(look, now: now), &watch, sampler: sampler, now: now)
+        if var stall = watch.stall {
+            stall.flags.insert(.unfinished)
+            watch.scopes.settle(&stall, budget: budget)
+            sampler.endStall()
+            core.deliverEnded(stall)
         }
     }
 
-    private func recordOverrun(_ entry: OverrunLog.Entry, id: UInt64, sleeper: inout Sleeper) {
-        let captures = selfSampler?.takeAll(sequence: entry.sequence) ?? []
+    /// What the board shows: the running callout first, then the log (a callout's overrun is
+    /// logged before its sequence moves on, so a finished stall's end is always read). A callout
+    /// that began before `since` shows as none. Nil when a test's lateness hook slept instead.
+    private func look(_ watch: inout BoardWatch, since: UInt64, testing: Bool = true) -> WorkItemDetector.Look? {
+        let board = loop.board
+        let current = board.snapshot()
+        if testing, configuration.watchdogLatenessForTesting > .zero, current.isBusy,
+            current.sequence != watch.lateFor
+        {
+            // Tests: the watchdog gets no CPU for a while after it sees a callout begin.
+            watch.lateFor = current.sequence
+            sleepForTesting(configuration.watchdogLatenessForTesting)
+            watch.sleeper.forgetGap()
+            return nil
+        }
+        if testing, configuration.watchdogLatenessAtStallEndForTesting > .zero,
+            let stalled = watch.detector.stalled, current.sequence != stalled.sequence
+        {
+            // Tests: the watchdog gets no CPU between a stall's end and reading the log.
+            sleepForTesting(configuration.watchdogLatenessAtStallEndForTesting)
+            watch.sleeper.forgetGap()
+        }
         let timebase = Timebase.shared
         timebase.refresh()
-        let start = timebase.nanos(entry.startCycles)
-        let end = start &+ timebase.duration(from: entry.startCycles, to: entry.endCycles)
-        // The watchdog was stopped with the process (SIGSTOP) while this stall ran: so was the
-        // stall it missed.
-        _ = sleeper.look()
-        let suspended = sleeper.overslept(during: start...max(start, end))
+        if current.isBusy {
+            // The loop judges each callout against the budget in cycles: keep it at the best rate.
+            board.budgetCycles.store(timebase.cycles(configuration.tiers.budget.nanoseconds), ordering: .relaxed)
+        }
+        let ours = current.isBusy && current.startCycles >= since
+        watch.current = current
+        var look = WorkItemDetector.Look(
+            sequence: ours || !current.isBusy ? current.sequence : current.sequence &- 1,
+            start: timebase.nanos(current.startCycles))
+        let (entries, lost) = board.overruns.read(from: &watch.cursor)
+        if lost > 0 { core.record { $0.lostOverruns += Int(lost) } }
+        watch.logged = entries.filter { $0.startCycles >= since }
+        for entry in watch.logged {
+            let start = timebase.nanos(entry.startCycles)
+            look.overruns.append(
+                .init(
+                    sequence: entry.sequence, start: start,
+                    end: start &+ timebase.duration(from: entry.startCycles, to: entry.endCycles)))
+        }
+        return look
+    }
+
+    /// Carries out the detector's actions at `now`. False when a stall it began could not be
+    /// declared (its callout ended first): look again at once, the log has it.
+    private func carryOut(
+        _ actions: [WorkItemDetector.Action], _ watch: inout BoardWatch, sampler: ThreadSampler, now: UInt64
+    ) -> Bool {
+        let budget = configuration.tiers.budget.nanoseconds
+        for action in actions {
+            switch action {
+            case .began(let sequence, let start):
+                // Declared first, then checked: a callout that ended meanwhile is the loop's to
+                // log (whatever its length, once declared) and a missed stall at the next look.
+                loop.board.declareStall(sequence)
+                guard loop.board.sequence == sequence, let current = watch.current else {
+                    watch.detector.withdraw()
+                    return false
+                }
+                watch.stall = Stall(
+                    id: watch.nextID, start: start, end: nil, tier: .hitch, callout: identity(of: current),
+                    flags: watch.sleeper.overslept(during: start...max(start, now)) ? [.suspended] : [],
+                    context: AppState.current)
+                watch.nextID += 1
+                watch.scopes = ExpectedScopeTally()
+                sampler.beginStall(sequence: sequence)
+            case .sample:
+                guard var stall = watch.stall, stall.samples.count < configuration.maxSamplesPerStall else { break }
+                stall.samples.append(sample(sampler, &watch.sleeper))
+                watch.scopes.note(sampler, &stall)
+                sampler.follow(interval: configuration.common.sampleInterval(after: now &- stall.start))
+                let time = stall.samples.last!.time
+                if stall.samples.count == 1 {
+                    // Detected now, or at the thread's own earlier capture.
+                    watch.progressed = time
+                    core.recordDetection(at: min(now, time), deadline: stall.start.saturatingAdding(budget))
+                    core.deliverBegan(stall)
+                } else if time &- watch.progressed >= stallProgressInterval {
+                    watch.progressed = time
+                    core.deliverProgress(stall)
+                }
+                watch.stall = stall
+            case .ended(_, _, let end, _):
+                guard var stall = watch.stall else { break }
+                // Exact: both ends are the loop's own cycle stamps, from its log.
+                stall.end = end
+                // A gap the watchdog saw (a sleep far past its deadline, a sample's wait, a
+                // stretch awake) that overlaps the stall: the process was stopped during it.
+                if watch.sleeper.overslept(during: stall.start...max(stall.start, end)) {
+                    stall.flags.insert(.suspended)
+                }
+                watch.scopes.settle(&stall, budget: budget)
+                sampler.endStall()
+                watch.stall = nil
+                core.deliverEnded(stall)
+            case .abandoned:
+                break  // the board never goes away while its monitor runs
+            case .missed(let overrun):
+                guard let entry = watch.logged.last(where: { $0.sequence == overrun.sequence }) else { break }
+                recordOverrun(entry, overrun, id: watch.nextID, sleeper: &watch.sleeper)
+                watch.nextID += 1
+            }
+        }
+        return true
+    }
+
+    /// A callout that overran while the watchdog was not looking (it got no CPU, or was not yet
+    /// started): a stall with the loop's exact start and end, and with the loop thread's own
+    /// captures of it as its samples (none for a callout that never ran user code past its
+    /// budget: a sleep, a lock wait).
+    private func recordOverrun(
+        _ entry: OverrunLog.Entry, _ overrun: WorkItemDetector.Overrun, id: UInt64, sleeper: inout Sleeper
+    ) {
+        let captures = selfSampler?.takeAll(sequence: entry.sequence) ?? []
+        // The watchdog was stopped with the process (SIGSTOP, a debugger) while this stall ran:
+        // so was the stall it missed.
+        sleeper.look()
+        let suspended = sleeper.overslept(during: overrun.start...max(overrun.start, overrun.end))
         let callout = CalloutSnapshot(
             sequence: entry.sequence, startCycles: entry.startCycles, kind: entry.callout.descriptor.kind,
             phase: entry.callout.descriptor.phase, mode: entry.callout.descriptor.mode,
             line: entry.callout.descriptor.line, label: entry.callout.label, file: entry.callout.file)
         let stall = Stall(
-            id: id, start: start, end: nil, tier: .hitch, callout: identity(of: callout),
+            id: id, start: overrun.start, end: nil, tier: .hitch, callout: identity(of: callout),
             flags: suspended ? [.suspended] : [], context: AppState.current)
-        let deadline = start.saturatingAdding(configuration.tiers.budget.nanoseconds)
-        core.deliverMissed(stall, captures: captures, deadline: deadline, end: end)
+        let deadline = overrun.start.saturatingAdding(configuration.tiers.budget.nanoseconds)
+        core.deliverMissed(stall, captures: captures, deadline: deadline, end: overrun.end)
     }
 
     /// Sleeps until the loop leaves its idle wait (no timer: an idle loop costs no wake-ups).
@@ -117,79 +216,6 @@ extension StallMonitor {
         } else if !board.parked.exchange(false, ordering: .sequentiallyConsistent) {
             board.watchdogWake.wait()  // the loop took the flag: its signal is on the way
         }
-    }
-
-    private func timeStall(
-        _ callout: CalloutSnapshot, id: UInt64, start: UInt64, deadline: UInt64, suspended: Bool,
-        sampler: ThreadSampler, overruns cursor: UInt64, sleeper: inout Sleeper
-    ) {
-        let board = loop.board
-        board.declareStall(callout.sequence)
-        var stall = Stall(
-            id: id, start: start, end: nil, tier: .hitch, callout: identity(of: callout),
-            flags: suspended ? [.suspended] : [], context: AppState.current)
-        sampler.beginStall(sequence: callout.sequence)
-        defer {
-            sampler.endStall()
-        }
-        // Detected now (or at the thread's own earlier capture); the first sample may wait a
-        // little for the thread's own stack, which then carries its own, later time.
-        let looked = sw_monotonic_ns()
-        var scopes = ExpectedScopeTally()
-        stall.samples.append(sample(sampler, &sleeper))
-        scopes.note(sampler, &stall)
-        core.recordDetection(at: min(looked, stall.samples[0].time), deadline: deadline)
-        core.deliverBegan(stall)
-        var progressed = stall.samples[0].time
-
-        while true {
-            let elapsed = sw_monotonic_ns() &- start
-            let interval = configuration.common.sampleInterval(after: elapsed)
-            sampler.follow(interval: interval)
-            sleeper.sleep(until: stall.samples.last!.time &+ interval)
-            if board.sequence != callout.sequence {
-                // Exact: both ends are the loop's own cycle stamps, so the duration carries no
-                // conversion error beyond the rate's. The end on the board is this callout's
-                // unless a later callout overran too before the watchdog looked (a loaded
-                // machine): then it is in the loop's overrun log, which the watchdog has not
-                // read past this callout (`cursor`). Only if the log lapped is the end "now".
-                if configuration.watchdogLatenessAtStallEndForTesting > .zero {
-                    sleepForTesting(configuration.watchdogLatenessAtStallEndForTesting)
-                    sleeper.forgetGap()
-                }
-                var end: UInt64?
-                if board.stallEndSequence.load(ordering: .acquiring) == callout.sequence {
-                    end = board.stallEndCycles.load(ordering: .relaxed)
-                } else {
-                    var peek = cursor
-                    end = board.overruns.read(from: &peek).entries.last { $0.sequence == callout.sequence }?.endCycles
-                }
-                stall.end =
-                    end.map { start &+ Timebase.shared.duration(from: callout.startCycles, to: $0) }
-                    ?? sw_monotonic_ns()
-                break
-            }
-            if !isRunning {
-                stall.flags.insert(.unfinished)
-                break
-            }
-            if stall.samples.count < configuration.maxSamplesPerStall {
-                stall.samples.append(sample(sampler, &sleeper))
-                scopes.note(sampler, &stall)
-                if stall.samples.last!.time &- progressed >= stallProgressInterval {
-                    progressed = stall.samples.last!.time
-                    core.deliverProgress(stall)
-                }
-            }
-        }
-        // A gap the watchdog saw (a sleep far past its deadline, a sample's wait, a stretch
-        // awake) that overlaps the stall: the process was stopped during it.
-        let now = sleeper.look()
-        if sleeper.overslept(during: start...max(start, stall.end ?? now)) {
-            stall.flags.insert(.suspended)
-        }
-        scopes.settle(&stall, budget: configuration.tiers.budget.nanoseconds)
-        core.deliverEnded(stall)
     }
 
     /// One sample of the loop thread (`ThreadSampler`, shared with `HeartbeatMonitor`); a stop of

@@ -10,8 +10,10 @@
 /// moves on (`ended`, with the item's own end from the log); an item that overran while the
 /// watchdog was not looking (it got no CPU) is a stall found after the fact (`missed`).
 ///
-/// Fed today by the event-loop threads the preload library finds by their waits
-/// (`sw_loop_slot.h`); see docs/watchdog.md, "Event loops found by their waits".
+/// Every source of exact item boundaries drives it: `MainLoop`'s callout board
+/// (`StallMonitor`'s watchdog) and the loop slots of the preload library — event-loop threads
+/// found by their waits, `DispatchQueue.main`'s items, Swift jobs (`sw_loop_slot.h`,
+/// `HeartbeatMonitor.stepLoop`); see docs/watchdog.md.
 struct WorkItemDetector: Sendable {
     /// An item that ran longer than the budget, as the source logged it (CLOCK_MONOTONIC ns).
     struct Overrun: Equatable, Sendable {
@@ -53,8 +55,10 @@ struct WorkItemDetector: Sendable {
 
     /// The stall being sampled: its item and when the next sample is due.
     private(set) var stalled: (sequence: UInt64, start: UInt64, nextSample: UInt64)?
-    /// The last item timed as a stall (its log entry is not a missed stall).
+    /// The last item timed as a stall (its log entry is not a missed stall), and the one before
+    /// it (`withdraw`).
     private var timed: UInt64 = 0
+    private var timedBefore: UInt64 = 0
     /// The next time the watchdog must look (nil: only when the source says so, or its poll).
     private(set) var wakeAt: UInt64?
 
@@ -90,6 +94,7 @@ struct WorkItemDetector: Sendable {
         if now >= deadline {
             actions.append(.began(sequence: look.sequence, start: look.start))
             actions.append(.sample)
+            timedBefore = timed
             timed = look.sequence
             let next = now &+ interval(now &- look.start)
             stalled = (look.sequence, look.start, next)
@@ -98,5 +103,16 @@ struct WorkItemDetector: Sendable {
             wakeAt = deadline
         }
         return actions
+    }
+
+    /// The stall just `began` cannot be followed: the source showed its item over before the
+    /// stall was declared to it (`MainLoop`'s board logs a declared item's end whatever its
+    /// length). Nothing was delivered; the item's log entry, if any, is a `missed` stall at the
+    /// next look like any other.
+    mutating func withdraw() {
+        guard let stall = stalled else { return }
+        if timed == stall.sequence { timed = timedBefore }
+        stalled = nil
+        wakeAt = nil
     }
 }
