@@ -114,12 +114,12 @@ extension HeartbeatMonitor {
         }
     }
 
-    /// One look at the pool. A heartbeat in flight past the budget → a stall: every pool thread
-    /// sampled each interval until it runs. None in flight: a heartbeat if jobs were enqueued
-    /// since the last one was sent (or the hook is missing), else the pool is quiet.
+    /// One look at the pool. The heartbeat in flight is the detector's item
+    /// (`heartbeatLook`): past the budget, a stall, every pool thread not parked idle sampled
+    /// each interval until it runs. None in flight: a heartbeat if jobs were enqueued since the
+    /// last one was sent (or the hook is missing), else the pool is quiet.
     func stepPool(_ watch: inout Watch, now: UInt64, budget: UInt64, suspended: Bool, nextID: inout UInt64) {
         let executor = watch.executor
-        let pending = executor.pending.load(ordering: .acquiring)
         var pool =
             watch.pool
             ?? PoolWatch(
@@ -127,41 +127,37 @@ extension HeartbeatMonitor {
                 seen: executor.pool?.withLock { $0.enqueuedWhenWatched } ?? 0)
         defer { watch.pool = pool }
         pool.quiet = false
-        if var stall = watch.stall {
-            if suspended { stall.flags.insert(.suspended) }
-            if pending != stall.start {
+        if suspended { watch.stall?.flags.insert(.suspended) }
+        var (look, _) = heartbeatLook(&watch, budget: budget)
+        var threads: [Int32] = []
+        if look.sequence & 1 == 1, watch.detector.stalled == nil, now >= look.start.saturatingAdding(budget) {
+            threads = poolThreads(executor)
+            if threads.isEmpty { look.sequence &-= 1 }  // no pool thread to sample yet
+        }
+        for action in watch.detector.look(look, now: now) {
+            switch action {
+            case .began(_, let start):
+                pool.sampled = samplers(for: threads, pool: &pool, executor: executor)
+                for tid in threads where pool.idle[tid] == nil { pool.idle[tid] = IdleProbe(tid: tid) }
+                watch.stall = newStall(of: executor, start: start, suspended: suspended, nextID: &nextID)
+                watch.scopes = ExpectedScopeTally()
+                for sampler in pool.sampled { sampler.beginStall() }
+            case .sample:
+                // One look: the threads not parked in an idle wait.
+                sampleStall(&watch, pool.sampled.filter { !pool.isParked($0.tid) }, now: now, budget: budget)
+            case .ended(_, _, let end, _):
+                guard var stall = watch.stall else { break }
                 for sampler in pool.sampled { sampler.endStall() }
                 pool.sampled = []
-                end(&stall, of: &watch)
-            } else {
-                if now >= watch.nextSample {
-                    samplePool(&stall, pool)
-                    let interval = configuration.common.sampleInterval(after: now &- stall.start)
-                    for sampler in pool.sampled { sampler.follow(interval: interval) }
-                    watch.nextSample = sw_monotonic_ns() &+ interval
-                }
-                watch.stall = stall
-                return
+                stall.end = max(end, stall.start)
+                watch.stall = nil
+                core.deliverEnded(stall)
+            case .missed, .abandoned:
+                break  // a starvation is seen while it lasts, by the watchdog's looks only
             }
         }
-        if pending != 0 {
-            guard now &- pending > budget else { return }
-            // Begun before the deadline, it is no stall (its end, `ranAt`, is not yet visible).
-            guard executor.runs.load(ordering: .acquiring) == watch.sentRuns else { return }
-            let threads = poolThreads(executor)
-            guard !threads.isEmpty else { return }
-            pool.sampled = samplers(for: threads, pool: &pool, executor: executor)
-            for tid in threads where pool.idle[tid] == nil { pool.idle[tid] = IdleProbe(tid: tid) }
-            var stall = newStall(of: executor, start: pending, suspended: suspended, nextID: &nextID)
-            for sampler in pool.sampled { sampler.beginStall() }
-            samplePool(&stall, pool)
-            let first = stall.samples.first?.time ?? sw_monotonic_ns()
-            core.recordDetection(at: first, deadline: pending.saturatingAdding(budget))
-            core.deliverBegan(stall)
-            watch.nextSample = first.saturatingAdding(configuration.sampleInterval.nanoseconds)
-            watch.stall = stall
-            return
-        }
+        watch.nextSample = watch.detector.wakeAt ?? now
+        guard watch.stall == nil, executor.pending.load(ordering: .acquiring) == 0 else { return }
         // No heartbeat in flight. Jobs since the last one was sent: send one now, due now.
         guard !pool.hooked || sw_pool_enqueued() != pool.seen else {
             pool.quiet = true
@@ -171,30 +167,9 @@ extension HeartbeatMonitor {
         // Stallwatch's own work on a pool thread: no heartbeat waits behind it.
         guard executor.isFreeOfOwnWork else { return }
         pool.learned = false
-        watch.sentRuns = executor.runs.load(ordering: .relaxed)
-        _ = executor.sent()
-        executor.pending.store(now, ordering: .releasing)
-        core.record { $0.heartbeatsSent += 1 }
-        sendHeartbeat(to: executor)
+        send(&watch, now: now)
         // The heartbeat's own enqueue is counted: the count now includes it.
         pool.seen = sw_pool_enqueued()
-    }
-
-    /// One sample of each pool thread not parked in an idle wait, appended to `stall` (up to
-    /// the per-stall limit). One look at the pool: its samples are stamped a nanosecond apart
-    /// from its first one's time, so that they share the time until the next look equally
-    /// (`StallAccounting.lookWidth`).
-    private func samplePool(_ stall: inout Stall, _ pool: PoolWatch) {
-        var stamp: UInt64?
-        for sampler in pool.sampled where stall.samples.count < configuration.maxSamplesPerStall {
-            if pool.isParked(sampler.tid) { continue }
-            var sample = sampler.sample(record: core.recordCommon)
-            if let last = stamp {
-                sample.time = last + 1
-            }
-            stamp = sample.time
-            stall.samples.append(sample)
-        }
     }
 
     /// The pool went quiet (its last heartbeat ran within the budget, no job since): each pool

@@ -8,6 +8,8 @@ extension HeartbeatMonitor {
     /// What the watchdog keeps per executor: its thread's probes and the stall in progress.
     struct Watch {
         let executor: HeartbeatMonitor.Executor
+        /// When the heartbeat in flight is a stall (`heartbeatLook`); a loop has its own.
+        var detector: WorkItemDetector
         /// The pool's state (`watchConcurrencyPool`); nil for a serial executor.
         var pool: PoolWatch?
         var tid: Int32 = 0
@@ -32,10 +34,8 @@ extension HeartbeatMonitor {
         /// The due time of the heartbeat in flight (0: none), and the unknown wait it was sent
         /// into, if it was.
         var sentDue: UInt64 = 0
-        /// Its sequence on the executor's clock.
+        /// Its sequence on the executor's clock (odd until it runs).
         var sentSequence: UInt64 = 0
-        /// The executor's heartbeats run when it was sent: one more, and it has begun to run.
-        var sentRuns: UInt64 = 0
         var probing: IdleProbe.Signature?
         /// The last heartbeat ran within the budget: the next wait seen is the idle wait the
         /// executor went back to.
@@ -97,7 +97,10 @@ extension HeartbeatMonitor {
             if watchesEventLoops.load(ordering: .relaxed) { addEventLoops() }
             let all = executors.withLock { $0 }
             for executor in all.dropFirst(watches.count) {
-                var watch = Watch(executor: executor)
+                let common = configuration.common
+                var watch = Watch(
+                    executor: executor,
+                    detector: WorkItemDetector(budget: budget) { common.sampleInterval(after: $0) })
                 if let slot = executor.loop {
                     watch.loop = LoopWatch(slot: slot, configuration: configuration.common, since: started)
                 }
@@ -229,122 +232,80 @@ extension HeartbeatMonitor {
         previousLook: UInt64, nextID: inout UInt64
     ) {
         let executor = watch.executor
-        let pending = executor.pending.load(ordering: .acquiring)
-        if var stall = watch.stall {
-            if suspended { stall.flags.insert(.suspended) }
-            if let items, watch.ending == nil, items.sequence != watch.itemsSequence {
-                // A timed item began: the stall was the untimed work before it. The item's start
-                // is known if it is the only one since the last look, else the look bounds it.
-                let began = items.sequence &- watch.itemsSequence <= 2 ? items.start : previousLook
-                stall.end = max(began, stall.start)
-                watch.sampler?.endStall()
-                watch.stall = nil
-                watch.scopes.settle(&stall, budget: budget)
-                core.deliverEnded(stall)
-                return
-            }
-            if watch.ending == nil, pending != watch.stallDue {
-                // The heartbeat ran: the stall ended when it did, or as the tick that ran it says.
-                stall.end = executor.ranAt.load(ordering: .relaxed)
-                watch.ending = (executor.runs.load(ordering: .relaxed), now.saturatingAdding(Self.tickWait))
-                watch.sampler?.endStall()
-            }
-            if let ending = watch.ending {
-                let tick = executor.tick(ofRun: ending.run)
-                if tick == nil, executor.reportsTicks, now < ending.until {
-                    watch.stall = stall
-                    watch.nextSample = now &+ Self.tickPoll
-                    return
-                }
-                if let tick {
-                    Self.time(&stall, due: watch.stallDue, budget: configuration.tiers.budget.nanoseconds, by: tick)
-                }
-                watch.stall = nil
-                watch.ending = nil
-                watch.scopes.settle(&stall, budget: budget)
-                core.deliverEnded(stall)
-            } else {
-                if now >= watch.nextSample, stall.samples.count < configuration.maxSamplesPerStall,
-                    let sampler = watch.sampler
-                {
-                    stall.samples.append(sample(sampler))
-                    watch.scopes.note(sampler, &stall)
-                    if stall.samples.last!.time &- watch.progressed >= stallProgressInterval {
-                        watch.progressed = stall.samples.last!.time
-                        core.deliverProgress(stall)
-                    }
-                }
-                if now >= watch.nextSample {
-                    let interval = configuration.common.sampleInterval(after: now &- stall.start)
-                    watch.sampler?.follow(interval: interval)
-                    watch.nextSample = sw_monotonic_ns() &+ interval
-                }
-                watch.stall = stall
-            }
+        if suspended { watch.stall?.flags.insert(.suspended) }
+        if watch.ending != nil {
+            endWithTick(&watch, now: now, budget: budget)
             return
         }
-        if watch.sentDue != 0, pending != watch.sentDue {
+        var (look, ran) = heartbeatLook(&watch, budget: budget)
+        if let ran, watch.stall == nil {
             // The heartbeat ran within the budget (it was no stall): the thread was free to run
             // it, so a wait it was sent into is an idle wait, and so is the next wait it parks in.
-            let ranAt = executor.ranAt.load(ordering: .relaxed)
-            let prompt = ranAt &- watch.sentDue <= budget
+            let prompt = ran.at &- ran.due <= budget
             if prompt, let probing = watch.probing { watch.probe?.learn(probing) }
             // Late behind timed items: each is timed on its own.
-            let explained = items.map { $0.busy || $0.end >= watch.sentDue } ?? false
-            if !prompt, !explained {
-                // Late by more than the budget, and over before the watchdog looked: a stall it
-                // did not see while it lasted (it got no CPU). Timed from the heartbeat, with the
-                // thread's own captures.
-                recordMissedStall(watch, ranAt: ranAt, suspended: suspended, nextID: &nextID)
-            }
+            if items.map({ $0.busy || $0.end >= ran.due }) ?? false { look.overruns = [] }
             watch.ranPromptly = prompt
-            watch.sentDue = 0
             watch.probing = nil
         }
-        if pending != 0 {
-            // Waiting behind timed items is theirs: the heartbeat's wait counts from the last one's end.
-            var since = pending
-            if let items {
-                if items.busy { return }
-                since = max(pending, items.end)
-            }
-            guard now > since, now - since > budget else { return }
-            // Begun before the deadline, it is no stall (its end, `ranAt`, is not yet visible).
-            guard executor.runs.load(ordering: .acquiring) == watch.sentRuns else { return }
-            if items != nil, case let drainer = sw_main_queue_drainer(), drainer >= 0 {
-                // Untimed work holds the queue on the thread draining it (sampled); a queue no
-                // thread drains is waiting for one (a loaded machine), running nothing of the app's.
-                guard drainer != 0 else { return }
-                if drainer != watch.tid {
-                    follow(&watch, thread: drainer, prepared: Self.preparedThreads.withLock { $0.contains(drainer) })
+        var endedByItem = false
+        if let items, look.sequence & 1 == 1 {
+            if let stalled = watch.detector.stalled {
+                if items.sequence != watch.itemsSequence {
+                    // A timed item began: the stall was the untimed work before it. The item's
+                    // start is known if it is the only one since the last look, else the look
+                    // bounds it.
+                    let began = items.sequence &- watch.itemsSequence <= 2 ? items.start : previousLook
+                    look.sequence &+= 1
+                    look.overruns = [.init(sequence: stalled.sequence, start: stalled.start, end: began)]
+                    endedByItem = true
                 }
+            } else if items.busy {
+                look.sequence &-= 1  // waiting behind a timed item is the item's
+            } else {
+                look.start = max(look.start, items.end)  // the wait counts from the last item's end
             }
-            let sequence = watch.sentSequence
-            watch.sentDue = 0
-            watch.probing = nil
-            guard let sampler = watch.sampler else {
-                // Never ran a heartbeat: nothing to sample, and perhaps nobody services it.
-                if !watch.warned, now &- executor.added > warnAfter {
-                    watch.warned = true
-                    warn(unservicedMessage(executor, after: now &- executor.added))
-                }
-                return
-            }
-            var stall = newStall(of: executor, start: since, suspended: suspended, nextID: &nextID)
-            watch.stallDue = pending
-            watch.itemsSequence = items?.sequence ?? 0
-            sampler.beginStall(sequence: sequence)
-            stall.samples.append(sample(sampler))
-            watch.scopes = ExpectedScopeTally()
-            watch.scopes.note(sampler, &stall)
-            let first = stall.samples[0].time
-            watch.progressed = first
-            core.recordDetection(at: first, deadline: pending.saturatingAdding(budget))
-            core.deliverBegan(stall)
-            watch.nextSample = first.saturatingAdding(configuration.sampleInterval.nanoseconds)
-            watch.stall = stall
-            return
         }
+        if look.sequence & 1 == 1, watch.detector.stalled == nil, now >= look.start.saturatingAdding(budget),
+            !canBegin(&watch, now: now, warnAfter: warnAfter, items: items)
+        {
+            look.sequence &-= 1
+        }
+        for action in watch.detector.look(look, now: now) {
+            switch action {
+            case .began(let sequence, let start):
+                watch.stall = newStall(of: executor, start: start, suspended: suspended, nextID: &nextID)
+                watch.stallDue = watch.sentDue
+                watch.itemsSequence = items?.sequence ?? 0
+                watch.probing = nil
+                watch.scopes = ExpectedScopeTally()
+                watch.sampler?.beginStall(sequence: sequence)
+            case .sample:
+                if let sampler = watch.sampler { sampleStall(&watch, [sampler], now: now, budget: budget) }
+            case .ended(_, _, let end, _):
+                guard var stall = watch.stall else { break }
+                stall.end = max(end, stall.start)
+                watch.sampler?.endStall()
+                guard endedByItem else {
+                    // The heartbeat ran: the stall ended when it did, or as the tick that ran it says.
+                    watch.stall = stall
+                    watch.ending = (executor.runs.load(ordering: .relaxed), now.saturatingAdding(Self.tickWait))
+                    endWithTick(&watch, now: now, budget: budget)
+                    break
+                }
+                watch.stall = nil
+                watch.scopes.settle(&stall, budget: budget)
+                core.deliverEnded(stall)
+                // The heartbeat still waits: what delays it after the items is a stall of its own.
+                watch.sentSequence = executor.sent()
+            case .missed(let overrun):
+                recordMissedStall(watch, overrun, suspended: suspended, nextID: &nextID)
+            case .abandoned:
+                break  // an executor is watched until the monitor stops
+            }
+        }
+        if watch.ending == nil { watch.nextSample = watch.detector.wakeAt ?? now }
+        guard watch.stall == nil, executor.pending.load(ordering: .acquiring) == 0 else { return }
         // Stallwatch's own work on the executor: no heartbeat waits behind it.
         guard executor.isFreeOfOwnWork else { return }
         // No heartbeat in flight: send one unless the thread is parked in its idle wait.
@@ -369,12 +330,104 @@ extension HeartbeatMonitor {
         } else if executor.runs.load(ordering: .relaxed) > 0 {
             return
         }
+        send(&watch, now: now)
+    }
+
+    /// Whether a heartbeat past its deadline can be timed as a stall now: the main queue's
+    /// heartbeat follows the thread draining the queue (none drains it: it waits for a thread, a
+    /// loaded machine, and runs nothing of the app's); an executor that never ran a heartbeat has
+    /// no thread to sample, and perhaps nobody services it (warned once).
+    private func canBegin(_ watch: inout Watch, now: UInt64, warnAfter: UInt64, items: TimedItems?) -> Bool {
+        if items != nil, case let drainer = sw_main_queue_drainer(), drainer >= 0 {
+            guard drainer != 0 else { return false }
+            if drainer != watch.tid {
+                follow(&watch, thread: drainer, prepared: Self.preparedThreads.withLock { $0.contains(drainer) })
+            }
+        }
+        guard watch.sampler == nil else { return true }
+        if !watch.warned, now &- watch.executor.added > warnAfter {
+            watch.warned = true
+            warn(unservicedMessage(watch.executor, after: now &- watch.executor.added))
+        }
+        return false
+    }
+
+    /// The heartbeat in flight as the detector's work item: it runs from its due time until it
+    /// runs (the executor's clock is odd meanwhile). Once it ran, its run time is its end, logged
+    /// for the detector when it was later than the budget or a stall was timed on it; `ran` is
+    /// then its due and run times. A heartbeat that began to run but has not yet published its
+    /// end (`pending`) still shows in flight to a stall timed on it, and to nothing else.
+    func heartbeatLook(
+        _ watch: inout Watch, budget: UInt64
+    ) -> (look: WorkItemDetector.Look, ran: (due: UInt64, at: UInt64)?) {
+        let sequence = sw_clock_sequence(watch.executor.clock)
+        var look = WorkItemDetector.Look(sequence: sequence, start: watch.sentDue)
+        guard watch.sentDue != 0, sequence != watch.sentSequence else { return (look, nil) }
+        let stalled = watch.detector.stalled?.sequence == watch.sentSequence
+        guard watch.executor.pending.load(ordering: .acquiring) != watch.sentDue else {
+            if stalled { look.sequence = watch.sentSequence }
+            return (look, nil)
+        }
+        let ran = (due: watch.sentDue, at: watch.executor.ranAt.load(ordering: .relaxed))
+        watch.sentDue = 0
+        if ran.at &- ran.due > budget || stalled {
+            look.overruns = [.init(sequence: watch.sentSequence, start: ran.due, end: max(ran.at, ran.due))]
+        }
+        return (look, ran)
+    }
+
+    /// Sends the executor a heartbeat due `now`, the detector's next item.
+    func send(_ watch: inout Watch, now: UInt64) {
         watch.sentDue = now
-        watch.sentRuns = executor.runs.load(ordering: .relaxed)
-        watch.sentSequence = executor.sent()
-        executor.pending.store(now, ordering: .releasing)
+        watch.sentSequence = watch.executor.sent()
+        watch.executor.pending.store(now, ordering: .releasing)
         core.record { $0.heartbeatsSent += 1 }
-        sendHeartbeat(to: executor)
+        sendHeartbeat(to: watch.executor)
+    }
+
+    /// One look's samples of a stall in progress (`samplers`' threads, up to the per-stall
+    /// limit), handed to the listeners as begun at the first, then every `stallProgressInterval`.
+    /// The samples of one look are stamped a nanosecond apart from its first one's time, so that
+    /// they share the time until the next look equally (`StallAccounting.lookWidth`).
+    func sampleStall(_ watch: inout Watch, _ samplers: [ThreadSampler], now: UInt64, budget: UInt64) {
+        guard var stall = watch.stall else { return }
+        let before = stall.samples.count
+        var stamp: UInt64?
+        for sampler in samplers where stall.samples.count < configuration.maxSamplesPerStall {
+            var sample = sampler.sample(record: core.recordCommon)
+            if let last = stamp { sample.time = last &+ 1 }
+            stamp = sample.time
+            stall.samples.append(sample)
+            watch.scopes.note(sampler, &stall)
+        }
+        let interval = configuration.common.sampleInterval(after: now &- stall.start)
+        for sampler in samplers { sampler.follow(interval: interval) }
+        if before == 0 {
+            let first = stall.samples.first?.time ?? sw_monotonic_ns()
+            watch.progressed = first
+            core.recordDetection(at: first, deadline: stall.start.saturatingAdding(budget))
+            core.deliverBegan(stall)
+        } else if let last = stall.samples.last?.time, last &- watch.progressed >= stallProgressInterval {
+            watch.progressed = last
+            core.deliverProgress(stall)
+        }
+        watch.stall = stall
+    }
+
+    /// The stall's heartbeat ran: its end waits (up to `tickWait`) for the executor's tick that ran
+    /// it, which may retime it (`time(_:due:budget:by:)`), then it is delivered.
+    private func endWithTick(_ watch: inout Watch, now: UInt64, budget: UInt64) {
+        guard var stall = watch.stall, let ending = watch.ending else { return }
+        let tick = watch.executor.tick(ofRun: ending.run)
+        if tick == nil, watch.executor.reportsTicks, now < ending.until {
+            watch.nextSample = now &+ Self.tickPoll
+            return
+        }
+        if let tick { Self.time(&stall, due: watch.stallDue, budget: budget, by: tick) }
+        watch.stall = nil
+        watch.ending = nil
+        watch.scopes.settle(&stall, budget: budget)
+        core.deliverEnded(stall)
     }
 
     /// Sends `executor` a heartbeat, untimed by the preload library's dispatch trampolines: its
@@ -399,21 +452,25 @@ extension HeartbeatMonitor {
         return own
     }
 
-    private func recordMissedStall(_ watch: Watch, ranAt: UInt64, suspended: Bool, nextID: inout UInt64) {
-        // Only with the thread's own captures: they show it ran user code past the budget (a
-        // thread that merely waited for a CPU, as the watchdog did, takes no tick).
-        let captures = watch.own?.takeAll(sequence: watch.sentSequence) ?? []
+    /// A heartbeat that ran later than the budget, over before the watchdog looked (it got no
+    /// CPU): a stall it did not see while it lasted, timed from the heartbeat, with the thread's
+    /// own captures. Only with them: they show the thread ran user code past the budget (a thread
+    /// that merely waited for a CPU, as the watchdog did, takes no tick).
+    private func recordMissedStall(
+        _ watch: Watch, _ overrun: WorkItemDetector.Overrun, suspended: Bool, nextID: inout UInt64
+    ) {
+        let captures = watch.own?.takeAll(sequence: overrun.sequence) ?? []
         guard !captures.isEmpty else { return }
-        var timed = newStall(of: watch.executor, start: watch.sentDue, suspended: suspended, nextID: &nextID)
-        timed.end = ranAt
+        var timed = newStall(of: watch.executor, start: overrun.start, suspended: suspended, nextID: &nextID)
+        timed.end = overrun.end
         // The tick that ran the heartbeat has mostly ended by now (not waited for).
         if let tick = watch.executor.tick(ofRun: watch.executor.runs.load(ordering: .relaxed)) {
-            Self.time(&timed, due: watch.sentDue, budget: configuration.tiers.budget.nanoseconds, by: tick)
+            Self.time(&timed, due: overrun.start, budget: configuration.tiers.budget.nanoseconds, by: tick)
         }
         var stall = timed
         stall.end = nil
-        let deadline = watch.sentDue.saturatingAdding(configuration.tiers.budget.nanoseconds)
-        core.deliverMissed(stall, captures: captures, deadline: deadline, end: timed.end ?? ranAt)
+        let deadline = overrun.start.saturatingAdding(configuration.tiers.budget.nanoseconds)
+        core.deliverMissed(stall, captures: captures, deadline: deadline, end: timed.end ?? overrun.end)
     }
 
     /// How often the watchdog looks for the tick that ran a stall's heartbeat, and how long it
@@ -448,15 +505,6 @@ extension HeartbeatMonitor {
             id: nextID, start: start, end: nil, tier: .hitch, callout: callout,
             flags: suspended ? [.suspended] : [], context: AppState.current)
     }
-
-    /// The heartbeat ran: `stall` ended when it did, and is delivered.
-    func end(_ stall: inout Stall, of watch: inout Watch) {
-        stall.end = watch.executor.ranAt.load(ordering: .relaxed)
-        watch.stall = nil
-        core.deliverEnded(stall)
-    }
-
-    private func sample(_ sampler: ThreadSampler) -> Sample { sampler.sample(record: core.recordCommon) }
 
     /// A heartbeat stall's callout: the executor, by its label (the work that blocked it is
     /// in the samples' stacks).
