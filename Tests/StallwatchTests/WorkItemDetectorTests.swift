@@ -141,4 +141,55 @@ import Testing
         }
         #expect(stalls == 25)
     }
+
+    @Test func aStallWithdrawnBeforeItWasDeclaredIsAMissedStallFromTheLog() {
+        // MainLoop's watchdog declares a stall to the loop after the detector began it; the
+        // callout ended in between, so the stall is withdrawn and the loop's log entry (a
+        // declared callout is logged whatever its length) is a missed stall at the next look.
+        var detector = detector()
+        #expect(detector.look(Look(sequence: 1, start: 0), now: ms(16)) == [.began(sequence: 1, start: 0), .sample])
+        detector.withdraw()
+        #expect(detector.stalled == nil && detector.wakeAt == nil)
+        let logged = Overrun(sequence: 1, start: 0, end: ms(16))
+        #expect(detector.look(Look(sequence: 2, start: 0, overruns: [logged]), now: ms(17)) == [.missed(logged)])
+        // A withdrawal forgets only that item: the stall timed before it stays timed.
+        var earlier = self.detector()
+        _ = earlier.look(Look(sequence: 1, start: 0), now: ms(20))
+        let first = Overrun(sequence: 1, start: 0, end: ms(30))
+        _ = earlier.look(Look(sequence: 3, start: ms(31), overruns: [first]), now: ms(47))
+        earlier.withdraw()
+        #expect(earlier.look(Look(sequence: 4, start: ms(31), overruns: [first]), now: ms(50)).isEmpty)
+    }
+
+    @Test func aNestedRunTimesTheInnerItemsAndTheOuterItemAfreshFromItsResumption() {
+        // MainLoop's nested run: the outer callout (1) stops counting when the inner run starts
+        // (its sequence moves on), the inner callout (3) stalls, and the outer one resumes as a
+        // new item (5) from its resumption: one stall, of the inner callout, not of the outer.
+        var detector = detector()
+        var actions = detector.look(Look(sequence: 1, start: 0), now: ms(4))
+        actions += detector.look(Look(sequence: 3, start: ms(5)), now: ms(21))
+        let inner = Overrun(sequence: 3, start: ms(5), end: ms(45))
+        actions += detector.look(Look(sequence: 5, start: ms(45), overruns: [inner]), now: ms(46))
+        actions += detector.look(Look(sequence: 6, start: ms(45)), now: ms(80))
+        #expect(
+            actions == [
+                .began(sequence: 3, start: ms(5)), .sample, .ended(sequence: 3, start: ms(5), end: ms(45), exact: true),
+            ])
+    }
+
+    @Test func aHeartbeatsWaitCountsFromWhatTheSourceSaysWasItsStart() {
+        // The main queue's heartbeat waits behind timed items: the source shows its item as not
+        // running while an item runs, then as starting at the last item's end. The deadline
+        // moves with the start; the detector holds no deadline of its own.
+        var detector = detector()
+        #expect(detector.look(Look(sequence: 1, start: 0), now: ms(10)).isEmpty)
+        #expect(detector.wakeAt == ms(16))
+        #expect(detector.look(Look(sequence: 0, start: 0), now: ms(16)).isEmpty)  // behind an item
+        #expect(detector.look(Look(sequence: 1, start: ms(30)), now: ms(31)).isEmpty)
+        #expect(detector.wakeAt == ms(46))
+        #expect(
+            detector.look(Look(sequence: 1, start: ms(30)), now: ms(46)) == [
+                .began(sequence: 1, start: ms(30)), .sample,
+            ])
+    }
 }
