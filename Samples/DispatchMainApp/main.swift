@@ -6,10 +6,12 @@
 // warning the preloaded monitor gives then; `--async` stalls in @MainActor async code instead.
 // `--back-to-back` queues two blocks that compute 90 and 130 ms, one right behind the other;
 // `--jobs` runs one long Swift job beside a free pool thread, then starves the pool with as many
-// blocking jobs as it has threads. Each culprit prints how long it took.
+// blocking jobs as it has threads. Each culprit prints how long it took once its block or job
+// ended (the print is then no part of the block or job it measured).
 // Flags: --stall-ms N (60), --idle-s S (1).
 import Dispatch
 import Foundation
+import Synchronization
 
 let arguments = CommandLine.arguments
 func value(_ flag: String, _ fallback: Double) -> Double {
@@ -79,15 +81,20 @@ if arguments.contains("--async") {
 }
 
 if arguments.contains("--back-to-back") {
+    let took = Mutex<[String]>([])
     DispatchQueue.main.asyncAfter(deadline: .now() + 0.3) {
         for milliseconds in [90.0, 130.0] {
             DispatchQueue.main.async {
                 let start = now()
                 _ = crunchNumbers(milliseconds: milliseconds)
-                print(String(format: "block of %.0f ms took %.1f ms", milliseconds, (now() - start) * 1000))
+                let line = String(format: "block of %.0f ms took %.1f ms", milliseconds, (now() - start) * 1000)
+                took.withLock { $0.append(line) }
             }
         }
-        DispatchQueue.main.asyncAfter(deadline: .now() + 0.6) { exit(0) }
+        DispatchQueue.main.asyncAfter(deadline: .now() + 0.6) {
+            for line in took.withLock({ $0 }) { print(line) }
+            exit(0)
+        }
     }
     dispatchMain()
 }
@@ -98,19 +105,22 @@ if arguments.contains("--jobs") {
         try? await Task.sleep(for: .milliseconds(300))
         let start = now()
         _ = crunchNumbers(milliseconds: stallMilliseconds)
-        print(String(format: "long job took %.1f ms", (now() - start) * 1000))
+        let end = now()
         try? await Task.sleep(for: .milliseconds(300))
+        print(String(format: "long job took %.1f ms (%.0f to %.0f ns)", (end - start) * 1000, start * 1e9, end * 1e9))
         // As many blocking jobs as the pool has threads: a job queued behind them waits.
         let width = ProcessInfo.processInfo.activeProcessorCount
-        await withTaskGroup(of: Void.self) { group in
+        let blocking = await withTaskGroup(of: Double.self) { group in
             for _ in 0..<width {
                 group.addTask {
                     let start = now()
                     waitForTheDisk(milliseconds: stallMilliseconds)
-                    print(String(format: "blocking job took %.1f ms", (now() - start) * 1000))
+                    return (now() - start) * 1000
                 }
             }
+            return await group.reduce(into: []) { $0.append($1) }
         }
+        for took in blocking { print(String(format: "blocking job took %.1f ms", took)) }
         try? await Task.sleep(for: .milliseconds(300))
         exit(0)
     }

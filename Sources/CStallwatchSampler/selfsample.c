@@ -103,6 +103,7 @@ static self_slot *claim_slot(self_handle *h) {
 
 static void schedule_next(self_handle *h, uint64_t remaining);
 static void capture(self_handle *h, uint64_t sequence, uint64_t now, void *ucv);
+static void capture_ahead(self_handle *h, uint64_t sequence, void *ucv);
 
 // The handle a tick is for: a perf overflow names its descriptor, a POSIX timer its handle's
 // index (sigev_value). NULL for anything else (a stray signal, a handle closed meanwhile).
@@ -146,6 +147,12 @@ static void self_handler(int signo, siginfo_t *info, void *ucv) {
         if (now >= start && now >= target) {
             capture(h, sequence, now, ucv);
             target = h->next_cycles;
+        } else if (now >= start && now - start >= budget / 2 && now <= start + budget &&
+                   (h->stall_sequence != sequence || h->stall_index <= 1)) {
+            // In the second half of its budget, not yet a stall: the latest stack of this callout
+            // before its deadline, so that a stall whose thread gets no CPU at the deadline (a
+            // loaded machine) has a stack of its own at once.
+            capture_ahead(h, sequence, ucv);
         }
     }
     schedule_next(h, target > now ? target - now : 0);
@@ -177,6 +184,8 @@ static void schedule_next(self_handle *h, uint64_t remaining) {
     if (ioctl(h->fd, PERF_EVENT_IOC_PERIOD, &value) == 0) h->period_ns = period;
 }
 
+static void fill(self_handle *h, self_slot *slot, uint64_t sequence, void *ucv);
+
 // Unwinds this thread into a slot, once per sample interval of the callout's stall.
 static void capture(self_handle *h, uint64_t sequence, uint64_t now, void *ucv) {
     if (h->stall_sequence != sequence) {
@@ -194,6 +203,39 @@ static void capture(self_handle *h, uint64_t sequence, uint64_t now, void *ucv) 
         add(&h->dropped);
         return;
     }
+    fill(h, slot, sequence, ucv);
+    h->stall_index++;
+}
+
+// The callout's capture ahead of its deadline (index 0): one slot, rewritten at each tick of the
+// budget's second half while the watchdog has not taken it, so it holds the latest. The first
+// capture past the deadline follows it as index 1, at the deadline's tick as without it.
+static void capture_ahead(self_handle *h, uint64_t sequence, void *ucv) {
+    if ((int)syscall(SYS_gettid) != h->tid) return;
+    self_slot *slot = NULL;
+    if (h->stall_sequence == sequence) {
+        for (int i = 0; i < SLOTS && slot == NULL; i++) {
+            self_slot *candidate = &h->slots[i];
+            uint32_t expected = SLOT_READY;
+            if (candidate->sequence == sequence && candidate->index == 0 &&
+                atomic_compare_exchange_strong_explicit(&candidate->state, &expected, SLOT_WRITING,
+                                                        memory_order_acquire, memory_order_relaxed))
+                slot = candidate;
+        }
+    }
+    h->stall_sequence = sequence;
+    h->stall_index = 0;
+    if (slot == NULL) slot = claim_slot(h);  // the first, or the last one was freed meanwhile
+    if (slot == NULL) {
+        add(&h->dropped);
+        return;
+    }
+    fill(h, slot, sequence, ucv);
+    h->stall_index = 1;
+}
+
+// Unwinds this thread into `slot` (claimed: WRITING) as capture `h->stall_index` of `sequence`.
+static void fill(self_handle *h, self_slot *slot, uint64_t sequence, void *ucv) {
     slot->time_ns = sw_mono_ns();
     slot->sequence = sequence;
     slot->start_cycles = sw_clock_start_cycles_relaxed(h->clock);
@@ -209,7 +251,6 @@ static void capture(self_handle *h, uint64_t sequence, uint64_t now, void *ucv) 
     slot->ready_ns = sw_mono_ns();
     atomic_store_explicit(&slot->state, SLOT_READY, memory_order_release);
     add(&h->captures);
-    h->stall_index++;
 }
 
 int sw_self_default_signal(void) { return SIGSTKFLT; }

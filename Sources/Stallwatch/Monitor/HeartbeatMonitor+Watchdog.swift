@@ -459,7 +459,8 @@ extension HeartbeatMonitor {
     private func recordMissedStall(
         _ watch: Watch, _ overrun: WorkItemDetector.Overrun, suspended: Bool, nextID: inout UInt64
     ) {
-        let captures = watch.own?.takeAll(sequence: overrun.sequence) ?? []
+        let deadline = overrun.start.saturatingAdding(configuration.tiers.budget.nanoseconds)
+        let captures = watch.own?.takeAll(sequence: overrun.sequence, after: deadline) ?? []
         guard !captures.isEmpty else { return }
         var timed = newStall(of: watch.executor, start: overrun.start, suspended: suspended, nextID: &nextID)
         timed.end = overrun.end
@@ -469,7 +470,6 @@ extension HeartbeatMonitor {
         }
         var stall = timed
         stall.end = nil
-        let deadline = overrun.start.saturatingAdding(configuration.tiers.budget.nanoseconds)
         core.deliverMissed(stall, captures: captures, deadline: deadline, end: timed.end ?? overrun.end)
     }
 

@@ -120,10 +120,11 @@ final class SelfSampler: Sendable {
             chain: AsyncChain(capture.chain))
     }
 
-    /// Every capture of callout `sequence`, oldest first (releasing them).
-    func takeAll(sequence: UInt64) -> [Capture] {
+    /// Every capture of callout `sequence` taken after `deadline`, oldest first (releasing them
+    /// all): what the thread ran past its budget. The capture ahead of the deadline is left out.
+    func takeAll(sequence: UInt64, after deadline: UInt64) -> [Capture] {
         var captures: [Capture] = []
-        while let next = take(sequence: sequence, earliest: true, after: captures.last?.time ?? 0) {
+        while let next = take(sequence: sequence, earliest: true, after: captures.last?.time ?? deadline) {
             captures.append(next)
         }
         return captures

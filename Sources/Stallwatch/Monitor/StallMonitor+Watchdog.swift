@@ -192,7 +192,8 @@ extension StallMonitor {
     private func recordOverrun(
         _ entry: OverrunLog.Entry, _ overrun: WorkItemDetector.Overrun, id: UInt64, sleeper: inout Sleeper
     ) {
-        let captures = selfSampler?.takeAll(sequence: entry.sequence) ?? []
+        let deadline = overrun.start.saturatingAdding(configuration.tiers.budget.nanoseconds)
+        let captures = selfSampler?.takeAll(sequence: entry.sequence, after: deadline) ?? []
         // The watchdog was stopped with the process (SIGSTOP, a debugger) while this stall ran:
         // so was the stall it missed.
         sleeper.look()
@@ -204,7 +205,6 @@ extension StallMonitor {
         let stall = Stall(
             id: id, start: overrun.start, end: nil, tier: .hitch, callout: identity(of: callout),
             flags: suspended ? [.suspended] : [], context: AppState.current)
-        let deadline = overrun.start.saturatingAdding(configuration.tiers.budget.nanoseconds)
         core.deliverMissed(stall, captures: captures, deadline: deadline, end: overrun.end)
     }
 

@@ -86,7 +86,11 @@ struct TraceWriter {
             // the moment its timeout passes, and it returns as woken.
             _ = recorder.output.wake.wait(timeout: .now() + .milliseconds(period))
             noteStop(after: deadline)
+            // A stop that lands while the writer drains (or waits for a CPU to) lengthens the
+            // drain: no drain takes that long of its own.
+            let drained = sw_monotonic_ns()
             drain()
+            noteStop(after: drained)
         }
         drain()
         // A recording that watched nothing says so, so that a trace without stalls is not
@@ -143,9 +147,9 @@ struct TraceWriter {
     /// (SIGSTOP, a debugger) makes it, and the stops people notice (seconds) are all caught.
     static let stopThreshold: UInt64 = 200_000_000
 
-    /// Writes a `stopped` record if the writer woke more than `stopThreshold` after `deadline`,
-    /// the end of its wait's timeout (no wait lasts longer): the whole process was stopped from
-    /// then (at the latest) until now.
+    /// Writes a `stopped` record if the writer runs more than `stopThreshold` after `deadline`:
+    /// the end of its wait's timeout (no wait lasts longer), or the start of a drain (no drain
+    /// takes that long). The whole process was stopped from then (at the latest) until now.
     private mutating func noteStop(after deadline: UInt64) {
         let woke = sw_monotonic_ns()
         guard woke > deadline, woke - deadline > Self.stopThreshold else { return }
