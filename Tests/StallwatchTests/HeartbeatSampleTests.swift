@@ -132,7 +132,8 @@ import Testing
         try #require(jobs.count == 1 + blocking.count, "\(jobs)")
         #expect(
             abs(jobs[0].milliseconds - long[0]) < 2,
-            "stall \(jobs[0].milliseconds) ms, job \(long[0]) ms; stalls \(trace.stalls.map { ($0.callout.mode, $0.start, $0.end ?? 0) }); \(run.output)")
+            "stall \(jobs[0].milliseconds) ms, job \(long[0]) ms; stalls \(trace.stalls.map { ($0.callout.mode, $0.start, $0.end ?? 0) }); \(run.output)"
+        )
         let timed = jobs.dropFirst().map(\.milliseconds).sorted()
         for (stall, job) in zip(timed, blocking.sorted()) {
             #expect(abs(stall - job) < 2, "stalls \(timed) ms, jobs \(blocking) ms")
