@@ -214,13 +214,14 @@ extension HeartbeatMonitor {
         if watch.sampler == nil || (beginning && (tid != watch.tid || prepared != loop.samplerPrepared)) {
             watch.tid = tid
             loop.samplerPrepared = prepared
-            // A thread that runs dispatched items samples itself: its own ticks read the slot as
-            // their callout clock (its first words are one), so it takes a stack once its item is
-            // overdue, however late the watchdog runs (the items of a dispatchMain() program get no
-            // stack from a watchdog's signal while the thread waits for a CPU). A loop thread is
-            // sampled by signal, as before: it prepared itself at its first idle wait.
+            // The thread samples itself: its own ticks read the slot as their callout clock (its
+            // first words are one), so it keeps a stack of an item past half its budget and takes
+            // one once the item is overdue, however late the watchdog runs (a thread kept off the
+            // CPU at its deadline gets no stack from a watchdog's signal until it runs again), and
+            // no signal lands in its next wait. A loop thread prepared itself at its first idle
+            // wait; a thread that runs dispatched items, at its first item.
             watch.own = nil  // closes the last thread's ticks first
-            watch.own = prepared && !Self.isLoop(loop.slot) ? openSelfSampler(tid: tid, clock: loop.clock) : nil
+            watch.own = prepared ? openSelfSampler(tid: tid, clock: loop.clock) : nil
             let sampler = ThreadSampler(
                 tid: tid, configuration: configuration.common, canCapture: samplerError == nil && prepared,
                 annotations: nil, usePerf: configuration.perfSampling, own: watch.own)
