@@ -57,6 +57,7 @@ typedef struct {
     // The handler's own state (its thread only).
     uint64_t stall_sequence;
     uint32_t stall_index;
+    int stall_ahead;  // the stall's index 0 is its capture ahead of the deadline
     uint64_t next_cycles;
     int64_t period_ns;             // the period the event has now
     _Atomic uint64_t ticks, captures, dropped;
@@ -72,8 +73,9 @@ static _Atomic int g_in_handler;     // handlers running now (sw_self_close wait
 
 static inline void add(_Atomic uint64_t *counter) { atomic_fetch_add_explicit(counter, 1, memory_order_relaxed); }
 
-// A slot the handler may write: a free one, else the oldest ready one but the stall's first
-// (which the watchdog wants for the detection). NULL if the watchdog holds them all.
+// A slot the handler may write: a free one, else the oldest ready one but the stall's first past
+// its deadline (which the watchdog wants for the detection) and its capture ahead of the deadline
+// (its first sample). NULL if the watchdog holds them all.
 static self_slot *claim_slot(self_handle *h) {
     self_slot *oldest = NULL;
     for (int i = 0; i < SLOTS; i++) {
@@ -88,7 +90,8 @@ static self_slot *claim_slot(self_handle *h) {
             self_slot *slot = &h->slots[i];
             // Only the handler writes index/sequence/time, so it may read them while READY.
             if (atomic_load_explicit(&slot->state, memory_order_acquire) != SLOT_READY) continue;
-            if (slot->sequence == h->stall_sequence && slot->index == 0) continue;
+            if (slot->sequence == h->stall_sequence && (slot->index == 0 || (slot->index == 1 && h->stall_ahead)))
+                continue;
             if (oldest == NULL || slot->time_ns < oldest->time_ns) oldest = slot;
         }
         if (oldest == NULL) return NULL;
@@ -191,6 +194,7 @@ static void capture(self_handle *h, uint64_t sequence, uint64_t now, void *ucv) 
     if (h->stall_sequence != sequence) {
         h->stall_sequence = sequence;
         h->stall_index = 0;
+        h->stall_ahead = 0;
         // Nothing to declare: the loop logs every callout that overruns by its own stamps, and
         // the watchdog takes these captures as that stall's samples, however late it runs.
     }
@@ -222,9 +226,12 @@ static void capture_ahead(self_handle *h, uint64_t sequence, void *ucv) {
                                                         memory_order_acquire, memory_order_relaxed))
                 slot = candidate;
         }
+    } else {
+        h->next_cycles = 0;  // the last stall's next capture is no due time of this callout's
     }
     h->stall_sequence = sequence;
     h->stall_index = 0;
+    h->stall_ahead = 1;
     if (slot == NULL) slot = claim_slot(h);  // the first, or the last one was freed meanwhile
     if (slot == NULL) {
         add(&h->dropped);
@@ -376,6 +383,7 @@ int sw_self_open(int tid, sw_callout_clock *clock, int kind, int64_t floor_ns, u
     h->period_ns = first;
     h->stall_sequence = 0;
     h->stall_index = 0;
+    h->stall_ahead = 0;
     h->next_cycles = 0;
     atomic_store_explicit(&h->ticks, 0, memory_order_relaxed);
     atomic_store_explicit(&h->captures, 0, memory_order_relaxed);

@@ -244,7 +244,7 @@ extension HeartbeatMonitor {
                 if stall.samples.count == 1 {
                     let first = stall.samples[0].time
                     watch.progressed = first
-                    core.recordDetection(at: first, deadline: stall.start.saturatingAdding(budget))
+                    core.recordDetection(first: first, looked: now, deadline: stall.start.saturatingAdding(budget))
                     core.deliverBegan(stall)
                 } else if stall.samples.last!.time &- watch.progressed >= stallProgressInterval {
                     watch.progressed = stall.samples.last!.time

@@ -405,7 +405,7 @@ extension HeartbeatMonitor {
         if before == 0 {
             let first = stall.samples.first?.time ?? sw_monotonic_ns()
             watch.progressed = first
-            core.recordDetection(at: first, deadline: stall.start.saturatingAdding(budget))
+            core.recordDetection(first: first, looked: now, deadline: stall.start.saturatingAdding(budget))
             core.deliverBegan(stall)
         } else if let last = stall.samples.last?.time, last &- watch.progressed >= stallProgressInterval {
             watch.progressed = last

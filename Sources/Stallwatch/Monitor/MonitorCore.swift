@@ -141,7 +141,14 @@ final class MonitorCore<Statistics: MonitorCounters>: @unchecked Sendable {  // 
         recordCommon { $0.watchdogScheduling = scheduling }
     }
 
-    /// A stall was detected at `detected` (its first sample), `deadline` being start + budget.
+    /// A stall was detected: by the watchdog's look at `looked`, or earlier by the thread's own
+    /// capture past the deadline that is its first sample (`first`); a capture from ahead of the
+    /// deadline noticed nothing. `deadline` is the stall's start + budget.
+    func recordDetection(first: UInt64, looked: UInt64, deadline: UInt64) {
+        recordDetection(at: first >= deadline ? min(first, looked) : looked, deadline: deadline)
+    }
+
+    /// A stall was detected at `detected`, `deadline` being start + budget.
     func recordDetection(at detected: UInt64, deadline: UInt64) {
         recordCommon { stats in
             stats.stalls += 1

@@ -152,9 +152,8 @@ extension StallMonitor {
                 sampler.follow(interval: configuration.common.sampleInterval(after: now &- stall.start))
                 let time = stall.samples.last!.time
                 if stall.samples.count == 1 {
-                    // Detected now, or at the thread's own earlier capture.
                     watch.progressed = time
-                    core.recordDetection(at: min(now, time), deadline: stall.start.saturatingAdding(budget))
+                    core.recordDetection(first: time, looked: now, deadline: stall.start.saturatingAdding(budget))
                     core.deliverBegan(stall)
                 } else if time &- watch.progressed >= stallProgressInterval {
                     watch.progressed = time
