@@ -3,11 +3,12 @@
 // a process of its own, run plain and as `stallwatch record --output TRACE -- NIOBenchServer`,
 // in alternating rounds of the same run, with this process's 2 closed-loop loopback clients;
 // requests/s and the server process's CPU time per request (every thread of it: its loops and,
-// recorded, the preload library's), medians, the recorded as a ratio of the plain. The CLI is
+// recorded, the preload library's), medians, the recorded as a ratio of the plain (and
+// `paired_ratio`, the median of each round's recorded figure over its plain peer's). The CLI is
 // `STALLWATCH_CLI` (scripts/nio-integration.sh bench-record sets it to the release build, whose
 // preload library and shim are beside it). After each recorded round `stallwatch report --json`
 // must list the server's loops (`NIO-ELT-*`) as watched: a recording that timed none fails the
-// bench, so the ratio is never that of an unwatched run.
+// bench, so the ratio is never that of an unwatched run. BENCH_VERBOSE=1 prints each round.
 import Foundation
 import NIOTestServer
 
@@ -134,6 +135,11 @@ func benchRecorded(rounds: Int, seconds: Double) throws {
         // Alternating which goes first, so a machine that speeds up or slows down favours neither.
         for isRecorded in round % 2 == 0 ? [false, true] : [true, false] {
             let result = try serve(recorded: isRecorded, seconds: seconds, server: server, cli: cli, trace: trace)
+            if environment["BENCH_VERBOSE"] != nil {
+                let cpu = String(format: "%.2f", result.cpu)
+                let line = "round \(round) \(isRecorded ? "recorded" : "plain"): \(Int(result.rate)) requests/s, "
+                FileHandle.standardError.write(Data((line + "\(cpu) µs CPU/request, \(result.stalls) stalls\n").utf8))
+            }
             if isRecorded {
                 recorded.append((result.rate, result.cpu))
                 loops.formUnion(result.loops)
@@ -145,6 +151,10 @@ func benchRecorded(rounds: Int, seconds: Double) throws {
     }
     let (rateRecorded, ratePlain) = (median(recorded.map(\.rate)), median(plain.map(\.rate)))
     let (cpuRecorded, cpuPlain) = (median(recorded.map(\.cpu)), median(plain.map(\.cpu)))
+    // Each round's recorded figure over its plain peer's, run just before or after it: what else
+    // loads the machine moves both of a pair alike more often than two rounds apart.
+    let pairedRate = median(zip(recorded, plain).map { $0.rate / max($1.rate, 1) })
+    let pairedCPU = median(zip(recorded, plain).map { $0.cpu / max($1.cpu, 0.001) })
     let watchedLoops = loops.sorted().joined(separator: ", ")
     print(
         """
@@ -152,9 +162,10 @@ func benchRecorded(rounds: Int, seconds: Double) throws {
         {"name":"nio.requests_per_second.recorded","value":\(String(format: "%.0f", rateRecorded)),\
         "unit":"requests/s","peer":"the same server run plain","peer_value":\(String(format: "%.0f", ratePlain)),\
         "ratio":\(String(format: "%.3f", rateRecorded / max(ratePlain, 1))),"goal":">= 0.97",\
-        "watched":"\(watchedLoops)","stalls":\(stalls.reduce(0, +))}
+        "paired_ratio":\(String(format: "%.3f", pairedRate)),"watched":"\(watchedLoops)","stalls":\(stalls.reduce(0, +))}
         {"name":"nio.server_cpu_per_request.recorded","value":\(String(format: "%.2f", cpuRecorded)),"unit":"us",\
         "peer":"the same server run plain","peer_value":\(String(format: "%.2f", cpuPlain)),\
-        "ratio":\(String(format: "%.3f", cpuRecorded / max(cpuPlain, 0.001)))}
+        "ratio":\(String(format: "%.3f", cpuRecorded / max(cpuPlain, 0.001))),\
+        "paired_ratio":\(String(format: "%.3f", pairedCPU))}
         """)
 }
