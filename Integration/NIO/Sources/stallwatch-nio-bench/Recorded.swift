@@ -45,13 +45,17 @@ final class ServerProcess {
         (self.port, self.pid) = (port, pid)
     }
 
-    /// The CPU time of every thread of the server process so far, in ns (/proc's schedstat).
-    func cpuNanoseconds() -> Double {
+    /// The CPU time of every thread of the server process so far, and of the recorder's own
+    /// threads among them (named `stallwatch…`: its watchdog and trace writer), in ns (/proc's
+    /// schedstat).
+    func cpuNanoseconds() -> (all: Double, recorder: Double) {
         let tasks = "/proc/\(pid)/task"
         let threads = (try? FileManager.default.contentsOfDirectory(atPath: tasks)) ?? []
-        return threads.reduce(0) { total, thread in
+        return threads.reduce((0, 0)) { total, thread in
             let stat = (try? String(contentsOfFile: "\(tasks)/\(thread)/schedstat", encoding: .utf8)) ?? ""
-            return total + (stat.split(separator: " ").first.flatMap { Double($0) } ?? 0)
+            let name = (try? String(contentsOfFile: "\(tasks)/\(thread)/comm", encoding: .utf8)) ?? ""
+            let cpu = stat.split(separator: " ").first.flatMap { Double($0) } ?? 0
+            return (total.all + cpu, total.recorder + (name.hasPrefix("stallwatch") ? cpu : 0))
         }
     }
 
@@ -83,10 +87,11 @@ func watched(trace: String, cli: String) throws -> (executors: [(label: String, 
     return (executors, traces.reduce(0) { $0 + ($1["stalls"] as? Int ?? 0) })
 }
 
-/// One round of one variant: requests/s, server CPU µs per request, and what was watched.
+/// One round of one variant: requests/s, the server's CPU µs per request (all of it, and its
+/// recorder threads' share), and what was watched.
 func serve(
     recorded: Bool, seconds: Double, server serverPath: String, cli: String, trace: String
-) throws -> (rate: Double, cpu: Double, loops: [String], stalls: Int) {
+) throws -> (rate: Double, cpu: Double, recorderCPU: Double, loops: [String], stalls: Int) {
     let command = recorded ? [cli, "record", "--output", trace, "--", serverPath] : [serverPath]
     let server = try ServerProcess(command: command)
     let clients = (0..<2).map { _ in LoadGenerator(port: server.port, pause: 0) }
@@ -94,11 +99,13 @@ func serve(
     let cpuBefore = server.cpuNanoseconds()
     Thread.sleep(forTimeInterval: seconds)
     let requests = clients.map { $0.stop() }.reduce(0, +)
-    let cpu = (server.cpuNanoseconds() - cpuBefore) / 1000 / Double(max(requests, 1))
+    let cpuAfter = server.cpuNanoseconds()
+    let cpu = (cpuAfter.all - cpuBefore.all) / 1000 / Double(max(requests, 1))
+    let recorderCPU = (cpuAfter.recorder - cpuBefore.recorder) / 1000 / Double(max(requests, 1))
     let rate = Double(requests) / Date().timeIntervalSince(started)
     let status = try server.stop()
     guard status == 0 else { throw BenchFailure(description: "\(command) exited with \(status)") }
-    guard recorded else { return (rate, cpu, [], 0) }
+    guard recorded else { return (rate, cpu, recorderCPU, [], 0) }
     let (executors, stalls) = try watched(trace: trace, cli: cli)
     let loops = executors.filter { $0.label.hasPrefix("NIO-ELT") && ["epoll", "poll", "select"].contains($0.how) }
     guard !loops.isEmpty else {
@@ -106,7 +113,7 @@ func serve(
             description: "the recorded server's loops were not watched: \(trace) watched "
                 + (executors.isEmpty ? "nothing" : executors.map { "\($0.label) (\($0.how))" }.joined(separator: ", ")))
     }
-    return (rate, cpu, loops.map { "\($0.label) (\($0.how) loop)" }, stalls)
+    return (rate, cpu, recorderCPU, loops.map { "\($0.label) (\($0.how) loop)" }, stalls)
 }
 
 /// The recorded bench: plain and recorded rounds in turn, one JSON line per result.
@@ -129,6 +136,7 @@ func benchRecorded(rounds: Int, seconds: Double) throws {
     }
     var plain: [(rate: Double, cpu: Double)] = []
     var recorded: [(rate: Double, cpu: Double)] = []
+    var recorderCPU: [Double] = []
     var loops: Set<String> = []
     var stalls: [Int] = []
     for round in 0..<rounds {
@@ -136,12 +144,15 @@ func benchRecorded(rounds: Int, seconds: Double) throws {
         for isRecorded in round % 2 == 0 ? [false, true] : [true, false] {
             let result = try serve(recorded: isRecorded, seconds: seconds, server: server, cli: cli, trace: trace)
             if environment["BENCH_VERBOSE"] != nil {
-                let cpu = String(format: "%.2f", result.cpu)
-                let line = "round \(round) \(isRecorded ? "recorded" : "plain"): \(Int(result.rate)) requests/s, "
-                FileHandle.standardError.write(Data((line + "\(cpu) µs CPU/request, \(result.stalls) stalls\n").utf8))
+                let (cpu, own) = (String(format: "%.2f", result.cpu), String(format: "%.3f", result.recorderCPU))
+                let line =
+                    "round \(round) \(isRecorded ? "recorded" : "plain"): \(Int(result.rate)) requests/s, "
+                    + "\(cpu) µs CPU/request (recorder threads \(own)), \(result.stalls) stalls\n"
+                FileHandle.standardError.write(Data(line.utf8))
             }
             if isRecorded {
                 recorded.append((result.rate, result.cpu))
+                recorderCPU.append(result.recorderCPU)
                 loops.formUnion(result.loops)
                 stalls.append(result.stalls)
             } else {
@@ -166,6 +177,7 @@ func benchRecorded(rounds: Int, seconds: Double) throws {
         {"name":"nio.server_cpu_per_request.recorded","value":\(String(format: "%.2f", cpuRecorded)),"unit":"us",\
         "peer":"the same server run plain","peer_value":\(String(format: "%.2f", cpuPlain)),\
         "ratio":\(String(format: "%.3f", cpuRecorded / max(cpuPlain, 0.001))),\
-        "paired_ratio":\(String(format: "%.3f", pairedCPU))}
+        "paired_ratio":\(String(format: "%.3f", pairedCPU)),\
+        "recorder_threads_us":\(String(format: "%.3f", median(recorderCPU)))}
         """)
 }
