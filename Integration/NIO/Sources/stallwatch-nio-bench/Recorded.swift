@@ -106,6 +106,9 @@ func serve(
     let status = try server.stop()
     guard status == 0 else { throw BenchFailure(description: "\(command) exited with \(status)") }
     guard recorded else { return (rate, cpu, recorderCPU, [], 0) }
+    guard FileManager.default.fileExists(atPath: trace) else {
+        throw BenchFailure(description: "the recorded server wrote no trace \(trace): nothing was watched")
+    }
     let (executors, stalls) = try watched(trace: trace, cli: cli)
     let loops = executors.filter { $0.label.hasPrefix("NIO-ELT") && ["epoll", "poll", "select"].contains($0.how) }
     // BENCH_REQUIRE_LOOPS=0: what recording costs without the loops (STALLWATCH_LOOPS=0), for
@@ -113,7 +116,9 @@ func serve(
     guard !loops.isEmpty || ProcessInfo.processInfo.environment["BENCH_REQUIRE_LOOPS"] == "0" else {
         throw BenchFailure(
             description: "the recorded server's loops were not watched: \(trace) watched "
-                + (executors.isEmpty ? "nothing" : executors.map { "\($0.label) (\($0.how))" }.joined(separator: ", ")))
+                + (executors.isEmpty
+                    ? "nothing"
+                    : executors.map { $0.label.isEmpty ? $0.how : "\($0.label) (\($0.how))" }.joined(separator: ", ")))
     }
     return (rate, cpu, recorderCPU, loops.map { "\($0.label) (\($0.how) loop)" }, stalls)
 }
