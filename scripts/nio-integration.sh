@@ -53,8 +53,9 @@ if [ "${1:-}" = bench-record ]; then
     swift build -c release --product stallwatch
     swift build -c release --product StallwatchPreload
     bin=$(swift build -c release --show-bin-path)
+    # The shim, when it is older than its sources or the Swift part (whose exports it checks).
     for file in Sources/StallwatchPreloadShim/*.[ch] Sources/CStallwatchPreload/*.[ch] Sources/CStallwatchShims/*.[ch] \
-        Sources/CStallwatchPreload/include/* Sources/CStallwatchShims/include/*; do
+        Sources/CStallwatchPreload/include/* Sources/CStallwatchShims/include/* "$bin/libStallwatchPreload.so"; do
         [ "$bin/libStallwatchPreloadShim.so" -nt "$file" ] || { scripts/build-preload-shim.sh release; break; }
     done
     swift build -c release --package-path Integration/NIO --product stallwatch-nio-bench
