@@ -8,7 +8,9 @@
 // `STALLWATCH_CLI` (scripts/nio-integration.sh bench-record sets it to the release build, whose
 // preload library and shim are beside it). After each recorded round `stallwatch report --json`
 // must list the server's loops (`NIO-ELT-*`) as watched: a recording that timed none fails the
-// bench, so the ratio is never that of an unwatched run. BENCH_VERBOSE=1 prints each round.
+// bench, so the ratio is never that of an unwatched run; the recorded line names the loops
+// watched and counts the recordings' stalls (all rounds: a loaded machine preempts a loop past
+// the budget now and then). BENCH_VERBOSE=1 prints each round.
 import Foundation
 import NIOTestServer
 
