@@ -32,4 +32,17 @@ cc=$(command -v clang || command -v cc)
     -fvisibility=default -ISources/CStallwatchShims/include -ISources/CStallwatchPreload/include \
     -Wl,-z,defs -Wl,--as-needed -o "$out.tmp" $sources -ldl -lpthread
 mv "$out.tmp" "$out"
+# The Swift part beside it must export what the shim looks up in it with dlsym: a release build
+# leaves an internal @_cdecl function local, and the shim then recorded nothing ("undefined
+# symbol: stallwatch_preload_start").
+swift_part="$bin/libStallwatchPreload.so"
+if [ -e "$swift_part" ] && command -v nm >/dev/null; then
+    exported=$(nm -D --defined-only "$swift_part")
+    for symbol in $(sed -n 's/.*dlsym([a-z_]*, "\([a-z_]*\)").*/\1/p' Sources/StallwatchPreloadShim/loader.c); do
+        if ! printf '%s\n' "$exported" | grep -q " T $symbol\$"; then
+            echo "build-preload-shim: $swift_part does not export $symbol, which the shim looks up" >&2
+            exit 1
+        fi
+    done
+fi
 echo "$out"

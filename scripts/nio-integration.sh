@@ -5,7 +5,10 @@
 # checkout, or /work/shared/vendor), unpacked under $TMPDIR and built offline; without them, from
 # GitHub (a connected machine); with neither it says SKIPPED and exits 0. Extra arguments go to
 # `swift test`; `scripts/nio-integration.sh bench [ROUNDS] [SECONDS]` runs the requests/s bench
-# instead, `scripts/nio-integration.sh sample` the server sample's two variants.
+# instead, `scripts/nio-integration.sh bench-record [ROUNDS] [SECONDS]` the same server as a
+# program without Stallwatch run plain and under `stallwatch record` (release builds of the CLI,
+# the preload library and its shim too), `scripts/nio-integration.sh sample` the server sample's
+# two variants.
 set -eu
 cd "$(dirname "$0")/.."
 root=$(pwd)
@@ -42,6 +45,22 @@ if [ "${1:-}" = bench ]; then
     shift
     swift build -c release --package-path Integration/NIO --product stallwatch-nio-bench
     exec Integration/NIO/.build/release/stallwatch-nio-bench "$@"
+fi
+# `bench-record [ROUNDS] [SECONDS]`: requests/s of the server as an unmodified program, plain and
+# recorded by the release CLI, whose preload library and shim are beside it (release).
+if [ "${1:-}" = bench-record ]; then
+    shift
+    swift build -c release --product stallwatch
+    swift build -c release --product StallwatchPreload
+    bin=$(swift build -c release --show-bin-path)
+    # The shim, when it is older than its sources or the Swift part (whose exports it checks).
+    for file in Sources/StallwatchPreloadShim/*.[ch] Sources/CStallwatchPreload/*.[ch] Sources/CStallwatchShims/*.[ch] \
+        Sources/CStallwatchPreload/include/* Sources/CStallwatchShims/include/* "$bin/libStallwatchPreload.so"; do
+        [ "$bin/libStallwatchPreloadShim.so" -nt "$file" ] || { scripts/build-preload-shim.sh release; break; }
+    done
+    swift build -c release --package-path Integration/NIO --product stallwatch-nio-bench
+    swift build -c release --package-path Integration/NIO --product NIOBenchServer
+    STALLWATCH_CLI="$bin/stallwatch" exec Integration/NIO/.build/release/stallwatch-nio-bench --record "$@"
 fi
 # The CLI, for the tests' `report` of the server's trace.
 swift build --product stallwatch

@@ -55,6 +55,9 @@ let package = Package(
         .executableTarget(
             name: "stallwatch-nio-bench",
             dependencies: ["StallwatchNIO", "NIOTestServer", .product(name: "Stallwatch", package: stallwatchPackage)]),
+        // The same server as a program of its own, without Stallwatch: what the bench's `--record`
+        // mode runs plain and under `stallwatch record`.
+        .executableTarget(name: "NIOBenchServer", dependencies: ["NIOTestServer"]),
         .testTarget(
             name: "StallwatchNIOTests",
             dependencies: [

@@ -85,6 +85,27 @@ import Testing
         #expect(frames.contains { $0.contains("crunchNumbers") }, "\(frames.prefix(20))")
     }
 
+    /// The shim finds the Swift part's entry points with dlsym, so its dynamic symbol table must
+    /// hold them: a release build left an internal @_cdecl function local, and the shim then
+    /// recorded nothing ("undefined symbol: stallwatch_preload_start"). scripts/build-preload-shim.sh
+    /// checks the same of the library beside the shim it builds, in release builds too.
+    @Test(.enabled(if: preloads && FileManager.default.isExecutableFile(atPath: "/usr/bin/nm")))
+    func theSwiftPartExportsWhatTheShimLooksUp() throws {
+        let nm = Process()
+        nm.executableURL = URL(fileURLWithPath: "/usr/bin/nm")
+        nm.arguments = ["-D", "--defined-only", Self.productDirectory + "/" + StallwatchSymbols.preloadLibrary]
+        let (output, error) = try runToEnd(nm)
+        #expect(nm.terminationStatus == 0, "\(error)")
+        let exported = Set(
+            output.split(separator: "\n").compactMap { line -> String? in
+                let fields = line.split(separator: " ")
+                return fields.count == 3 && fields[1] == "T" ? String(fields[2]) : nil
+            })
+        for symbol in ["stallwatch_preload_start", "stallwatch_preload_prepare_loop_thread"] {
+            #expect(exported.contains(symbol), "\(StallwatchSymbols.preloadLibrary) does not export \(symbol)")
+        }
+    }
+
     /// What each process of a recording watched, by its program name (`report --json`).
     func watched(_ trace: String) throws -> [String: [String]] {
         let report = try runProduct("stallwatch", ["report", trace, "--json"])

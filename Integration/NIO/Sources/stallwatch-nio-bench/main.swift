@@ -6,7 +6,9 @@
 // `scripts/nio-integration.sh bench [ROUNDS] [SECONDS]` (release build). BENCH_SELF=0 and
 // BENCH_PERF=0 turn the monitor's self-sampling and perf sampling off, BENCH_SELF_PERIOD_US=N
 // sets the self-sampling period (500 µs by default); BENCH_VERBOSE=1 prints
-// the monitor's counters after each monitored round.
+// the monitor's counters after each monitored round. `--record` runs the recorded bench instead
+// (Recorded.swift): the same server as a program without Stallwatch, plain and under
+// `stallwatch record` (`scripts/nio-integration.sh bench-record [ROUNDS] [SECONDS]`).
 import Foundation
 import NIOTestServer
 import Stallwatch
@@ -15,6 +17,16 @@ import StallwatchNIO
 let arguments = CommandLine.arguments.dropFirst().compactMap(Double.init)
 let rounds = Int(arguments.first ?? 6)
 let seconds = arguments.dropFirst().first ?? 2
+
+if CommandLine.arguments.contains("--record") {
+    do {
+        try benchRecorded(rounds: rounds, seconds: seconds)
+    } catch {
+        FileHandle.standardError.write(Data("stallwatch-nio-bench: \(error)\n".utf8))
+        exit(1)
+    }
+    exit(0)
+}
 
 /// The process's CPU time so far (user + system, every thread: server, clients, monitor), in µs.
 func processCPUMicros() -> Double {
