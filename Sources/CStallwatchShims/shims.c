@@ -50,6 +50,7 @@ long sw_read_memory(uint64_t address, void *buffer, unsigned long length) {
 }
 
 #include <sched.h>
+#include <sys/resource.h>
 #include <string.h>
 #include <sys/syscall.h>
 
@@ -67,13 +68,22 @@ struct sw_sched_attr {
     uint32_t sched_util_min, sched_util_max;
 };
 
-int sw_set_thread_slice(uint64_t slice_ns) {
+int sw_raise_thread_scheduling(uint64_t slice_ns) {
+    // SCHED_RESET_ON_FORK everywhere: a thread this one creates starts with the default policy
+    // and nice 0 (libdispatch starts a worker on the thread that queues work for it).
+    const struct sched_param fifo = {.sched_priority = 1};
+    if (sched_setscheduler(0, SCHED_FIFO | SCHED_RESET_ON_FORK, &fifo) == 0) return 1;
+    const struct sched_param other = {.sched_priority = 0};
+    (void)sched_setscheduler(0, SCHED_OTHER | SCHED_RESET_ON_FORK, &other);
+    if (setpriority(PRIO_PROCESS, (id_t)syscall(SYS_gettid), -10) == 0) return 2;
     struct sw_sched_attr attr;
     memset(&attr, 0, sizeof attr);
     attr.size = sizeof attr;
     attr.sched_policy = SCHED_OTHER;
+    attr.sched_flags = 0x01;  // SCHED_FLAG_RESET_ON_FORK
     attr.sched_runtime = slice_ns;
-    return (int)syscall(SYS_sched_setattr, 0, &attr, 0);
+    if (syscall(SYS_sched_setattr, 0, &attr, 0) == 0) return 3;
+    return 0;
 }
 
 #include "sw_tick_slot.h"

@@ -57,10 +57,12 @@ static inline uint64_t sw_cycles(void) {
 /// Returns the number of bytes copied, or -1. Any thread.
 long sw_read_memory(uint64_t address, void *buffer, unsigned long length);
 
-/// Asks the scheduler for a short slice (`slice_ns`, EEVDF's `sched_runtime` for SCHED_OTHER,
-/// Linux 6.12+): a task with a shorter slice gets an earlier virtual deadline, so on wake-up it
-/// preempts a CPU hog of the normal policy sooner. No privilege needed. Returns 0 or -1 (errno).
-int sw_set_thread_slice(uint64_t slice_ns);
+/// Gives the calling thread the first scheduling it is allowed, every one with
+/// SCHED_RESET_ON_FORK (threads it creates start with the default policy and nice 0): 1,
+/// SCHED_FIFO priority 1 (root or CAP_SYS_NICE); 2, nice −10; 3, a short slice (`slice_ns`,
+/// EEVDF's `sched_runtime` for SCHED_OTHER, Linux 6.12+: on wake-up it preempts a CPU hog of the
+/// normal policy sooner; no privilege needed); 0, none of them.
+int sw_raise_thread_scheduling(uint64_t slice_ns);
 
 /// The calling thread's CPU affinity mask (sched_getaffinity(0, …)). glibc declares it only
 /// under _GNU_SOURCE, which Swift's Glibc module does not define. Returns 0, or -1 with errno
