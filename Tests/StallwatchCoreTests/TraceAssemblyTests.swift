@@ -31,7 +31,7 @@ import Testing
         #expect(oldSamples.map(\.source) == [.signal, .none, .none])
         // A provenance record for a sample that is not there changes nothing.
         var records = TraceFixture.realistic()
-        records.append(.sampleProvenance(.init(stall: 7, time: 1, source: .perf)))
+        records.append(.sampleProvenance(.init(stall: 7, sample: 99, source: .perf)))
         let extra = DecodedTrace(decoding: TraceFixture.encode(records))
         #expect(extra.stalls == new.stalls)
     }
@@ -90,7 +90,7 @@ import Testing
     @Test func aRetimedStallTakesItsExecutorsTimes() {
         let records: [TraceRecord] = [
             .stallBegan(.init(id: 1, start: 100_000_000, site: 1, mode: 0, phase: .beforeSources, tier: .hitch)),
-            .sample(.init(stall: 1, time: 120_000_000, state: .running, frames: [0x1234])),
+            .sample(.init(stall: 1, index: 0, time: 120_000_000, state: .running, frames: [0x1234])),
             .stallEnded(.init(id: 1, end: 200_000_000)),
             .stallRetimed(.init(id: 1, start: 95_000_000, end: 201_000_000)),
             .stallBegan(.init(id: 2, start: 300_000_000, site: 1, mode: 0, phase: .beforeSources, tier: .hitch)),
@@ -108,8 +108,8 @@ import Testing
     @Test func missingDefinitionsAreFilledInPlainly() {
         let records: [TraceRecord] = [
             .stallBegan(.init(id: 1, start: 1_000, site: 99, mode: 5, phase: .beforeSources, tier: .hang)),
-            .sample(.init(stall: 1, time: 2_000, state: .running, annotation: 4, frames: [0x1234])),
-            .sample(.init(stall: 2, time: 2_000, state: .running)),
+            .sample(.init(stall: 1, index: 0, time: 2_000, state: .running, annotation: 4, frames: [0x1234])),
+            .sample(.init(stall: 2, index: 0, time: 2_000, state: .running)),
             .stallEnded(.init(id: 1, end: 500)),  // before its start: damaged, but no trap
         ]
         let trace = DecodedTrace(decoding: TraceFixture.encode(records))

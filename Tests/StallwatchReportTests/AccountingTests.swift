@@ -40,8 +40,11 @@ import Testing
     }
 
     /// A stalls-mode trace of one stall from 2 s, `lasting` long, with samples at the given
-    /// offsets from its start, in the given states, without frames.
-    func oneStall(lasting: UInt64, samples: [(offset: UInt64, state: ThreadState)]) -> [UInt8] {
+    /// offsets from its start, in the given states, without frames; `looks` numbers the looks
+    /// of samples taken of several threads at once (none: each sample a look of its own).
+    func oneStall(
+        lasting: UInt64, samples: [(offset: UInt64, state: ThreadState)], looks: [UInt32?] = []
+    ) -> [UInt8] {
         let start = 2_000 * Fixture.millisecond
         var builder = TraceBuilder()
         builder.add([
@@ -53,9 +56,12 @@ import Testing
             .modeName(.init(id: 0, name: "default")),
             .stallBegan(.init(id: 1, start: start, site: 1, mode: 0, phase: .beforeSources, tier: .hitch)),
         ])
-        for sample in samples {
+        for (index, sample) in samples.enumerated() {
             builder.add(
-                .sample(.init(stall: 1, time: start + sample.offset, state: sample.state, cpuTime: 0, frames: [])))
+                .sample(
+                    .init(
+                        stall: 1, index: UInt64(index), look: index < looks.count ? looks[index] : nil,
+                        time: start + sample.offset, state: sample.state, cpuTime: 0, frames: [])))
         }
         builder.add(.stallEnded(.init(id: 1, end: start + lasting)))
         return builder.bytes
@@ -106,13 +112,17 @@ import Testing
     }
 
     @Test func samplesOfSeveralThreadsAtOneLookShareItsTimeEqually() throws {
-        // A pool starvation samples every pool thread at each look, stamping the look's
-        // samples a nanosecond apart: none of them stands for more of the stall than another.
-        let looks: [[UInt64]] = [[11_000, 11_001], [21_000, 21_001, 21_002]]
+        // A pool starvation samples every pool thread at each look, all with the look's number
+        // (at their own times, the same or not): none of them stands for more of the stall than
+        // another.
+        let looks: [[UInt64]] = [[11_000, 11_000], [21_000, 21_003, 21_005]]
+        let samples = looks.enumerated().flatMap { look, times in
+            times.map { Sample(time: $0, frames: [], state: .running, look: UInt32(look)) }
+        }
         let stall = Stall(
             id: 1, start: 1_000, end: 31_000, tier: .hitch,
             callout: CalloutIdentity(kind: .post, file: "A/a.swift", line: 1, mode: "default", phase: .beforeSources),
-            samples: looks.flatMap { $0 }.map { Sample(time: $0, frames: [], state: .running) })
+            samples: samples)
         // 20 µs from the start to the second look, in two; the last 10 µs in three, the first
         // by a nanosecond more, so that the weights still add up to the duration.
         #expect(StallAccounting.sampleWeights(stall) == [10_000, 10_000, 3_334, 3_333, 3_333])
@@ -121,7 +131,8 @@ import Testing
         let ms = Fixture.millisecond
         let bytes = oneStall(
             lasting: 30 * ms,
-            samples: [(10 * ms, .running), (10 * ms + 1, .sleeping), (20 * ms, .running), (20 * ms + 1, .sleeping)])
+            samples: [(10 * ms, .running), (10 * ms, .sleeping), (20 * ms, .running), (20 * ms + 3, .sleeping)],
+            looks: [0, 0, 1, 1])
         let path = directory.write("pool.swtrace", bytes)
         let report = try #require(
             try JSONSerialization.jsonObject(with: Data(CLIRun(["report", path, "--json"]).output.utf8))
@@ -142,7 +153,9 @@ import Testing
         for (look, stacks) in looks.enumerated() {
             for (thread, frames) in stacks.enumerated() {
                 samples.append(
-                    Sample(time: UInt64(10_000 * (look + 1) + thread), frames: frames, state: .sleeping))
+                    Sample(
+                        time: UInt64(10_000 * (look + 1) + thread * 7), frames: frames, state: .sleeping,
+                        look: UInt32(look)))
             }
         }
         let stall = Stall(

@@ -58,17 +58,17 @@ enum FleetFixture {
             while sample < time + duration {
                 switch kind {
                 case .parse:
-                    builder.add(.sample(.init(stall: id, time: sample, state: .running, frames: [0x1100, 0x1000])))
+                    builder.add(.sample(.init(stall: id, index: sample, time: sample, state: .running, frames: [0x1100, 0x1000])))
                 case .save:
                     builder.add(
                         .sample(
                             .init(
-                                stall: id, time: sample, state: .diskSleep, syscall: Fixture.fsync,
+                                stall: id, index: sample, time: sample, state: .diskSleep, syscall: Fixture.fsync,
                                 frames: [0x7000_2000, 0x1300, 0x1000])))
                     builder.add(
                         .sampleWait(
                             .init(
-                                stall: id, time: sample, kind: .file, operation: "fsync", fd: 7, target: "/data/feed.db"
+                                stall: id, sample: sample, kind: .file, operation: "fsync", fd: 7, target: "/data/feed.db"
                             )))
                 }
                 sample += 5 * millisecond
