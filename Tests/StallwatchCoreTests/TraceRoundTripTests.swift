@@ -50,7 +50,8 @@ enum TraceFixture {
                 frames: [libcBase + 0x11_4a2b, appBase + 0x1_2340, appBase + 0x9_9999, 0x7ffd_0000_1000])),
         .sample(
             .init(
-                stall: 7, index: 1, tid: 4_211, look: 1, time: 81_234_620_000_000, state: .running, cpuTime: 1_260_000_000,
+                stall: 7, index: 1, tid: 4_211, look: 1, time: 81_234_620_000_000, state: .running,
+                cpuTime: 1_260_000_000,
                 captureTimedOut: true)),
         .sample(.init(stall: 7, index: 2, time: 81_234_630_000_000, state: .sleeping, syscall: -1)),
         .stallEnded(.init(id: 7, end: 81_234_735_000_000, flags: [.suspended])),

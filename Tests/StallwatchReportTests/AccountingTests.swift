@@ -41,9 +41,10 @@ import Testing
 
     /// A stalls-mode trace of one stall from 2 s, `lasting` long, with samples at the given
     /// offsets from its start, in the given states, without frames; `looks` numbers the looks
-    /// of samples taken of several threads at once (none: each sample a look of its own).
+    /// of samples taken of several threads at once (none: each sample a look of its own), and
+    /// `tids` their threads (none: not known).
     func oneStall(
-        lasting: UInt64, samples: [(offset: UInt64, state: ThreadState)], looks: [UInt32?] = []
+        lasting: UInt64, samples: [(offset: UInt64, state: ThreadState)], looks: [UInt32?] = [], tids: [Int32] = []
     ) -> [UInt8] {
         let start = 2_000 * Fixture.millisecond
         var builder = TraceBuilder()
@@ -60,7 +61,8 @@ import Testing
             builder.add(
                 .sample(
                     .init(
-                        stall: 1, index: UInt64(index), look: index < looks.count ? looks[index] : nil,
+                        stall: 1, index: UInt64(index), tid: index < tids.count ? tids[index] : 0,
+                        look: index < looks.count ? looks[index] : nil,
                         time: start + sample.offset, state: sample.state, cpuTime: 0, frames: [])))
         }
         builder.add(.stallEnded(.init(id: 1, end: start + lasting)))
@@ -139,6 +141,33 @@ import Testing
                 as? [String: Any])
         let categories = try #require((report["stalls"] as? [String: Any])?["categoryMs"] as? [String: Double])
         #expect(categories["compute"] == 15 && categories["other"] == 15, "\(categories)")
+    }
+
+    @Test func eachSampleOfAPoolStallNamesItsThread() throws {
+        let ms = Fixture.millisecond
+        let bytes = oneStall(
+            lasting: 30 * ms,
+            samples: [(10 * ms, .running), (10 * ms, .sleeping), (20 * ms, .running), (20 * ms + 3, .sleeping)],
+            looks: [0, 0, 1, 1], tids: [4101, 4102, 4101, 4102])
+        let path = directory.write("threads.swtrace", bytes)
+        // `show`: a thread column, as the stall sampled two threads.
+        let text = CLIRun(["show", path, "--stall", "1"]).output
+        #expect(text.contains("thread"), "\(text)")
+        #expect(text.split(separator: "\n").filter { $0.contains(" 4101 ") || $0.contains(" 4102 ") }.count == 4)
+        // `show --json` and the JSON Lines export: each sample's `tid`.
+        let json = try #require(
+            try JSONSerialization.jsonObject(with: Data(CLIRun(["show", path, "--stall", "1", "--json"]).output.utf8))
+                as? [String: Any])
+        let samples = try #require(json["samples"] as? [[String: Any]])
+        #expect(samples.compactMap { $0["tid"] as? Int } == [4101, 4102, 4101, 4102])
+        let output = directory.path + "/threads.jsonl"
+        #expect(CLIRun(["export", path, "--format", "jsonl", "--samples", "-o", output]).exitCode == 0)
+        let lines = try String(contentsOfFile: output, encoding: .utf8).split(separator: "\n")
+        let tids = try lines.compactMap { line -> Int? in
+            let object = try #require(try JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any])
+            return object["type"] as? String == "sample" ? object["tid"] as? Int : nil
+        }
+        #expect(tids == [4101, 4102, 4101, 4102])
     }
 
     @Test func aStallOfSeveralThreadsSaysOnHowManyItsStackWas() throws {

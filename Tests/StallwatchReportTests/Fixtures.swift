@@ -97,7 +97,8 @@ enum Fixture {
                 records.append(
                     .sample(
                         .init(
-                            stall: id, index: UInt64(index), time: start + sample.offset, state: sample.state, syscall: sample.syscall,
+                            stall: id, index: UInt64(index), time: start + sample.offset, state: sample.state,
+                            syscall: sample.syscall,
                             cpuTime: sample.offset, frames: sample.frames)))
             }
             if let duration { records.append(.stallEnded(.init(id: id, end: start + duration))) }

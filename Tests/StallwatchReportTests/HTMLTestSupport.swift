@@ -216,7 +216,8 @@ extension Fixture {
                 builder.add(
                     .sample(
                         .init(
-                            stall: id, index: UInt64(index), time: start + UInt64(offset) * millisecond, state: state, syscall: syscall,
+                            stall: id, index: UInt64(index), time: start + UInt64(offset) * millisecond, state: state,
+                            syscall: syscall,
                             frames: frames)))
             }
             builder.add([

@@ -42,7 +42,8 @@ import Testing
             builder.add(
                 .sample(
                     .init(
-                        stall: 1, index: offset, time: (1_000 + offset) * ms, state: .running, cpuTime: offset * ms, annotation: 1,
+                        stall: 1, index: offset, time: (1_000 + offset) * ms, state: .running, cpuTime: offset * ms,
+                        annotation: 1,
                         frames: [0x1100, 0x1200])))
         }
         builder.add(.stallEnded(.init(id: 1, end: 1_090 * ms)))

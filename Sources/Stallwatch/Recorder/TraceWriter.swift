@@ -297,7 +297,8 @@ struct TraceWriter {
         append(
             .sample(
                 TraceRecord.Sample(
-                    stall: stall, index: index, tid: sample.tid, look: sample.look, time: sample.time, state: sample.state, syscall: sample.syscall, wchan: sample.wchan,
+                    stall: stall, index: index, tid: sample.tid, look: sample.look, time: sample.time,
+                    state: sample.state, syscall: sample.syscall, wchan: sample.wchan,
                     cpuTime: sample.cpuTimeNanos, annotation: annotation, captureTimedOut: sample.captureTimedOut,
                     frames: sample.frames.map(\.address))))
         append(.sampleProvenance(TraceRecord.SampleProvenance(stall: stall, sample: index, source: sample.source)))

@@ -311,7 +311,8 @@ struct StallAssembler {
                     annotation: sample.annotation, syscall: sample.syscall, stack: stacks.number(of: sample.frames),
                     wchan: sample.wchan.map { wchans.number(of: $0) } ?? -1, state: sample.state,
                     captureTimedOut: sample.captureTimedOut))
-        case .sampleProvenance(let record): sources[SampleKey(stall: record.stall, sample: record.sample)] = record.source
+        case .sampleProvenance(let record):
+            sources[SampleKey(stall: record.stall, sample: record.sample)] = record.source
         case .sampleCounters(let record): counters[SampleKey(stall: record.stall, sample: record.sample)] = record
         case .sampleWait(let record): waits[SampleKey(stall: record.stall, sample: record.sample)] = record
         case .sampleAsyncChain(let record): markAsync(record)
