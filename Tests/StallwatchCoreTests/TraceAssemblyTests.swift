@@ -124,4 +124,27 @@ import Testing
         #expect(stall.samples[0].frames == [Frame(address: 0x1234)])
     }
 
+    /// The samples of one look may share a time: each keeps its thread and the records about
+    /// it (named by index), and they share the look's time equally.
+    @Test func samplesOfOneLookMayShareATimeAndKeepTheirOwnRecords() {
+        let records: [TraceRecord] = [
+            .stallBegan(.init(id: 1, start: 1_000_000, site: 1, mode: 0, phase: .beforeSources, tier: .hitch)),
+            .sample(.init(stall: 1, index: 0, tid: 11, look: 0, time: 2_000_000, state: .sleeping, frames: [0x10])),
+            .sampleWait(.init(stall: 1, sample: 0, kind: .mutex, operation: "futex", ownerTID: 99)),
+            .sample(.init(stall: 1, index: 1, tid: 12, look: 0, time: 2_000_000, state: .running, frames: [0x20])),
+            .sampleProvenance(.init(stall: 1, sample: 1, source: .perf)),
+            .sample(.init(stall: 1, index: 2, tid: 11, look: 1, time: 3_000_000, state: .sleeping, frames: [0x10])),
+            .sample(.init(stall: 1, index: 3, tid: 12, look: 1, time: 3_000_001, state: .running, frames: [0x20])),
+            .stallEnded(.init(id: 1, end: 4_000_000)),
+        ]
+        let trace = DecodedTrace(decoding: TraceFixture.encode(records))
+        #expect(trace.outcome.endedCleanly, "\(trace.outcome.problems)")
+        let samples = trace.stalls[0].samples
+        #expect(samples.map(\.tid) == [11, 12, 11, 12])
+        #expect(samples.map(\.look) == [0, 0, 1, 1])
+        #expect(samples.map(\.frames.first?.address) == [0x10, 0x20, 0x10, 0x20])
+        #expect(samples.map(\.source) == [.signal, .perf, .signal, .signal])
+        #expect(samples.map { $0.wait?.owner?.tid } == [99, nil, nil, nil])
+        #expect(StallAccounting.sampleWeights(trace.stalls[0]) == [1_000_000, 1_000_000, 500_000, 500_000])
+    }
 }
