@@ -2,7 +2,7 @@
 // thread or look, and the records about a sample name it by its stall and time. The pool
 // monitor of that version stamped one look's samples a nanosecond apart, so samples of a stall
 // stamped less than `lookWidth` after the first of a look are that look. This is the only place
-// that knows it: each v1 record leaves the parser as version 2 would have written it.
+// that knows it: each version 1 record leaves the parser as version 2 would have written it.
 
 /// What a version 1 trace's samples so far say about the next ones: each stall's count of
 /// samples, its current look and the index of each sample by time.

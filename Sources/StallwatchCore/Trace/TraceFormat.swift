@@ -50,7 +50,7 @@ public enum TraceFormat {
 ///
 /// Ids are stable. Never reuse one: when a kind is retired, move it to the reserved list.
 /// - Reserved: `0` (never a kind, so zero-filled bytes are caught as corruption);
-///   `128...255` (kept for a future two-byte kind form; v1 readers skip them like any
+///   `128...255` (kept for a future two-byte kind form; readers skip them like any
 ///   unknown kind).
 /// - Next id: `nextID`. The table in docs/trace-format.md lists the same ids (a test compares
 ///   them).
