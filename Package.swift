@@ -104,7 +104,10 @@ let package = Package(
             dependencies: ["CStallwatchSampler", "CStallwatchTestSupport", "ChildProcessTesting"]),
         // Test support in Swift, in no product: the trace fuzzer the tests and the benchmark share.
         .target(name: "StallwatchTestSupport", dependencies: ["StallwatchCore"], path: "Tests/StallwatchTestSupport"),
-        .testTarget(name: "StallwatchCoreTests", dependencies: ["StallwatchCore", "StallwatchTestSupport"]),
+        .testTarget(
+            name: "StallwatchCoreTests", dependencies: ["StallwatchCore", "StallwatchTestSupport"],
+            // Stored traces the tests read by path.
+            exclude: ["Fixtures"]),
         .testTarget(
             name: "StallwatchReportTests",
             dependencies: [

@@ -119,15 +119,17 @@ enum ExportTraces {
             frames.append(address("FeedApp.main()", system: false))
             var time = start + 16_666_667
             var cpu: UInt64 = 0
+            var index: UInt64 = 0
             while time < start + duration {
                 cpu += 5 * ExportTraces.millisecond
                 add(
                     .sample(
                         TraceRecord.Sample(
-                            stall: id, time: time, state: stack.state,
+                            stall: id, index: index, time: time, state: stack.state,
                             syscall: stack.syscall.flatMap { SyscallTable.number(for: $0) }, cpuTime: cpu,
                             frames: frames)))
                 time += 5 * ExportTraces.millisecond
+                index += 1
             }
             add(.stallEnded(TraceRecord.StallEnded(id: id, end: start + duration)))
         }

@@ -169,15 +169,17 @@ enum FleetGenerator {
             let interval = 5 * millisecond
             var sampleTime = time + 16_666_667
             var cpu: UInt64 = 0
+            var index: UInt64 = 0
             while sampleTime < time + duration {
                 cpu += scenario.state == .running ? interval : interval / 20
                 add(
                     .sample(
                         TraceRecord.Sample(
-                            stall: UInt64(id), time: sampleTime, state: scenario.state,
+                            stall: UInt64(id), index: index, time: sampleTime, state: scenario.state,
                             syscall: scenario.syscall.flatMap { SyscallTable.number(for: $0) }, cpuTime: cpu,
                             frames: frames)))
                 sampleTime += interval
+                index += 1
             }
             add(.stallEnded(TraceRecord.StallEnded(id: UInt64(id), end: time + duration)))
             time += duration

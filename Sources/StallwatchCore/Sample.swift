@@ -1,9 +1,15 @@
-/// What the main thread was doing at one instant of a stall: its stack and kernel state.
+/// What a stalled thread was doing at one instant of a stall: its stack and kernel state.
 ///
 /// A plain value; use it on any thread.
 public struct Sample: Sendable, Hashable, Codable {
     /// When the sample was taken, in `CLOCK_MONOTONIC` nanoseconds.
     public var time: UInt64
+    /// The thread sampled (its Linux tid), 0 when not known (a version 1 trace).
+    public var tid: Int32
+    /// The look it was taken at, when one look sampled several threads (a starved pool's
+    /// threads): the stall's samples with the same look number share the time until the next
+    /// look (`StallAccounting`). `nil`: a look of its own, the sample of one thread.
+    public var look: UInt32?
     /// The backtrace, innermost frame first; `source` says how it was captured. Empty when
     /// nothing could be captured.
     public var frames: [Frame]
@@ -88,9 +94,13 @@ public struct Sample: Sendable, Hashable, Codable {
         asyncChainEnd: AsyncChainEnd? = nil,
         counters: KernelCounters? = nil,
         countersDelta: KernelCounters? = nil,
-        wait: WaitFact? = nil
+        wait: WaitFact? = nil,
+        tid: Int32 = 0,
+        look: UInt32? = nil
     ) {
         self.time = time
+        self.tid = tid
+        self.look = look
         self.frames = frames
         self.state = state
         self.syscall = syscall
@@ -106,11 +116,11 @@ public struct Sample: Sendable, Hashable, Codable {
     }
 
     private enum CodingKeys: String, CodingKey {
-        case time, frames, state, syscall, wchan, cpuTimeNanos, annotation, captureTimedOut, source, counters
+        case time, tid, look, frames, state, syscall, wchan, cpuTimeNanos, annotation, captureTimedOut, source, counters
         case countersDelta, wait, asyncChainEnd
     }
 
-    /// Decodes the keys the synthesized conformance used (before the kernel facts were boxed).
+    /// Decodes the keys `encode(to:)` writes; absent ones take their defaults.
     public init(from decoder: any Decoder) throws {
         let container = try decoder.container(keyedBy: CodingKeys.self)
         self.init(
@@ -126,13 +136,17 @@ public struct Sample: Sendable, Hashable, Codable {
             asyncChainEnd: try container.decodeIfPresent(AsyncChainEnd.self, forKey: .asyncChainEnd),
             counters: try container.decodeIfPresent(KernelCounters.self, forKey: .counters),
             countersDelta: try container.decodeIfPresent(KernelCounters.self, forKey: .countersDelta),
-            wait: try container.decodeIfPresent(WaitFact.self, forKey: .wait))
+            wait: try container.decodeIfPresent(WaitFact.self, forKey: .wait),
+            tid: try container.decodeIfPresent(Int32.self, forKey: .tid) ?? 0,
+            look: try container.decodeIfPresent(UInt32.self, forKey: .look))
     }
 
     /// Encodes the same keys, leaving out the absent ones.
     public func encode(to encoder: any Encoder) throws {
         var container = encoder.container(keyedBy: CodingKeys.self)
         try container.encode(time, forKey: .time)
+        if tid != 0 { try container.encode(tid, forKey: .tid) }
+        try container.encodeIfPresent(look, forKey: .look)
         try container.encode(frames, forKey: .frames)
         try container.encode(state, forKey: .state)
         try container.encodeIfPresent(syscall, forKey: .syscall)

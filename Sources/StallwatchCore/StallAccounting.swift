@@ -10,13 +10,11 @@
 /// after its end, stands for nothing past it. So the weights of a stall with samples add up to
 /// its duration exactly; a stall without samples has all of its duration unsampled.
 ///
-/// Samples stamped **less than a microsecond apart** (`lookWidth`) are one look at several
-/// threads: a pool starvation samples every pool thread at each look and stamps them a
-/// nanosecond apart (a trace knows a sample by its stall and time, so they cannot share one).
-/// They share the time until the next look equally, so no thread's share depends on the
-/// order they were sampled in (the first ones by a nanosecond more when it does not divide,
-/// so the sum stays exact). One thread is never sampled twice within a microsecond: a
-/// capture alone reads /proc for longer.
+/// Samples in a row with the **same look number** (`Sample.look`) are one look at several
+/// threads: a pool starvation samples every pool thread at each look. They stand for the time
+/// from the look's first sample until the next look, shared equally, so no thread's share
+/// depends on the order they were sampled in (the first ones by a nanosecond more when it does
+/// not divide, so the sum stays exact). A sample without a look number is a look of its own.
 ///
 /// Time the process was **stopped** (SIGSTOP, a debugger: `Stall.stopped`) is not the app's:
 /// it is left out of the duration and of the weight of the sample whose time it fell in.
@@ -28,21 +26,18 @@ public enum StallAccounting {
         let samples = stall.samples
         var walk = Walk(start: stall.start, end: stall.end, stopped: stall.stopped)
         return samples.indices.map { index in
-            walk.weight(of: index, count: samples.count) { samples[$0].time }
+            walk.weight(of: index, count: samples.count, time: { samples[$0].time }, look: { samples[$0].look })
         }
     }
 
-    /// How close the stamps of one look's samples are: closer than this, samples are one look.
-    public static let lookWidth: UInt64 = 1_000
-
-    /// The index past the look that begins at sample `index` of `count`, whose times `time(i)`
-    /// gives (in time order): the samples stamped within `lookWidth` of that one. The one
+    /// The index past the look that begins at sample `index` of `count`, whose look numbers
+    /// `look(i)` gives (in time order): the samples after it with its look number. The one
     /// definition of a look, for the weights here and for the report's thread counts.
     @inlinable
-    package static func lookEnd(from index: Int, count: Int, time: (Int) -> UInt64) -> Int {
-        let stamp = time(index)
+    package static func lookEnd(from index: Int, count: Int, look: (Int) -> UInt32?) -> Int {
         var next = index + 1
-        while next < count && time(next) &- stamp < lookWidth { next += 1 }
+        guard let number = look(index) else { return next }
+        while next < count && look(next) == number { next += 1 }
         return next
     }
 
@@ -53,9 +48,8 @@ public enum StallAccounting {
         @usableFromInline let start: UInt64
         @usableFromInline let end: UInt64?
         @usableFromInline let stopped: [Range<UInt64>]
-        /// The current look (samples stamped within `lookWidth` of its first): its first
-        /// index, the index past it, each one's share, and how many of its first samples get
-        /// a nanosecond more.
+        /// The current look (`lookEnd`): its first index, the index past it, each one's share,
+        /// and how many of its first samples get a nanosecond more.
         @usableFromInline var groupStart = 0
         @usableFromInline var groupEnd = 0
         @usableFromInline var share: UInt64 = 0
@@ -71,11 +65,13 @@ public enum StallAccounting {
         }
 
         /// The weight of sample `index` of `count` (asked in order, from 0), whose times
-        /// `time(i)` gives.
+        /// `time(i)` and look numbers `look(i)` give.
         @inlinable
-        package mutating func weight(of index: Int, count: Int, time: (Int) -> UInt64) -> UInt64 {
+        package mutating func weight(
+            of index: Int, count: Int, time: (Int) -> UInt64, look: (Int) -> UInt32?
+        ) -> UInt64 {
             if index >= groupEnd {
-                let next = StallAccounting.lookEnd(from: index, count: count, time: time)
+                let next = StallAccounting.lookEnd(from: index, count: count, look: look)
                 let span = StallAccounting.weight(
                     at: time(index), next: next < count ? time(next) : nil, isFirst: index == 0, start: start, end: end,
                     stopped: stopped)

@@ -18,13 +18,17 @@ import Testing
             .stallBegan(.init(id: 1, start: 1_000_000_000, site: 0, mode: 0, phase: .beforeTimers, tier: .hitch)),
             .sample(
                 .init(
-                    stall: 1, time: 1_010_000_000, state: .running, cpuTime: 5, annotation: 0, frames: addresses)),
+                    stall: 1, index: 0, time: 1_010_000_000, state: .running, cpuTime: 5, annotation: 0,
+                    frames: addresses)),
         ]
         if marked {
-            records.append(.sampleAsyncChain(.init(stall: 1, time: 1_010_000_000, firstAsync: 2, end: .taskRoot)))
+            records.append(.sampleAsyncChain(.init(stall: 1, sample: 0, firstAsync: 2, end: .taskRoot)))
         }
         records.append(
-            .sample(.init(stall: 1, time: 1_020_000_000, state: .running, cpuTime: 6, annotation: 0, frames: addresses))
+            .sample(
+                .init(
+                    stall: 1, index: 1, time: 1_020_000_000, state: .running, cpuTime: 6, annotation: 0,
+                    frames: addresses))
         )
         let names = [
             "App.loadRows()", "(1) suspend resume partial function for App.Repository.rows() async -> Swift.Int",

@@ -114,15 +114,15 @@ import Testing
         var bytes = TraceEncoder.preamble
         let records: [TraceRecord] = [
             .stallBegan(.init(id: 1, start: 1_000, site: 1, mode: 1, phase: .beforeSources, tier: .hitch)),
-            .sample(.init(stall: 1, time: 20_000_000, state: .sleeping, syscall: 202)),
+            .sample(.init(stall: 1, index: 0, time: 20_000_000, state: .sleeping, syscall: 202)),
             .sampleCounters(
                 .init(
-                    stall: 1, time: 20_000_000, counters: KernelCounters(values: [1, 2, 3, 4, 5, 6, 7, 8, 9, 10]),
+                    stall: 1, sample: 0, counters: KernelCounters(values: [1, 2, 3, 4, 5, 6, 7, 8, 9, 10]),
                     delta: KernelCounters(values: [0, 0, 0, 1]))),
             .symbol(.init(address: 0x1000, name: "MyApp.Cache.refresh() -> ()")),
             .sampleWait(
                 .init(
-                    stall: 1, time: 20_000_000, kind: .mutex, operation: "futex", address: 0x7000, ownerTID: 4711,
+                    stall: 1, sample: 0, kind: .mutex, operation: "futex", address: 0x7000, ownerTID: 4711,
                     ownerName: "cache-refresh", ownerFrames: [0x1000])),
             .stallEnded(.init(id: 1, end: 60_000_000)),
         ]

@@ -31,7 +31,7 @@ import Testing
         #expect(oldSamples.map(\.source) == [.signal, .none, .none])
         // A provenance record for a sample that is not there changes nothing.
         var records = TraceFixture.realistic()
-        records.append(.sampleProvenance(.init(stall: 7, time: 1, source: .perf)))
+        records.append(.sampleProvenance(.init(stall: 7, sample: 99, source: .perf)))
         let extra = DecodedTrace(decoding: TraceFixture.encode(records))
         #expect(extra.stalls == new.stalls)
     }
@@ -90,7 +90,7 @@ import Testing
     @Test func aRetimedStallTakesItsExecutorsTimes() {
         let records: [TraceRecord] = [
             .stallBegan(.init(id: 1, start: 100_000_000, site: 1, mode: 0, phase: .beforeSources, tier: .hitch)),
-            .sample(.init(stall: 1, time: 120_000_000, state: .running, frames: [0x1234])),
+            .sample(.init(stall: 1, index: 0, time: 120_000_000, state: .running, frames: [0x1234])),
             .stallEnded(.init(id: 1, end: 200_000_000)),
             .stallRetimed(.init(id: 1, start: 95_000_000, end: 201_000_000)),
             .stallBegan(.init(id: 2, start: 300_000_000, site: 1, mode: 0, phase: .beforeSources, tier: .hitch)),
@@ -108,8 +108,8 @@ import Testing
     @Test func missingDefinitionsAreFilledInPlainly() {
         let records: [TraceRecord] = [
             .stallBegan(.init(id: 1, start: 1_000, site: 99, mode: 5, phase: .beforeSources, tier: .hang)),
-            .sample(.init(stall: 1, time: 2_000, state: .running, annotation: 4, frames: [0x1234])),
-            .sample(.init(stall: 2, time: 2_000, state: .running)),
+            .sample(.init(stall: 1, index: 0, time: 2_000, state: .running, annotation: 4, frames: [0x1234])),
+            .sample(.init(stall: 2, index: 0, time: 2_000, state: .running)),
             .stallEnded(.init(id: 1, end: 500)),  // before its start: damaged, but no trap
         ]
         let trace = DecodedTrace(decoding: TraceFixture.encode(records))
@@ -124,4 +124,27 @@ import Testing
         #expect(stall.samples[0].frames == [Frame(address: 0x1234)])
     }
 
+    /// The samples of one look may share a time: each keeps its thread and the records about
+    /// it (named by index), and they share the look's time equally.
+    @Test func samplesOfOneLookMayShareATimeAndKeepTheirOwnRecords() {
+        let records: [TraceRecord] = [
+            .stallBegan(.init(id: 1, start: 1_000_000, site: 1, mode: 0, phase: .beforeSources, tier: .hitch)),
+            .sample(.init(stall: 1, index: 0, tid: 11, look: 0, time: 2_000_000, state: .sleeping, frames: [0x10])),
+            .sampleWait(.init(stall: 1, sample: 0, kind: .mutex, operation: "futex", ownerTID: 99)),
+            .sample(.init(stall: 1, index: 1, tid: 12, look: 0, time: 2_000_000, state: .running, frames: [0x20])),
+            .sampleProvenance(.init(stall: 1, sample: 1, source: .perf)),
+            .sample(.init(stall: 1, index: 2, tid: 11, look: 1, time: 3_000_000, state: .sleeping, frames: [0x10])),
+            .sample(.init(stall: 1, index: 3, tid: 12, look: 1, time: 3_000_001, state: .running, frames: [0x20])),
+            .stallEnded(.init(id: 1, end: 4_000_000)),
+        ]
+        let trace = DecodedTrace(decoding: TraceFixture.encode(records))
+        #expect(trace.outcome.endedCleanly, "\(trace.outcome.problems)")
+        let samples = trace.stalls[0].samples
+        #expect(samples.map(\.tid) == [11, 12, 11, 12])
+        #expect(samples.map(\.look) == [0, 0, 1, 1])
+        #expect(samples.map(\.frames.first?.address) == [0x10, 0x20, 0x10, 0x20])
+        #expect(samples.map(\.source) == [.signal, .perf, .signal, .signal])
+        #expect(samples.map { $0.wait?.owner?.tid } == [99, nil, nil, nil])
+        #expect(StallAccounting.sampleWeights(trace.stalls[0]) == [1_000_000, 1_000_000, 500_000, 500_000])
+    }
 }

@@ -59,7 +59,7 @@ import Testing
             "sample", 0,
             .sample(
                 .init(
-                    stall: 7, time: 90_020_000_000, state: .diskSleep, syscall: 74,
+                    stall: 7, index: 2, tid: 4711, time: 90_020_000_000, state: .diskSleep, syscall: 74,
                     wchan: "jbd2", cpuTime: 1_250_000, annotation: 2,
                     frames: [0x7f3a_1c91_4a2b, 0x5610_4a41_2340, 0x5610_4a41_2000]))
         ),
@@ -107,7 +107,7 @@ import Testing
         ("watched", 0, .watched(WatchedExecutor(label: "NIO-ELT-0-#1", how: "epoll", tid: 4711, since: 300_000_000))),
         (
             "sampleAsyncChain", 0,
-            .sampleAsyncChain(.init(stall: 7, time: 90_020_000_000, firstAsync: 3, end: .taskRoot))
+            .sampleAsyncChain(.init(stall: 7, sample: 2, firstAsync: 3, end: .taskRoot))
         ),
         (
             "stallLeadUp", 0,
@@ -130,19 +130,19 @@ import Testing
                     start: 90_100_000_000, duration: 21_000_000, callouts: 40,
                     sites: [.init(site: 3, count: 30, nanos: 15_000_000), .init(site: 1, count: 10, nanos: 5_500_000)]))
         ),
-        ("sampleProvenance", 0, .sampleProvenance(.init(stall: 7, time: 90_020_000_000, source: .perf))),
+        ("sampleProvenance", 0, .sampleProvenance(.init(stall: 7, sample: 2, source: .perf))),
         (
             "sampleCounters", 0,
             .sampleCounters(
                 .init(
-                    stall: 3, time: 90_400_000_000, counters: TraceDocExamplesTests.counters,
+                    stall: 3, sample: 5, counters: TraceDocExamplesTests.counters,
                     delta: TraceDocExamplesTests.counterDelta))
         ),
         (
             "sampleWait", 0,
             .sampleWait(
                 .init(
-                    stall: 3, time: 90_400_000_000, kind: .file, operation: "read", fd: 7,
+                    stall: 3, sample: 5, kind: .file, operation: "read", fd: 7,
                     target: "/var/lib/app/feed.json"))
         ),
         (
@@ -198,6 +198,6 @@ import Testing
     }
 
     @Test func preambleIsInTheDoc() throws {
-        #expect(try #require(Self.doc).contains("\n53 57 54 52 01 00 00 00\n"))
+        #expect(try #require(Self.doc).contains("\n53 57 54 52 02 00 00 00\n"))
     }
 }

@@ -70,6 +70,8 @@ import Testing
     }
 
     @Test func damageFollowedByWholeRecordsWithoutASyncMarkerIsStillCorrupt() throws {
+        // One sync marker, at the start: whatever follows the damage, no marker does.
+        let bytes = TraceFixture.encode(TraceFixture.realistic(), syncInterval: 1 << 20)
         let whole = decodeAll(bytes)
         let lastSync = try #require(whole.records.lastIndex { $0.kind == .sync })
         // A callout after the last sync marker, its payload overwritten, intact records after it.

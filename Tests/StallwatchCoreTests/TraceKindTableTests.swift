@@ -32,8 +32,17 @@ import Testing
         #expect(documented == code)
         #expect(rows.contains { $0.id == "0" && $0.kind == "reserved" })
         #expect(rows.contains { $0.id == "128–255" && $0.kind == "reserved" })
-        let next = try #require(rows.first { $0.kind == "next id" })
-        #expect(next.id == "\(TraceRecordKind.nextID)")
+        // One "next id" row, the enum's.
+        #expect(rows.filter { $0.kind == "next id" }.map(\.id) == ["\(TraceRecordKind.nextID)"])
+    }
+
+    @Test func theDocumentHasOneTableOfKinds() throws {
+        let docs = URL(fileURLWithPath: #filePath)
+            .deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+            .appendingPathComponent("docs/trace-format.md")
+        let lines = try String(contentsOf: docs, encoding: .utf8).split(separator: "\n")
+        #expect(lines.filter { $0.hasPrefix("|") && $0.contains("next id") }.count == 1)
+        #expect(lines.filter { $0.hasPrefix("| Id | Kind |") }.count == 1)
     }
 
     @Test func theNextIDFollowsTheLastKindAndNoKindIsReserved() {

@@ -93,13 +93,13 @@ import Testing
 
     @Test func aNewerVersionIsRefused() {
         var bytes = TraceFixture.encode(TraceFixture.everyKind)
-        bytes[4] = 2
+        bytes[4] = 3
         let decoded = decodeAll(bytes, fileName: "new.swtrace")
         #expect(decoded.records.isEmpty)
-        #expect(decoded.outcome.problems.map(\.problem) == [.unsupportedVersion(2)])
+        #expect(decoded.outcome.problems.map(\.problem) == [.unsupportedVersion(3)])
         #expect(
             decoded.outcome.problems.first?.description
-                == "new.swtrace: byte 4: format version 2 is not supported (this reader knows 1...1); "
+                == "new.swtrace: byte 4: format version 3 is not supported (this reader knows 1...2); "
                 + "nothing decoded")
     }
 

@@ -45,14 +45,15 @@ enum TraceFixture {
                 tier: .hitch)),
         .sample(
             .init(
-                stall: 7, time: 81_234_610_000_000, state: .diskSleep, syscall: 74,
+                stall: 7, index: 0, tid: 4_211, time: 81_234_610_000_000, state: .diskSleep, syscall: 74,
                 wchan: "jbd2_log_wait_commit", cpuTime: 1_250_000_000, annotation: 1,
                 frames: [libcBase + 0x11_4a2b, appBase + 0x1_2340, appBase + 0x9_9999, 0x7ffd_0000_1000])),
         .sample(
             .init(
-                stall: 7, time: 81_234_620_000_000, state: .running, cpuTime: 1_260_000_000,
+                stall: 7, index: 1, tid: 4_211, look: 1, time: 81_234_620_000_000, state: .running,
+                cpuTime: 1_260_000_000,
                 captureTimedOut: true)),
-        .sample(.init(stall: 7, time: 81_234_630_000_000, state: .sleeping, syscall: -1)),
+        .sample(.init(stall: 7, index: 2, time: 81_234_630_000_000, state: .sleeping, syscall: -1)),
         .stallEnded(.init(id: 7, end: 81_234_735_000_000, flags: [.suspended])),
         .callout(.init(site: 1, mode: 0, start: 81_234_800_000_000, duration: 12_345)),
         .callout(.init(site: 2, mode: 1, start: 81_234_800_020_000, duration: 3_000)),
@@ -82,15 +83,15 @@ enum TraceFixture {
                 start: 81_234_500_000_000, duration: 21_000_000, callouts: 40,
                 sites: [.init(site: 3, count: 30, nanos: 15_000_000), .init(site: 1, count: 10, nanos: 5_500_000)])),
         // The first sample of stall 7 (in state D, inside fsync) came from the stack scan.
-        .sampleProvenance(.init(stall: 7, time: 81_234_610_000_000, source: .scan)),
+        .sampleProvenance(.init(stall: 7, sample: 0, source: .scan)),
         // The sample facts (kinds 18, 19) after it, for the same reason.
         .sampleCounters(
             .init(
-                stall: 1, time: 81_234_567_900_000, counters: KernelCounters(values: [1, 2, 3, 4, 5, 6, 7, 8, 9, 10]),
+                stall: 1, sample: 0, counters: KernelCounters(values: [1, 2, 3, 4, 5, 6, 7, 8, 9, 10]),
                 delta: KernelCounters(values: [0, 10_000_000, 0, 1, 0, 0, 4096, 0, 0, 0]))),
         .sampleWait(
             .init(
-                stall: 1, time: 81_234_567_900_000, kind: .mutex, operation: "futex", address: 0x7F00_1234_5678,
+                stall: 1, sample: 0, kind: .mutex, operation: "futex", address: 0x7F00_1234_5678,
                 ownerTID: 4711, ownerName: "cache-refresh", ownerFrames: [0x5555_0000_1000, 0x5555_0000_0F00])),
         // Stall 8 (unfinished in `realistic()`) as its executor timed it: ignored until it ends.
         .stallRetimed(.init(id: 8, start: 81_300_000_000_000, end: 81_300_900_000_000)),
@@ -105,7 +106,7 @@ enum TraceFixture {
                 sites: [.init(site: 1, count: 40, nanos: 90_000_000)],
                 recent: [.init(site: 1, before: 5_000_000, duration: 2_000_000)])),
         .stopped(from: 81_234_700_000_000, length: 250_000_000),
-        .sampleAsyncChain(.init(stall: 7, time: 81_234_610_000_000, firstAsync: 1, end: .unreadable)),
+        .sampleAsyncChain(.init(stall: 7, sample: 0, firstAsync: 1, end: .unreadable)),
         .watched(WatchedExecutor(label: "main-queue", how: "heartbeat", tid: 812, since: 81_234_000_000_000)),
     ]
 
@@ -147,7 +148,7 @@ enum TraceFixture {
                 records.append(
                     .sample(
                         .init(
-                            stall: 8, time: time + 20_000_000, state: .running,
+                            stall: 8, index: 0, time: time + 20_000_000, state: .running,
                             cpuTime: 2_000_000_000, annotation: 2, frames: [appBase + 0x9_9999, appBase + 0x1_2340])))
             }
         }
@@ -262,7 +263,7 @@ func withoutSync(_ records: [TraceRecord]) -> [TraceRecord] {
             let wchan: StaticString = "futex_wait_queue"
             frames.withUnsafeBufferPointer { frames in
                 used += encoder.encodeSample(
-                    stall: 1, time: 1_004_000, state: .sleeping, syscall: 202,
+                    stall: 1, index: 3, tid: 77, look: 2, time: 1_004_000, state: .sleeping, syscall: 202,
                     wchan: UnsafeRawBufferPointer(start: wchan.utf8Start, count: wchan.utf8CodeUnitCount),
                     cpuTime: 9, annotation: 0, captureTimedOut: false, frames: frames,
                     into: UnsafeMutableRawBufferPointer(rebasing: buffer[used...]))
@@ -275,7 +276,7 @@ func withoutSync(_ records: [TraceRecord]) -> [TraceRecord] {
                 .callout(.init(site: 3, mode: 0, start: 1_000_000, duration: 2_500)),
                 .sample(
                     .init(
-                        stall: 1, time: 1_004_000, state: .sleeping, syscall: 202,
+                        stall: 1, index: 3, tid: 77, look: 2, time: 1_004_000, state: .sleeping, syscall: 202,
                         wchan: "futex_wait_queue", cpuTime: 9, frames: frames)),
             ])
     }
@@ -306,8 +307,8 @@ func withoutSync(_ records: [TraceRecord]) -> [TraceRecord] {
     }
 
     @Test func preambleIsMagicVersionAndZeros() {
-        #expect(TraceEncoder.preamble == [0x53, 0x57, 0x54, 0x52, 0x01, 0x00, 0x00, 0x00])
-        #expect(TraceFormat.version == 1)
+        #expect(TraceEncoder.preamble == [0x53, 0x57, 0x54, 0x52, 0x02, 0x00, 0x00, 0x00])
+        #expect(TraceFormat.version == 2)
         #expect(TraceRecordKind.allCases.map(\.rawValue).max()! + 1 == TraceRecordKind.nextID)
         for kind in TraceRecordKind.allCases {
             #expect(!TraceRecordKind.reservedIDs.contains { $0.contains(kind.rawValue) })

@@ -40,8 +40,12 @@ import Testing
     }
 
     /// A stalls-mode trace of one stall from 2 s, `lasting` long, with samples at the given
-    /// offsets from its start, in the given states, without frames.
-    func oneStall(lasting: UInt64, samples: [(offset: UInt64, state: ThreadState)]) -> [UInt8] {
+    /// offsets from its start, in the given states, without frames; `looks` numbers the looks
+    /// of samples taken of several threads at once (none: each sample a look of its own), and
+    /// `tids` their threads (none: not known).
+    func oneStall(
+        lasting: UInt64, samples: [(offset: UInt64, state: ThreadState)], looks: [UInt32?] = [], tids: [Int32] = []
+    ) -> [UInt8] {
         let start = 2_000 * Fixture.millisecond
         var builder = TraceBuilder()
         builder.add([
@@ -53,9 +57,13 @@ import Testing
             .modeName(.init(id: 0, name: "default")),
             .stallBegan(.init(id: 1, start: start, site: 1, mode: 0, phase: .beforeSources, tier: .hitch)),
         ])
-        for sample in samples {
+        for (index, sample) in samples.enumerated() {
             builder.add(
-                .sample(.init(stall: 1, time: start + sample.offset, state: sample.state, cpuTime: 0, frames: [])))
+                .sample(
+                    .init(
+                        stall: 1, index: UInt64(index), tid: index < tids.count ? tids[index] : 0,
+                        look: index < looks.count ? looks[index] : nil,
+                        time: start + sample.offset, state: sample.state, cpuTime: 0, frames: [])))
         }
         builder.add(.stallEnded(.init(id: 1, end: start + lasting)))
         return builder.bytes
@@ -106,13 +114,17 @@ import Testing
     }
 
     @Test func samplesOfSeveralThreadsAtOneLookShareItsTimeEqually() throws {
-        // A pool starvation samples every pool thread at each look, stamping the look's
-        // samples a nanosecond apart: none of them stands for more of the stall than another.
-        let looks: [[UInt64]] = [[11_000, 11_001], [21_000, 21_001, 21_002]]
+        // A pool starvation samples every pool thread at each look, all with the look's number
+        // (at their own times, the same or not): none of them stands for more of the stall than
+        // another.
+        let looks: [[UInt64]] = [[11_000, 11_000], [21_000, 21_003, 21_005]]
+        let samples = looks.enumerated().flatMap { look, times in
+            times.map { Sample(time: $0, frames: [], state: .running, look: UInt32(look)) }
+        }
         let stall = Stall(
             id: 1, start: 1_000, end: 31_000, tier: .hitch,
             callout: CalloutIdentity(kind: .post, file: "A/a.swift", line: 1, mode: "default", phase: .beforeSources),
-            samples: looks.flatMap { $0 }.map { Sample(time: $0, frames: [], state: .running) })
+            samples: samples)
         // 20 µs from the start to the second look, in two; the last 10 µs in three, the first
         // by a nanosecond more, so that the weights still add up to the duration.
         #expect(StallAccounting.sampleWeights(stall) == [10_000, 10_000, 3_334, 3_333, 3_333])
@@ -121,13 +133,41 @@ import Testing
         let ms = Fixture.millisecond
         let bytes = oneStall(
             lasting: 30 * ms,
-            samples: [(10 * ms, .running), (10 * ms + 1, .sleeping), (20 * ms, .running), (20 * ms + 1, .sleeping)])
+            samples: [(10 * ms, .running), (10 * ms, .sleeping), (20 * ms, .running), (20 * ms + 3, .sleeping)],
+            looks: [0, 0, 1, 1])
         let path = directory.write("pool.swtrace", bytes)
         let report = try #require(
             try JSONSerialization.jsonObject(with: Data(CLIRun(["report", path, "--json"]).output.utf8))
                 as? [String: Any])
         let categories = try #require((report["stalls"] as? [String: Any])?["categoryMs"] as? [String: Double])
         #expect(categories["compute"] == 15 && categories["other"] == 15, "\(categories)")
+    }
+
+    @Test func eachSampleOfAPoolStallNamesItsThread() throws {
+        let ms = Fixture.millisecond
+        let bytes = oneStall(
+            lasting: 30 * ms,
+            samples: [(10 * ms, .running), (10 * ms, .sleeping), (20 * ms, .running), (20 * ms + 3, .sleeping)],
+            looks: [0, 0, 1, 1], tids: [4101, 4102, 4101, 4102])
+        let path = directory.write("threads.swtrace", bytes)
+        // `show`: a thread column, as the stall sampled two threads.
+        let text = CLIRun(["show", path, "--stall", "1"]).output
+        #expect(text.contains("thread"), "\(text)")
+        #expect(text.split(separator: "\n").filter { $0.contains(" 4101 ") || $0.contains(" 4102 ") }.count == 4)
+        // `show --json` and the JSON Lines export: each sample's `tid`.
+        let json = try #require(
+            try JSONSerialization.jsonObject(with: Data(CLIRun(["show", path, "--stall", "1", "--json"]).output.utf8))
+                as? [String: Any])
+        let samples = try #require(json["samples"] as? [[String: Any]])
+        #expect(samples.compactMap { $0["tid"] as? Int } == [4101, 4102, 4101, 4102])
+        let output = directory.path + "/threads.jsonl"
+        #expect(CLIRun(["export", path, "--format", "jsonl", "--samples", "-o", output]).exitCode == 0)
+        let lines = try String(contentsOfFile: output, encoding: .utf8).split(separator: "\n")
+        let tids = try lines.compactMap { line -> Int? in
+            let object = try #require(try JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any])
+            return object["type"] as? String == "sample" ? object["tid"] as? Int : nil
+        }
+        #expect(tids == [4101, 4102, 4101, 4102])
     }
 
     @Test func aStallOfSeveralThreadsSaysOnHowManyItsStackWas() throws {
@@ -142,7 +182,9 @@ import Testing
         for (look, stacks) in looks.enumerated() {
             for (thread, frames) in stacks.enumerated() {
                 samples.append(
-                    Sample(time: UInt64(10_000 * (look + 1) + thread), frames: frames, state: .sleeping))
+                    Sample(
+                        time: UInt64(10_000 * (look + 1) + thread * 7), frames: frames, state: .sleeping,
+                        look: UInt32(look)))
             }
         }
         let stall = Stall(

@@ -156,7 +156,7 @@ extension Fixture {
             builder.add(
                 .sample(
                     .init(
-                        stall: 1, time: start1 + UInt64(offset) * ms, state: .running,
+                        stall: 1, index: UInt64(offset), time: start1 + UInt64(offset) * ms, state: .running,
                         frames: [inner] + frames.dropFirst())))
         }
         builder.add(.stallEnded(.init(id: 1, end: start1 + 240 * ms)))
@@ -164,7 +164,10 @@ extension Fixture {
         builder.add(.stallBegan(.init(id: 2, start: start2, site: 2, mode: 0, phase: .beforeSources, tier: .hitch)))
         for offset in [17, 60] {
             builder.add(
-                .sample(.init(stall: 2, time: start2 + UInt64(offset) * ms, state: .running, frames: query)))
+                .sample(
+                    .init(
+                        stall: 2, index: UInt64(offset), time: start2 + UInt64(offset) * ms, state: .running,
+                        frames: query)))
         }
         builder.add(.stallEnded(.init(id: 2, end: start2 + 120 * ms)))
         builder.add(.callout(.init(site: 1, mode: 0, start: start1, duration: 240 * ms)))

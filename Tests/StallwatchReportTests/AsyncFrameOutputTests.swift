@@ -28,9 +28,9 @@ import Testing
             builder.add([
                 .sample(
                     .init(
-                        stall: 1, time: time, state: .running, cpuTime: offset * ms,
+                        stall: 1, index: offset, time: time, state: .running, cpuTime: offset * ms,
                         frames: [0x1100, 0x1200, 0x1300, 0x1400])),
-                .sampleAsyncChain(.init(stall: 1, time: time, firstAsync: 2, end: .taskRoot)),
+                .sampleAsyncChain(.init(stall: 1, sample: offset, firstAsync: 2, end: .taskRoot)),
             ])
         }
         builder.add([

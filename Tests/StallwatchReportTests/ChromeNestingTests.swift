@@ -210,7 +210,7 @@ extension Fixture {
                     id: 1, start: clockBase + 500 * millisecond, site: 1, mode: 0, phase: .beforeSources, tier: .hitch)),
             .sample(
                 .init(
-                    stall: 1, time: clockBase + 517 * millisecond, state: .diskSleep, syscall: fsync,
+                    stall: 1, index: 0, time: clockBase + 517 * millisecond, state: .diskSleep, syscall: fsync,
                     captureTimedOut: true)),
             .stallEnded(.init(id: 1, end: clockBase + 540 * millisecond)),
             .stallBegan(

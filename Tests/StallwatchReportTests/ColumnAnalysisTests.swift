@@ -49,7 +49,7 @@ import Testing
         ) -> TraceRecord {
             .sample(
                 .init(
-                    stall: id, time: base + time * ms, state: state, syscall: syscall, wchan: wchan,
+                    stall: id, index: time, time: base + time * ms, state: state, syscall: syscall, wchan: wchan,
                     cpuTime: time * 100,
                     annotation: annotation, captureTimedOut: timedOut, frames: frames))
         }
@@ -72,9 +72,9 @@ import Testing
             sample(2, 227, .diskSleep, save, syscall: Fixture.fsync),
             sample(2, 217, .diskSleep, save, syscall: Fixture.fsync, timedOut: true),
             sample(3, 322, .sleeping, lock, syscall: Fixture.futex, wchan: "futex_wait_queue"),
-            .sampleCounters(.init(stall: 2, time: base + 217 * ms, counters: counters, delta: delta)),
-            .sampleWait(.init(stall: 2, time: base + 227 * ms, kind: .file, operation: "fsync", fd: 3, target: "/db")),
-            .sampleProvenance(.init(stall: 3, time: base + 322 * ms, source: .scan)),
+            .sampleCounters(.init(stall: 2, sample: 217, counters: counters, delta: delta)),
+            .sampleWait(.init(stall: 2, sample: 227, kind: .file, operation: "fsync", fd: 3, target: "/db")),
+            .sampleProvenance(.init(stall: 3, sample: 322, source: .scan)),
             ended(2, 250), ended(3, 340),
             // Begun twice (the first counts), and unfinished; and samples of a stall never begun.
             began(4, 400), began(4, 410),

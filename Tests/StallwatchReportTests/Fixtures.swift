@@ -93,11 +93,12 @@ enum Fixture {
             var records: [TraceRecord] = [
                 .stallBegan(.init(id: id, start: start, site: site, mode: 0, phase: .beforeSources, tier: tier))
             ]
-            for sample in samples {
+            for (index, sample) in samples.enumerated() {
                 records.append(
                     .sample(
                         .init(
-                            stall: id, time: start + sample.offset, state: sample.state, syscall: sample.syscall,
+                            stall: id, index: UInt64(index), time: start + sample.offset, state: sample.state,
+                            syscall: sample.syscall,
                             cpuTime: sample.offset, frames: sample.frames)))
             }
             if let duration { records.append(.stallEnded(.init(id: id, end: start + duration))) }
@@ -129,7 +130,7 @@ enum Fixture {
                 5, site: 3, at: 5_000 * ms, lasting: nil, tier: .hitch,
                 samples: [17, 60].map { ($0 * ms, .sleeping, futex, lockStack) }))
         // Its second sample's stack came from the /proc stack scan (the first has no such record).
-        builder.add([.sampleProvenance(.init(stall: 5, time: 5_060 * ms, source: .scan))])
+        builder.add([.sampleProvenance(.init(stall: 5, sample: 1, source: .scan))])
         builder.add([
             .frameClock(
                 .init(intervalStart: 1 * second, intervalLength: 3 * second, expected: 180, delivered: 170, dropped: 10)
@@ -187,7 +188,9 @@ enum Fixture {
                     .init(id: UInt64(index + 1), start: start, site: 1, mode: 0, phase: .beforeSources, tier: .hitch)))
             builder.add(
                 .sample(
-                    .init(stall: UInt64(index + 1), time: start + 17 * millisecond, state: .running, frames: [0x10])))
+                    .init(
+                        stall: UInt64(index + 1), index: 0, time: start + 17 * millisecond, state: .running,
+                        frames: [0x10])))
             builder.add(.stallEnded(.init(id: UInt64(index + 1), end: start + duration)))
         }
         builder.add(

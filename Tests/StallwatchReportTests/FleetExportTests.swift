@@ -25,7 +25,7 @@ import Testing
     static let sampleKeys = [
         "schema", "trace_id", "trace_path", "host", "process", "pid", "build", "build_id", "app_version",
         "trace_run_time_ns", "trace_hang_ns", "trace_hang_rate_s_per_hour", "trace_hitch_ratio_ms_per_s", "type",
-        "stall_id", "sample_index", "time_unix_nano", "offset_ns", "weight_ns", "category", "reason", "state",
+        "stall_id", "sample_index", "tid", "time_unix_nano", "offset_ns", "weight_ns", "category", "reason", "state",
         "syscall", "stack", "wait",
     ]
 

@@ -55,23 +55,28 @@ enum FleetFixture {
                         id: id, start: time, site: kind == .parse ? 1 : 2, mode: 0, phase: .beforeSources, tier: .hitch)
                 ))
             var sample = time + 17 * millisecond
+            var index: UInt64 = 0
             while sample < time + duration {
                 switch kind {
                 case .parse:
-                    builder.add(.sample(.init(stall: id, time: sample, state: .running, frames: [0x1100, 0x1000])))
+                    builder.add(
+                        .sample(
+                            .init(stall: id, index: index, time: sample, state: .running, frames: [0x1100, 0x1000])))
                 case .save:
                     builder.add(
                         .sample(
                             .init(
-                                stall: id, time: sample, state: .diskSleep, syscall: Fixture.fsync,
+                                stall: id, index: index, time: sample, state: .diskSleep, syscall: Fixture.fsync,
                                 frames: [0x7000_2000, 0x1300, 0x1000])))
                     builder.add(
                         .sampleWait(
                             .init(
-                                stall: id, time: sample, kind: .file, operation: "fsync", fd: 7, target: "/data/feed.db"
+                                stall: id, sample: index, kind: .file, operation: "fsync", fd: 7,
+                                target: "/data/feed.db"
                             )))
                 }
                 sample += 5 * millisecond
+                index += 1
             }
             builder.add(.stallEnded(.init(id: id, end: time + duration)))
             time += duration + second

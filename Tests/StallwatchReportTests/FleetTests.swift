@@ -249,7 +249,8 @@ import Testing
                 let id = UInt64(index / 3_000 + 1)
                 builder.add(
                     .stallBegan(.init(id: id, start: time, site: 1, mode: 0, phase: .beforeSources, tier: .hitch)))
-                builder.add(.sample(.init(stall: id, time: time + 17_000_000, state: .running, frames: [0x10])))
+                builder.add(
+                    .sample(.init(stall: id, index: 0, time: time + 17_000_000, state: .running, frames: [0x10])))
                 builder.add(.stallEnded(.init(id: id, end: time + 30_000_000)))
             }
         }

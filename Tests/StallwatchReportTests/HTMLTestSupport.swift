@@ -147,9 +147,11 @@ extension Fixture {
             builder.add([
                 .stallBegan(.init(id: id, start: start, site: 1, mode: 0, phase: .beforeSources, tier: .microHang)),
                 .sample(
-                    .init(stall: id, time: start + 20 * millisecond, state: .running, frames: [0x1100, 0x1200])),
+                    .init(
+                        stall: id, index: 0, time: start + 20 * millisecond, state: .running, frames: [0x1100, 0x1200])),
                 .sample(
-                    .init(stall: id, time: start + 60 * millisecond, state: .running, frames: [0x1100, 0x1200])),
+                    .init(
+                        stall: id, index: 1, time: start + 60 * millisecond, state: .running, frames: [0x1100, 0x1200])),
                 .stallEnded(.init(id: id, end: start + 120 * millisecond)),
                 .callout(.init(site: 1, mode: 0, start: start, duration: 120 * millisecond)),
             ])
@@ -210,11 +212,12 @@ extension Fixture {
             builder.add(
                 .stallBegan(
                     .init(id: id, start: start, site: UInt64(site + 1), mode: 0, phase: .beforeSources, tier: tier)))
-            for offset in [17, duration / millisecond / 2, duration / millisecond - 1] {
+            for (index, offset) in [17, duration / millisecond / 2, duration / millisecond - 1].enumerated() {
                 builder.add(
                     .sample(
                         .init(
-                            stall: id, time: start + UInt64(offset) * millisecond, state: state, syscall: syscall,
+                            stall: id, index: UInt64(index), time: start + UInt64(offset) * millisecond, state: state,
+                            syscall: syscall,
                             frames: frames)))
             }
             builder.add([

@@ -42,7 +42,8 @@ import Testing
             builder.add(
                 .sample(
                     .init(
-                        stall: 1, time: (1_000 + offset) * ms, state: .running, cpuTime: offset * ms, annotation: 1,
+                        stall: 1, index: offset, time: (1_000 + offset) * ms, state: .running, cpuTime: offset * ms,
+                        annotation: 1,
                         frames: [0x1100, 0x1200])))
         }
         builder.add(.stallEnded(.init(id: 1, end: 1_090 * ms)))
@@ -272,7 +273,7 @@ import Testing
         #expect(
             report.error.contains(
                 "records repeat earlier ones: 6 begun again (a stall id seen before), "
-                    + "13 samples repeated (a stall and time seen before), 3 summaries over time already summarised;"
+                    + "13 samples repeated (a stall, index and time seen before), 3 summaries over time already summarised;"
                     + " each counted once"), "\(report.error)")
         #expect(
             try Self.figures(report.output) == Self.figures(CLIRun(["report", "-", "--json"], input: original).output))

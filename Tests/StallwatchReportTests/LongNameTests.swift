@@ -39,7 +39,7 @@ import Testing
                 builder.add(
                     .sample(
                         .init(
-                            stall: id, time: start + offset * ms, state: .running, cpuTime: offset * ms,
+                            stall: id, index: offset, time: start + offset * ms, state: .running, cpuTime: offset * ms,
                             frames: [0x1100, 0x1200])))
             }
             builder.add(.stallEnded(.init(id: id, end: start + 70 * ms)))

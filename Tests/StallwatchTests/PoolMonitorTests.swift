@@ -110,6 +110,12 @@ private func starvePool(jobs: Int, milliseconds: UInt32) {
         let pool = PoolThreads.threads(named: PoolThreads.defaultName).count
         #expect(pool >= Self.width)
         #expect(longest.samples.count >= 2 * Self.width)
+        // Each sample names its thread and its look; a look samples each thread once, and the
+        // looks follow one another.
+        #expect(longest.samples.allSatisfy { $0.tid > 0 && $0.look != nil })
+        let looks = Dictionary(grouping: longest.samples) { $0.look ?? .max }
+        #expect(looks.values.allSatisfy { Set($0.map(\.tid)).count == $0.count })
+        #expect(longest.samples.map { $0.look ?? .max } == longest.samples.map { $0.look ?? .max }.sorted())
     }
 
     @Test(

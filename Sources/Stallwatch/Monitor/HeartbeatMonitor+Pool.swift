@@ -143,8 +143,12 @@ extension HeartbeatMonitor {
                 watch.scopes = ExpectedScopeTally()
                 for sampler in pool.sampled { sampler.beginStall() }
             case .sample:
-                // One look: the threads not parked in an idle wait.
-                sampleStall(&watch, pool.sampled.filter { !pool.isParked($0.tid) }, now: now, budget: budget)
+                // One look: the threads not parked in an idle wait, their samples numbered with
+                // the look that follows the stall's last.
+                let looked = pool.sampled.filter { !pool.isParked($0.tid) }
+                let number = watch.stall?.samples.last?.look.map { $0 + 1 } ?? 0
+                for sampler in looked { sampler.look = number }
+                sampleStall(&watch, looked, now: now, budget: budget)
             case .ended(_, _, let end, _):
                 guard var stall = watch.stall else { break }
                 for sampler in pool.sampled { sampler.endStall() }

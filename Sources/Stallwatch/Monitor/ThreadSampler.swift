@@ -23,6 +23,8 @@ struct ThreadSampler {
     let own: (sampler: SelfSampler, period: Duration)?
     /// The counters and wait-for facts added to each sample.
     let facts: SampleFacts
+    /// The look number of the samples taken from now on (`look`).
+    private let lookNumber = LookNumber()
 
     /// A sampler of thread `tid` with the monitor's `configuration` (capture timeout, sampling
     /// interval, tick period); `usePerf` opens a perf event on it (enabled only during a stall,
@@ -70,11 +72,23 @@ struct ThreadSampler {
         if let own { own.sampler.follow(interval: .nanoseconds(interval), period: own.period) }
     }
 
-    /// One sample: the thread's own capture since the previous sample if it took one, else /proc
-    /// first (a signal would disturb the syscall it reports), then the stack; with the kernel
-    /// counters and the wait-for fact. `record` receives the capture counters.
+    /// The look the next samples are taken at, shared with the other threads sampled then (the
+    /// pool sets it before each look, `HeartbeatMonitor.stepPool`); nil, as a sampler starts:
+    /// each sample is a look of its own.
+    var look: UInt32? {
+        get { lookNumber.value }
+        nonmutating set { lookNumber.value = newValue }
+    }
+
+    /// One sample of thread `tid` at `look`: the thread's own capture since the previous sample if
+    /// it took one, else /proc first (a signal would disturb the syscall it reports), then the
+    /// stack; with the kernel counters and the wait-for fact. `record` receives the capture
+    /// counters.
     func sample(record: ((inout MonitorStatistics) -> Void) -> Void) -> Sample {
-        facts.sample { stackSample(record: record) }
+        var sample = facts.sample { stackSample(record: record) }
+        sample.tid = tid
+        sample.look = look
+        return sample
     }
 
     private func stackSample(record: ((inout MonitorStatistics) -> Void) -> Void) -> Sample {
@@ -300,4 +314,9 @@ struct ExpectedScopeTally {
         if let last, !last.inside, end > last.time { outside &+= end - last.time }
         stall.expected = outside <= budget ? reason : nil
     }
+}
+
+/// A `ThreadSampler`'s look number, shared by its copies. Watchdog thread only.
+private final class LookNumber {
+    var value: UInt32?
 }

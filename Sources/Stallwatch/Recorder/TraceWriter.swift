@@ -258,7 +258,9 @@ struct TraceWriter {
             }
         }
         let done = samplesWritten[stall.id] ?? 0
-        for sample in stall.samples.dropFirst(done) { write(sample, of: stall.id) }
+        for (index, sample) in stall.samples.enumerated().dropFirst(done) {
+            write(sample, index: UInt64(index), of: stall.id)
+        }
         samplesWritten[stall.id] = max(done, stall.samples.count)
         if ended {
             var flags = stall.flags
@@ -284,7 +286,9 @@ struct TraceWriter {
         append(.stallContext(TraceRecord.StallContext(id: stall.id, expected: stall.expected, state: state)))
     }
 
-    private mutating func write(_ sample: Sample, of stall: UInt64) {
+    /// Sample `index` of stall `stall` (its place in `Stall.samples`, which the records about it
+    /// name it by), then those records.
+    private mutating func write(_ sample: Sample, index: UInt64, of stall: UInt64) {
         for frame in sample.frames where symbols.insert(frame.address).inserted {
             let module = frame.module.flatMap { moduleIndex[$0] } ?? 0
             append(
@@ -297,26 +301,27 @@ struct TraceWriter {
         append(
             .sample(
                 TraceRecord.Sample(
-                    stall: stall, time: sample.time, state: sample.state, syscall: sample.syscall, wchan: sample.wchan,
+                    stall: stall, index: index, tid: sample.tid, look: sample.look, time: sample.time,
+                    state: sample.state, syscall: sample.syscall, wchan: sample.wchan,
                     cpuTime: sample.cpuTimeNanos, annotation: annotation, captureTimedOut: sample.captureTimedOut,
                     frames: sample.frames.map(\.address))))
-        append(.sampleProvenance(TraceRecord.SampleProvenance(stall: stall, time: sample.time, source: sample.source)))
+        append(.sampleProvenance(TraceRecord.SampleProvenance(stall: stall, sample: index, source: sample.source)))
         if let end = sample.asyncChainEnd {
             let first = sample.frames.firstIndex(where: \.isAsync) ?? sample.frames.endIndex
             append(
                 .sampleAsyncChain(
-                    TraceRecord.SampleAsyncChain(stall: stall, time: sample.time, firstAsync: UInt64(first), end: end)))
+                    TraceRecord.SampleAsyncChain(stall: stall, sample: index, firstAsync: UInt64(first), end: end)))
         }
-        writeFacts(of: sample, stall: stall)
+        writeFacts(of: sample, index: index, stall: stall)
     }
 
     /// Kinds 18 and 19 right after their sample, and symbols for a lock owner's frames.
-    private mutating func writeFacts(of sample: Sample, stall: UInt64) {
+    private mutating func writeFacts(of sample: Sample, index: UInt64, stall: UInt64) {
         if let counters = sample.counters {
             append(
                 .sampleCounters(
                     TraceRecord.SampleCounters(
-                        stall: stall, time: sample.time, counters: counters, delta: sample.countersDelta)))
+                        stall: stall, sample: index, counters: counters, delta: sample.countersDelta)))
         }
         guard let wait = sample.wait else { return }
         for frame in wait.owner?.frames ?? [] where symbols.insert(frame.address).inserted {
@@ -327,7 +332,7 @@ struct TraceWriter {
                         address: frame.address, module: module, name: frame.symbol, file: frame.file, line: frame.line))
             )
         }
-        append(.sampleWait(TraceRecord.SampleWait(stall: stall, time: sample.time, fact: wait)))
+        append(.sampleWait(TraceRecord.SampleWait(stall: stall, sample: index, fact: wait)))
     }
 
     /// The per-second summaries: latency histogram, congestion, frame clocks, lost events.

@@ -5,7 +5,8 @@
 // taken in, in file order, by the same `add` the serial path uses, so the result is the same
 // trace. A chunk that meets any problem, or that does not end exactly at the next chunk's
 // start (a sync pattern inside a payload), makes the caller fall back to the serial path:
-// damaged traces are always read serially, with the serial path's messages.
+// damaged traces are always read serially, with the serial path's messages, and so are version 1
+// traces.
 
 /// The records of one chunk of a trace, decoded on their own.
 ///
@@ -28,6 +29,8 @@ package struct TraceChunk: Sendable {
     /// is not clean: then decode the whole trace serially.
     package init?(decoding bytes: UnsafeRawBufferPointer, from start: Int, to end: Int) {
         guard start >= TraceFormat.preambleSize, start <= end, end <= bytes.count else { return nil }
+        // A version 1 trace's samples are placed by the ones before them (`Version1Samples`).
+        guard UInt16(bytes[4]) | UInt16(bytes[5]) << 8 >= 2 else { return nil }
         let slice = UnsafeRawBufferPointer(rebasing: bytes[..<end])
         var parser = TraceParser(fileName: nil, recordsFrom: start)
         while let record = parser.next(in: slice) {

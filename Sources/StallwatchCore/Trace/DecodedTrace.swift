@@ -216,7 +216,7 @@ public struct DecodedTrace: Sendable {
         var repeats: [String] = []
         if made.repeatedStalls > 0 { repeats.append("\(made.repeatedStalls) begun again (a stall id seen before)") }
         if made.repeatedSamples > 0 {
-            repeats.append("\(made.repeatedSamples) samples repeated (a stall and time seen before)")
+            repeats.append("\(made.repeatedSamples) samples repeated (a stall, index and time seen before)")
         }
         if repeatedSummaries > 0 {
             repeats.append("\(repeatedSummaries) summaries over time already summarised")
@@ -287,9 +287,10 @@ struct StallAssembler {
         samples.reserveCapacity(min(byteCount / 24, 1 << 20))
     }
 
+    /// A sample, as the records about it name it: its stall and its index in the stall.
     struct SampleKey: Hashable, Sendable {
         var stall: UInt64
-        var time: UInt64
+        var sample: UInt64
     }
 
     mutating func add(_ record: TraceRecord) {
@@ -305,13 +306,15 @@ struct StallAssembler {
         case .sample(let sample):
             samples.append(
                 PendingSample(
-                    stall: sample.stall, time: sample.time, cpuTime: sample.cpuTime, annotation: sample.annotation,
-                    syscall: sample.syscall, stack: stacks.number(of: sample.frames),
+                    stall: sample.stall, index: UInt32(truncatingIfNeeded: sample.index), tid: sample.tid,
+                    lookCode: PendingSample.lookCode(sample.look), time: sample.time, cpuTime: sample.cpuTime,
+                    annotation: sample.annotation, syscall: sample.syscall, stack: stacks.number(of: sample.frames),
                     wchan: sample.wchan.map { wchans.number(of: $0) } ?? -1, state: sample.state,
                     captureTimedOut: sample.captureTimedOut))
-        case .sampleProvenance(let record): sources[SampleKey(stall: record.stall, time: record.time)] = record.source
-        case .sampleCounters(let record): counters[SampleKey(stall: record.stall, time: record.time)] = record
-        case .sampleWait(let record): waits[SampleKey(stall: record.stall, time: record.time)] = record
+        case .sampleProvenance(let record):
+            sources[SampleKey(stall: record.stall, sample: record.sample)] = record.source
+        case .sampleCounters(let record): counters[SampleKey(stall: record.stall, sample: record.sample)] = record
+        case .sampleWait(let record): waits[SampleKey(stall: record.stall, sample: record.sample)] = record
         case .sampleAsyncChain(let record): markAsync(record)
         default: break
         }
@@ -321,8 +324,9 @@ struct StallAssembler {
     /// its sample): that sample's stack is renumbered as the same addresses with its frames from
     /// `firstAsync` on async (`StackTable.number(of:firstAsync:)`).
     mutating func markAsync(_ record: TraceRecord.SampleAsyncChain) {
-        asyncEnds[SampleKey(stall: record.stall, time: record.time)] = record.end
-        guard let last = samples.indices.last, samples[last].stall == record.stall, samples[last].time == record.time
+        asyncEnds[SampleKey(stall: record.stall, sample: record.sample)] = record.end
+        guard let last = samples.indices.last, samples[last].stall == record.stall,
+            UInt64(samples[last].index) == record.sample
         else { return }
         let addresses = stacks.stacks[Int(samples[last].stack)]
         guard !StackTable.hasAsyncMark(addresses), record.firstAsync < UInt64(addresses.count) else { return }
@@ -334,7 +338,7 @@ struct StallAssembler {
     /// decoding them: samples in a row mostly repeat their stack.
     @inline(__always)
     mutating func takeSample(_ reader: inout TraceByteReader) throws(TraceFieldError) {
-        var (sample, wchan) = try TraceParser.parseSampleFields(&reader)
+        var (sample, wchan) = try TraceParser.parseSampleFields(&reader, version: TraceFormat.version)
         let count = try TraceParser.frameCount(&reader)
         let bytes = UnsafeRawBufferPointer(start: reader.base + reader.position, count: reader.end - reader.position)
         let stack: Int
@@ -496,12 +500,15 @@ struct StallAssembler {
     }
 
     /// `samples` (each stall's in a row, in time order, `ranges` saying where) without the
-    /// samples whose stall and time repeat the one before, the ranges that then hold, and how
-    /// many were left out. A stall is sampled once at a time, so a repeat is a repeated record.
+    /// samples whose stall, index and time repeat the one before, the ranges that then hold, and
+    /// how many were left out. A stall's samples have distinct indices, so a repeat is a repeated
+    /// record (a sample whose index alone repeats another's was damaged, and is kept).
     private static func droppingRepeats(_ samples: [PendingSample], ranges: [Range<Int>])
         -> ([PendingSample], [Range<Int>], Int)
     {
-        func repeats(_ index: Int) -> Bool { samples[index].time == samples[index - 1].time }
+        func repeats(_ index: Int) -> Bool {
+            samples[index].index == samples[index - 1].index && samples[index].time == samples[index - 1].time
+        }
         guard ranges.contains(where: { range in range.dropFirst().contains(where: repeats) }) else {
             return (samples, ranges, 0)
         }
@@ -536,7 +543,7 @@ struct StallAssembler {
             let stall = samples[index].stall
             var end = index + 1
             while end < samples.count && samples[end].stall == stall {
-                if samples[end].time < samples[end - 1].time { inPlace = false }
+                if !Self.inOrder(samples[end - 1], samples[end]) { inPlace = false }
                 end += 1
             }
             if let slot = slots[stall] {
@@ -582,13 +589,21 @@ struct StallAssembler {
         ordered.reserveCapacity(order.count)
         for slot in 0..<stalls {
             let members = order[start[slot]..<start[slot + 1]]
-            if !zip(members, members.dropFirst()).allSatisfy({ samples[$0].time <= samples[$1].time }) {
-                order[start[slot]..<start[slot + 1]].sort { samples[$0].time < samples[$1].time }
+            if !zip(members, members.dropFirst()).allSatisfy({ Self.inOrder(samples[$0], samples[$1]) }) {
+                order[start[slot]..<start[slot + 1]].sort {
+                    (samples[$0].time, samples[$0].index) < (samples[$1].time, samples[$1].index)
+                }
             }
             for member in order[start[slot]..<start[slot + 1]] { ordered.append(samples[member]) }
             ranges[slot] = start[slot]..<start[slot + 1]
         }
         return (ordered, ranges, orphans)
+    }
+
+    /// Whether `first` may come before `second` in their stall: by time, then (one look's samples
+    /// may share a time) by index.
+    private static func inOrder(_ first: PendingSample, _ second: PendingSample) -> Bool {
+        (first.time, first.index) <= (second.time, second.index)
     }
 
     /// The identity of `record`'s callout, from `known` (identities made so far) or made and
@@ -623,6 +638,12 @@ struct StallAssembler {
 /// by their numbers in the assembler's tables (`wchan` -1 for none).
 package struct PendingSample: Sendable {
     package var stall: UInt64
+    /// Its place among its stall's samples (`TraceRecord.Sample.index`).
+    package var index: UInt32
+    /// The thread sampled, 0 when not known.
+    package var tid: Int32
+    /// The look as the trace stores it: 0 for a look of its own, else the look number + 1.
+    var lookCode: UInt32
     package var time: UInt64
     package var cpuTime: UInt64
     /// The annotation's id, 0 for none.
@@ -636,10 +657,13 @@ package struct PendingSample: Sendable {
     package var captureTimedOut: Bool
 
     init(
-        stall: UInt64, time: UInt64, cpuTime: UInt64, annotation: UInt64, syscall: Int32?, stack: Int, wchan: Int,
-        state: ThreadState, captureTimedOut: Bool
+        stall: UInt64, index: UInt32, tid: Int32, lookCode: UInt32, time: UInt64, cpuTime: UInt64, annotation: UInt64,
+        syscall: Int32?, stack: Int, wchan: Int, state: ThreadState, captureTimedOut: Bool
     ) {
         self.stall = stall
+        self.index = index
+        self.tid = tid
+        self.lookCode = lookCode
         self.time = time
         self.cpuTime = cpuTime
         self.annotation = annotation
@@ -649,6 +673,12 @@ package struct PendingSample: Sendable {
         self.state = state
         self.captureTimedOut = captureTimedOut
     }
+
+    /// The look it shares with the stall's other samples of that number; nil for its own.
+    package var look: UInt32? { lookCode == 0 ? nil : lookCode - 1 }
+
+    /// `look` as the trace stores it.
+    static func lookCode(_ look: UInt32?) -> UInt32 { look.map { $0 &+ 1 } ?? 0 }
 }
 
 /// A trace's distinct wait channel names, numbered in the order first seen.

@@ -41,13 +41,13 @@ package struct SampleTable: Sendable {
 
     /// The table of `stall`'s samples alone (a stall built in code, not decoded): its rows are
     /// `ranges[0]`, and `sample(_:stall:)` of each gives the sample back. Samples are told
-    /// apart by their time, as in a trace.
+    /// apart by their index in the stall, as in a trace.
     package init(_ stall: Stall) {
         var stackNumbers = KeyNumbers<[Frame]>()
         var wchanNumbers = KeyNumbers<String>()
         var annotationIDs: [Annotation: UInt64] = [:]
-        for sample in stall.samples {
-            let key = StallAssembler.SampleKey(stall: stall.id, time: sample.time)
+        for (index, sample) in stall.samples.enumerated() {
+            let key = StallAssembler.SampleKey(stall: stall.id, sample: UInt64(index))
             var annotation: UInt64 = 0
             if let known = sample.annotation {
                 annotation = annotationIDs[known] ?? UInt64(annotationIDs.count + 1)
@@ -57,14 +57,15 @@ package struct SampleTable: Sendable {
             sources[key] = sample.source
             if let reading = sample.counters {
                 counters[key] = TraceRecord.SampleCounters(
-                    stall: stall.id, time: sample.time, counters: reading, delta: sample.countersDelta)
+                    stall: stall.id, sample: UInt64(index), counters: reading, delta: sample.countersDelta)
             }
             if let wait = sample.wait { waits[key] = wait }
             if let end = sample.asyncChainEnd { asyncEnds[key] = end }
             rows.append(
                 PendingSample(
-                    stall: stall.id, time: sample.time, cpuTime: sample.cpuTimeNanos, annotation: annotation,
-                    syscall: sample.syscall, stack: stackNumbers.number(of: sample.frames),
+                    stall: stall.id, index: UInt32(truncatingIfNeeded: index), tid: sample.tid,
+                    lookCode: PendingSample.lookCode(sample.look), time: sample.time, cpuTime: sample.cpuTimeNanos,
+                    annotation: annotation, syscall: sample.syscall, stack: stackNumbers.number(of: sample.frames),
                     wchan: sample.wchan.map { wchanNumbers.number(of: $0) } ?? -1, state: sample.state,
                     captureTimedOut: sample.captureTimedOut))
         }
@@ -78,18 +79,18 @@ package struct SampleTable: Sendable {
     /// `input(_:stall:)` reads beyond the row's plain fields.
     package func hasKernelFacts(_ index: Int, stall: UInt64) -> Bool {
         guard anyKernelFacts else { return false }
-        let key = StallAssembler.SampleKey(stall: stall, time: rows[index].time)
+        let key = key(index, stall: stall)
         return counters[key] != nil || waits[key] != nil
     }
 
     /// What row `index` (of stall id `stall`) waited on, if the trace says.
     package func wait(_ index: Int, stall: UInt64) -> WaitFact? {
-        waits.isEmpty ? nil : waits[StallAssembler.SampleKey(stall: stall, time: rows[index].time)]
+        waits.isEmpty ? nil : waits[key(index, stall: stall)]
     }
 
     /// The growth of the thread's kernel counters at row `index` (of stall id `stall`), if read.
     package func countersDelta(_ index: Int, stall: UInt64) -> KernelCounters? {
-        counters.isEmpty ? nil : counters[StallAssembler.SampleKey(stall: stall, time: rows[index].time)]?.delta
+        counters.isEmpty ? nil : counters[key(index, stall: stall)]?.delta
     }
 
     /// The frames of row `index`'s stack.
@@ -115,14 +116,19 @@ package struct SampleTable: Sendable {
     /// Row `index` (of stall id `stall`) built into a `Sample`.
     package func sample(_ index: Int, stall: UInt64) -> Sample {
         let row = rows[index]
-        let key = StallAssembler.SampleKey(stall: stall, time: row.time)
+        let key = key(index, stall: stall)
         let counted = counters.isEmpty ? nil : counters[key]
         return Sample(
             time: row.time, frames: frames(index), state: row.state, syscall: row.syscall, wchan: wchan(index),
             cpuTimeNanos: row.cpuTime, annotation: annotation(index), captureTimedOut: row.captureTimedOut,
             source: sources.isEmpty ? nil : sources[key], asyncChainEnd: asyncEnds.isEmpty ? nil : asyncEnds[key],
             counters: counted?.counters, countersDelta: counted?.delta,
-            wait: waits.isEmpty ? nil : waits[key])
+            wait: waits.isEmpty ? nil : waits[key], tid: row.tid, look: row.look)
+    }
+
+    /// How the records about row `index` (of stall id `stall`) name it.
+    private func key(_ index: Int, stall: UInt64) -> StallAssembler.SampleKey {
+        StallAssembler.SampleKey(stall: stall, sample: UInt64(rows[index].index))
     }
 
     /// Stall `slot`'s samples (its id is `stall`) built, in time order.

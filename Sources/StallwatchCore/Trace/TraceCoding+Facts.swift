@@ -4,7 +4,7 @@
 extension TraceEncoder {
     func writeCounters(_ record: TraceRecord.SampleCounters, to writer: inout TraceByteWriter) {
         writer.varint(record.stall)
-        writer.varint(record.time)
+        writer.varint(record.sample)
         writer.byte(record.delta == nil ? 0 : 1)
         for value in record.counters.values { writer.varint(value) }
         for value in record.delta?.values ?? [] { writer.varint(value) }
@@ -12,7 +12,7 @@ extension TraceEncoder {
 
     func writeWait(_ record: TraceRecord.SampleWait, to writer: inout TraceByteWriter) {
         writer.varint(record.stall)
-        writer.varint(record.time)
+        writer.varint(record.sample)
         writer.byte(record.kind.rawValue)
         var flags: UInt8 = 0
         if record.fd != nil { flags |= 1 }
@@ -45,7 +45,7 @@ extension TraceParser {
         -> TraceRecord.SampleCounters
     {
         let stall = try reader.varint("stall")
-        let time = try reader.varint("time")
+        let sample = try reader.varint("sample")
         let flags = try reader.byte("flags")
         if flags > 1 { throw .outOfRange("flags", UInt64(flags)) }
         func counters() throws(TraceFieldError) -> KernelCounters {
@@ -55,12 +55,12 @@ extension TraceParser {
         }
         let reading = try counters()
         let delta = flags == 1 ? try counters() : nil
-        return .init(stall: stall, time: time, counters: reading, delta: delta)
+        return .init(stall: stall, sample: sample, counters: reading, delta: delta)
     }
 
     static func parseWait(_ reader: inout TraceByteReader) throws(TraceFieldError) -> TraceRecord.SampleWait {
         let stall = try reader.varint("stall")
-        let time = try reader.varint("time")
+        let sample = try reader.varint("sample")
         let kindCode = try reader.byte("kind")
         guard let kind = WaitFact.Kind(rawValue: kindCode) else { throw .outOfRange("kind", UInt64(kindCode)) }
         let flags = try reader.byte("flags")
@@ -93,7 +93,7 @@ extension TraceParser {
             previous = address
         }
         return .init(
-            stall: stall, time: time, kind: kind, operation: operation, fd: fd, target: target, address: address,
+            stall: stall, sample: sample, kind: kind, operation: operation, fd: fd, target: target, address: address,
             ownerTID: owner, ownerName: ownerName, ownerFrames: frames, statement: statement)
     }
 }

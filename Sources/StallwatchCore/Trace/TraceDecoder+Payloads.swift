@@ -4,7 +4,7 @@
 // checksums strictness is what catches damage.
 
 extension TraceParser {
-    static func parseColdPayload(_ kind: TraceRecordKind, _ reader: inout TraceByteReader)
+    static func parseColdPayload(_ kind: TraceRecordKind, _ reader: inout TraceByteReader, version: UInt16)
         throws(TraceFieldError) -> TraceRecord
     {
         switch kind {
@@ -50,7 +50,7 @@ extension TraceParser {
         case .stallBegan:
             return .stallBegan(try parseStallBegan(&reader))
         case .sample:
-            return .sample(try parseSample(&reader))
+            return .sample(try parseSample(&reader, version: version))
         case .stallEnded:
             return .stallEnded(try parseStallEnded(&reader))
         case .stallRetimed:
@@ -132,17 +132,17 @@ extension TraceParser {
                 .init(traceID: traceID, host: host, executable: executable, buildID: buildID, appVersion: appVersion))
         case .sampleAsyncChain:
             let stall = try reader.varint("stall")
-            let time = try reader.varint("time")
+            let sample = try reader.varint("sample")
             let firstAsync = try reader.varint("firstAsync")
             let code = try reader.byte("end")
             guard let end = AsyncChainEnd(rawValue: code) else { throw .outOfRange("end", UInt64(code)) }
-            return .sampleAsyncChain(.init(stall: stall, time: time, firstAsync: firstAsync, end: end))
+            return .sampleAsyncChain(.init(stall: stall, sample: sample, firstAsync: firstAsync, end: end))
         case .sampleProvenance:
             let stall = try reader.varint("stall")
-            let time = try reader.varint("time")
+            let sample = try reader.varint("sample")
             let code = try reader.byte("source")
             guard let source = SampleSource(rawValue: code) else { throw .outOfRange("source", UInt64(code)) }
-            return .sampleProvenance(.init(stall: stall, time: time, source: source))
+            return .sampleProvenance(.init(stall: stall, sample: sample, source: source))
         case .congestedIteration:
             let start = try reader.varint("start")
             let duration = try reader.varint("duration")
@@ -190,16 +190,17 @@ extension TraceParser {
         return triples
     }
 
-    private static func parseSample(_ reader: inout TraceByteReader) throws(TraceFieldError)
+    private static func parseSample(_ reader: inout TraceByteReader, version: UInt16) throws(TraceFieldError)
         -> TraceRecord.Sample
     {
-        let (fields, wchan) = try parseSampleFields(&reader)
+        let (fields, wchan) = try parseSampleFields(&reader, version: version)
         let count = try frameCount(&reader)
         var frames: [UInt64] = []
         frames.reserveCapacity(count)
         try readFrames(&reader, count: count, into: &frames)
         return .init(
-            stall: fields.stall, time: fields.time, state: fields.state, syscall: fields.syscall,
+            stall: fields.stall, index: UInt64(fields.index), tid: fields.tid, look: fields.look, time: fields.time,
+            state: fields.state, syscall: fields.syscall,
             wchan: wchan.map { String(decoding: $0, as: UTF8.self) }, cpuTime: fields.cpuTime,
             annotation: fields.annotation, captureTimedOut: fields.captureTimedOut, frames: frames)
     }
@@ -258,12 +259,27 @@ extension TraceParser {
     }
 
     /// A sample record's fields before its frames (its stack and wait channel not yet
-    /// numbered: 0 and -1), and the wait channel's bytes (in the buffer being decoded).
+    /// numbered: 0 and -1), and the wait channel's bytes (in the buffer being decoded). A
+    /// version 1 record has no index, thread or look: 0, 0 and none (`Version1Samples` places it).
     @inline(__always)
-    static func parseSampleFields(_ reader: inout TraceByteReader) throws(TraceFieldError)
+    static func parseSampleFields(_ reader: inout TraceByteReader, version: UInt16) throws(TraceFieldError)
         -> (fields: PendingSample, wchan: UnsafeRawBufferPointer?)
     {
         let stall = try reader.varint("stall")
+        var index: UInt32 = 0
+        var tid: Int32 = 0
+        var look: UInt32 = 0
+        if version >= 2 {
+            let rawIndex = try reader.varint("index")
+            guard let value = UInt32(exactly: rawIndex) else { throw .outOfRange("index", rawIndex) }
+            index = value
+            let rawTID = try reader.varint("tid")
+            guard let thread = Int32(exactly: rawTID) else { throw .outOfRange("tid", rawTID) }
+            tid = thread
+            let rawLook = try reader.varint("look")
+            guard let code = UInt32(exactly: rawLook) else { throw .outOfRange("look", rawLook) }
+            look = code
+        }
         let time = try reader.varint("time")
         let stateCode = try reader.byte("state")
         guard let state = ThreadState(rawValue: stateCode) else {
@@ -284,8 +300,8 @@ extension TraceParser {
         let wchanCount = try reader.varint("wchan")
         let wchan = wchanCount == 0 ? nil : try reader.bytes("wchan", count: wchanCount - 1)
         let fields = PendingSample(
-            stall: stall, time: time, cpuTime: cpuTime, annotation: annotation, syscall: syscall, stack: 0, wchan: -1,
-            state: state, captureTimedOut: flags == 1)
+            stall: stall, index: index, tid: tid, lookCode: look, time: time, cpuTime: cpuTime, annotation: annotation,
+            syscall: syscall, stack: 0, wchan: -1, state: state, captureTimedOut: flags == 1)
         return (fields, wchan)
     }
 

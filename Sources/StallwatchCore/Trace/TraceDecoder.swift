@@ -96,13 +96,18 @@ struct TraceParser {
     /// Whether the trace's header lies before where this parser started (a chunk past the
     /// first): then any header it reads is another.
     private var headerBehind = false
+    /// The version the preamble gave.
+    private(set) var version = TraceFormat.version
+    /// A version 1 trace's samples so far, to place each sample and the records about it.
+    private var version1 = Version1Samples()
 
     init(fileName: String?) {
         self.fileName = fileName
     }
 
     /// A parser that starts at `offset`, a record boundary past the preamble (the sync marker
-    /// that opens one chunk of a file decoded in parallel).
+    /// that opens one chunk of a file decoded in parallel) of a trace of version 2 or later
+    /// (a version 1 trace's samples are placed by those before them: it is read serially).
     init(fileName: String?, recordsFrom offset: Int) {
         self.fileName = fileName
         phase = .records
@@ -144,7 +149,7 @@ struct TraceParser {
         guard phase == .records, let base = buffer.baseAddress, buffer.count - offset >= 2 else { return false }
         let kind = base.load(fromByteOffset: offset, as: UInt8.self)
         guard
-            kind == TraceRecordKind.sample.rawValue || kind == TraceRecordKind.stallBegan.rawValue
+            (kind == TraceRecordKind.sample.rawValue && version >= 2) || kind == TraceRecordKind.stallBegan.rawValue
                 || kind == TraceRecordKind.stallEnded.rawValue || kind == TraceRecordKind.callSite.rawValue
                 || kind == TraceRecordKind.symbol.rawValue
         else { return false }
@@ -271,7 +276,7 @@ struct TraceParser {
                 recordOffset = start
                 outcome.recordCount += 1
                 checkSequence(record, at: start)
-                return record
+                return version == 1 ? version1.place(record) : record
             } catch {
                 fail(at: start, .malformedRecord(kind: kind, reason: error.reason), buffer)
             }
@@ -297,7 +302,7 @@ struct TraceParser {
             calloutBase = sync.calloutBase
             return .sync(sync)
         default:
-            return try TraceParser.parseColdPayload(kind, &reader)
+            return try TraceParser.parseColdPayload(kind, &reader, version: version)
         }
     }
 
@@ -356,7 +361,7 @@ struct TraceParser {
             return
         }
         let version = UInt16(buffer[4]) | UInt16(buffer[5]) << 8
-        if version == 0 || version > TraceFormat.version {
+        if version < TraceFormat.oldestReadVersion || version > TraceFormat.version {
             outcome.problems.append(
                 TraceError(
                     fileName: fileName, offset: 4, problem: .unsupportedVersion(version),
@@ -365,6 +370,7 @@ struct TraceParser {
             return
         }
         if buffer[6] != 0 || buffer[7] != 0 { return fail(at: 0, .badPreamble, buffer) }
+        self.version = version
         phase = .records
         offset = TraceFormat.preambleSize
     }

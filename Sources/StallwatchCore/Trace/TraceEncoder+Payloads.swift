@@ -124,12 +124,12 @@ extension TraceEncoder {
             writer.optionalString(origin.appVersion)
         case .sampleAsyncChain(let chain):
             writer.varint(chain.stall)
-            writer.varint(chain.time)
+            writer.varint(chain.sample)
             writer.varint(chain.firstAsync)
             writer.byte(chain.end.rawValue)
         case .sampleProvenance(let provenance):
             writer.varint(provenance.stall)
-            writer.varint(provenance.time)
+            writer.varint(provenance.sample)
             writer.byte(provenance.source.rawValue)
         case .congestedIteration(let iteration):
             writer.varint(iteration.start)

@@ -59,13 +59,14 @@ public struct TraceEncoder: Sendable {
     }
 
     /// Writes one sample record (preceded by a sync record when one is due) at the start of
-    /// `buffer`. `wchan` is the wait channel's UTF-8 bytes (`nil` for none); `frames` are return
-    /// addresses, innermost first (at most `TraceFormat.maxFrames` are kept). Returns the bytes
-    /// written, or 0 if they did not fit (then nothing changed).
+    /// `buffer`. `index` is its place among its stall's samples, `look` the look it shares with
+    /// other samples (`nil`: its own); `wchan` is the wait channel's UTF-8 bytes (`nil` for
+    /// none); `frames` are return addresses, innermost first (at most `TraceFormat.maxFrames`
+    /// are kept). Returns the bytes written, or 0 if they did not fit (then nothing changed).
     ///
     /// No allocation; call it on the thread that owns the encoder.
     public mutating func encodeSample(
-        stall: UInt64, time: UInt64, state: ThreadState, syscall: Int32?,
+        stall: UInt64, index: UInt64, tid: Int32, look: UInt32?, time: UInt64, state: ThreadState, syscall: Int32?,
         wchan: UnsafeRawBufferPointer?, cpuTime: UInt64, annotation: UInt64,
         captureTimedOut: Bool, frames: UnsafeBufferPointer<UInt64>,
         into buffer: UnsafeMutableRawBufferPointer
@@ -74,6 +75,9 @@ public struct TraceEncoder: Sendable {
         let sync = writeSyncIfDue(&writer)
         let payload = writer.beginRecord(.sample)
         writer.varint(stall)
+        writer.varint(index)
+        writer.varint(UInt64(UInt32(bitPattern: tid)))
+        writer.varint(look.map { UInt64($0) + 1 } ?? 0)
         writer.varint(time)
         writer.byte(state.rawValue)
         writer.byte(captureTimedOut ? 1 : 0)
@@ -115,7 +119,8 @@ public struct TraceEncoder: Sendable {
             return sample.frames.withUnsafeBufferPointer { frames in
                 func encode(_ wchan: UnsafeRawBufferPointer?) -> Int {
                     encodeSample(
-                        stall: sample.stall, time: sample.time, state: sample.state,
+                        stall: sample.stall, index: sample.index, tid: sample.tid, look: sample.look,
+                        time: sample.time, state: sample.state,
                         syscall: sample.syscall, wchan: wchan, cpuTime: sample.cpuTime,
                         annotation: sample.annotation, captureTimedOut: sample.captureTimedOut,
                         frames: frames, into: buffer)

@@ -46,7 +46,7 @@ public struct TraceError: Error, Sendable, Hashable, CustomStringConvertible {
             case .badPreamble:
                 "does not start with the trace magic \"SWTR\" and a version"
             case .unsupportedVersion(let version):
-                "format version \(version) is not supported (this reader knows 1...\(TraceFormat.version))"
+                "format version \(version) is not supported (this reader knows \(TraceFormat.oldestReadVersion)...\(TraceFormat.version))"
             case .truncated(nil):
                 "the input ends inside a record header"
             case .truncated(let kind?):

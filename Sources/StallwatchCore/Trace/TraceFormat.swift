@@ -16,8 +16,12 @@ public enum TraceFormat {
 
     /// The version this code writes and the newest it reads. Adding a record kind does not
     /// change it (old readers skip the kind); changing the framing or an existing kind's
-    /// payload does.
-    public static let version: UInt16 = 1
+    /// payload does. Version 2 gave each sample its index in its stall, its thread and its look,
+    /// and made the records about a sample name it by that index.
+    public static let version: UInt16 = 2
+
+    /// The oldest version this code reads (docs/trace-format.md, "Version 1").
+    public static let oldestReadVersion: UInt16 = 1
 
     /// The size of the preamble: magic, version, two reserved zero bytes.
     public static let preambleSize = 8
@@ -46,7 +50,7 @@ public enum TraceFormat {
 ///
 /// Ids are stable. Never reuse one: when a kind is retired, move it to the reserved list.
 /// - Reserved: `0` (never a kind, so zero-filled bytes are caught as corruption);
-///   `128...255` (kept for a future two-byte kind form; v1 readers skip them like any
+///   `128...255` (kept for a future two-byte kind form; readers skip them like any
 ///   unknown kind).
 /// - Next id: `nextID`. The table in docs/trace-format.md lists the same ids (a test compares
 ///   them).

@@ -1,33 +1,33 @@
 extension TraceRecord {
     /// The kernel counters of one sample. Written right after the `sample` record it belongs
-    /// to and found by the same `stall` and `time` (readers that predate it skip it).
+    /// to, which `stall` and `sample` name (readers that predate it skip it).
     public struct SampleCounters: Sendable, Hashable {
         /// The `StallBegan.id` of the sample's stall.
         public var stall: UInt64
-        /// The sample's `time`.
-        public var time: UInt64
+        /// The sample's `Sample.index`.
+        public var sample: UInt64
         /// The reading.
         public var counters: KernelCounters
         /// The growth since the previous reading of the stall, if there was one.
         public var delta: KernelCounters?
 
         /// Creates a counters record.
-        public init(stall: UInt64, time: UInt64, counters: KernelCounters, delta: KernelCounters? = nil) {
+        public init(stall: UInt64, sample: UInt64, counters: KernelCounters, delta: KernelCounters? = nil) {
             self.stall = stall
-            self.time = time
+            self.sample = sample
             self.counters = counters
             self.delta = delta
         }
     }
 
     /// What one sample's thread waited on (see `WaitFact`). Written right after the `sample`
-    /// record (and its `sampleCounters`), found by the same `stall` and `time`. The owner's
+    /// record (and its `sampleCounters`), which `stall` and `sample` name. The owner's
     /// frames are raw addresses, symbolicated by `symbol` records like a sample's.
     public struct SampleWait: Sendable, Hashable {
         /// The `StallBegan.id` of the sample's stall.
         public var stall: UInt64
-        /// The sample's `time`.
-        public var time: UInt64
+        /// The sample's `Sample.index`.
+        public var sample: UInt64
         /// The kind of wait.
         public var kind: WaitFact.Kind
         /// The syscall name the fact comes from, if any.
@@ -49,12 +49,12 @@ extension TraceRecord {
 
         /// Creates a wait record.
         public init(
-            stall: UInt64, time: UInt64, kind: WaitFact.Kind, operation: String? = nil, fd: Int32? = nil,
+            stall: UInt64, sample: UInt64, kind: WaitFact.Kind, operation: String? = nil, fd: Int32? = nil,
             target: String? = nil, address: UInt64? = nil, ownerTID: Int32? = nil, ownerName: String? = nil,
             ownerFrames: [UInt64] = [], statement: String? = nil
         ) {
             self.stall = stall
-            self.time = time
+            self.sample = sample
             self.kind = kind
             self.operation = operation
             self.fd = fd
@@ -66,10 +66,10 @@ extension TraceRecord {
             self.statement = statement
         }
 
-        /// The record for `fact` of the sample at `time` in stall `stall`.
-        public init(stall: UInt64, time: UInt64, fact: WaitFact) {
+        /// The record for `fact` of sample `sample` of stall `stall`.
+        public init(stall: UInt64, sample: UInt64, fact: WaitFact) {
             self.init(
-                stall: stall, time: time, kind: fact.kind, operation: fact.operation, fd: fact.fd,
+                stall: stall, sample: sample, kind: fact.kind, operation: fact.operation, fd: fact.fd,
                 target: fact.target, address: fact.address, ownerTID: fact.owner?.tid,
                 ownerName: fact.owner?.name, ownerFrames: fact.owner?.frames.map(\.address) ?? [],
                 statement: fact.statement)

@@ -312,6 +312,15 @@ extension TraceRecord {
     public struct Sample: Sendable, Hashable {
         /// The `StallBegan.id` of the stall it belongs to.
         public var stall: UInt64
+        /// Its place among its stall's samples, from 0 in the order the recorder took them: what
+        /// the records about it (`sampleProvenance`, `sampleCounters`, `sampleWait`,
+        /// `sampleAsyncChain`) name it by.
+        public var index: UInt64
+        /// The thread sampled, 0 when not known; see `StallwatchCore.Sample`.
+        public var tid: Int32
+        /// The look it was taken at, shared with the stall's other samples of that look; `nil`
+        /// for a look of its own. See `StallwatchCore.Sample`.
+        public var look: UInt32?
         /// When it was taken.
         public var time: UInt64
         /// The scheduler state.
@@ -331,11 +340,14 @@ extension TraceRecord {
 
         /// Creates a sample record.
         public init(
-            stall: UInt64, time: UInt64, state: ThreadState, syscall: Int32? = nil,
-            wchan: String? = nil, cpuTime: UInt64 = 0, annotation: UInt64 = 0,
+            stall: UInt64, index: UInt64, tid: Int32 = 0, look: UInt32? = nil, time: UInt64, state: ThreadState,
+            syscall: Int32? = nil, wchan: String? = nil, cpuTime: UInt64 = 0, annotation: UInt64 = 0,
             captureTimedOut: Bool = false, frames: [UInt64] = []
         ) {
             self.stall = stall
+            self.index = index
+            self.tid = tid
+            self.look = look
             self.time = time
             self.state = state
             self.syscall = syscall
@@ -347,43 +359,43 @@ extension TraceRecord {
         }
     }
 
-    /// Where the stack of the sample with the same `stall` and `time` came from. A separate kind
-    /// (not a `Sample` field) so readers that predate it skip it; a sample without one has the
-    /// source `SampleSource.assumed(hasFrames:)` gives.
+    /// Where the stack of sample `sample` of stall `stall` came from. A separate kind (not a
+    /// `Sample` field) so readers that predate it skip it; a sample without one has the source
+    /// `SampleSource.assumed(hasFrames:)` gives.
     public struct SampleProvenance: Sendable, Hashable {
         /// The `StallBegan.id` of the sample's stall.
         public var stall: UInt64
-        /// The sample's `time`.
-        public var time: UInt64
+        /// The sample's `Sample.index`.
+        public var sample: UInt64
         /// Where its stack came from.
         public var source: SampleSource
 
         /// Creates a provenance record.
-        public init(stall: UInt64, time: UInt64, source: SampleSource) {
+        public init(stall: UInt64, sample: UInt64, source: SampleSource) {
             self.stall = stall
-            self.time = time
+            self.sample = sample
             self.source = source
         }
     }
 
-    /// The frames of the sample with the same `stall` and `time` from `firstAsync` on are the
+    /// The frames of sample `sample` of stall `stall` from `firstAsync` on are the
     /// awaiting callers of its innermost async frame, read from the async context chain
     /// (`Frame.isAsync`), and how that chain ended. A separate kind so readers that predate it
     /// skip it (they show the same frames, unmarked).
     public struct SampleAsyncChain: Sendable, Hashable {
         /// The `StallBegan.id` of the sample's stall.
         public var stall: UInt64
-        /// The sample's `time`.
-        public var time: UInt64
+        /// The sample's `Sample.index`.
+        public var sample: UInt64
         /// The index of the sample's first async frame (its frame count when the chain has none).
         public var firstAsync: UInt64
         /// How the chain ended.
         public var end: AsyncChainEnd
 
         /// Creates an async chain record.
-        public init(stall: UInt64, time: UInt64, firstAsync: UInt64, end: AsyncChainEnd) {
+        public init(stall: UInt64, sample: UInt64, firstAsync: UInt64, end: AsyncChainEnd) {
             self.stall = stall
-            self.time = time
+            self.sample = sample
             self.firstAsync = firstAsync
             self.end = end
         }

@@ -258,7 +258,9 @@ extension AppFrameMemo {
         let first = range.lowerBound
         for index in range {
             let row = table.rows[index]
-            let weight = walk.weight(of: index - first, count: range.count) { table.rows[first + $0].time }
+            let weight = walk.weight(
+                of: index - first, count: range.count, time: { table.rows[first + $0].time },
+                look: { table.rows[first + $0].look })
             total += weight
             var key = RowKey(row)
             if table.anyKernelFacts && table.hasKernelFacts(index, stall: stall.id) {

@@ -43,6 +43,8 @@ package struct StallDetail: Sendable, Hashable, Encodable {
     package struct SampleDetail: Sendable, Hashable, Encodable {
         /// When it was taken, in milliseconds from the callout's start.
         package var offsetMs: Double
+        /// The thread sampled, 0 when the trace does not say (version 1).
+        package var tid: Int32
         /// The time it stands for (`StallAccounting`), in milliseconds.
         package var weightMs: Double
         /// The thread state's name (`running`, `sleeping`, `disk`…).
@@ -61,13 +63,14 @@ package struct StallDetail: Sendable, Hashable, Encodable {
         package var frames: [StallReport.StackFrame]
 
         private enum CodingKeys: String, CodingKey {
-            case offsetMs, weightMs, state, syscall, category, reason, annotation, captureTimedOut, frames
+            case offsetMs, tid, weightMs, state, syscall, category, reason, annotation, captureTimedOut, frames
         }
 
         /// Encodes every key (`null` when absent).
         package func encode(to encoder: any Encoder) throws {
             var container = encoder.container(keyedBy: CodingKeys.self)
             try container.encode(offsetMs, forKey: .offsetMs)
+            try container.encode(tid, forKey: .tid)
             try container.encode(weightMs, forKey: .weightMs)
             try container.encode(state, forKey: .state)
             try container.encode(syscall, forKey: .syscall)
@@ -145,7 +148,7 @@ package struct StallDetail: Sendable, Hashable, Encodable {
         samples = stall.samples.enumerated().map { index, sample in
             let verdict = analyzed.classifications[index]
             return SampleDetail(
-                offsetMs: ms(sample.time >= stall.start ? sample.time - stall.start : 0),
+                offsetMs: ms(sample.time >= stall.start ? sample.time - stall.start : 0), tid: sample.tid,
                 weightMs: ms(analyzed.sampleWeights[index]), state: sample.state.name,
                 syscall: sample.syscallName ?? sample.syscall.map { "#\($0)" }, category: verdict.category,
                 reason: verdict.reason, annotation: sample.annotation?.label, captureTimedOut: sample.captureTimedOut,

@@ -21,7 +21,7 @@ package struct ThreadSpread: Sendable, Hashable, Encodable {
         var looks: [(size: Int, withStack: Int)] = []
         var index = 0
         while index < samples.count {
-            let end = StallAccounting.lookEnd(from: index, count: samples.count) { samples[$0].time }
+            let end = StallAccounting.lookEnd(from: index, count: samples.count) { samples[$0].look }
             let withStack = samples[index..<end].count { RepresentativeStack.groupKey($0.frames) == key }
             looks.append((end - index, withStack))
             index = end

@@ -221,7 +221,7 @@ package enum ChromeTraceExporter {
             """
             ,\n{"name": \(JSONOutput.string(label)), "cat": "sample", "ph": "i", "s": "t", \
             "ts": \(ts(mark.at)), \(ids), "sf": \(stack.frame), "args": {"stall": \(id), \
-            "time": \(ts(sample.time)), "state": "\(sample.state.name)", \
+            "thread": \(sample.tid), "time": \(ts(sample.time)), "state": "\(sample.state.name)", \
             "syscall": \(JSONOutput.string(sample.syscallName ?? "")), \
             "category": "\(verdict.category.rawValue)", \
             "captureTimedOut": \(sample.captureTimedOut), "stack":

@@ -113,6 +113,7 @@ package enum JSONLinesExporter {
             fields.add("type", "sample")
             fields.add("stall_id", analyzed.stall.id)
             fields.add("sample_index", UInt64(index))
+            fields.add("tid", UInt64(UInt32(bitPattern: sample.tid)))
             fields.add("time_unix_nano", facts.wallClock(sample.time))
             fields.add("offset_ns", sample.time >= analyzed.stall.start ? sample.time - analyzed.stall.start : 0)
             fields.add("weight_ns", weights[index])

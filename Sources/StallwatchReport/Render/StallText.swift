@@ -86,15 +86,19 @@ package enum StallText {
         // column (docs/watchdog.md, "Where a sample's stack comes from").
         let sources = Set(stall.samples.map(\.source))
         let sourceColumn = sources.count > 1
+        // The thread of each sample, when the stall sampled several (a starved pool).
+        let threadColumn = Set(stall.samples.map(\.tid)).count > 1
         let uniform = sources.count == 1 ? "; stacks: \(stall.samples[0].source)" : ""
         lines.append(
             style.bold("Samples") + " (\(stall.samples.count)\(uniform); time from the callout's start)")
         // The reason column gives way first so the frames keep 20 columns (16 beside a source
         // column).
         let (fixed, frameRoom, narrowest) = sourceColumn ? (57, 16, 7) : (49, 20, 8)
-        let reasonWidth = width.map { min(18, max(narrowest, $0 - fixed - frameRoom)) } ?? 18
+        let threadWidth = threadColumn ? 9 : 0
+        let reasonWidth = width.map { min(18, max(narrowest, $0 - fixed - threadWidth - frameRoom)) } ?? 18
         let columns =
-            "  " + padLeft("time", 9) + "  " + pad("state", 10) + "  " + pad("syscall", 10) + "  "
+            "  " + padLeft("time", 9) + "  " + (threadColumn ? padLeft("thread", 7) + "  " : "") + pad("state", 10)
+            + "  " + pad("syscall", 10) + "  "
             + pad("category", 8) + "  " + pad("reason", reasonWidth) + "  "
             + (sourceColumn ? pad("stack", 6) + "  " : "")
         lines.append(columns + "top frames")
@@ -105,6 +109,7 @@ package enum StallText {
             let annotation = sample.annotation.map { "  [\($0.label)]" } ?? ""
             let head =
                 "  " + padLeft("+" + format(Double(offset) / 1e6, 1) + " ms", 9) + "  "
+                + (threadColumn ? padLeft("\(sample.tid)", 7) + "  " : "")
                 + pad(elideMiddle("\(sample.state.procCode) \(sample.state.name)", 10), 10) + "  "
                 + pad(elideMiddle(syscall, 10), 10) + "  " + pad(verdict.category.rawValue, 8) + "  "
                 + pad(elideMiddle(SwiftNames.simplify(verdict.reason), reasonWidth), reasonWidth) + "  "
