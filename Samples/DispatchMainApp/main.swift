@@ -6,7 +6,7 @@
 // warning the preloaded monitor gives then; `--async` stalls in @MainActor async code instead.
 // `--back-to-back` queues two blocks that compute 90 and 130 ms, one right behind the other;
 // `--jobs` runs one long Swift job beside a free pool thread, then starves the pool with as many
-// blocking jobs as it has threads. Each culprit prints how long it took once its block or job
+// blocking jobs as it has threads, beside a busy thread named like a pool thread. Each culprit prints how long it took once its block or job
 // ended (the print is then no part of the block or job it measured).
 // Flags: --stall-ms N (60), --idle-s S (1).
 import Dispatch
@@ -100,6 +100,21 @@ if arguments.contains("--back-to-back") {
 }
 
 if arguments.contains("--jobs") {
+    // A thread named as libdispatch names its pool threads that never runs a Swift job (as
+    // sourcekitd's workers inherit the name): busy all along, and no pool thread.
+    let impostor = Thread {
+        try? "oot.default-qos".write(toFile: "/proc/thread-self/comm", atomically: false, encoding: .utf8)
+        // /proc/thread-self is a link to "<pid>/task/<tid>".
+        let tid =
+            (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/thread-self"))?
+            .split(separator: "/").last.map(String.init) ?? "?"
+        print("impostor thread \(tid)")
+        while true {
+            _ = crunchNumbers(milliseconds: 5)
+            usleep(1_000)
+        }
+    }
+    impostor.start()
     Task.detached {
         // Let a watcher see the pool's first jobs before the long one.
         try? await Task.sleep(for: .milliseconds(300))

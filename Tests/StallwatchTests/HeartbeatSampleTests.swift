@@ -151,6 +151,11 @@ import Testing
             sample.frames.contains { $0.symbol?.contains("waitForTheDisk") == true }
         }
         #expect(!culprits.isEmpty, "\(starved.flatMap(\.samples).map(\.frames.first))")
+        // Each sample names its thread; none is the thread that only has a pool thread's name.
+        let impostor = run.output.split(separator: "\n").first { $0.hasPrefix("impostor thread ") }
+            .flatMap { Int32($0.split(separator: " ").last ?? "") }
+        let tids = Set(starved.flatMap(\.samples).map(\.tid))
+        #expect(impostor != nil && !tids.contains(impostor!) && !tids.contains(0), "\(tids), impostor \(impostor ?? 0)")
     }
 
     @Test(

@@ -386,18 +386,13 @@ extension HeartbeatMonitor {
     }
 
     /// One look's samples of a stall in progress (`samplers`' threads, up to the per-stall
-    /// limit), handed to the listeners as begun at the first, then every `stallProgressInterval`.
-    /// The samples of one look are stamped a nanosecond apart from its first one's time, so that
-    /// they share the time until the next look equally (`StallAccounting.lookWidth`).
+    /// limit, each at its own time: the look number they share is the samplers'), handed to the
+    /// listeners as begun at the first, then every `stallProgressInterval`.
     func sampleStall(_ watch: inout Watch, _ samplers: [ThreadSampler], now: UInt64, budget: UInt64) {
         guard var stall = watch.stall else { return }
         let before = stall.samples.count
-        var stamp: UInt64?
         for sampler in samplers where stall.samples.count < configuration.maxSamplesPerStall {
-            var sample = sampler.sample(record: core.recordCommon)
-            if let last = stamp { sample.time = last &+ 1 }
-            stamp = sample.time
-            stall.samples.append(sample)
+            stall.samples.append(sampler.sample(record: core.recordCommon))
             watch.scopes.note(sampler, &stall)
         }
         let interval = configuration.common.sampleInterval(after: now &- stall.start)
