@@ -142,8 +142,11 @@ case "exports":
         loop.post(label: "inner spin") { spinForHost(milliseconds: 80) }
         for _ in 0..<50 { loop.post {} }
         _ = loop.run(mode: .default, until: .now + .milliseconds(150))
+        // The outer run stops 250 ms after the nested one returned. A stop timer of its own
+        // (once at 800 ms) fired inside the nested run when a loaded machine delayed it, stopped
+        // that run instead, and left the outer one running for ever.
+        loop.schedule(after: .milliseconds(250)) { _ in loop.stop() }
     }
-    loop.schedule(after: .milliseconds(800)) { _ in loop.stop() }
     loop.run()
     report("returned", true)
 case "perf-status":
