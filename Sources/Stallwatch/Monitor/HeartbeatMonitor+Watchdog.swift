@@ -249,18 +249,16 @@ extension HeartbeatMonitor {
             watch.probing = nil
         }
         var endedByItem = false
-        if let items, look.sequence & 1 == 1 {
-            if let stalled = watch.detector.stalled {
-                if items.sequence != watch.itemsSequence {
-                    // A timed item began: the stall was the untimed work before it. The item's
-                    // start is known if it is the only one since the last look, else the look
-                    // bounds it.
-                    let began = items.sequence &- watch.itemsSequence <= 2 ? items.start : previousLook
-                    look.sequence &+= 1
-                    look.overruns = [.init(sequence: stalled.sequence, start: stalled.start, end: began)]
-                    endedByItem = true
-                }
-            } else if items.busy {
+        if let items, let stalled = watch.detector.stalled, items.sequence != watch.itemsSequence {
+            // A timed item began (whether or not the heartbeat ran since): the stall was the
+            // untimed work before it. The item's start is known if it is the only one since the
+            // last look, else the look bounds it.
+            let began = items.sequence &- watch.itemsSequence <= 2 ? items.start : previousLook
+            if look.sequence == stalled.sequence { look.sequence &+= 1 }
+            look.overruns = [.init(sequence: stalled.sequence, start: stalled.start, end: began)]
+            endedByItem = true
+        } else if let items, look.sequence & 1 == 1, watch.detector.stalled == nil {
+            if items.busy {
                 look.sequence &-= 1  // waiting behind a timed item is the item's
             } else {
                 look.start = max(look.start, items.end)  // the wait counts from the last item's end
@@ -296,8 +294,8 @@ extension HeartbeatMonitor {
                 watch.stall = nil
                 watch.scopes.settle(&stall, budget: budget)
                 core.deliverEnded(stall)
-                // The heartbeat still waits: what delays it after the items is a stall of its own.
-                watch.sentSequence = executor.sent()
+                // A heartbeat that still waits: what delays it after the items is a stall of its own.
+                if ran == nil { watch.sentSequence = executor.sent() }
             case .missed(let overrun):
                 recordMissedStall(watch, overrun, suspended: suspended, nextID: &nextID)
             case .abandoned:
