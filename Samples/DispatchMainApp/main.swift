@@ -6,8 +6,8 @@
 // warning the preloaded monitor gives then; `--async` stalls in @MainActor async code instead.
 // `--back-to-back` queues two blocks that compute 90 and 130 ms, one right behind the other;
 // `--jobs` runs one long Swift job beside a free pool thread, then starves the pool with as many
-// blocking jobs as it has threads, beside a busy thread named like a pool thread. Each culprit prints how long it took once its block or job
-// ended (the print is then no part of the block or job it measured).
+// blocking jobs as it has threads, beside a thread named like a pool thread. Each culprit prints
+// how long it took once its block or job ended (the print is then no part of what it measured).
 // Flags: --stall-ms N (60), --idle-s S (1).
 import Dispatch
 import Foundation
@@ -101,7 +101,9 @@ if arguments.contains("--back-to-back") {
 
 if arguments.contains("--jobs") {
     // A thread named as libdispatch names its pool threads that never runs a Swift job (as
-    // sourcekitd's workers inherit the name): busy all along, and no pool thread.
+    // sourcekitd's workers inherit the name): no pool thread, though it computes while the pool
+    // starves (only then: the jobs keep the CPU to themselves before).
+    let starving = DispatchSemaphore(value: 0)
     let impostor = Thread {
         try? "oot.default-qos".write(toFile: "/proc/thread-self/comm", atomically: false, encoding: .utf8)
         // /proc/thread-self is a link to "<pid>/task/<tid>".
@@ -109,10 +111,8 @@ if arguments.contains("--jobs") {
             (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/thread-self"))?
             .split(separator: "/").last.map(String.init) ?? "?"
         print("impostor thread \(tid)")
-        while true {
-            _ = crunchNumbers(milliseconds: 5)
-            usleep(1_000)
-        }
+        starving.wait()
+        _ = crunchNumbers(milliseconds: stallMilliseconds)
     }
     impostor.start()
     Task.detached {
@@ -125,6 +125,7 @@ if arguments.contains("--jobs") {
         print(String(format: "long job took %.1f ms (%.0f to %.0f ns)", (end - start) * 1000, start * 1e9, end * 1e9))
         // As many blocking jobs as the pool has threads: a job queued behind them waits.
         let width = ProcessInfo.processInfo.activeProcessorCount
+        starving.signal()
         let blocking = await withTaskGroup(of: Double.self) { group in
             for _ in 0..<width {
                 group.addTask {
