@@ -43,8 +43,8 @@ void sw_set_thread_name(const char *name);
 
 /// A cheap monotonic cycle counter for per-callout timestamps: the TSC (invariant on the
 /// machines this runs on: constant_tsc, nonstop_tsc), which `Timebase` converts to
-/// CLOCK_MONOTONIC. About 13 ns against 34 ns for clock_gettime on the development VM. The
-/// shims' only x86_64 code. Any thread.
+/// CLOCK_MONOTONIC: cheaper than clock_gettime (docs/watchdog.md, "Mechanism", has the figures).
+/// The shims' only x86_64 code. Any thread.
 static inline uint64_t sw_cycles(void) {
     uint32_t lo, hi;
     __asm__ __volatile__("rdtsc" : "=a"(lo), "=d"(hi));

@@ -98,9 +98,9 @@ extension HeartbeatMonitor {
         /// libdispatch's idle workers all wait on their root queue's one semaphore, so a thread
         /// waiting on one of these is parked idle even where its own wait was never learned: a
         /// thread that was running when the pool went quiet, or parked there by another path
-        /// (a CI run sampled such a thread for 200 ms of a starvation, and its semaphore wait
-        /// outweighed the blockers). Two threads, because one job blocked on its own semaphore
-        /// while the pool is quiet is one thread.
+        /// (sampled, its semaphore wait would outweigh the jobs that block the pool). Two
+        /// threads, because one job blocked on its own semaphore while the pool is quiet is one
+        /// thread.
         var idleWords: Set<UInt64> = []
 
         /// Whether pool thread `tid` is parked in an idle wait now (one pread).
