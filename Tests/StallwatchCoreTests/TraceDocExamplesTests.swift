@@ -197,6 +197,7 @@ import Testing
         #expect(decodeAll(bytes).records.last == example.record)
     }
 
+    /// The version 2 preamble (the format's version moved with the sample's thread and look).
     @Test func preambleIsInTheDoc() throws {
         #expect(try #require(Self.doc).contains("\n53 57 54 52 02 00 00 00\n"))
     }

@@ -93,7 +93,7 @@ import Testing
 
     @Test func aNewerVersionIsRefused() {
         var bytes = TraceFixture.encode(TraceFixture.everyKind)
-        bytes[4] = 3
+        bytes[4] = 3  // the first version newer than this reader's (2)
         let decoded = decodeAll(bytes, fileName: "new.swtrace")
         #expect(decoded.records.isEmpty)
         #expect(decoded.outcome.problems.map(\.problem) == [.unsupportedVersion(3)])

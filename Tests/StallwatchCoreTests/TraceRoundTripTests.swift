@@ -306,6 +306,8 @@ func withoutSync(_ records: [TraceRecord]) -> [TraceRecord] {
         #expect(mode.name == String(repeating: "é", count: (TraceFormat.maxStringBytes - 1) / 2))
     }
 
+    /// Version 2 since samples carry their index, thread and look (docs/trace-format.md);
+    /// version 1 traces still read (`TraceVersion1Tests`).
     @Test func preambleIsMagicVersionAndZeros() {
         #expect(TraceEncoder.preamble == [0x53, 0x57, 0x54, 0x52, 0x02, 0x00, 0x00, 0x00])
         #expect(TraceFormat.version == 2)

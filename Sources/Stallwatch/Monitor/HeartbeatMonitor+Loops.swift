@@ -121,7 +121,6 @@ extension HeartbeatMonitor {
     /// The watchdog's state for a loop found by its waits.
     struct LoopWatch {
         let slot: UnsafeMutablePointer<sw_loop_slot>
-        var detector: WorkItemDetector
         /// Where the watchdog stands in the slot's overrun log.
         var cursor: UInt64 = 0
         /// The loop's thread is gone or its descriptor closed: nothing more to time.
@@ -143,19 +142,17 @@ extension HeartbeatMonitor {
         /// `since`: when the monitor began to watch. Overruns that ended before it are not its
         /// stalls (a loop outlives monitors: each recording starts its own); one that ended after,
         /// logged before the watchdog first looked at the slot (it got no CPU), is.
-        init(slot: UnsafeMutablePointer<sw_loop_slot>, configuration: MonitorConfiguration, since: UInt64) {
+        init(slot: UnsafeMutablePointer<sw_loop_slot>, since: UInt64) {
             self.slot = slot
             self.since = since
             let head = sw_loop_overrun_head(slot)
             cursor = head &- min(head, UInt64(SW_LOOP_OVERRUNS))
-            detector = WorkItemDetector(budget: configuration.tiers.budget.nanoseconds) {
-                configuration.sampleInterval(after: $0)
-            }
         }
 
         /// What the slot shows now: the sequence first, then the log (an iteration's overrun is
         /// logged before its sequence moves on, so a finished stall's end is always read).
-        mutating func look(now: UInt64, budget: UInt64) -> WorkItemDetector.Look {
+        /// `stalled`: a stall of the loop is in progress.
+        mutating func look(now: UInt64, budget: UInt64, stalled: Bool) -> WorkItemDetector.Look {
             let timebase = Timebase.shared
             timebase.refresh()
             sw_loop_set_budget(slot, timebase.cycles(budget))
@@ -178,7 +175,7 @@ extension HeartbeatMonitor {
             // Only an item past its deadline (or a stall) asks whether the loop is still there:
             // after its last iteration a thread may go on with other work (asyncio.run returned).
             let overdue = sequence & 1 == 1 && now >= look.start.saturatingAdding(budget)
-            if overdue || detector.stalled != nil { look.gone = !Self.alive(slot) }
+            if overdue || stalled { look.gone = !Self.alive(slot) }
             return look
         }
 
@@ -197,8 +194,8 @@ extension HeartbeatMonitor {
         guard var loop = watch.loop else { return }
         defer { watch.loop = loop }
         let budget = configuration.tiers.budget.nanoseconds
-        let look = loop.look(now: now, budget: budget)
-        let actions = loop.detector.look(look, now: now)
+        let look = loop.look(now: now, budget: budget, stalled: watch.detector.stalled != nil)
+        let actions = watch.detector.look(look, now: now)
         // The thread an item runs on: a loop's is fixed, the main queue's items move between
         // threads, and a pool thread's slot passes to another pool thread when its thread exits.
         // The sampler follows it at a stall's start.
@@ -235,22 +232,11 @@ extension HeartbeatMonitor {
             case .began(let sequence, let start):
                 watch.stall = newStall(
                     of: watch.executor, start: start, suspended: suspended, label: label, nextID: &nextID)
+                watch.progressed = 0
                 watch.scopes = ExpectedScopeTally()
                 sampler.beginStall(sequence: sequence)
             case .sample:
-                guard var stall = watch.stall, stall.samples.count < configuration.maxSamplesPerStall else { break }
-                stall.samples.append(sampler.sample(record: core.recordCommon))
-                sampler.follow(interval: configuration.common.sampleInterval(after: now &- stall.start))
-                if stall.samples.count == 1 {
-                    let first = stall.samples[0].time
-                    watch.progressed = first
-                    core.recordDetection(first: first, looked: now, deadline: stall.start.saturatingAdding(budget))
-                    core.deliverBegan(stall)
-                } else if stall.samples.last!.time &- watch.progressed >= stallProgressInterval {
-                    watch.progressed = stall.samples.last!.time
-                    core.deliverProgress(stall)
-                }
-                watch.stall = stall
+                sampleStall(&watch, [sampler], now: now, budget: budget)
             case .ended(_, let start, let end, _):
                 guard var stall = watch.stall else { break }
                 (stall.start, stall.end) = (start, end)

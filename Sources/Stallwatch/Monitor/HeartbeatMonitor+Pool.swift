@@ -140,6 +140,7 @@ extension HeartbeatMonitor {
                 pool.sampled = samplers(for: threads, pool: &pool, executor: executor)
                 for tid in threads where pool.idle[tid] == nil { pool.idle[tid] = IdleProbe(tid: tid) }
                 watch.stall = newStall(of: executor, start: start, suspended: suspended, nextID: &nextID)
+                watch.progressed = 0
                 watch.scopes = ExpectedScopeTally()
                 for sampler in pool.sampled { sampler.beginStall() }
             case .sample:

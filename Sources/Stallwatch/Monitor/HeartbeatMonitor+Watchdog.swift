@@ -8,7 +8,8 @@ extension HeartbeatMonitor {
     /// What the watchdog keeps per executor: its thread's probes and the stall in progress.
     struct Watch {
         let executor: HeartbeatMonitor.Executor
-        /// When the heartbeat in flight is a stall (`heartbeatLook`); a loop has its own.
+        /// When a stall of the executor begins, is sampled and ends: its heartbeat in flight is
+        /// the item (`heartbeatLook`), or its loop's iteration, item or job (`stepLoop`).
         var detector: WorkItemDetector
         /// The pool's state (`watchConcurrencyPool`); nil for a serial executor.
         var pool: PoolWatch?
@@ -22,7 +23,8 @@ extension HeartbeatMonitor {
         var stall: Stall?
         /// How much of the stall ran inside an `expectLong` scope.
         var scopes = ExpectedScopeTally()
-        /// When the stall in progress was last handed to the listeners (`deliverProgress`).
+        /// When the stall in progress was last handed to the listeners (`deliverSampled`); 0
+        /// until its first look.
         var progressed: UInt64 = 0
         /// The stall's heartbeat ran: its run number, and until when to wait for the tick that
         /// ran it (an executor that reports its ticks reports each at its end).
@@ -40,7 +42,7 @@ extension HeartbeatMonitor {
         /// The last heartbeat ran within the budget: the next wait seen is the idle wait the
         /// executor went back to.
         var ranPromptly = false
-        /// An event loop found by its waits: its detector (no heartbeats).
+        /// An event loop found by its waits (no heartbeats): its slot.
         var loop: LoopWatch?
         /// The timed main-queue items' sequence when the stall in progress was declared: an item
         /// that began since ends it (`TimedItems`).
@@ -102,7 +104,7 @@ extension HeartbeatMonitor {
                     executor: executor,
                     detector: WorkItemDetector(budget: budget) { common.sampleInterval(after: $0) })
                 if let slot = executor.loop {
-                    watch.loop = LoopWatch(slot: slot, configuration: configuration.common, since: started)
+                    watch.loop = LoopWatch(slot: slot, since: started)
                 }
                 watches.append(watch)
             }
@@ -133,7 +135,7 @@ extension HeartbeatMonitor {
                 if let loop = watches[index].loop {
                     let label = Self.isLoop(loop.slot) ? executorLabels[loop.slot.pointee.tid] : nil
                     stepLoop(&watches[index], now: now, suspended: suspended, label: label, nextID: &nextID)
-                    wakeAt = min(wakeAt, watches[index].loop?.detector.wakeAt ?? now &+ check)
+                    wakeAt = min(wakeAt, watches[index].detector.wakeAt ?? now &+ check)
                     continue
                 }
                 if watches[index].executor.pool == nil, watches[index].stall == nil,
@@ -273,6 +275,7 @@ extension HeartbeatMonitor {
             switch action {
             case .began(let sequence, let start):
                 watch.stall = newStall(of: executor, start: start, suspended: suspended, nextID: &nextID)
+                watch.progressed = 0
                 watch.stallDue = watch.sentDue
                 watch.itemsSequence = items?.sequence ?? 0
                 watch.probing = nil
@@ -385,25 +388,18 @@ extension HeartbeatMonitor {
 
     /// One look's samples of a stall in progress (`samplers`' threads, up to the per-stall
     /// limit, each at its own time: the look number they share is the samplers'), handed to the
-    /// listeners as begun at the first, then every `stallProgressInterval`.
+    /// listeners as begun at the stall's first look (`progressed` 0, as a stall begins), then
+    /// every `stallProgressInterval`.
     func sampleStall(_ watch: inout Watch, _ samplers: [ThreadSampler], now: UInt64, budget: UInt64) {
         guard var stall = watch.stall else { return }
-        let before = stall.samples.count
         for sampler in samplers where stall.samples.count < configuration.maxSamplesPerStall {
             stall.samples.append(sampler.sample(record: core.recordCommon))
             watch.scopes.note(sampler, &stall)
         }
         let interval = configuration.common.sampleInterval(after: now &- stall.start)
         for sampler in samplers { sampler.follow(interval: interval) }
-        if before == 0 {
-            let first = stall.samples.first?.time ?? sw_monotonic_ns()
-            watch.progressed = first
-            core.recordDetection(first: first, looked: now, deadline: stall.start.saturatingAdding(budget))
-            core.deliverBegan(stall)
-        } else if let last = stall.samples.last?.time, last &- watch.progressed >= stallProgressInterval {
-            watch.progressed = last
-            core.deliverProgress(stall)
-        }
+        core.deliverSampled(
+            stall, first: watch.progressed == 0, progressed: &watch.progressed, looked: now, budget: budget)
         watch.stall = stall
     }
 

@@ -163,6 +163,24 @@ final class MonitorCore<Statistics: MonitorCounters>: @unchecked Sendable {  // 
         deliver(began, began: true)
     }
 
+    /// Hands `stall` to the listeners after a look added samples to it: as begun when they are
+    /// its first (and the detection is recorded: `looked` is when the watchdog looked), else
+    /// as still running once `stallProgressInterval` passed since `progressed`, its last such
+    /// delivery. Watchdog thread.
+    func deliverSampled(_ stall: Stall, first: Bool, progressed: inout UInt64, looked: UInt64, budget: UInt64) {
+        let latest = stall.samples.last?.time ?? looked
+        if first {
+            progressed = latest
+            recordDetection(
+                first: stall.samples.first?.time ?? looked, looked: looked,
+                deadline: stall.start.saturatingAdding(budget))
+            deliverBegan(stall)
+        } else if latest &- progressed >= stallProgressInterval {
+            progressed = latest
+            deliverProgress(stall)
+        }
+    }
+
     /// Hands `stall`, still running, to the listeners (a recorder writes its new samples, so a
     /// hang that ends in a kill keeps them); not to `onStallBegan`, which ran once already.
     func deliverProgress(_ stall: Stall) {

@@ -150,15 +150,8 @@ extension StallMonitor {
                 stall.samples.append(sample(sampler, &watch.sleeper))
                 watch.scopes.note(sampler, &stall)
                 sampler.follow(interval: configuration.common.sampleInterval(after: now &- stall.start))
-                let time = stall.samples.last!.time
-                if stall.samples.count == 1 {
-                    watch.progressed = time
-                    core.recordDetection(first: time, looked: now, deadline: stall.start.saturatingAdding(budget))
-                    core.deliverBegan(stall)
-                } else if time &- watch.progressed >= stallProgressInterval {
-                    watch.progressed = time
-                    core.deliverProgress(stall)
-                }
+                core.deliverSampled(
+                    stall, first: stall.samples.count == 1, progressed: &watch.progressed, looked: now, budget: budget)
                 watch.stall = stall
             case .ended(_, _, let end, _):
                 guard var stall = watch.stall else { break }
