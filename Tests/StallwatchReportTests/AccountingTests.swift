@@ -170,6 +170,32 @@ import Testing
         #expect(tids == [4101, 4102, 4101, 4102])
     }
 
+    /// DuckDB reads the sample lines' `tid` as the fleet's queries would (docs/fleet.md).
+    @Test(
+        .disabled(if: ToolSanitizer.active, "checks a format with DuckDB, not memory"),
+        .enabled(if: ExternalTools.hasDuckDB, "needs duckdb in the venv (scripts/install-deps.sh)"))
+    func duckDBReadsEachSamplesThread() throws {
+        let python = try #require(ExternalTools.python)
+        let ms = Fixture.millisecond
+        let bytes = oneStall(
+            lasting: 30 * ms, samples: [(10 * ms, .running), (10 * ms, .sleeping)], looks: [0, 0],
+            tids: [4101, 4102])
+        let path = directory.write("duck-threads.swtrace", bytes)
+        let output = directory.path + "/duck-threads.jsonl"
+        #expect(CLIRun(["export", path, "--format", "jsonl", "--samples", "-o", output]).exitCode == 0)
+        let query = directory.write(
+            "tids.sql",
+            Array("SELECT tid, typeof(tid) AS type FROM stalls WHERE type = 'sample' ORDER BY sample_index".utf8))
+        let engine = ExternalTools.run(
+            python, [ExternalTools.root + "/tools/fleet/duckdb_signatures.py", output, query])
+        #expect(engine.status == 0, "\(engine.error)")
+        let rows = try engine.output.split(separator: "\n").map {
+            try #require(try JSONSerialization.jsonObject(with: Data($0.utf8)) as? [String: Any])
+        }
+        #expect(rows.compactMap { $0["tid"] as? Int } == [4101, 4102], "\(rows)")
+        #expect(rows.allSatisfy { ($0["type"] as? String)?.hasSuffix("INT") == true }, "\(rows)")
+    }
+
     @Test func aStallOfSeveralThreadsSaysOnHowManyItsStackWas() throws {
         let blocker = [
             Frame(address: 0x5000, symbol: "usleep", module: "/usr/lib/x86_64-linux-gnu/libc.so.6"),
