@@ -7,6 +7,7 @@ let package = Package(
         .library(name: "Stallwatch", targets: ["Stallwatch"]),
         .library(name: "StallwatchRemedies", targets: ["StallwatchRemedies"]),
         .library(name: "StallwatchCore", targets: ["StallwatchCore"]),
+        .library(name: "StallwatchAnalysis", targets: ["StallwatchAnalysis"]),
         // Preloadable (LD_PRELOAD) by `stallwatch record`: watches DispatchQueue.main of a program
         // that never heard of Stallwatch.
         .library(name: "StallwatchPreload", type: .dynamic, targets: ["StallwatchPreload"]),
@@ -20,8 +21,13 @@ let package = Package(
         .target(name: "CStallwatchShims"),
         // The system's SQLite, for tests, samples and the demo's database stalls.
         .systemLibrary(name: "CSQLite", pkgConfig: "sqlite3", providers: [.apt(["libsqlite3-dev"])]),
-        // Data model, trace format and classifier; no platform code.
+        // What the runtime hands out and writes: the data model (stalls, samples, frames,
+        // categories), the trace records and their encoder, the environment contract. No
+        // platform code.
         .target(name: "StallwatchCore"),
+        // What reads traces: the decoder, the classifier and its rules files, stack
+        // breakdowns. Tools link it, and apps that classify their own stalls in process.
+        .target(name: "StallwatchAnalysis", dependencies: ["StallwatchCore"]),
         // What apps import: MainLoop, StallMonitor, TraceRecorder.
         .target(
             name: "Stallwatch",
@@ -40,27 +46,32 @@ let package = Package(
         // Reading traces: loading, analysis, rendering, exporters, gate. No command line. The HTML
         // page's script and style sheet are files of their own (Render/Page), compiled in by
         // EmbedFiles so the CLI needs no resource bundle beside it.
-        .target(name: "StallwatchReport", dependencies: ["StallwatchCore", "CZlib"], plugins: ["EmbedFiles"]),
+        .target(
+            name: "StallwatchReport", dependencies: ["StallwatchCore", "StallwatchAnalysis", "CZlib"],
+            plugins: ["EmbedFiles"]),
         // Writes a target's .js and .css files into a generated Swift source (`EmbeddedFiles`).
         .plugin(name: "EmbedFiles", capability: .buildTool(), dependencies: ["embed-files"]),
         .executableTarget(name: "embed-files", path: "Plugins/EmbedFilesTool"),
         // The `stallwatch` CLI: its argument parser and the commands (types whose properties are
         // their options). It reads traces only: no runtime, no SQLite (the demo is a sample).
-        .executableTarget(name: "stallwatch", dependencies: ["StallwatchReport", "StallwatchCore"]),
+        .executableTarget(
+            name: "stallwatch", dependencies: ["StallwatchReport", "StallwatchAnalysis", "StallwatchCore"]),
         .executableTarget(
             name: "stallwatch-bench",
             dependencies: [
-                "Stallwatch", "StallwatchCore", "StallwatchRemedies", "StallwatchReport", "StallwatchTestSupport",
+                "Stallwatch", "StallwatchCore", "StallwatchAnalysis", "StallwatchRemedies", "StallwatchReport",
+                "StallwatchTestSupport",
             ],
             path: "Benchmarks/stallwatch-bench"
         ),
         .executableTarget(name: "HelloLoop", dependencies: ["Stallwatch"], path: "Samples/HelloLoop"),
         .executableTarget(
-            name: "DetectStalls", dependencies: ["Stallwatch", "StallwatchCore"], path: "Samples/DetectStalls"),
+            name: "DetectStalls", dependencies: ["Stallwatch", "StallwatchCore", "StallwatchAnalysis"],
+            path: "Samples/DetectStalls"),
         // The samples' one workload target: the run (monitor + frame clock + recorder, the summary
         // they print) and the four classic main-thread blockers that BlockingMain and the demo share.
         .target(
-            name: "SampleSupport", dependencies: ["Stallwatch", "StallwatchCore", "CSQLite"],
+            name: "SampleSupport", dependencies: ["Stallwatch", "StallwatchCore", "StallwatchAnalysis", "CSQLite"],
             path: "Samples/SampleSupport"),
         .executableTarget(
             name: "FeedScreen", dependencies: ["Stallwatch", "StallwatchRemedies", "SampleSupport", "CSQLite"],
@@ -82,7 +93,8 @@ let package = Package(
         .executableTarget(name: "DispatchMainApp", path: "Samples/DispatchMainApp"),
         .executableTarget(name: "RunLoopApp", path: "Samples/RunLoopApp"),
         .executableTarget(
-            name: "EventLoopServer", dependencies: ["Stallwatch", "StallwatchCore"], path: "Samples/EventLoopServer"),
+            name: "EventLoopServer", dependencies: ["Stallwatch", "StallwatchCore", "StallwatchAnalysis"],
+            path: "Samples/EventLoopServer"),
         .executableTarget(
             name: "ThumbnailTasks", dependencies: ["Stallwatch", "StallwatchCore"], path: "Samples/ThumbnailTasks"),
         // A helper executable the tests run as a subprocess: it owns the process's real main thread.
@@ -103,15 +115,21 @@ let package = Package(
             name: "CStallwatchSamplerTests",
             dependencies: ["CStallwatchSampler", "CStallwatchTestSupport", "ChildProcessTesting"]),
         // Test support in Swift, in no product: the trace fuzzer the tests and the benchmark share.
-        .target(name: "StallwatchTestSupport", dependencies: ["StallwatchCore"], path: "Tests/StallwatchTestSupport"),
+        .target(
+            name: "StallwatchTestSupport", dependencies: ["StallwatchCore", "StallwatchAnalysis"],
+            path: "Tests/StallwatchTestSupport"),
         .testTarget(
-            name: "StallwatchCoreTests", dependencies: ["StallwatchCore", "StallwatchTestSupport"],
+            name: "StallwatchCoreTests", dependencies: ["StallwatchCore", "StallwatchTestSupport"]),
+        .testTarget(
+            name: "StallwatchAnalysisTests",
+            dependencies: ["StallwatchAnalysis", "StallwatchCore", "StallwatchTestSupport"],
             // Stored traces the tests read by path.
             exclude: ["Fixtures"]),
         .testTarget(
             name: "StallwatchReportTests",
             dependencies: [
-                "StallwatchReport", "StallwatchCore", "stallwatch", "CStallwatchTestSupport", "ChildProcessTesting",
+                "StallwatchReport", "StallwatchCore", "StallwatchAnalysis", "stallwatch", "CStallwatchTestSupport",
+                "ChildProcessTesting",
                 // Records real traces for the export tests, as a subprocess.
                 "StallwatchTestHost",
                 // Recorded by the HTML report's browser test, as a subprocess.
@@ -120,7 +138,8 @@ let package = Package(
         .testTarget(
             name: "StallwatchTests",
             dependencies: [
-                "Stallwatch", "StallwatchRemedies", "StallwatchCore", "StallwatchTestSupport", "StallwatchTestHost",
+                "Stallwatch", "StallwatchRemedies", "StallwatchCore", "StallwatchAnalysis", "StallwatchTestSupport",
+                "StallwatchTestHost",
                 "CSQLite", "CStallwatchTestSupport", "ChildProcessTesting",
                 // Built for the sample tests, which run them as subprocesses.
                 "FeedScreen", "BlockingMain", "GalleryScroll", "AsyncRender", "Demo", "DetectStalls",

@@ -1,4 +1,5 @@
 import Foundation
+import StallwatchAnalysis
 import StallwatchCore
 import StallwatchReport
 

@@ -2,6 +2,7 @@ import CStallwatchShims
 import Dispatch
 import Foundation
 import Stallwatch
+import StallwatchAnalysis
 import StallwatchCore
 
 /// `stallwatch-bench recall [STALLS]`: does the default configuration catch every stall, once,

@@ -1,5 +1,6 @@
 import Foundation
 import Stallwatch
+import StallwatchAnalysis
 import StallwatchCore
 
 /// `stallwatch-bench soak [SECONDS]`: the loop at a sustained rate of posted tasks (1 M/s by

@@ -1,5 +1,6 @@
 import Foundation
 import Stallwatch
+import StallwatchAnalysis
 import StallwatchCore
 import StallwatchTestSupport
 

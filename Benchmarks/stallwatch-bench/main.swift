@@ -1,5 +1,6 @@
 import Foundation
 import Stallwatch
+import StallwatchAnalysis
 import StallwatchCore
 
 // stallwatch-bench: the performance harness. One JSON object per line on stdout.

@@ -2,6 +2,7 @@
 // compute, one in a sleep and one in an annotated section. swift run DetectStalls
 import Foundation
 import Stallwatch
+import StallwatchAnalysis
 import StallwatchCore
 
 let loop = MainLoop.main

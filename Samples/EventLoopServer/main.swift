@@ -6,6 +6,7 @@
 import Foundation
 import Glibc
 import Stallwatch
+import StallwatchAnalysis
 import StallwatchCore
 
 let arguments = CommandLine.arguments

@@ -2,6 +2,7 @@
 // screen of at most 100 columns, so a before/after pair can be read side by side.
 import Foundation
 import Stallwatch
+import StallwatchAnalysis
 import StallwatchCore
 
 /// What one run measured. A plain value; use it on any thread.

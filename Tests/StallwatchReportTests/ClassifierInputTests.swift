@@ -1,6 +1,7 @@
 // The verdict caches key on what the classifier reads: `ClassifierInput`. The report's
 // table-local key (`RowKey`: a row's numbered fields and kernel facts) stands for it, so a
 // field added to the input must be added to it.
+import StallwatchAnalysis
 import StallwatchCore
 import Testing
 

@@ -2,6 +2,7 @@
 // it works out of each stall must be what the analysis of the stall (samples built) works out,
 // for every kind of sample, and a stall built in code must analyze as its decoded self.
 import Foundation
+import StallwatchAnalysis
 import StallwatchCore
 import Testing
 

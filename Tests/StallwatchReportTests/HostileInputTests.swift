@@ -4,6 +4,7 @@
 // print what the trace did not say (docs/cli.md, "Inputs and exit codes").
 import ChildProcessTesting
 import Foundation
+import StallwatchAnalysis
 import StallwatchCore
 import Testing
 

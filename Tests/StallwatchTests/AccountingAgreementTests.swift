@@ -3,6 +3,7 @@
 // category and sample by sample (`StallAccounting`, docs/categories.md).
 import ChildProcessTesting
 import Foundation
+import StallwatchAnalysis
 import StallwatchCore
 import Testing
 

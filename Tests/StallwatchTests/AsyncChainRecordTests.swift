@@ -3,6 +3,7 @@
 // (dispatchMain); the stall's samples name all four, innermost first, the callers marked async.
 import ChildProcessTesting
 import Foundation
+import StallwatchAnalysis
 import StallwatchCore
 import Testing
 

@@ -3,6 +3,7 @@
 import CSQLite
 import Dispatch
 import Foundation
+import StallwatchAnalysis
 import StallwatchCore
 import Synchronization
 import Testing

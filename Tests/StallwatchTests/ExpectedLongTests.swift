@@ -3,6 +3,7 @@
 // stall; a recorded trace keeps both (record kind 23), and other stalls have neither.
 import ChildProcessTesting
 import Foundation
+import StallwatchAnalysis
 import StallwatchCore
 import Testing
 

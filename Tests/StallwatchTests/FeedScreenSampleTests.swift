@@ -3,6 +3,7 @@
 // and no stall of the query's size (100 ms or more).
 import ChildProcessTesting
 import Foundation
+import StallwatchAnalysis
 import StallwatchCore
 import Testing
 

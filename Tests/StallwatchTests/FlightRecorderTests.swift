@@ -2,6 +2,7 @@
 // either mode, and each stall's `stallLeadUp` record says what ran just before it.
 import ChildProcessTesting
 import Foundation
+import StallwatchAnalysis
 import StallwatchCore
 import Testing
 

@@ -2,6 +2,7 @@
 // stack and the executor's label, and never wakes an executor that is idle.
 import CStallwatchShims
 import Foundation
+import StallwatchAnalysis
 import StallwatchCore
 import Testing
 

@@ -3,6 +3,7 @@
 // event loops adopts HeartbeatMonitor; each 60 ms stall is found once, idle loops stay asleep.
 import ChildProcessTesting
 import Foundation
+import StallwatchAnalysis
 import StallwatchCore
 import Testing
 

@@ -3,6 +3,7 @@
 // request handler, innermost first, the callers marked async, up to the task's root.
 import ChildProcessTesting
 import Foundation
+import StallwatchAnalysis
 import StallwatchCore
 import Testing
 

@@ -6,6 +6,7 @@
 // body that blocked (usleep, a semaphore) would hold one of its few threads itself.
 import ChildProcessTesting
 import Foundation
+import StallwatchAnalysis
 import StallwatchCore
 import Testing
 

@@ -4,6 +4,7 @@
 // maps the C shim alone. (The shim's lazy load on an event loop: UnmodifiedLoopTests, as a child.)
 import ChildProcessTesting
 import Foundation
+import StallwatchAnalysis
 import StallwatchCore
 import Testing
 

@@ -4,6 +4,7 @@
 import ChildProcessTesting
 import Foundation
 import Stallwatch
+import StallwatchAnalysis
 import StallwatchCore
 import Testing
 

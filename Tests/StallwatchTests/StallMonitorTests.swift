@@ -7,6 +7,7 @@ import CSQLite
 import CStallwatchSampler
 import ChildProcessTesting
 import Foundation
+import StallwatchAnalysis
 import StallwatchCore
 import Testing
 

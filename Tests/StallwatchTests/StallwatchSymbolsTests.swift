@@ -1,6 +1,7 @@
 // The names the classifier and `Frame.isSystem` look for (`StallwatchSymbols`) are the names
 // real stacks of the loop show, as the symbolicator reports them.
 import Foundation
+import StallwatchAnalysis
 import StallwatchCore
 import Testing
 

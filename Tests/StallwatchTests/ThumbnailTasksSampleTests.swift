@@ -4,6 +4,7 @@
 // free and records no starvation in them.
 import ChildProcessTesting
 import Foundation
+import StallwatchAnalysis
 import StallwatchCore
 import Testing
 

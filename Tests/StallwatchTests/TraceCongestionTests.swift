@@ -2,6 +2,7 @@
 // one by one: its time, and the call sites whose callouts took it whenever the recorder keeps
 // callouts (full mode, or the flight recorder in stalls mode).
 import Foundation
+import StallwatchAnalysis
 import StallwatchCore
 import Testing
 

@@ -3,6 +3,7 @@
 // STALLWATCH_APP_VERSION.
 import ChildProcessTesting
 import Foundation
+import StallwatchAnalysis
 import StallwatchCore
 import Testing
 

@@ -3,6 +3,7 @@
 // cut at any byte still decodes up to its last whole record.
 import ChildProcessTesting
 import Foundation
+import StallwatchAnalysis
 import StallwatchCore
 import StallwatchTestSupport
 import Testing

@@ -5,6 +5,7 @@ import CSQLite
 import CStallwatchShims
 import Dispatch
 import Foundation
+import StallwatchAnalysis
 import StallwatchCore
 import Testing
 

@@ -5,6 +5,7 @@ import CStallwatchShims
 import ChildProcessTesting
 import Dispatch
 import Foundation
+import StallwatchAnalysis
 import StallwatchCore
 import Synchronization
 import Testing

@@ -165,7 +165,7 @@ extension TraceEncoder {
 }
 
 /// The bytes that stand for the model's enums whose raw values are not already bytes.
-enum TraceCodes {
+package enum TraceCodes {
     static func code(of tier: Tier) -> UInt8 {
         switch tier {
         case .hitch: 1
@@ -175,7 +175,7 @@ enum TraceCodes {
         }
     }
 
-    static func tier(_ code: UInt8) -> Tier? {
+    package static func tier(_ code: UInt8) -> Tier? {
         switch code {
         case 1: .hitch
         case 2: .microHang
@@ -195,7 +195,7 @@ enum TraceCodes {
         }
     }
 
-    static func category(_ code: UInt8) -> StallCategory? {
+    package static func category(_ code: UInt8) -> StallCategory? {
         switch code {
         case 1: .compute
         case 2: .io

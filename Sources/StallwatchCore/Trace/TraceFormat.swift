@@ -42,7 +42,7 @@ public enum TraceFormat {
     public static let syncPattern: (UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8) =
         (0xA5, 0x5A, 0xC3, 0x3C, 0x96, 0x69, 0xF0, 0x0F)
 
-    static let syncPatternWord: UInt64 = 0x0FF0_6996_3CC3_5AA5
+    package static let syncPatternWord: UInt64 = 0x0FF0_6996_3CC3_5AA5
 
 }
 

@@ -1,3 +1,4 @@
+import StallwatchAnalysis
 import StallwatchCore
 
 extension StallReport {

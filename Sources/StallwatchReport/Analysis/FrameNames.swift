@@ -1,3 +1,4 @@
+import StallwatchAnalysis
 import StallwatchCore
 
 /// How frames of one trace are named everywhere a person or a viewer reads them: the one

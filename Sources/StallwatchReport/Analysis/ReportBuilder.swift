@@ -1,4 +1,5 @@
 import Dispatch
+import StallwatchAnalysis
 import StallwatchCore
 
 /// Turns loaded traces into a `StallReport`: classifies every sample of every stall (traces

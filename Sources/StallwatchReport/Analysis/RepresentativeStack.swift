@@ -1,3 +1,4 @@
+import StallwatchAnalysis
 import StallwatchCore
 
 /// The stack that stands for a stall, and how much of the stall it stands for.

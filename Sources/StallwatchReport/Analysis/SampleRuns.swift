@@ -1,4 +1,5 @@
-@_spi(StallwatchPackage) import StallwatchCore
+@_spi(StallwatchPackage) import StallwatchAnalysis
+import StallwatchCore
 
 /// Samples of one stall in a row with the same verdict and the same stack: what a stall's
 /// breakdown, representative stack and signature are worked out from. A fleet's stalls are

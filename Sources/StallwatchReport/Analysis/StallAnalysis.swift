@@ -1,4 +1,5 @@
-@_spi(StallwatchPackage) import StallwatchCore
+@_spi(StallwatchPackage) import StallwatchAnalysis
+import StallwatchCore
 
 /// What stalls are grouped by: the dominant category and the innermost app frames (frames
 /// whose module is not the system's, `Frame.isSystem`, and that are not compiler-generated

@@ -1,4 +1,5 @@
-@_spi(StallwatchPackage) import StallwatchCore
+@_spi(StallwatchPackage) import StallwatchAnalysis
+import StallwatchCore
 
 /// Values by key, in the order their keys were first added (`KeyNumbers`: the key asked for
 /// last is found without hashing). What the tallies count into.

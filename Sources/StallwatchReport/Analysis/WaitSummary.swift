@@ -1,3 +1,4 @@
+import StallwatchAnalysis
 import StallwatchCore
 
 /// What stalls' samples waited on, as the one-line `WaitFact.summary` texts with the share of

@@ -1,3 +1,4 @@
+import StallwatchAnalysis
 import StallwatchCore
 
 /// The callouts of a Chrome export's track, in track order, with what their events say: the

@@ -1,3 +1,4 @@
+import StallwatchAnalysis
 import StallwatchCore
 
 /// JSON Lines for distributed engines (Spark, DuckDB, ClickHouse, BigQuery…): one JSON object

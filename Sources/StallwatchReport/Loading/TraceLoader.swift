@@ -1,4 +1,5 @@
 import Dispatch
+import StallwatchAnalysis
 import StallwatchCore
 
 #if canImport(Glibc)

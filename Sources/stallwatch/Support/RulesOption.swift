@@ -1,3 +1,4 @@
+import StallwatchAnalysis
 import StallwatchCore
 
 /// `--rules FILE` of the commands that classify samples (`report`, `show`, `export`, `diff`,
