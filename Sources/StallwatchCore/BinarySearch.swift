@@ -1,8 +1,6 @@
 // The package's one binary search. Every sorted table (memory mappings, images, compile-unit
 // ranges, line-table rows) is searched through it, so the loop invariant is written once.
 
-import StallwatchCore
-
 extension RandomAccessCollection {
     /// The first index whose element satisfies `belongsInSecondPartition`, or `endIndex` if
     /// none does. The collection must be partitioned by the predicate: every element for

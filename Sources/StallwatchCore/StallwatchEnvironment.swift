@@ -39,4 +39,12 @@ package enum StallwatchEnvironment {
         trace, mode, budgetMilliseconds, flightMilliseconds, unservicedMilliseconds, children, recordPID, rootPID,
         messages, loops, pool, perf, preload, rules, appVersion,
     ]
+
+    /// Whether a switch variable's `value` turns its feature off: `0`, `off`, `false` or `no`
+    /// (any case). The one reading of the on/off variables (`STALLWATCH_CHILDREN`,
+    /// `STALLWATCH_LOOPS`, `STALLWATCH_POOL`, `STALLWATCH_PERF`).
+    package static func isOff(_ value: String?) -> Bool {
+        guard let value else { return false }
+        return ["0", "off", "false", "no"].contains(value.lowercased())
+    }
 }

@@ -42,7 +42,7 @@ static const char *const swl_swift_runtimes[] = {"libswiftCore.so", "libdispatch
 static pthread_once_t swl_once = PTHREAD_ONCE_INIT;
 static void *swl_handle;
 
-/// The environment variable's value as `TraceRecorder.EnvironmentRequest.isOff` reads it.
+/// The environment variable's value as `StallwatchEnvironment.isOff` reads it.
 static bool swl_is_off(const char *name) {
     const char *value = getenv(name);
     if (value == NULL) return false;

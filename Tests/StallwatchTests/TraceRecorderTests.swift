@@ -261,8 +261,8 @@ import Testing
         let none = TraceRecorder.EnvironmentRequest(["STALLWATCH_TRACE": "t", "STALLWATCH_FLIGHT_MS": "0"])
         #expect(none?.flightWindow == .zero && none?.warnings.isEmpty == true)
         // STALLWATCH_PERF took 0, off, false and no; STALLWATCH_POOL only 0. Both read one way.
-        for off in ["0", "off", "OFF", "false", "no"] { #expect(TraceRecorder.EnvironmentRequest.isOff(off)) }
-        for on in [nil, "1", "on", "yes", ""] { #expect(!TraceRecorder.EnvironmentRequest.isOff(on)) }
+        for off in ["0", "off", "OFF", "false", "no"] { #expect(StallwatchEnvironment.isOff(off)) }
+        for on in [nil, "1", "on", "yes", ""] { #expect(!StallwatchEnvironment.isOff(on)) }
     }
 
     /// Which process of a recorded tree writes the trace itself: the claimed root; else the

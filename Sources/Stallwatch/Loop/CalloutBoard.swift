@@ -18,7 +18,7 @@ final class CalloutBoard: @unchecked Sendable {  // `clock` is only touched atom
     /// Whether a monitor is attached (one at a time: the stall handshake has one slot).
     let monitorAttached = Atomic<Bool>(false)
     /// That monitor once it runs (for a recorder that records it without owning it).
-    let monitor = Locked(WeakMonitor())
+    let monitor = Locked(WeakWatcher())
     /// The callout's sequence (odd while a callout runs, even between callouts; each callout
     /// adds 2) and `sw_cycles()` when it began (or resumed after a nested run; the watchdog
     /// converts it with `Timebase`). In C memory, because the loop thread's self-sampling
@@ -176,7 +176,8 @@ extension CalloutBoard {
     }
 }
 
-/// A weak reference to the monitor watching a loop.
-struct WeakMonitor {
-    weak var value: StallMonitor?
+/// A weak reference to what watches a loop. The loop only keeps it for its watcher to find
+/// again (`StallMonitor.watching`); it never calls it.
+struct WeakWatcher {
+    weak var value: AnyObject?
 }

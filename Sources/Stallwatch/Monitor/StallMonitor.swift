@@ -165,7 +165,9 @@ public final class StallMonitor: @unchecked Sendable {
     func removeListener(_ id: UInt64) { core.removeListener(id) }
 
     /// The monitor watching `loop` now, if any. Any thread.
-    static func watching(_ loop: MainLoop) -> StallMonitor? { loop.board.monitor.withLock { $0.value } }
+    static func watching(_ loop: MainLoop) -> StallMonitor? {
+        loop.board.monitor.withLock { $0.value as? StallMonitor }
+    }
 
     /// A snapshot of the counters. Any thread.
     public var statistics: Statistics {

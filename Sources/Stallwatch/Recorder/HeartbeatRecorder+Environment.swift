@@ -36,7 +36,7 @@ extension HeartbeatRecorder {
         var executors = [monitor.watchMainQueue()]
         // The Swift Concurrency pool too, unless STALLWATCH_POOL=0 (off, false, no): it gets its first heartbeat
         // with the program's first task, so a program that never runs one is not touched.
-        if !TraceRecorder.EnvironmentRequest.isOff(environment[StallwatchEnvironment.pool]) {
+        if !StallwatchEnvironment.isOff(environment[StallwatchEnvironment.pool]) {
             executors.append(monitor.watchConcurrencyPool())
         }
         // The trace is opened once the main queue or the pool has run a heartbeat: a program that
@@ -60,7 +60,7 @@ extension HeartbeatRecorder {
         for executor in executors { executor.firstBeat.withLock { $0 = open } }
         // Every event-loop thread found by its waits (the preload library interposes them),
         // unless STALLWATCH_LOOPS=0 (off, false, no); the trace opens with the first loop too.
-        if !TraceRecorder.EnvironmentRequest.isOff(environment[StallwatchEnvironment.loops]) {
+        if !StallwatchEnvironment.isOff(environment[StallwatchEnvironment.loops]) {
             monitor.firstLoop.withLock { $0 = open }
             monitor.watchEventLoops()
         }

@@ -25,14 +25,6 @@ extension TraceRecorder {
         var unservicedWarning: Duration?
         var warnings: [String]
 
-        /// Whether a switch variable's `value` turns its feature off: `0`, `off`, `false` or `no`
-        /// (any case). The one reading of the on/off variables (`STALLWATCH_PERF`,
-        /// `STALLWATCH_POOL`).
-        static func isOff(_ value: String?) -> Bool {
-            guard let value else { return false }
-            return ["0", "off", "false", "no"].contains(value.lowercased())
-        }
-
         /// The longest duration a variable may give: a day. Past it a value is a mistake (and
         /// past 9.2e12 ms it would not fit the nanosecond clock at all).
         static let longestMilliseconds = 86_400_000.0
@@ -43,7 +35,7 @@ extension TraceRecorder {
         init?(_ environment: [String: String], pid: pid_t = getpid(), parentPID: pid_t = getppid()) {
             guard let path = environment[StallwatchEnvironment.trace], !path.isEmpty else { return nil }
             let root = ProcessTree.role(environment, pid: pid, parentPID: parentPID)
-            if !root.isRoot && Self.isOff(environment[StallwatchEnvironment.children]) { return nil }
+            if !root.isRoot && StallwatchEnvironment.isOff(environment[StallwatchEnvironment.children]) { return nil }
             self.path = path
             isRoot = root.isRoot
             rootUnclaimed = root.unclaimed

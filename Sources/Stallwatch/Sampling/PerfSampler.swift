@@ -29,7 +29,7 @@ final class PerfSampler {
 
     /// Whether the environment switches perf sampling off (`STALLWATCH_PERF=0`, `off`, `false`, `no`).
     static var disabledByEnvironment: Bool {
-        TraceRecorder.EnvironmentRequest.isOff(getenv(StallwatchEnvironment.perf).map { String(cString: $0) })
+        StallwatchEnvironment.isOff(getenv(StallwatchEnvironment.perf).map { String(cString: $0) })
     }
 
     /// Opens the event on `tid`, or returns nil with the reason in `status`.
