@@ -136,10 +136,10 @@ extension StallReport {
         /// One line naming the file and the byte offset.
         package var reason: String
 
-        /// Creates an entry.
-        package init(path: String, reason: String) {
-            self.path = path
-            self.reason = reason
+        /// The entry for `error`.
+        package init(_ error: TraceLoadError) {
+            path = error.path
+            reason = error.description
         }
     }
 
