@@ -122,29 +122,11 @@ extension StallReport {
         /// Bytes read.
         package var bytes: Int
         /// The earliest trace start, ISO 8601 UTC; nil without headers.
-        package var firstStart: String?
+        @NullWhenAbsent package var firstStart: String?
         /// The latest trace end, ISO 8601 UTC; nil without headers.
-        package var lastEnd: String?
+        @NullWhenAbsent package var lastEnd: String?
         /// Inputs that could not be read at all, with the reason.
         package var unreadable: [Unreadable]
-
-        private enum CodingKeys: String, CodingKey {
-            case traces, processes, hosts, builds, appVersions, bytes, firstStart, lastEnd, unreadable
-        }
-
-        /// Encodes every key (`null` for unknown times).
-        package func encode(to encoder: any Encoder) throws {
-            var container = encoder.container(keyedBy: CodingKeys.self)
-            try container.encode(traces, forKey: .traces)
-            try container.encode(processes, forKey: .processes)
-            try container.encode(hosts, forKey: .hosts)
-            try container.encode(builds, forKey: .builds)
-            try container.encode(appVersions, forKey: .appVersions)
-            try container.encode(bytes, forKey: .bytes)
-            try container.encode(firstStart, forKey: .firstStart)
-            try container.encode(lastEnd, forKey: .lastEnd)
-            try container.encode(unreadable, forKey: .unreadable)
-        }
     }
 
     /// An input that could not be read, and why (the one-line `TraceLoadError`).
@@ -154,10 +136,10 @@ extension StallReport {
         /// One line naming the file and the byte offset.
         package var reason: String
 
-        /// Creates an entry.
-        package init(path: String, reason: String) {
-            self.path = path
-            self.reason = reason
+        /// The entry for `error`.
+        package init(_ error: TraceLoadError) {
+            path = error.path
+            reason = error.description
         }
     }
 

@@ -19,10 +19,12 @@ extension StallReport {
             package var stalls: Int
         }
     }
+}
 
-    /// The recordings of process trees among the traces read: every trace inside some `T.d`
-    /// with the trace `T` (if it was read), in input order; a trace alone is none.
-    package var processTrees: [ProcessTree] {
+extension StallReport.ProcessTree {
+    /// The recordings of process trees among `traces`: every trace inside some `T.d` with the
+    /// trace `T` (if it was read), in input order; a trace alone is none.
+    static func trees(of traces: [StallReport.TraceInfo]) -> [Self] {
         // The root each trace in a `T.d` belongs to, then every trace's place.
         let suffix = ProcessTreeFiles.childDirectory(of: "")
         func rootOfChild(_ path: String) -> String? {
@@ -33,12 +35,12 @@ extension StallReport {
         }
         let roots = Set(traces.compactMap { rootOfChild($0.path) })
         guard !roots.isEmpty else { return [] }
-        var trees: [ProcessTree] = []
+        var trees: [Self] = []
         var index: [String: Int] = [:]
         for info in traces {
             let child = rootOfChild(info.path)
             guard let root = child ?? (roots.contains(info.path) ? info.path : nil) else { continue }
-            let process = ProcessTree.Process(
+            let process = Process(
                 process: info.process, pid: info.pid, path: info.path, root: child == nil, stalls: info.stalls)
             if let at = index[root] {
                 if child == nil {
@@ -48,7 +50,7 @@ extension StallReport {
                 }
             } else {
                 index[root] = trees.count
-                trees.append(ProcessTree(trace: root, processes: [process]))
+                trees.append(Self(trace: root, processes: [process]))
             }
         }
         return trees

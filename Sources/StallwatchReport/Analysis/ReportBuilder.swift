@@ -220,8 +220,8 @@ package struct ReportBuilder: Sendable {
 
         var signatures = tally.signatures.signatures(origins: origins, traceCount: tally.traceCount, workers: workers)
         for index in signatures.indices.prefix(max(0, top)) {
-            let key = SignatureKey(category: signatures[index].category, frames: signatures[index].frames)
-            signatures[index].ifFixed = tally.signatures.saving(of: key)?.ifFixed(rates: rates, frames: tally.frames)
+            let saving = tally.signatures.saving(of: signatures[index].key)
+            signatures[index].ifFixed = saving?.ifFixed(rates: rates, frames: tally.frames)
         }
         var report = StallReport(
             traces: infos, fleet: fleet.summary(unreadable: unreadable),
@@ -243,6 +243,7 @@ package struct ReportBuilder: Sendable {
             $0.stalls += $1.stopped.stalls
         }
         report.stopped = StallReport.StoppedTime(seconds: round(Double(stopped.nanos) / 1e9, 6), stalls: stopped.stalls)
+        report.processTrees = StallReport.ProcessTree.trees(of: infos)
         return report
     }
 

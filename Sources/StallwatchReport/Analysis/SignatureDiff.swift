@@ -22,23 +22,7 @@ package struct SignatureDiff: Sendable, Hashable, Codable {
         package var newTotalMs: Double
         /// The change of the summed duration, in percent of the base's (`nil`, JSON `null`,
         /// when the base has none).
-        package var totalChangePercent: Double?
-
-        private enum CodingKeys: String, CodingKey {
-            case category, frames, baseCount, newCount, baseTotalMs, newTotalMs, totalChangePercent
-        }
-
-        /// Encodes every key (`null` for no percentage).
-        package func encode(to encoder: any Encoder) throws {
-            var container = encoder.container(keyedBy: CodingKeys.self)
-            try container.encode(category, forKey: .category)
-            try container.encode(frames, forKey: .frames)
-            try container.encode(baseCount, forKey: .baseCount)
-            try container.encode(newCount, forKey: .newCount)
-            try container.encode(baseTotalMs, forKey: .baseTotalMs)
-            try container.encode(newTotalMs, forKey: .newTotalMs)
-            try container.encode(totalChangePercent, forKey: .totalChangePercent)
-        }
+        @NullWhenAbsent package var totalChangePercent: Double?
     }
 
     /// The paths of the base run's traces.
@@ -48,16 +32,16 @@ package struct SignatureDiff: Sendable, Hashable, Codable {
     /// A change counts when it is more than this many percent of the base.
     package var thresholdPercent: Double
     /// Signatures only in the new run.
-    package var added: [Entry]
+    package var added: [Entry] = []
     /// Signatures only in the base run.
-    package var gone: [Entry]
+    package var gone: [Entry] = []
     /// Signatures whose total time or count grew by more than the threshold.
-    package var worse: [Entry]
+    package var worse: [Entry] = []
     /// Signatures whose total time or count shrank by more than the threshold, neither
     /// growing past it.
-    package var better: [Entry]
+    package var better: [Entry] = []
     /// Signatures that moved by no more than the threshold.
-    package var unchanged: [Entry]
+    package var unchanged: [Entry] = []
 
     /// Compares the signatures of two runs (each from `ReportBuilder.signatures(_:)`, largest
     /// first); the paths only label the result. Pure; any thread.
@@ -68,26 +52,17 @@ package struct SignatureDiff: Sendable, Hashable, Codable {
         self.base = basePaths
         self.new = newPaths
         self.thresholdPercent = thresholdPercent
-        struct Key: Hashable {
-            var category: StallCategory
-            var frames: [String]
-        }
-        var baseByKey: [Key: StallReport.Signature] = [:]
-        for signature in base { baseByKey[Key(category: signature.category, frames: signature.frames)] = signature }
-        var newByKey: [Key: StallReport.Signature] = [:]
-        for signature in new { newByKey[Key(category: signature.category, frames: signature.frames)] = signature }
-        var added: [Entry] = []
-        var gone: [Entry] = []
-        var worse: [Entry] = []
-        var better: [Entry] = []
-        var unchanged: [Entry] = []
+        var baseByKey: [SignatureKey: StallReport.Signature] = [:]
+        for signature in base { baseByKey[signature.key] = signature }
+        var newByKey: [SignatureKey: StallReport.Signature] = [:]
+        for signature in new { newByKey[signature.key] = signature }
         func change(_ before: Double, _ after: Double) -> Double? {
             before == 0 ? nil : round((after - before) / before * 100, 1)
         }
         // Walk both lists in their order (largest first) so the output is stable.
-        var seen = Set<Key>()
+        var seen = Set<SignatureKey>()
         for signature in new + base {
-            let key = Key(category: signature.category, frames: signature.frames)
+            let key = signature.key
             guard seen.insert(key).inserted else { continue }
             let before = baseByKey[key]
             let after = newByKey[key]
@@ -109,10 +84,5 @@ package struct SignatureDiff: Sendable, Hashable, Codable {
                 unchanged.append(entry)
             }
         }
-        self.added = added
-        self.gone = gone
-        self.worse = worse
-        self.better = better
-        self.unchanged = unchanged
     }
 }

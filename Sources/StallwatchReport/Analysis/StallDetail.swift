@@ -50,65 +50,23 @@ package struct StallDetail: Sendable, Hashable, Encodable {
         /// The thread state's name (`running`, `sleeping`, `disk`…).
         package var state: String
         /// The syscall's name, the number as `#N` when unnamed, `null` when not in one.
-        package var syscall: String?
+        @NullWhenAbsent package var syscall: String?
         /// The verdict's category.
         package var category: StallCategory
         /// The verdict's reason.
         package var reason: String
         /// The innermost annotation's label, `null` if none.
-        package var annotation: String?
+        @NullWhenAbsent package var annotation: String?
         /// Whether the signal handler did not answer in time (no stack).
         package var captureTimedOut: Bool
         /// The frames, innermost first.
         package var frames: [StallReport.StackFrame]
-
-        private enum CodingKeys: String, CodingKey {
-            case offsetMs, tid, weightMs, state, syscall, category, reason, annotation, captureTimedOut, frames
-        }
-
-        /// Encodes every key (`null` when absent).
-        package func encode(to encoder: any Encoder) throws {
-            var container = encoder.container(keyedBy: CodingKeys.self)
-            try container.encode(offsetMs, forKey: .offsetMs)
-            try container.encode(tid, forKey: .tid)
-            try container.encode(weightMs, forKey: .weightMs)
-            try container.encode(state, forKey: .state)
-            try container.encode(syscall, forKey: .syscall)
-            try container.encode(category, forKey: .category)
-            try container.encode(reason, forKey: .reason)
-            try container.encode(annotation, forKey: .annotation)
-            try container.encode(captureTimedOut, forKey: .captureTimedOut)
-            try container.encode(frames, forKey: .frames)
-        }
     }
 
     /// The list fields, as in `Summary`.
     package var summary: Summary
-    /// The trace's path, as given.
-    package var trace: String
-    /// The flags: `unfinished`, `suspended`, `captureTimedOut`.
-    package var flags: [String]
-    /// The callout's kind, label (`null` if none), mode and phase.
-    package var callout: [String: String?]
-    /// Why the app expected the work to be long (`expectLong`), `null` if it did not.
-    package var expected: String?
-    /// The app's state (`AppState`) when the stall was detected.
-    package var appState: [String: String]
-    /// The fraction (0…1) of the attributed time per category; every category is present.
-    package var categoryShares: [StallCategory: Double]
-    /// The reasons, largest first, with their fractions.
-    package var reasons: [ReasonShare]
-    /// The index (0-based) of the representative stack's sample, `null` without one.
-    package var representativeSample: Int?
-    /// The representative stack, innermost first (empty without one).
-    package var stack: [StallReport.StackFrame]
-    /// Every sample, in time order.
-    package var samples: [SampleDetail]
-    /// What the loop ran in the seconds before the stall, `null` when the trace does not say.
-    package var leadUp: LeadUp?
-    /// How many threads each look sampled and how many had the representative stack (a pool
-    /// starvation), `null` for a stall of one thread.
-    package var threads: ThreadSpread?
+    /// The rest of the stall's fields.
+    package var detail: Detail
 
     /// A reason and its fraction of the stall.
     package struct ReasonShare: Sendable, Hashable, Encodable {
@@ -120,69 +78,80 @@ package struct StallDetail: Sendable, Hashable, Encodable {
         package var share: Double
     }
 
+    /// What `show --stall N --json` prints besides the summary.
+    package struct Detail: Sendable, Hashable, Encodable {
+        /// The trace's path, as given.
+        package var trace: String
+        /// The flags: `unfinished`, `suspended`, `captureTimedOut`.
+        package var flags: [String]
+        /// The callout's kind, label (`null` if none), mode and phase.
+        package var callout: [String: String?]
+        /// Why the app expected the work to be long (`expectLong`), `null` if it did not.
+        @NullWhenAbsent package var expected: String?
+        /// The app's state (`AppState`) when the stall was detected.
+        package var appState: [String: String]
+        /// The fraction (0…1) of the attributed time per category; every category is present.
+        package var categoryShares: [StallCategory: Double]
+        /// The reasons, largest first, with their fractions.
+        package var reasons: [ReasonShare]
+        /// The index (0-based) of the representative stack's sample, `null` without one.
+        @NullWhenAbsent package var representativeSample: Int?
+        /// The representative stack, innermost first (empty without one).
+        package var stack: [StallReport.StackFrame]
+        /// Every sample, in time order.
+        package var samples: [SampleDetail]
+        /// What the loop ran in the seconds before the stall, `null` when the trace does not say.
+        @NullWhenAbsent package var leadUp: LeadUp?
+        /// How many threads each look sampled and how many had the representative stack (a pool
+        /// starvation), `null` for a stall of one thread.
+        @NullWhenAbsent package var threads: ThreadSpread?
+
+        /// The fields of `analyzed`.
+        package init(_ analyzed: AnalyzedStall) {
+            let stall = analyzed.stall
+            trace = analyzed.tracePath
+            var flags: [String] = []
+            if stall.flags.contains(.unfinished) { flags.append("unfinished") }
+            if stall.flags.contains(.suspended) { flags.append("suspended") }
+            if stall.flags.contains(.captureTimedOut) { flags.append("captureTimedOut") }
+            self.flags = flags
+            expected = stall.expected
+            appState = stall.context
+            callout = [
+                "kind": "\(stall.callout.kind)", "label": stall.callout.label, "mode": stall.callout.mode,
+                "phase": "\(stall.callout.phase)",
+            ]
+            categoryShares = Dictionary(
+                uniqueKeysWithValues: StallCategory.allCases.map { ($0, round(analyzed.breakdown.share(of: $0), 4)) })
+            reasons = analyzed.breakdown.topReasons.map {
+                ReasonShare(category: $0.category, reason: $0.reason, share: round($0.share, 4))
+            }
+            representativeSample = analyzed.representativeSample
+            leadUp = analyzed.leadUp
+            threads = ThreadSpread(analyzed)
+            stack = analyzed.representativeFrames.map { ReportBuilder.stackFrame($0, names: analyzed.names) }
+            samples = stall.samples.enumerated().map { index, sample in
+                let verdict = analyzed.classifications[index]
+                return SampleDetail(
+                    offsetMs: ms(sample.time >= stall.start ? sample.time - stall.start : 0), tid: sample.tid,
+                    weightMs: ms(analyzed.sampleWeights[index]), state: sample.state.name,
+                    syscall: sample.syscallName ?? sample.syscall.map { "#\($0)" }, category: verdict.category,
+                    reason: verdict.reason, annotation: sample.annotation?.label,
+                    captureTimedOut: sample.captureTimedOut,
+                    frames: sample.frames.map { ReportBuilder.stackFrame($0, names: analyzed.names) })
+            }
+        }
+    }
+
     /// The detail of `analyzed`.
     package init(_ analyzed: AnalyzedStall) {
-        let stall = analyzed.stall
         summary = Summary(analyzed)
-        trace = analyzed.tracePath
-        var flags: [String] = []
-        if stall.flags.contains(.unfinished) { flags.append("unfinished") }
-        if stall.flags.contains(.suspended) { flags.append("suspended") }
-        if stall.flags.contains(.captureTimedOut) { flags.append("captureTimedOut") }
-        self.flags = flags
-        expected = stall.expected
-        appState = stall.context
-        callout = [
-            "kind": "\(stall.callout.kind)", "label": stall.callout.label, "mode": stall.callout.mode,
-            "phase": "\(stall.callout.phase)",
-        ]
-        categoryShares = Dictionary(
-            uniqueKeysWithValues: StallCategory.allCases.map { ($0, round(analyzed.breakdown.share(of: $0), 4)) })
-        reasons = analyzed.breakdown.topReasons.map {
-            ReasonShare(category: $0.category, reason: $0.reason, share: round($0.share, 4))
-        }
-        representativeSample = analyzed.representativeSample
-        leadUp = analyzed.leadUp
-        threads = ThreadSpread(analyzed)
-        stack = analyzed.representativeFrames.map { ReportBuilder.stackFrame($0, names: analyzed.names) }
-        samples = stall.samples.enumerated().map { index, sample in
-            let verdict = analyzed.classifications[index]
-            return SampleDetail(
-                offsetMs: ms(sample.time >= stall.start ? sample.time - stall.start : 0), tid: sample.tid,
-                weightMs: ms(analyzed.sampleWeights[index]), state: sample.state.name,
-                syscall: sample.syscallName ?? sample.syscall.map { "#\($0)" }, category: verdict.category,
-                reason: verdict.reason, annotation: sample.annotation?.label, captureTimedOut: sample.captureTimedOut,
-                frames: sample.frames.map { ReportBuilder.stackFrame($0, names: analyzed.names) })
-        }
+        detail = Detail(analyzed)
     }
 
-    private enum CodingKeys: String, CodingKey {
-        case id, tier, durationMs, unfinished, category, site, signature, stackConfidence, trace, flags, callout
-        case expected, appState, categoryShares, reasons, representativeSample, stack, samples, leadUp, threads
-    }
-
-    /// Encodes the summary's keys and the detail's in one object (`null` when absent).
+    /// Encodes the summary's keys and the detail's in one object.
     package func encode(to encoder: any Encoder) throws {
-        var container = encoder.container(keyedBy: CodingKeys.self)
-        try container.encode(summary.id, forKey: .id)
-        try container.encode(summary.tier, forKey: .tier)
-        try container.encode(summary.durationMs, forKey: .durationMs)
-        try container.encode(summary.unfinished, forKey: .unfinished)
-        try container.encode(summary.category, forKey: .category)
-        try container.encode(summary.site, forKey: .site)
-        try container.encode(summary.signature, forKey: .signature)
-        try container.encode(summary.stackConfidence, forKey: .stackConfidence)
-        try container.encode(trace, forKey: .trace)
-        try container.encode(flags, forKey: .flags)
-        try container.encode(callout, forKey: .callout)
-        try container.encode(expected, forKey: .expected)
-        try container.encode(appState, forKey: .appState)
-        try container.encode(categoryShares, forKey: .categoryShares)
-        try container.encode(reasons, forKey: .reasons)
-        try container.encode(representativeSample, forKey: .representativeSample)
-        try container.encode(stack, forKey: .stack)
-        try container.encode(samples, forKey: .samples)
-        try container.encode(leadUp, forKey: .leadUp)
-        try container.encode(threads, forKey: .threads)
+        try summary.encode(to: encoder)
+        try detail.encode(to: encoder)
     }
 }

@@ -168,25 +168,13 @@ package struct StallReport: Sendable, Hashable, Codable {
         /// The full demangled symbol, or the short name when unsymbolicated.
         package var symbol: String
         /// The path of the image holding the frame (`null` if unknown).
-        package var module: String?
+        @NullWhenAbsent package var module: String?
         /// `file:line` from debug information, relative to the build root when under it
         /// (`null` if unknown or compiler-generated).
-        package var source: String?
+        @NullWhenAbsent package var source: String?
         /// Whether the frame is the system's or a toolchain library's, not the app's
         /// (`Frame.isSystem`); renderers dim such frames.
         package var system: Bool
-
-        private enum CodingKeys: String, CodingKey { case name, symbol, module, source, system }
-
-        /// Encodes every key (`null` when unknown).
-        package func encode(to encoder: any Encoder) throws {
-            var container = encoder.container(keyedBy: CodingKeys.self)
-            try container.encode(name, forKey: .name)
-            try container.encode(symbol, forKey: .symbol)
-            try container.encode(module, forKey: .module)
-            try container.encode(source, forKey: .source)
-            try container.encode(system, forKey: .system)
-        }
     }
 
     /// A call site that registered a signature's work, with how many of its stalls it posted.
@@ -272,6 +260,9 @@ package struct StallReport: Sendable, Hashable, Codable {
         package var executors: [ExecutorCount]? = nil
         /// The run's figures without these stalls: what fixing them would buy.
         package var ifFixed: IfFixed? = nil
+
+        /// The key the signature was grouped by.
+        var key: SignatureKey { SignatureKey(category: category, frames: frames) }
     }
 
     /// The version of this JSON schema (1); keys may be added within a version, none removed.
@@ -286,9 +277,9 @@ package struct StallReport: Sendable, Hashable, Codable {
     package var runTimeSeconds: Double
     /// The fraction (0…1) of run time spent in callouts, over the `full`-mode traces; `nil`
     /// when no trace recorded every callout.
-    package var loopUtilisation: Double?
+    @NullWhenAbsent package var loopUtilisation: Double?
     /// The frame clocks' totals; `nil` when no frame clock ran.
-    package var frames: FrameStats?
+    @NullWhenAbsent package var frames: FrameStats?
     /// Milliseconds of stall time beyond the frame budget per second of run time (Apple's
     /// hitch-time ratio).
     package var hitchRatioMsPerSecond: Double
@@ -305,9 +296,9 @@ package struct StallReport: Sendable, Hashable, Codable {
     /// Stall counts by tier and category.
     package var stalls: StallStats
     /// Loop-latency percentiles; `nil` when the traces hold no latency histograms.
-    package var loopLatency: LatencyStats?
+    @NullWhenAbsent package var loopLatency: LatencyStats?
     /// Congested iterations and the sites that took their time; `nil` when there were none.
-    package var congestion: CongestionStats?
+    @NullWhenAbsent package var congestion: CongestionStats?
     /// How many distinct signatures the stalls fall into.
     package var signatureCount: Int
     /// The largest signatures, by total time (then count): as many as `top` asked for.
@@ -325,6 +316,8 @@ package struct StallReport: Sendable, Hashable, Codable {
     /// The time the processes were stopped (SIGSTOP, a debugger), left out of the run time,
     /// the stalls and the frames, and the stalls left out because only the stop made them long.
     package var stopped = StoppedTime(seconds: 0, stalls: 0)
+    /// The recordings of process trees among `traces` (`ProcessTree.trees(of:)`).
+    package var processTrees: [ProcessTree] = []
 
     /// Time the processes were stopped, and the stalls only the stop made long.
     package struct StoppedTime: Sendable, Hashable, Codable {
@@ -346,44 +339,11 @@ package struct StallReport: Sendable, Hashable, Codable {
         package var ms: Double
     }
 
+    /// Every key but `leftOut`; absent measurements are `null` (`NullWhenAbsent`), so the
+    /// schema does not move.
     private enum CodingKeys: String, CodingKey {
         case schemaVersion, traces, fleet, runTimeSeconds, loopUtilisation, frames, hitchRatioMsPerSecond, stalls
         case hitchGrade, hangRateSecondsPerHour, rateByBuild, rateByHost
-        case loopLatency, congestion, signatureCount, signatures, expected, groups, stopped
-    }
-
-    /// Encodes every key, `null` for absent measurements, so the schema does not move.
-    package func encode(to encoder: any Encoder) throws {
-        var container = encoder.container(keyedBy: CodingKeys.self)
-        try container.encode(schemaVersion, forKey: .schemaVersion)
-        try container.encode(traces, forKey: .traces)
-        try container.encode(fleet, forKey: .fleet)
-        try container.encode(runTimeSeconds, forKey: .runTimeSeconds)
-        try encodeOrNull(loopUtilisation, .loopUtilisation, &container)
-        try encodeOrNull(frames, .frames, &container)
-        try container.encode(hitchRatioMsPerSecond, forKey: .hitchRatioMsPerSecond)
-        try container.encode(hitchGrade, forKey: .hitchGrade)
-        try container.encode(hangRateSecondsPerHour, forKey: .hangRateSecondsPerHour)
-        try container.encode(rateByBuild, forKey: .rateByBuild)
-        try container.encode(rateByHost, forKey: .rateByHost)
-        try container.encode(stalls, forKey: .stalls)
-        try encodeOrNull(loopLatency, .loopLatency, &container)
-        try encodeOrNull(congestion, .congestion, &container)
-        try container.encode(signatureCount, forKey: .signatureCount)
-        try container.encode(signatures, forKey: .signatures)
-        try container.encode(expected, forKey: .expected)
-        try container.encode(groups, forKey: .groups)
-        try container.encode(stopped, forKey: .stopped)
-        // Derived from `traces`, so written but not read back.
-        var trees = encoder.container(keyedBy: TreeKey.self)
-        try trees.encode(processTrees, forKey: .processTrees)
-    }
-
-    private enum TreeKey: String, CodingKey { case processTrees }
-
-    private func encodeOrNull<Value: Encodable>(
-        _ value: Value?, _ key: CodingKeys, _ container: inout KeyedEncodingContainer<CodingKeys>
-    ) throws {
-        if let value { try container.encode(value, forKey: key) } else { try container.encodeNil(forKey: key) }
+        case loopLatency, congestion, signatureCount, signatures, expected, groups, stopped, processTrees
     }
 }

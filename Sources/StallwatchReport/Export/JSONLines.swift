@@ -84,7 +84,8 @@ package enum JSONLinesExporter {
         let reason = analyzed.breakdown.topReasons.first { $0.category == analyzed.category }?.reason
         fields.add("reason", reason)
         for category in StallCategory.allCases {
-            fields.add("share_" + snakeCase(category.rawValue), raw: format(analyzed.breakdown.share(of: category), 4))
+            let key = "share_" + splittingCamelCase(category.rawValue, separator: "_")
+            fields.add(key, raw: format(analyzed.breakdown.share(of: category), 4))
         }
         fields.add("signature", analyzed.key.text)
         fields.add("signature_frames", analyzed.key.frames)
@@ -128,18 +129,5 @@ package enum JSONLinesExporter {
             fields.add("wait", sample.wait?.summary)
             out.write(fields.line)
         }
-    }
-
-    /// `lockWait` → `lock_wait`.
-    static func snakeCase(_ name: String) -> String {
-        var result = ""
-        for character in name {
-            if character.isUppercase {
-                result += "_" + character.lowercased()
-            } else {
-                result.append(character)
-            }
-        }
-        return result
     }
 }

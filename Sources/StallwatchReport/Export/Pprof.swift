@@ -92,10 +92,7 @@ package enum PprofExporter {
     private static func labels(_ pairs: [(key: UInt64, value: UInt64)]) -> [UInt8] {
         var fields = ProtoWriter()
         for (key, value) in pairs {
-            var label = ProtoWriter()
-            label.varint(1, key)
-            label.varint(2, value)
-            fields.message(3, label)
+            fields.message(3, ProtoWriter(varints: [1: key, 2: value]))
         }
         return fields.bytes
     }
@@ -136,17 +133,9 @@ private struct ProfileBuilder {
         var file: UInt64
         var buildID: UInt64
 
+        /// Fields 7, 8 and 9 (`has_functions`, `has_filenames`, `has_line_numbers`) are set.
         var encoded: ProtoWriter {
-            var writer = ProtoWriter()
-            writer.varint(1, id)
-            writer.varint(2, start)
-            writer.varint(3, limit)
-            writer.varint(5, file)
-            writer.varint(6, buildID)
-            writer.varint(7, 1)  // has_functions
-            writer.varint(8, 1)  // has_filenames
-            writer.varint(9, 1)  // has_line_numbers
-            return writer
+            ProtoWriter(varints: [1: id, 2: start, 3: limit, 5: file, 6: buildID, 7: 1, 8: 1, 9: 1])
         }
     }
 
@@ -249,17 +238,20 @@ private struct ValueType {
     var type: UInt64
     var unit: UInt64
 
-    var encoded: ProtoWriter {
-        var writer = ProtoWriter()
-        writer.varint(1, type)
-        writer.varint(2, unit)
-        return writer
-    }
+    var encoded: ProtoWriter { ProtoWriter(varints: [1: type, 2: unit]) }
 }
 
 /// Protocol-buffer wire format, the few shapes profile.proto needs.
 struct ProtoWriter {
     var bytes: [UInt8] = []
+
+    /// An empty message.
+    init() {}
+
+    /// A message of varint fields only, `field: value` in order.
+    init(varints fields: KeyValuePairs<UInt64, UInt64>) {
+        for (field, value) in fields { varint(field, value) }
+    }
 
     mutating func rawVarint(_ value: UInt64) {
         var value = value

@@ -55,9 +55,7 @@ struct HTMLReportData {
 
     private mutating func encode(_ report: StallReport, traces: [LoadedTrace], analyzed: [[AnalyzedStall]]) -> String {
         var signatureIndex: [SignatureKey: Int] = [:]
-        for (index, signature) in report.signatures.enumerated() {
-            signatureIndex[SignatureKey(category: signature.category, frames: signature.frames)] = index
-        }
+        for (index, signature) in report.signatures.enumerated() { signatureIndex[signature.key] = index }
         var body = JSONWriter(forHTML: true)
         body.key("version", first: true)
         body.int(1)
@@ -111,14 +109,12 @@ struct HTMLReportData {
         body.key("runTimeSeconds", first: true)
         body.number(report.runTimeSeconds)
         body.key("loopUtilisation")
-        if let utilisation = report.loopUtilisation { body.raw(String(utilisation)) } else { body.raw("null") }
+        body.optional(report.loopUtilisation) { $0.raw(String($1)) }
         body.key("frames")
-        if let frames = report.frames {
+        body.optional(report.frames) { body, frames in
             body.raw(
                 "{\"expected\":\(frames.expected),\"delivered\":\(frames.delivered),\"dropped\":\(frames.dropped),"
                     + "\"fps\":\(JSONWriter.number(frames.fps))}")
-        } else {
-            body.raw("null")
         }
         body.key("hitchRatioMsPerSecond")
         body.number(report.hitchRatioMsPerSecond)
@@ -138,13 +134,11 @@ struct HTMLReportData {
         body.array(StallCategory.allCases) { $0.number(stalls.categoryMs[$1] ?? 0) }
         body.raw("}")
         body.key("loopLatency")
-        if let latency = report.loopLatency {
+        body.optional(report.loopLatency) { body, latency in
             body.raw(
                 "{\"count\":\(latency.count),\"p50Ms\":\(JSONWriter.number(latency.p50Ms)),"
                     + "\"p99Ms\":\(JSONWriter.number(latency.p99Ms)),"
                     + "\"maxMs\":\(JSONWriter.number(latency.maxMs))}")
-        } else {
-            body.raw("null")
         }
         body.key("signatureCount")
         body.int(report.signatureCount)
@@ -161,14 +155,10 @@ struct HTMLReportData {
         let base = decoded.header?.clockBase ?? decoded.bareStalls.map(\.start).min() ?? 0
         func offset(_ time: UInt64) -> Double { time > base ? Double(time - base) / 1e6 : 0 }
         var lane = JSONWriter(forHTML: true)
-        lane.key("path", first: true)
-        lane.string(info.path)
-        lane.key("process")
-        lane.string(info.process)
-        lane.key("pid")
-        lane.int(info.pid)
-        lane.key("mode")
-        lane.string(info.mode?.name ?? "unknown")
+        lane.add("path", info.path)
+        lane.add("process", info.process)
+        lane.add("pid", raw: String(info.pid))
+        lane.add("mode", info.mode?.name ?? "unknown")
         lane.key("problems")
         lane.array(info.problems) { $0.string($1) }
         var extent = info.runTimeSeconds * 1_000
@@ -179,12 +169,10 @@ struct HTMLReportData {
             writer.raw(",\(record.expected),\(record.delivered),\(record.dropped)]")
         }
         lane.key("busy")
-        if let busy = trace.busy {
+        lane.optional(trace.busy) { lane, busy in
             lane.raw("{\"binMs\":" + JSONWriter.number(busy.binMs) + ",\"permille\":")
             lane.array(busy.permille) { $0.int($1) }
             lane.raw("}")
-        } else {
-            lane.raw("null")
         }
         // Stalls in start order, each
         // [id, startMs, durationMs, tier, category, site, signature, stack, unfinished,
@@ -228,46 +216,34 @@ struct HTMLReportData {
 
     private mutating func signatureJSON(_ signature: StallReport.Signature) -> String {
         var row = JSONWriter(forHTML: true)
-        row.key("category", first: true)
-        row.int(signature.category.ordinal)
+        row.add("category", raw: String(signature.category.ordinal))
         row.key("frames")
         let frameNames = signature.frames.map { intern($0) }
         row.array(frameNames) { $0.int($1) }
-        row.key("count")
-        row.int(signature.count)
-        row.key("totalMs")
-        row.number(signature.totalMs)
-        row.key("maxMs")
-        row.number(signature.maxMs)
+        row.add("count", raw: String(signature.count))
+        row.add("totalMs", raw: JSONWriter.number(signature.totalMs))
+        row.add("maxMs", raw: JSONWriter.number(signature.maxMs))
         row.key("tiers")
         row.array(Tier.allCases) { $0.int(signature.tiers[$1] ?? 0) }
         row.key("shares")
         row.array(StallCategory.allCases) { $0.int(Int(((signature.categoryShares[$1] ?? 0) * 1_000).rounded())) }
-        row.key("reason")
-        row.int(intern(signature.reason))
+        row.add("reason", raw: String(intern(signature.reason)))
         row.key("sites")
         let sites = signature.sites.map { (intern($0.site), $0.count) }
         row.array(sites) { $0.raw("[\($1.0),\($1.1)]") }
-        row.key("stack")
-        row.int(signature.stack.isEmpty ? -1 : intern(stack: signature.stack))
-        row.key("ifFixed")
-        row.raw(signature.ifFixed.map(Self.ifFixedJSON) ?? "null")
+        row.add("stack", raw: String(signature.stack.isEmpty ? -1 : intern(stack: signature.stack)))
+        row.add("ifFixed", raw: signature.ifFixed.map(Self.ifFixedJSON) ?? "null")
         return "{" + row.text + "}"
     }
 
     /// `{"hitchRatioMsPerSecond":…,"hitchGrade":…,"hangRateSecondsPerHour":…,"droppedFrames":…,"fps":…}`.
     private static func ifFixedJSON(_ ifFixed: StallReport.IfFixed) -> String {
         var row = JSONWriter(forHTML: true)
-        row.key("hitchRatioMsPerSecond", first: true)
-        row.number(ifFixed.hitchRatioMsPerSecond)
-        row.key("hitchGrade")
-        row.string(ifFixed.hitchGrade.rawValue)
-        row.key("hangRateSecondsPerHour")
-        row.number(ifFixed.hangRateSecondsPerHour)
-        row.key("droppedFrames")
-        row.raw(ifFixed.droppedFrames.map(String.init) ?? "null")
-        row.key("fps")
-        row.raw(ifFixed.fps.map(JSONWriter.number) ?? "null")
+        row.add("hitchRatioMsPerSecond", raw: JSONWriter.number(ifFixed.hitchRatioMsPerSecond))
+        row.add("hitchGrade", ifFixed.hitchGrade.rawValue)
+        row.add("hangRateSecondsPerHour", raw: JSONWriter.number(ifFixed.hangRateSecondsPerHour))
+        row.add("droppedFrames", ifFixed.droppedFrames)
+        row.add("fps", raw: ifFixed.fps.map(JSONWriter.number) ?? "null")
         return "{" + row.text + "}"
     }
 

@@ -64,3 +64,32 @@ package enum JSONOutput {
         }
     }
 }
+
+/// An optional that JSON writes as `null` when absent, where a synthesized `Codable` would
+/// leave its key out, so a schema's keys do not come and go with the data.
+///
+/// Reads back `null` or a value; a plain value, use it on any thread.
+@propertyWrapper
+package struct NullWhenAbsent<Value: Encodable>: Encodable {
+    package var wrappedValue: Value?
+
+    package init(wrappedValue: Value?) { self.wrappedValue = wrappedValue }
+
+    /// Writes the value, or `null`.
+    package func encode(to encoder: any Encoder) throws {
+        var container = encoder.singleValueContainer()
+        if let wrappedValue { try container.encode(wrappedValue) } else { try container.encodeNil() }
+    }
+}
+
+extension NullWhenAbsent: Decodable where Value: Decodable {
+    /// Reads `null` as absent.
+    package init(from decoder: any Decoder) throws {
+        let container = try decoder.singleValueContainer()
+        wrappedValue = container.decodeNil() ? nil : try container.decode(Value.self)
+    }
+}
+
+extension NullWhenAbsent: Sendable where Value: Sendable {}
+extension NullWhenAbsent: Equatable where Value: Equatable {}
+extension NullWhenAbsent: Hashable where Value: Hashable {}

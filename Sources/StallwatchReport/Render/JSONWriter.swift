@@ -28,6 +28,11 @@ struct JSONWriter {
 
     mutating func bool(_ value: Bool) { text += value ? "true" : "false" }
 
+    /// `value` written by `write`, or `null` when it is absent.
+    mutating func optional<Value>(_ value: Value?, _ write: (inout Self, Value) -> Void) {
+        if let value { write(&self, value) } else { text += "null" }
+    }
+
     /// `[a,b,c]` with `element` writing each.
     mutating func array<Element>(_ elements: some Sequence<Element>, _ element: (inout Self, Element) -> Void) {
         text += "["

@@ -5,11 +5,6 @@ import StallwatchCore
 ///
 /// Pure; use it on any thread.
 package enum StallText {
-    /// `analyzed` as text, 100 columns wide: see `render(_:options:)`.
-    package static func render(_ analyzed: AnalyzedStall, colour: Bool) -> String {
-        render(analyzed, options: TextOptions(colour: colour))
-    }
-
     /// `analyzed` as text: a title (id, tier, duration, flags, trace), the callout (kind,
     /// label, posting site, mode, phase), its category breakdown, reasons and signature, one
     /// line per sample (time since the callout started, thread state, syscall, verdict, where

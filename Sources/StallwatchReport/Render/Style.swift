@@ -44,6 +44,20 @@ func plural(_ count: Int, _ noun: String) -> String {
     "\(count) \(noun)\(count == 1 ? "" : "s")"
 }
 
+/// A camelCase name's words, lowercase, joined by `separator`: `lockWait` → `lock_wait` with
+/// `"_"`, `maxHitchRatio` → `max-hitch-ratio` with `"-"`.
+package func splittingCamelCase(_ name: String, separator: String) -> String {
+    var result = ""
+    for character in name {
+        if character.isUppercase {
+            result += separator + character.lowercased()
+        } else {
+            result.append(character)
+        }
+    }
+    return result
+}
+
 /// A number the way a person types it: `8`, `12.5`.
 func plainNumber(_ value: Double) -> String {
     value == value.rounded() && abs(value) < 1e15 ? String(Int64(value)) : String(value)

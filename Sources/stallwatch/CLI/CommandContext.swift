@@ -186,12 +186,6 @@ struct CommandContext: Sendable {
         outputIsTerminal && (environment["NO_COLOR"] ?? "").isEmpty
     }
 
-    /// How `report` and `show` lay out text here: colour on a terminal, `outputWidth`
-    /// columns unless `wide`.
-    func textOptions(wide: Bool, verbose: Bool) -> TextOptions {
-        TextOptions(colour: usesColour, width: wide ? nil : outputWidth, verbose: verbose)
-    }
-
     /// Writes `text` and a newline to standard output.
     func print(_ text: String = "") {
         standardOutput.write(text + "\n")

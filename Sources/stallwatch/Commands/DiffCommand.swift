@@ -25,8 +25,7 @@ struct DiffCommand: ParsableCommand {
     var threshold = 10.0
 
     /// `--rules`: the app's own classification rules.
-    @Option(valueName: "file", help: RulesOption.help)
-    var rules: String?
+    @OptionGroup var rules: RulesOption
 
     /// Whether to print JSON.
     @Flag(help: "Print the diff as JSON (schema: docs/cli.md).")
@@ -35,7 +34,7 @@ struct DiffCommand: ParsableCommand {
     /// Reads both traces and prints the diff.
     func run(in context: CommandContext) throws -> ExitCode {
         // Each side read and added up as `report` does, every signature kept.
-        let builder = ReportBuilder(classifier: try RulesOption.classifier(rules, context: context))
+        let builder = ReportBuilder(classifier: try rules.classifier(context: context))
         func signatures(_ path: String) throws -> [StallReport.Signature] {
             let loaded = try TraceInputs.load([path], context: context, tallyingWith: builder)
             defer { context.keepUntilExit(loaded) }

@@ -60,8 +60,7 @@ struct ExportCommand: ParsableCommand {
     var callouts = false
 
     /// `--rules`: the app's own classification rules.
-    @Option(valueName: "file", help: RulesOption.help)
-    var rules: String?
+    @OptionGroup var rules: RulesOption
 
     /// The export is never written over its input.
     func validate() throws(UsageError) {
@@ -70,7 +69,7 @@ struct ExportCommand: ParsableCommand {
 
     /// Reads the trace and writes the export.
     func run(in context: CommandContext) throws -> ExitCode {
-        let builder = ReportBuilder(classifier: try RulesOption.classifier(rules, context: context))
+        let builder = ReportBuilder(classifier: try rules.classifier(context: context))
         if format.takesMany { return try exportMany(in: context, builder: builder) }
         let all = try TraceInputs.load([trace], context: context).traces
         // folded and speedscope add up the stalls of every process of a recording; chrome draws

@@ -94,8 +94,7 @@ struct GateCommand: ParsableCommand {
     var includeExpected = false
 
     /// `--rules`: the app's own classification rules.
-    @Option(valueName: "file", help: RulesOption.help)
-    var rules: String?
+    @OptionGroup var rules: RulesOption
 
     /// The limits given, in option order, without the baseline's (added once it is read).
     var limits: [GateLimit] {
@@ -140,7 +139,7 @@ struct GateCommand: ParsableCommand {
                 seconds: Double((clock.now - started).nanoseconds) / 1e9, properties: properties,
                 standardOutput: output, standardError: errors.joined(separator: "\n"))
         }
-        var baseBuilder = ReportBuilder(classifier: try RulesOption.classifier(rules, context: context))
+        var baseBuilder = ReportBuilder(classifier: try rules.classifier(context: context))
         baseBuilder.includeExpected = includeExpected
         var builder = baseBuilder
         builder.leavingOut = Set(signaturesLeftOut)

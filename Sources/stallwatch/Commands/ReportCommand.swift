@@ -38,17 +38,11 @@ struct ReportCommand: ParsableCommand {
     @Option(valueName: "n", help: "How many stall signatures to list.")
     var top = 10
 
-    /// Whether lines may be as long as their content.
-    @Flag(help: "Do not fit lines to the terminal: show long names in full.")
-    var wide = false
-
-    /// Whether frames show their full symbols.
-    @Flag(help: "Show frames by their full demangled symbols.")
-    var verbose = false
+    /// `--wide` and `--verbose`: how the text is laid out.
+    @OptionGroup var text: TextFlags
 
     /// `--rules`: the app's own classification rules.
-    @Option(valueName: "file", help: RulesOption.help)
-    var rules: String?
+    @OptionGroup var rules: RulesOption
 
     /// `--by KEY`: the `AppState` key to group stalls by.
     @Option(name: .customLong("by"), valueName: "key", help: "Group stalls by this app-state key (AppState).")
@@ -69,7 +63,7 @@ struct ReportCommand: ParsableCommand {
 
     /// Reads the traces and prints the report.
     func run(in context: CommandContext) throws -> ExitCode {
-        var builder = ReportBuilder(classifier: try RulesOption.classifier(rules, context: context))
+        var builder = ReportBuilder(classifier: try rules.classifier(context: context))
         builder.includeExpected = includeExpected
         builder.groupBy = groupBy
         let loaded = try TraceInputs.load(
@@ -94,7 +88,7 @@ struct ReportCommand: ParsableCommand {
             if json {
                 context.standardOutput.write(try JSONOutput.encode(report))
             } else {
-                var options = context.textOptions(wide: wide, verbose: verbose)
+                var options = text.options(in: context)
                 options.listTraces = listTraces
                 context.standardOutput.write(ReportText.render(report, options: options))
             }

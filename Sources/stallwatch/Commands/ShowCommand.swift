@@ -27,24 +27,18 @@ struct ShowCommand: ParsableCommand {
     @Flag(help: "Print the stall (or the list) as JSON (schema: docs/cli.md).")
     var json = false
 
-    /// Whether lines may be as long as their content.
-    @Flag(help: "Do not fit lines to the terminal: show long names in full.")
-    var wide = false
-
-    /// Whether frames show their full symbols.
-    @Flag(help: "Show frames by their full demangled symbols.")
-    var verbose = false
+    /// `--wide` and `--verbose`: how the text is laid out.
+    @OptionGroup var text: TextFlags
 
     /// `--rules`: the app's own classification rules.
-    @Option(valueName: "file", help: RulesOption.help)
-    var rules: String?
+    @OptionGroup var rules: RulesOption
 
     /// Reads the trace (every process's, for a recording of a process tree) and prints the
     /// stall or the list.
     func run(in context: CommandContext) throws -> ExitCode {
-        let classifier = try RulesOption.classifier(rules, context: context)
+        let classifier = try rules.classifier(context: context)
         let all = try TraceInputs.load([trace], context: context).traces
-        let options = context.textOptions(wide: wide, verbose: verbose)
+        let options = text.options(in: context)
         guard let reference = self.stall else {
             let lists = all.map { loaded in
                 loaded.trace.bareStalls.indices.map { AnalyzedStall(slot: $0, of: loaded, classifier: classifier) }

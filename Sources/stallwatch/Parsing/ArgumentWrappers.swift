@@ -1,3 +1,5 @@
+import StallwatchReport
+
 /// How an option is spelled on the command line. The long name comes from the property
 /// (`maxStalls` is `--max-stalls`) unless `customLong` says otherwise; `shortAndLong` adds
 /// the property's first letter (`output` is `-o, --output`).
@@ -17,25 +19,12 @@ struct NameSpecification: Sendable {
     }
 
     func longName(for property: String) -> String {
-        long ?? kebabCased(property)
+        long ?? splittingCamelCase(property, separator: "-")
     }
 
     func shortName(for property: String) -> Character? {
         short ?? (shortFromProperty ? property.first : nil)
     }
-}
-
-/// `maxHitchRatio` → `max-hitch-ratio`.
-func kebabCased(_ name: String) -> String {
-    var result = ""
-    for character in name {
-        if character.isUppercase {
-            result += "-" + character.lowercased()
-        } else {
-            result.append(character)
-        }
-    }
-    return result
 }
 
 /// How a positional `@Argument` holding an array takes the command line.
@@ -252,4 +241,28 @@ extension Argument {
         capturesRest = parsing == .captureForPassthrough
         read = { parsed, key throws(UsageError) in try parsed.all(key, as: Element.self) }
     }
+}
+
+/// Arguments several commands share, declared once as the stored `@Option`, `@Flag` and
+/// `@Argument` properties of a type and included in each command with `@OptionGroup`.
+protocol ParsableArguments {
+    /// The arguments with every property at its default, before parsing.
+    init()
+}
+
+/// A command's property holding a `ParsableArguments` group, as swift-argument-parser's:
+/// `@OptionGroup var rules: RulesOption`. The group's arguments stand where the property
+/// does, in parsing and in help.
+@propertyWrapper
+struct OptionGroup<Group: ParsableArguments>: ArgumentGroupDeclaration {
+    /// The group, its properties filled in by the parse.
+    let wrappedValue = Group()
+
+    var arguments: Any { wrappedValue }
+}
+
+/// An `@OptionGroup`, as `CommandParser` sees it through `Mirror`: the value whose properties
+/// are the arguments.
+protocol ArgumentGroupDeclaration {
+    var arguments: Any { get }
 }

@@ -3,8 +3,9 @@
 ///
 /// The declarations are found with `Mirror` on a fresh `init()` instance, in declaration
 /// order (which is help order): a stored property whose value is an `ArgumentDeclaration`
-/// (`@Option`, `@Flag`, `@Argument`; the mirror shows the wrapper as `_name`) is an argument;
-/// other stored properties are ignored. Pure; use it on any thread.
+/// (`@Option`, `@Flag`, `@Argument`; the mirror shows the wrapper as `_name`) is an argument,
+/// an `@OptionGroup` stands for its group's; other stored properties are ignored. Pure; use
+/// it on any thread.
 enum CommandParser {
     /// The outcome of parsing one command line.
     enum Outcome {
@@ -32,15 +33,18 @@ enum CommandParser {
         }
     }
 
+    /// The declarations of `command` (a command or an `@OptionGroup`'s group), a group's in
+    /// its place.
     private static func declarations(
-        of command: any ParsableCommand
+        of command: Any
     ) -> [(declaration: any ArgumentDeclaration, definition: ArgumentDefinition)] {
-        Mirror(reflecting: command).children.compactMap { child in
+        Mirror(reflecting: command).children.flatMap { child in
+            if let group = child.value as? any ArgumentGroupDeclaration { return declarations(of: group.arguments) }
             guard let label = child.label, let declaration = child.value as? any ArgumentDeclaration else {
-                return nil
+                return []
             }
             let property = label.hasPrefix("_") ? String(label.dropFirst()) : label
-            return (declaration, declaration.definition(for: property))
+            return [(declaration, declaration.definition(for: property))]
         }
     }
 }

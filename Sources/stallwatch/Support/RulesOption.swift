@@ -7,23 +7,27 @@ import StallwatchCore
 /// keeps every sample's stack and kernel facts, not a verdict, so rules apply whenever a trace
 /// is read.
 ///
-/// Call from the command's thread.
-enum RulesOption {
+/// Declared once here and included with `@OptionGroup var rules: RulesOption`. Call from the
+/// command's thread.
+struct RulesOption: ParsableArguments {
     /// The variable read when `--rules` is not given.
     static let environmentVariable = StallwatchEnvironment.rules
 
-    /// The option's help, the same for every command.
-    static let help = "Classify with this JSON rules file's rules first (default: $\(environmentVariable))."
+    /// `--rules`: the app's own classification rules.
+    @Option(
+        valueName: "file",
+        help: "Classify with this JSON rules file's rules first (default: $\(RulesOption.environmentVariable)).")
+    var rules: String?
 
-    /// The classifier for `path` (else the variable's file, else the built-in rules); a file
+    /// The classifier for `--rules` (else the variable's file, else the built-in rules); a file
     /// that cannot be read or decoded is one error line naming the file, line and problem.
-    static func classifier(_ path: String?, context: CommandContext) throws(CommandFailure) -> Classifier {
-        let environment = context.environment[environmentVariable].flatMap { $0.isEmpty ? nil : $0 }
-        guard let file = path ?? environment else { return Classifier() }
+    func classifier(context: CommandContext) throws(CommandFailure) -> Classifier {
+        let environment = context.environment[Self.environmentVariable].flatMap { $0.isEmpty ? nil : $0 }
+        guard let file = rules ?? environment else { return Classifier() }
         do {
             return try Classifier(rulesFile: file)
         } catch {
-            throw CommandFailure("\(error)" + (path == nil ? " (named by \(environmentVariable))" : ""))
+            throw CommandFailure("\(error)" + (rules == nil ? " (named by \(Self.environmentVariable))" : ""))
         }
     }
 }

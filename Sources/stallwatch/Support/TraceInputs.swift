@@ -109,7 +109,7 @@ enum TraceInputs {
         func take(_ result: UnsafePointer<Result<LoadedTrace, TraceLoadError>>, index: Int) {
             if case .failure(let error) = result.pointee {
                 fatal.append(error.description)
-                unreadable.append(StallReport.Unreadable(path: error.path, reason: error.description))
+                unreadable.append(StallReport.Unreadable(error))
                 return
             }
             readCount += 1
