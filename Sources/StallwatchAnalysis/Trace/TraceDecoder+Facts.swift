@@ -24,8 +24,7 @@ extension TraceParser {
     static func parseWait(_ reader: inout TraceByteReader) throws(TraceFieldError) -> TraceRecord.SampleWait {
         let stall = try reader.varint("stall")
         let sample = try reader.varint("sample")
-        let kindCode = try reader.byte("kind")
-        guard let kind = WaitFact.Kind(rawValue: kindCode) else { throw .outOfRange("kind", UInt64(kindCode)) }
+        let kind = try reader.code(WaitFact.Kind.self, "kind")
         let flags = try reader.byte("flags")
         if flags & ~0b111 != 0 { throw .outOfRange("flags", UInt64(flags)) }
         func int32(_ field: StaticString) throws(TraceFieldError) -> Int32 {
@@ -46,15 +45,7 @@ extension TraceParser {
         }
         var frames: [UInt64] = []
         frames.reserveCapacity(Int(count))
-        var previous: UInt64 = 0
-        for index in 0..<Int(count) {
-            let address =
-                index == 0
-                ? try reader.varint("frames")
-                : previous &+ UInt64(bitPattern: try reader.signedVarint("frames"))
-            frames.append(address)
-            previous = address
-        }
+        try readFrames(&reader, count: Int(count), into: &frames)
         return .init(
             stall: stall, sample: sample, kind: kind, operation: operation, fd: fd, target: target, address: address,
             ownerTID: owner, ownerName: ownerName, ownerFrames: frames, statement: statement)

@@ -15,10 +15,7 @@ extension TraceParser {
             let pid = try reader.varint32("pid")
             let wall = try reader.varint("wallClockStart")
             let clockBase = try reader.varint("clockBase")
-            let modeCode = try reader.byte("mode")
-            guard let mode = TraceMode(rawValue: modeCode) else {
-                throw .outOfRange("mode", UInt64(modeCode))
-            }
+            let mode = try reader.code(TraceMode.self, "mode")
             let thresholds = TierThresholds(
                 budget: try duration(&reader, "budget"), microHang: try duration(&reader, "microHang"),
                 hang: try duration(&reader, "hang"), severe: try duration(&reader, "severe"))
@@ -136,14 +133,12 @@ extension TraceParser {
             let stall = try reader.varint("stall")
             let sample = try reader.varint("sample")
             let firstAsync = try reader.varint("firstAsync")
-            let code = try reader.byte("end")
-            guard let end = AsyncChainEnd(rawValue: code) else { throw .outOfRange("end", UInt64(code)) }
+            let end = try reader.code(AsyncChainEnd.self, "end")
             return .sampleAsyncChain(.init(stall: stall, sample: sample, firstAsync: firstAsync, end: end))
         case .sampleProvenance:
             let stall = try reader.varint("stall")
             let sample = try reader.varint("sample")
-            let code = try reader.byte("source")
-            guard let source = SampleSource(rawValue: code) else { throw .outOfRange("source", UInt64(code)) }
+            let source = try reader.code(SampleSource.self, "source")
             return .sampleProvenance(.init(stall: stall, sample: sample, source: source))
         case .congestedIteration:
             let start = try reader.varint("start")
@@ -211,10 +206,7 @@ extension TraceParser {
     @inline(__always)
     static func parseCallSite(_ reader: inout TraceByteReader) throws(TraceFieldError) -> TraceRecord.CallSite {
         let id = try reader.varint("id")
-        let kindCode = try reader.byte("kind")
-        guard let calloutKind = CalloutKind(rawValue: kindCode) else {
-            throw .outOfRange("kind", UInt64(kindCode))
-        }
+        let calloutKind = try reader.code(CalloutKind.self, "kind")
         let line = try reader.varint32("line")
         let label = try reader.optionalString("label")
         let file = try reader.string("file")
@@ -239,14 +231,8 @@ extension TraceParser {
         let start = try reader.varint("start")
         let site = try reader.varint("site")
         let mode = try reader.varint16("mode")
-        let phaseCode = try reader.byte("phase")
-        guard let phase = LoopActivity(rawValue: phaseCode) else {
-            throw .outOfRange("phase", UInt64(phaseCode))
-        }
-        let tierCode = try reader.byte("tier")
-        guard let tier = TraceCodes.tier(tierCode) else {
-            throw .outOfRange("tier", UInt64(tierCode))
-        }
+        let phase = try reader.code(LoopActivity.self, "phase")
+        let tier = try reader.decoded("tier", TraceCodes.tier)
         return .init(id: id, start: start, site: site, mode: mode, phase: phase, tier: tier)
     }
 
@@ -283,10 +269,7 @@ extension TraceParser {
             look = code
         }
         let time = try reader.varint("time")
-        let stateCode = try reader.byte("state")
-        guard let state = ThreadState(rawValue: stateCode) else {
-            throw .outOfRange("state", UInt64(stateCode))
-        }
+        let state = try reader.code(ThreadState.self, "state")
         let flags = try reader.byte("flags")
         if flags > 1 { throw .outOfRange("flags", UInt64(flags)) }
         let syscallCode = try reader.varint("syscall")

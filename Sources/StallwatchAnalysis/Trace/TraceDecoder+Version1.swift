@@ -31,21 +31,19 @@ struct Version1Samples {
         case .sample(var sample):
             (sample.index, sample.look) = place(stall: sample.stall, time: sample.time)
             return .sample(sample)
-        case .sampleProvenance(var about):
-            about.sample = index(stall: about.stall, time: about.sample)
-            return .sampleProvenance(about)
-        case .sampleCounters(var about):
-            about.sample = index(stall: about.stall, time: about.sample)
-            return .sampleCounters(about)
-        case .sampleWait(var about):
-            about.sample = index(stall: about.stall, time: about.sample)
-            return .sampleWait(about)
-        case .sampleAsyncChain(var about):
-            about.sample = index(stall: about.stall, time: about.sample)
-            return .sampleAsyncChain(about)
-        default:
-            return record
+        case .sampleProvenance(let about): return .sampleProvenance(namingItsSample(about))
+        case .sampleCounters(let about): return .sampleCounters(namingItsSample(about))
+        case .sampleWait(let about): return .sampleWait(namingItsSample(about))
+        case .sampleAsyncChain(let about): return .sampleAsyncChain(namingItsSample(about))
+        default: return record
         }
+    }
+
+    /// `record`, which names its sample by time, naming it by index instead.
+    private func namingItsSample<Record: AboutASample>(_ record: Record) -> Record {
+        var named = record
+        named.sample = index(stall: record.stall, time: record.sample)
+        return named
     }
 
     /// The index and look of a sample of stall `id` at `time`, in file order (a trace writes a

@@ -18,6 +18,21 @@ struct TraceByteReader {
         return value
     }
 
+    /// A byte that is one of `Code`'s raw values; any other byte is out of range.
+    @inline(__always)
+    mutating func code<Code: RawRepresentable>(_: Code.Type, _ field: StaticString) throws(TraceFieldError) -> Code
+    where Code.RawValue == UInt8 {
+        try decoded(field, Code.init(rawValue:))
+    }
+
+    /// A byte `decode` turns into a value; a byte it returns nil for is out of range.
+    @inline(__always)
+    mutating func decoded<Value>(_ field: StaticString, _ decode: (UInt8) -> Value?) throws(TraceFieldError) -> Value {
+        let code = try byte(field)
+        guard let value = decode(code) else { throw .outOfRange(field, UInt64(code)) }
+        return value
+    }
+
     @inline(__always)
     mutating func varint(_ field: StaticString) throws(TraceFieldError) -> UInt64 {
         guard position < end else { throw .pastEnd(field) }

@@ -84,3 +84,17 @@ extension TraceRecord {
         }
     }
 }
+
+/// A record about one sample of a stall: `sampleProvenance`, `sampleCounters`, `sampleWait` and
+/// `sampleAsyncChain`.
+package protocol AboutASample {
+    /// The stall's id.
+    var stall: UInt64 { get }
+    /// The sample's index among its stall's samples (its time, in a version 1 trace).
+    var sample: UInt64 { get set }
+}
+
+extension TraceRecord.SampleProvenance: AboutASample {}
+extension TraceRecord.SampleCounters: AboutASample {}
+extension TraceRecord.SampleWait: AboutASample {}
+extension TraceRecord.SampleAsyncChain: AboutASample {}
