@@ -12,6 +12,9 @@ final class EpollExecutor: @unchecked Sendable {
     private let queue = Locked<[@Sendable () -> Void]>([])
     private let epfd = epoll_create1(Int32(EPOLL_CLOEXEC))
     private let wake = eventfd(0, Int32(EFD_NONBLOCK | EFD_CLOEXEC))
+    /// Each iteration that ran an item, from its wait's return to its next wait's call: the
+    /// work item the loop's waits time, and so the recall bench's truth for its item.
+    let iterations = Locked<[(start: UInt64, end: UInt64)]>([])
 
     init(name: String = "bench-epoll") {
         var event = epoll_event(events: EPOLLIN.rawValue, data: epoll_data_t(fd: wake))
@@ -25,11 +28,16 @@ final class EpollExecutor: @unchecked Sendable {
             ready.signal()
             while true {
                 Self.wait(epfd, timeoutMs: pending ? 0 : -1)
+                let begun = sw_monotonic_ns()
                 var count: UInt64 = 0
                 _ = read(wake, &count, 8)
                 let next: (@Sendable () -> Void)? = queue.withLock { $0.isEmpty ? nil : $0.removeFirst() }
                 next?()
                 pending = queue.withLock { !$0.isEmpty }
+                if next != nil {
+                    let ended = sw_monotonic_ns()
+                    iterations.withLock { $0.append((begun, ended)) }
+                }
             }
         }.start()
         ready.wait()

@@ -255,7 +255,33 @@ enum Recall {
             unlink(path)
         }
         outcome.truths = truths.withLock { $0 }
+        if name == "unmodified.epoll" {
+            outcome.truths = widened(outcome.truths, to: EpollTarget.executor.iterations.withLock { $0 })
+        }
         return outcome
+    }
+
+    /// The epoll loop's truths as its iterations: an item runs inside one (after the eventfd's
+    /// read and the queue, before the check for more), and the loop's waits time the iteration,
+    /// so a thread held off the CPU after its item still stalls the loop. Each truth becomes the
+    /// iteration around it, and an iteration past the budget with no truth in it is one too.
+    static func widened(_ truths: [Truth], to iterations: [(start: UInt64, end: UInt64)]) -> [Truth] {
+        let sorted = iterations.sorted { $0.start < $1.start }
+        var widened: [Truth] = []
+        var covered = Set<Int>()
+        for var truth in truths {
+            let index = sorted.partitioningIndex { $0.start > truth.start } - 1
+            if index >= 0 && sorted[index].end >= truth.end {
+                (truth.start, truth.end) = sorted[index]
+                covered.insert(index)
+            }
+            widened.append(truth)
+        }
+        for (index, iteration) in sorted.enumerated()
+        where !covered.contains(index) && iteration.end - iteration.start > budget {
+            widened.append(Truth(start: iteration.start, end: iteration.end, injected: false))
+        }
+        return widened
     }
 
     /// Posts `items` to the target's executor and waits until the last one ran.

@@ -1,4 +1,4 @@
-import StallwatchCore
+@_spi(StallwatchPackage) import StallwatchCore
 
 /// A whole trace decoded and put together: the header, the stalls with their samples'
 /// frames symbolicated from the trace's `symbol` and `module` records, and the summaries.

@@ -133,8 +133,13 @@ func cappedLength(_ utf8: UnsafeBufferPointer<UInt8>) -> Int {
 
 /// Whether `a` and `b` hold the same bytes, compared eight at a time (the generic
 /// `elementsEqual` goes byte by byte through iterators: several times slower).
-@inline(__always)
-package func sameBytes(_ a: UnsafeRawBufferPointer, _ b: UnsafeRawBufferPointer) -> Bool {
+///
+/// For the package's modules only, as SPI (`@_spi(StallwatchPackage) import StallwatchCore`):
+/// public and inlinable so the decoder in StallwatchAnalysis gets it inlined (a `package`
+/// function's body is not serialised for other modules; as a call it cost `report` 1.5 % of its
+/// instructions).
+@_spi(StallwatchPackage) @inlinable @inline(__always)
+public func sameBytes(_ a: UnsafeRawBufferPointer, _ b: UnsafeRawBufferPointer) -> Bool {
     guard a.count == b.count else { return false }
     guard let left = a.baseAddress, let right = b.baseAddress else { return true }
     let count = a.count
