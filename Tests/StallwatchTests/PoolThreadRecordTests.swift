@@ -7,10 +7,14 @@
 // named after their queue, `oot.default-qos` (the default pool, where most Swift jobs run),
 // `oot.utility-qos` and `.background-qos` (jobs of lower priority), `-qos.overcommit` (serial
 // queues, the epoll manager thread); Stallwatch's own `stallwatchbeat` and `stallwatchtrace`;
-// and, 8 to 12 times in a 6 s session, a short-lived thread that sourcekitd starts with
-// `llvm::llvm_execute_on_thread_impl` from a default-pool worker (for a request's AST work, with
-// a large stack), which inherits its creator's name, `oot.default-qos`, runs for 1 to 200 ms
-// and exits. Those are the threads a pool found by name sampled (issue 32).
+// and, 5 to 12 times in a session of 6 to 12 rounds, a short-lived thread that sourcekitd
+// starts with `llvm::llvm_execute_on_thread_impl` (libsourcekitdInProc.so; gdb's breakpoint on
+// pthread_create) from a default-pool worker, which inherits its creator's name,
+// `oot.default-qos`, runs for under a millisecond to about 250 ms and exits. Those are the
+// threads a pool found by name sampled (issue 32). The threads that ran Swift jobs, as the
+// traces' job-frame stacks show: the two `oot.default-qos` workers (the pool is as wide as the
+// machine has cores), and one or two `oot.utility-qos` and `.background-qos` workers (tasks of
+// lower priority).
 import Foundation
 import StallwatchCore
 import Testing
@@ -121,9 +125,11 @@ extension PoolPreloadTests {
         return nil
     }
 
-    /// libdispatch's pool workers on Linux wait 5 s for work before they exit, so a worker that
-    /// exits does so at least that long after it started: a thread that exited sooner, while the
-    /// process ran on, was no worker (sourcekitd's `llvm::thread`s live 1–200 ms). 4 s: a margin
+    /// libdispatch's pool workers on Linux wait 5 s for work before they exit
+    /// (`_dispatch_worker_thread` loops while `dispatch_semaphore_wait` on its root queue's
+    /// mediator with a 5 s timeout succeeds), so a worker that exits does so at least that long
+    /// after it started: a thread that exited sooner, while the
+    /// process ran on, was no worker (sourcekitd's `llvm::thread`s live up to about 250 ms). 4 s: a margin
     /// for the poll's own lateness.
     static let workerLifetime = 4.0
 
@@ -131,8 +137,8 @@ extension PoolPreloadTests {
     func sourceKitLSPsPoolStallsSampleOnlyThreadsThatRunSwiftJobs() throws {
         // A 1 ms budget: sourcekit-lsp's startup (loading sourcekitd, 100–350 ms), its requests
         // and their logging are each a long job, and the pool starves while they run. Twelve
-        // rounds (about 6 s) gave 90–160 pool-stall samples, 28–59 of them starvations', in
-        // quiet runs; the checks ask for far fewer.
+        // rounds (a 4–5 s session) gave 68–187 pool-stall samples, 12–60 of them starvations',
+        // in eight runs on a 2-core machine at load 1 to 8; the checks ask for far fewer.
         let directory = LSPSession.newDirectory()
         let poll = ProcessThreadsPoll(trace: directory + ".swtrace")
         defer { _ = poll.stop() }
@@ -202,7 +208,7 @@ extension PoolPreloadTests {
             "\(wrong.count) of \(Set(samples.map(\.tid)).count) threads sampled in \(poolStalls.count) pool stalls are not pool threads: \(wrong)"
         )
         print(
-            "[lsp pool] \(starvations.count) starvations (\(starvationSamples) samples), \(longJobs.count) long jobs (\(longJobSamples) samples), threads \(Set(samples.map(\.tid)).sorted()); \(exitedYoung.filter { $0.value.names.contains(PoolThreads.defaultName) }.count) short-lived threads named \(PoolThreads.defaultName), none sampled"
+            "[lsp pool] \(starvations.count) starvations (\(starvationSamples) samples), \(longJobs.count) long jobs (\(longJobSamples) samples), threads \(Set(samples.map(\.tid)).sorted().map { "\($0) \(seen.threads[$0]?.names.sorted().joined(separator: "/") ?? "?")" }); \(exitedYoung.filter { $0.value.names.contains(PoolThreads.defaultName) }.count) short-lived threads named \(PoolThreads.defaultName), none sampled"
         )
     }
 }
