@@ -138,7 +138,7 @@ extension PoolPreloadTests {
         // A 1 ms budget: sourcekit-lsp's startup (loading sourcekitd, 100–350 ms), its requests
         // and their logging are each a long job, and the pool starves while they run. Twelve
         // rounds (a 4–5 s session) gave 68–187 pool-stall samples, 12–60 of them starvations',
-        // in eight runs on a 2-core machine at load 1 to 8; the checks ask for far fewer.
+        // in 13 runs on a 2-core machine at load 1 to 8; the checks ask for far fewer.
         let directory = LSPSession.newDirectory()
         let poll = ProcessThreadsPoll(trace: directory + ".swtrace")
         defer { _ = poll.stop() }
