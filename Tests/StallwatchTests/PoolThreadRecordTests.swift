@@ -128,9 +128,9 @@ extension PoolPreloadTests {
     /// libdispatch's pool workers on Linux wait 5 s for work before they exit
     /// (`_dispatch_worker_thread` loops while `dispatch_semaphore_wait` on its root queue's
     /// mediator with a 5 s timeout succeeds), so a worker that exits does so at least that long
-    /// after it started: a thread that exited sooner, while the
-    /// process ran on, was no worker (sourcekitd's `llvm::thread`s live up to about 250 ms). 4 s: a margin
-    /// for the poll's own lateness.
+    /// after it started: a thread that exited sooner, while the process ran on, was no worker
+    /// (sourcekitd's `llvm::thread`s live up to about 250 ms). 4 s: a margin for the poll's own
+    /// lateness.
     static let workerLifetime = 4.0
 
     @Test(.timeLimit(.minutes(2)))
