@@ -185,7 +185,10 @@ static inline swp_function swp_wrap(const swp_dispatch *found, swp_queue queue, 
                 runner = work;
             }
         }
-        if (runner == work) return queue == found->main_queue ? g_main_trampolines[index] : g_pool_trampolines[index];
+        if (runner != work) continue;
+        if (queue == found->main_queue) return g_main_trampolines[index];
+        sw_dispatch_note_job_wrapped();
+        return g_pool_trampolines[index];
     }
     return work;
 }

@@ -235,6 +235,14 @@ static uint32_t g_job_slots;  // slots made for pool threads
 
 int sw_dispatch_jobs_refused(void) { return (int)__atomic_load_n(&g_jobs_refused, __ATOMIC_RELAXED); }
 
+static uint32_t g_jobs_wrapped;  // the preload library has handed the runtime a pool job's trampoline
+
+void sw_dispatch_note_job_wrapped(void) {
+    if (!__atomic_load_n(&g_jobs_wrapped, __ATOMIC_RELAXED)) __atomic_store_n(&g_jobs_wrapped, 1, __ATOMIC_RELAXED);
+}
+
+int sw_dispatch_jobs_wrapped(void) { return (int)__atomic_load_n(&g_jobs_wrapped, __ATOMIC_RELAXED); }
+
 static void sw_jobs_key_make(void) { g_jobs_key_made = pthread_key_create(&g_jobs_key, sw_jobs_thread_exit) == 0 ? 1 : -1; }
 
 /// The calling pool thread's slot: a free one taken over, else a new one (NULL: none left).
@@ -381,6 +389,7 @@ void sw_loop_reset_for_testing(void) {
     memset(g_slots, 0, sizeof(g_slots));
     __atomic_store_n(&g_default_budget, 0, __ATOMIC_RELAXED);
     __atomic_store_n(&g_jobs_refused, 0, __ATOMIC_RELAXED);
+    __atomic_store_n(&g_jobs_wrapped, 0, __ATOMIC_RELAXED);
     __atomic_store_n(&g_job_slots, 0, __ATOMIC_RELAXED);
     __atomic_store_n(&g_main_queue, NULL, __ATOMIC_RELEASE);
     g_main_queue_once = (pthread_once_t)PTHREAD_ONCE_INIT;

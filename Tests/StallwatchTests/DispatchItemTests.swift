@@ -207,6 +207,60 @@ import Testing
         #expect(sw_loop_last_end(slot) >= slot.pointee.start)
     }
 
+    /// Once the preload library has wrapped a pool job, the pool's threads are the threads that
+    /// ran one: a starvation before any job began samples no thread, not the threads named like
+    /// the pool's (sourcekit-lsp's trace writer, started from a default-pool worker, has that
+    /// name for its first moments, and a recorded session sampled it so:
+    /// `PoolPreloadTests.sourceKitLSPsPoolStallsSampleOnlyThreadsThatRunSwiftJobs`, once in about
+    /// 15 runs). This process has no trampolines: the jobs that starve its pool begin no item.
+    @Test(.timeLimit(.minutes(1)))
+    func beforeAnyJobBeganAStarvationSamplesNoThreadNamedLikeThePool() async throws {
+        sw_loop_reset_for_testing()
+        defer { sw_loop_reset_for_testing() }
+        sw_dispatch_note_job_wrapped()
+        // A thread named like the pool's threads that runs no job: it computes (as the trace
+        // writer does at its start), so it is not skipped as a pool thread parked idle.
+        let impostor = Locked<Int32>(0)
+        let named = DispatchSemaphore(value: 0)
+        let done = Locked(false)
+        let thread = start(named: PoolThreads.defaultName) {
+            impostor.withLock { $0 = sw_gettid() }
+            named.signal()
+            while !done.withLock({ $0 }) { spinForStallTest(milliseconds: 1) }
+        }
+        defer {
+            done.withLock { $0 = true }
+            pthread_join(thread, nil)
+        }
+        named.wait()
+        var configuration = HeartbeatMonitor.Configuration()
+        configuration.budget = .milliseconds(20)
+        let monitor = HeartbeatMonitor(configuration: configuration)
+        let pool = monitor.watchConcurrencyPool()
+        monitor.watchEventLoops()
+        let ended = Locked<[Stall]>([])
+        monitor.onStallEnded = { stall in ended.withLock { $0.append(stall) } }
+        try monitor.start()
+        defer { monitor.stop() }
+        #expect(await Waiter().eventually { pool.heartbeatsRun > 0 })
+        // Three blocking jobs per pool thread, then one that says how long it waited to start:
+        // the pool starved for about 300 ms.
+        let width = ProcessInfo.processInfo.activeProcessorCount
+        for _ in 0..<(3 * width) { Task.detached { blockPoolThreadForTest(milliseconds: 100) } }
+        let queued = ContinuousClock.now
+        let waited = await Task.detached { ContinuousClock.now - queued }.value
+        #expect(waited > .milliseconds(100), "the pool was not starved: a job waited \(waited) to start")
+        try await Task.sleep(for: .milliseconds(100))
+        monitor.stop()
+        let sampled = ended.withLock { $0 }.filter { $0.callout.label == HeartbeatMonitor.poolLabel }
+            .flatMap(\.samples).map(\.tid)
+        #expect(sw_dispatch_jobs_refused() == 0 && sw_loop_slot_count() == 0)
+        #expect(
+            sampled.isEmpty,
+            "no thread ran a job, yet \(sampled.count) samples of threads \(Set(sampled).sorted()) (impostor \(impostor.withLock { $0 }))"
+        )
+    }
+
     @Test func aMainQueueItemInsideAnIterationOfItsThreadsLoopIsTheIterations() {
         sw_loop_reset_for_testing()
         let epfd = epoll_create1(0)

@@ -306,18 +306,23 @@ struct PoolPreloadTests {
     /// A recorded LSP session: `scripts/lsp-session.py` drives `stallwatch record -o TRACE
     /// OPTIONS -- sourcekit-lsp` in a new directory (a SwiftPM package when `manifest` is given)
     /// for `rounds` rounds of four requests, 0.3 s apart. The session's run, whose status and
-    /// "shutdown ok" are checked here, and the trace's path; `remove()` deletes the trace, its
-    /// T.d and the directory.
+    /// "shutdown ok" are checked here, and the trace's path (`directory` + ".swtrace"; a new
+    /// directory unless given); `remove()` deletes the trace, its T.d and the directory.
     struct LSPSession {
         let run: ChildRun
         let trace: String
         let directory: String
 
+        /// A new directory for a session, in the temporary directory.
+        static func newDirectory() -> String {
+            FileManager.default.temporaryDirectory.appendingPathComponent("stallwatch-lsp-\(UUID())").path
+        }
+
         init(
-            rounds: Int, options: [String] = [], manifest: String? = nil,
+            rounds: Int, options: [String] = [], manifest: String? = nil, directory: String = newDirectory(),
             sourceLocation: SourceLocation = #_sourceLocation
         ) throws {
-            directory = FileManager.default.temporaryDirectory.appendingPathComponent("stallwatch-lsp-\(UUID())").path
+            self.directory = directory
             trace = directory + ".swtrace"
             if let manifest {
                 try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)

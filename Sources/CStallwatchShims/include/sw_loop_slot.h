@@ -94,6 +94,13 @@ void sw_loop_set_item_hook(sw_loop_thread_hook hook);
 /// threads are then found by name too).
 int sw_dispatch_jobs_refused(void);
 
+/// The preload library hands the runtime a pool job's trampoline (every time; it counts once):
+/// from then on the pool's threads are the threads that ran a job, none before the first begins.
+void sw_dispatch_note_job_wrapped(void);
+
+/// Whether a pool job was wrapped (sw_dispatch_note_job_wrapped): 1, else 0.
+int sw_dispatch_jobs_wrapped(void);
+
 /// Called on a loop thread once, as it goes idle after becoming a loop (or at its first idle wait
 /// after the hook is set), and on a thread that runs dispatched items before its first timed item
 /// starts: the watchdog prepares the thread for sampling there. Any thread.

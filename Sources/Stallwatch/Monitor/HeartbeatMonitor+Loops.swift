@@ -58,14 +58,17 @@ extension HeartbeatMonitor {
     }
 
     /// The pool threads: those that ran a Swift job and still own their slot (the preload
-    /// library times jobs); nil where no job was timed, or some pool thread found no slot (then
-    /// the pool's threads are found by name). The watchdog.
+    /// library times jobs); none yet where it has wrapped a job but no job has begun (a thread
+    /// that only has the pool's name is no pool thread: sourcekit-lsp's trace writer, started
+    /// from a default-pool worker, has it for its first moments); nil where no job was wrapped,
+    /// the slots are not watched, or some pool thread found no slot (then the pool's threads are
+    /// found by name). The watchdog.
     func jobThreads() -> [Int32]? {
-        guard sw_dispatch_jobs_refused() == 0 else { return nil }
+        guard watchesEventLoops.load(ordering: .relaxed), sw_dispatch_jobs_refused() == 0 else { return nil }
         let slots = executors.withLock { $0.compactMap(\.loop) }.filter {
             $0.pointee.kind == Int32(SW_LOOP_JOBS.rawValue)
         }
-        guard !slots.isEmpty else { return nil }
+        guard !slots.isEmpty || sw_dispatch_jobs_wrapped() != 0 else { return nil }
         return slots.compactMap { slot in
             var generation: UInt64 = 0
             var tid: Int32 = 0
