@@ -20,6 +20,7 @@
 // `oot.default-qos` workers (the pool is as wide as the machine has cores, 2 here), and one or
 // two `oot.utility-qos` and `.background-qos` workers (tasks of lower priority).
 import Foundation
+import StallwatchAnalysis
 import StallwatchCore
 import Testing
 
