@@ -95,33 +95,46 @@ let package = Package(
         // sampler's own tests drive the C API with.
         .target(
             name: "CStallwatchTestSupport", dependencies: ["CStallwatchSampler"], path: "Tests/CStallwatchTestSupport"),
-        // Running built products and exit tests as child processes, a sanitizer report in a
-        // child's standard error failing its test: for every test target.
-        .target(name: "ChildProcessTesting", path: "Tests/ChildProcessTesting"),
+        // The one Swift test-support library, in no product: child processes (built products, exit
+        // tests) whose sanitizer reports fail their test, the sanitizer the tests were built with,
+        // the timing-sensitive trait, a loop on a thread of its own and a monitored scenario, and
+        // the trace fuzzer the tests and the benchmark share.
+        .target(
+            name: "StallwatchTestSupport", dependencies: ["Stallwatch", "StallwatchCore", "CStallwatchTestSupport"],
+            path: "Tests/StallwatchTestSupport"),
         // The sampler's own tests: its C API directly, each test in a fresh child process.
         .testTarget(
             name: "CStallwatchSamplerTests",
-            dependencies: ["CStallwatchSampler", "CStallwatchTestSupport", "ChildProcessTesting"]),
-        // Test support in Swift, in no product: the trace fuzzer the tests and the benchmark share.
-        .target(name: "StallwatchTestSupport", dependencies: ["StallwatchCore"], path: "Tests/StallwatchTestSupport"),
+            dependencies: ["CStallwatchSampler", "CStallwatchTestSupport", "StallwatchTestSupport"]),
+        // StallwatchCore: the data model, trace format and classifier.
         .testTarget(
             name: "StallwatchCoreTests", dependencies: ["StallwatchCore", "StallwatchTestSupport"],
             // Stored traces the tests read by path.
             exclude: ["Fixtures"]),
+        // StallwatchReport: analysis, rendering, exporters and gate, mostly through the CLI run
+        // in-process.
         .testTarget(
             name: "StallwatchReportTests",
             dependencies: [
-                "StallwatchReport", "StallwatchCore", "stallwatch", "CStallwatchTestSupport", "ChildProcessTesting",
+                "StallwatchReport", "StallwatchCore", "stallwatch", "StallwatchTestSupport",
                 // Records real traces for the export tests, as a subprocess.
                 "StallwatchTestHost",
                 // Recorded by the HTML report's browser test, as a subprocess.
                 "Demo",
             ]),
+        // StallwatchRemedies: each remedy on a real loop.
+        .testTarget(
+            name: "StallwatchRemediesTests",
+            dependencies: [
+                "StallwatchRemedies", "Stallwatch", "StallwatchCore", "CStallwatchShims", "StallwatchTestSupport",
+            ]
+        ),
+        // Stallwatch, the runtime: loop, monitors, recorder; and the samples, run as subprocesses.
         .testTarget(
             name: "StallwatchTests",
             dependencies: [
-                "Stallwatch", "StallwatchRemedies", "StallwatchCore", "StallwatchTestSupport", "StallwatchTestHost",
-                "CSQLite", "CStallwatchTestSupport", "ChildProcessTesting",
+                "Stallwatch", "StallwatchCore", "StallwatchTestSupport", "StallwatchTestHost", "CSQLite",
+                "CStallwatchTestSupport",
                 // Built for the sample tests, which run them as subprocesses.
                 "FeedScreen", "BlockingMain", "GalleryScroll", "AsyncRender", "Demo", "DetectStalls",
                 // The heartbeat tests: programs without MainLoop, and the CLI that records them.

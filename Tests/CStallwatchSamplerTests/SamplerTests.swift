@@ -16,8 +16,8 @@
 // checks are its own, whatever runs before it or in parallel.
 import CStallwatchSampler
 import CStallwatchTestSupport
-import ChildProcessTesting
 import Glibc
+import StallwatchTestSupport
 import Testing
 
 @Suite struct SamplerTests {
@@ -383,12 +383,6 @@ func checkUnwinderOwner() {
 }
 
 // MARK: - Helpers
-
-/// The sanitizer this test target was built with (compile time, from the C support target).
-enum Sanitizer {
-    static let address = swt_built_with_address_sanitizer() != 0
-    static let thread = swt_built_with_thread_sanitizer() != 0
-}
 
 /// One sw_sampler_capture call.
 struct Capture {

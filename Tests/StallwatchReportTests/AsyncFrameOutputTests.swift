@@ -3,6 +3,7 @@
 // frames innermost first — in `show`, `report`, the page's data and every export.
 import Foundation
 import StallwatchCore
+import StallwatchTestSupport
 import Testing
 
 @testable import StallwatchReport

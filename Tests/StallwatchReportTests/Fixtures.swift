@@ -200,30 +200,6 @@ enum Fixture {
     }
 }
 
-/// A temporary directory, removed with everything in it when the last reference goes.
-final class TemporaryDirectory: Sendable {
-    let path: String
-
-    init() {
-        path = NSTemporaryDirectory() + "stallwatch-report-tests-" + UUID().uuidString
-        try! FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true)
-    }
-
-    func write(_ name: String, _ bytes: [UInt8]) -> String {
-        let file = path + "/" + name
-        _ = FileManager.default.createFile(atPath: file, contents: Data(bytes))
-        return file
-    }
-
-    func read(_ name: String) -> String? {
-        (try? String(contentsOfFile: path + "/" + name, encoding: .utf8))
-    }
-
-    deinit {
-        try? FileManager.default.removeItem(atPath: path)
-    }
-}
-
 /// Runs the CLI in-process with captured streams.
 struct CLIRun {
     var exitCode: Int32

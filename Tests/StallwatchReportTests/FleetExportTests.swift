@@ -4,6 +4,7 @@
 // pprof profile with its labels, functions and build ids.
 import Foundation
 import StallwatchCore
+import StallwatchTestSupport
 import Testing
 
 @testable import StallwatchReport
@@ -144,14 +145,14 @@ import Testing
     }
 
     @Test(
-        .disabled(if: ToolSanitizer.active, "checks a format with DuckDB, not memory"),
+        .disabled(if: Sanitizer.any, "checks a format with DuckDB, not memory"),
         .enabled(if: ExternalTools.hasDuckDB, "needs duckdb in the venv (scripts/install-deps.sh)"))
     func duckDBRebuildsTheSignatureTable() throws {
         try engineAgreesWithReport("duckdb_signatures.py")
     }
 
     @Test(
-        .disabled(if: ToolSanitizer.active, "checks a format with DuckDB, not memory"),
+        .disabled(if: Sanitizer.any, "checks a format with DuckDB, not memory"),
         .enabled(if: ExternalTools.hasDuckDB, "needs duckdb in the venv (scripts/install-deps.sh)"))
     func duckDBGivesEachBuildTheReportsHangRate() throws {
         let python = try #require(ExternalTools.python)
@@ -191,7 +192,7 @@ import Testing
     ]
 
     @Test(
-        .disabled(if: ToolSanitizer.active, "checks a format with DuckDB, not memory"),
+        .disabled(if: Sanitizer.any, "checks a format with DuckDB, not memory"),
         .enabled(if: ExternalTools.hasDuckDB, "needs duckdb in the venv (scripts/install-deps.sh)"))
     func duckDBReadsTheAppStateAndExpectedColumns() throws {
         let python = try #require(ExternalTools.python)
@@ -236,7 +237,7 @@ import Testing
     }
 
     @Test(
-        .disabled(if: ToolSanitizer.active, "checks a format with opentelemetry-proto, not memory"),
+        .disabled(if: Sanitizer.any, "checks a format with opentelemetry-proto, not memory"),
         .enabled(if: ExternalTools.hasOTLPProto, "needs opentelemetry-proto in the venv (scripts/install-deps.sh)"))
     func otlpAppStateAndExpectedParseIntoTheOfficialMessages() throws {
         let python = try #require(ExternalTools.python)
@@ -279,14 +280,14 @@ import Testing
     }
 
     @Test(
-        .disabled(if: ToolSanitizer.active, "checks a format with ClickHouse, not memory"),
+        .disabled(if: Sanitizer.any, "checks a format with ClickHouse, not memory"),
         .enabled(if: ExternalTools.hasChDB, "needs chdb in the venv (scripts/install-deps.sh)"))
     func clickHouseRebuildsTheSignatureTable() throws {
         try engineAgreesWithReport("clickhouse_signatures.py")
     }
 
     @Test(
-        .disabled(if: ToolSanitizer.active, "checks a format with opentelemetry-proto, not memory"),
+        .disabled(if: Sanitizer.any, "checks a format with opentelemetry-proto, not memory"),
         .enabled(if: ExternalTools.hasOTLPProto, "needs opentelemetry-proto in the venv (scripts/install-deps.sh)"))
     func otlpParsesIntoTheOfficialMessages() throws {
         let python = try #require(ExternalTools.python)
@@ -347,7 +348,7 @@ import Testing
     }
 
     @Test(
-        .disabled(if: ToolSanitizer.active, "checks a format with go tool pprof, not memory"),
+        .disabled(if: Sanitizer.any, "checks a format with go tool pprof, not memory"),
         .enabled(if: ExternalTools.go != nil, "needs Debian's golang-go (scripts/install-deps.sh)"))
     func goToolPprofReadsTheProfile() throws {
         let go = try #require(ExternalTools.go)

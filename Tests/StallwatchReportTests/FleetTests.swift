@@ -3,6 +3,7 @@
 // report as on one.
 import Foundation
 import StallwatchCore
+import StallwatchTestSupport
 import Testing
 
 @testable import StallwatchReport

@@ -3,6 +3,7 @@
 import Foundation
 import FoundationXML
 import StallwatchCore
+import StallwatchTestSupport
 import Testing
 
 @testable import StallwatchReport

@@ -4,6 +4,7 @@
 // those stalls left out.
 import Foundation
 import StallwatchCore
+import StallwatchTestSupport
 import Testing
 
 @testable import StallwatchReport

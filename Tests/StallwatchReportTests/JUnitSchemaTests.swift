@@ -3,6 +3,7 @@
 // cannot be read: then the `input` case errs with the reason and the limits are skipped.
 import Foundation
 import StallwatchCore
+import StallwatchTestSupport
 import Testing
 
 @testable import StallwatchReport

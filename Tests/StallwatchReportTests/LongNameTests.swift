@@ -2,6 +2,7 @@
 // megabyte-long symbol makes no export, page or report grow with it.
 import Foundation
 import StallwatchCore
+import StallwatchTestSupport
 import Testing
 
 @testable import StallwatchReport

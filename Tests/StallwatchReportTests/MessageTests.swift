@@ -2,6 +2,7 @@
 // not there: the value, the option and the reason, in one line a person reads at 100 columns.
 import Foundation
 import StallwatchCore
+import StallwatchTestSupport
 import Testing
 
 @testable import StallwatchReport

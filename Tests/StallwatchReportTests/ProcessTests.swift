@@ -1,6 +1,6 @@
-// The built `stallwatch` binary, run as a subprocess, exits 0/1/2 as the CLI contract says and `record` forwards its command's status.
-import ChildProcessTesting
 import Foundation
+// The built `stallwatch` binary, run as a subprocess, exits 0/1/2 as the CLI contract says and `record` forwards its command's status.
+import StallwatchTestSupport
 import Testing
 
 /// Where the built `stallwatch` is: next to the test bundle.
@@ -72,7 +72,7 @@ func expectExit(_ code: Int32, _ arguments: [String], sourceLocation: SourceLoca
         let none = try runStallwatch(["record", "-o", fresh, "--", "/bin/sh", "-c", "exit 4"])
         let preloads =
             ProcessInfo.processInfo.environment["STALLWATCH_PRELOAD", default: ""] != ""
-            || (!ToolSanitizer.active
+            || (!Sanitizer.any
                 && FileManager.default.isReadableFile(atPath: BinaryRun.productDirectory + "/libStallwatchPreload.so"))
         let hint = preloads ? preloaded : plain
         #expect(none.exitCode == 4, "\(none)")

@@ -3,6 +3,7 @@
 // compiler-generated pseudo-file.
 import Foundation
 import StallwatchCore
+import StallwatchTestSupport
 import Testing
 
 @testable import StallwatchReport

@@ -1,5 +1,6 @@
 // `report --json` of a fixed synthetic trace is exactly this document: keys sorted, every key present, milliseconds to the microsecond.
 import Foundation
+import StallwatchTestSupport
 import Testing
 
 @testable import StallwatchReport

@@ -3,6 +3,7 @@
 // show and the Chrome export all show that same stack.
 import Foundation
 import StallwatchCore
+import StallwatchTestSupport
 import Testing
 
 @testable import StallwatchReport

@@ -4,6 +4,7 @@ import CSQLite
 import Dispatch
 import Foundation
 import StallwatchCore
+import StallwatchTestSupport
 import Synchronization
 import Testing
 

@@ -5,9 +5,9 @@
 // culprit shows up in the symbolicated stack; short or nested work is never a stall.
 import CSQLite
 import CStallwatchSampler
-import ChildProcessTesting
 import Foundation
 import StallwatchCore
+import StallwatchTestSupport
 import Testing
 
 @testable import Stallwatch

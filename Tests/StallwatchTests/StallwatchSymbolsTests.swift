@@ -2,6 +2,7 @@
 // real stacks of the loop show, as the symbolicator reports them.
 import Foundation
 import StallwatchCore
+import StallwatchTestSupport
 import Testing
 
 @testable import Stallwatch

@@ -3,6 +3,7 @@
 // callouts (full mode, or the flight recorder in stalls mode).
 import Foundation
 import StallwatchCore
+import StallwatchTestSupport
 import Testing
 
 @testable import Stallwatch

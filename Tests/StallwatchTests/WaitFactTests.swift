@@ -6,6 +6,7 @@ import CStallwatchShims
 import Dispatch
 import Foundation
 import StallwatchCore
+import StallwatchTestSupport
 import Testing
 
 @testable import Stallwatch
