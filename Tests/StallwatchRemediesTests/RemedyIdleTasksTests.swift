@@ -1,6 +1,6 @@
-import Foundation
 // Idle tasks run only when the loop is about to wait, in order, each given the time until the
 // next timer (or frame tick, or 50 ms); a task whose timeout passes on a busy loop runs anyway.
+import Foundation
 import StallwatchTestSupport
 import Testing
 

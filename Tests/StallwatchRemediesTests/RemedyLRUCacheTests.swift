@@ -1,6 +1,6 @@
+// An LRU cache evicts strictly least-recently-used first, within both limits, and calls back outside its lock.
 import Foundation
 import StallwatchCore
-// An LRU cache evicts strictly least-recently-used first, within both limits, and calls back outside its lock.
 import StallwatchTestSupport
 import Testing
 

@@ -1,6 +1,6 @@
+// A key is loaded once however many ask, within the concurrency limit, from memory, disk or the loader, and results arrive on the loop.
 import Foundation
 import StallwatchCore
-// A key is loaded once however many ask, within the concurrency limit, from memory, disk or the loader, and results arrive on the loop.
 import StallwatchTestSupport
 import Synchronization
 import Testing

@@ -1,5 +1,5 @@
-import Foundation
 // A prefetcher warms the window ahead in the scroll direction, skips what is cached, and cancels what left the window.
+import Foundation
 import StallwatchTestSupport
 import Testing
 

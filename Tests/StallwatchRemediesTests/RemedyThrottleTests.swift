@@ -1,6 +1,6 @@
-import Foundation
 // A throttle turns many requests into at most one run per frame tick (or interval) and always
 // serves the last request; a debounce runs only the last request of a burst, after a quiet period.
+import Foundation
 import StallwatchTestSupport
 import Testing
 

@@ -1,8 +1,8 @@
-import Foundation
-import StallwatchCore
 // The Chrome export of a real trace nests exactly on the main thread's track (each stall inside
 // its callout, each sample inside its stall), an unfinished stall has a visible extent, and a
 // sample whose capture timed out says so.
+import Foundation
+import StallwatchCore
 import StallwatchTestSupport
 import Testing
 

@@ -1,9 +1,9 @@
-import Foundation
-import StallwatchCore
 // The HTML report in a real browser: headless Chromium loads the page of a recorded demo
 // trace (at least its five stalls), of hostile names and of ten thousand stalls; the page's
 // script runs without a console message or error, its self-test drives every control, and the
 // DOM holds every stall.
+import Foundation
+import StallwatchCore
 import StallwatchTestSupport
 import Testing
 

@@ -1,8 +1,8 @@
+// What the HTML report tests share: the page's data block decoded, headless Chromium run on a
+// page, and the traces they render (hostile names, ten thousand stalls).
 import Foundation
 import StallwatchCore
 import StallwatchReport
-// What the HTML report tests share: the page's data block decoded, headless Chromium run on a
-// page, and the traces they render (hostile names, ten thousand stalls).
 import StallwatchTestSupport
 
 /// A rendered page and the parts the tests read.

@@ -1,9 +1,9 @@
-import Foundation
-import StallwatchCore
 // Inputs a hostile or careless user gives: names from a trace that would drive a terminal or
 // forge a line, an output named over an input, endless or foreign standard input, a FIFO, a
 // repeated option, odd directory entries. None may change an exit status, hang, lose a file or
 // print what the trace did not say (docs/cli.md, "Inputs and exit codes").
+import Foundation
+import StallwatchCore
 import StallwatchTestSupport
 import Testing
 

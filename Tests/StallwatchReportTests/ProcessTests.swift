@@ -1,5 +1,5 @@
-import Foundation
 // The built `stallwatch` binary, run as a subprocess, exits 0/1/2 as the CLI contract says and `record` forwards its command's status.
+import Foundation
 import StallwatchTestSupport
 import Testing
 

@@ -1,6 +1,6 @@
-import Foundation
 // `stallwatch record` never changes how its command dies: a crash signal is forwarded as 128+N with
 // the program's own crash output only, and a program that forks or crashes does not hang.
+import Foundation
 import StallwatchTestSupport
 import Testing
 

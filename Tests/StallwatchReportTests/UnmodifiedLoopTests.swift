@@ -1,9 +1,9 @@
-import Foundation
 // Event loops of programs that never heard of Stallwatch, recorded as a user would
 // (`stallwatch record -- program`): Debian's python3 running asyncio and a C program on GLib's
 // main loop. Each blocking callback is one stall, timed by the loop's own wait calls (the preload
 // library interposes them), with the category and the function right. The stalls are read back
 // the way a fleet query reads them: `export --format jsonl`.
+import Foundation
 import StallwatchTestSupport
 import Testing
 

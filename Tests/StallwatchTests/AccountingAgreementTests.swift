@@ -1,8 +1,8 @@
-import Foundation
-import StallwatchCore
 // One accounting rule: the breakdown an app computes in process from `onStallEnded` is the one
 // `stallwatch show --json` prints for the same stall of the recorded trace, category by
 // category and sample by sample (`StallAccounting`, docs/categories.md).
+import Foundation
+import StallwatchCore
 import StallwatchTestSupport
 import Testing
 

@@ -1,8 +1,8 @@
-import Foundation
-import StallwatchCore
 // A program that never heard of Stallwatch, recorded with `stallwatch record`: a @MainActor
 // request handler awaits a service that awaits a repository that computes on the main queue
 // (dispatchMain); the stall's samples name all four, innermost first, the callers marked async.
+import Foundation
+import StallwatchCore
 import StallwatchTestSupport
 import Testing
 

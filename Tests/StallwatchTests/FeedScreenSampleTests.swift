@@ -1,8 +1,8 @@
-import Foundation
-import StallwatchCore
 // The feed screen's remedy works and the tool proves it: the FeedScreen sample that queries
 // SQLite on the main thread records a database stall; the fixed one records no database stall
 // and no stall of the query's size (100 ms or more).
+import Foundation
+import StallwatchCore
 import StallwatchTestSupport
 import Testing
 

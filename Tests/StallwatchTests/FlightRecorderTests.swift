@@ -1,7 +1,7 @@
-import Foundation
-import StallwatchCore
 // The flight recorder: the trace writer keeps the loop's last seconds of callouts in memory, in
 // either mode, and each stall's `stallLeadUp` record says what ran just before it.
+import Foundation
+import StallwatchCore
 import StallwatchTestSupport
 import Testing
 

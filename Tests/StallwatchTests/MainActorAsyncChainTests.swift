@@ -1,8 +1,8 @@
-import Foundation
-import StallwatchCore
 // A @MainActor async function that blocks MainLoop.main shows its awaiting callers as pool jobs
 // do: the recorded stall's samples name the blocking call, the repository, the service and the
 // request handler, innermost first, the callers marked async, up to the task's root.
+import Foundation
+import StallwatchCore
 import StallwatchTestSupport
 import Testing
 

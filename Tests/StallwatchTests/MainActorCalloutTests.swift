@@ -1,8 +1,8 @@
-import Foundation
 // On MainLoop.main, posted closures, timers, sources, observers, frame ticks, offload and loader
 // completions and the remedies' callbacks are main-actor code: the test host uses main-actor
 // state in each with no wrapper (so it compiles only if they are) and each runs on the main
 // thread inside the loop (checked in a subprocess: the test runner does not own the main thread).
+import Foundation
 import StallwatchTestSupport
 import Testing
 

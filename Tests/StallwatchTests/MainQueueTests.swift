@@ -1,6 +1,6 @@
-import Foundation
 // On MainLoop.main, DispatchQueue.main and @MainActor work runs on the main thread inside the
 // loop (checked in a subprocess: the test runner does not own the main thread).
+import Foundation
 import StallwatchTestSupport
 import Testing
 

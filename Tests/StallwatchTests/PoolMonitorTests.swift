@@ -1,11 +1,11 @@
-import Foundation
-import StallwatchCore
 // A heartbeat monitor watching the Swift Concurrency pool reports jobs that wait past the budget
 // to start, with what every pool thread was doing; never a pool of short jobs; and an idle pool
 // wakes its watchdog not at all.
 //
 // The test bodies are async and wait with `await` only: a test function runs on the pool, and a
 // body that blocked (usleep, a semaphore) would hold one of its few threads itself.
+import Foundation
+import StallwatchCore
 import StallwatchTestSupport
 import Testing
 

@@ -1,9 +1,9 @@
-import Foundation
-import StallwatchCore
 // A process of a recording loads the Swift part of the preload (libStallwatchPreload.so, the Swift
 // runtime, libdispatch) only if it needs it: the recorded command and a Swift program at once, a
 // process that runs an event loop when its loop is found; a shell or compiler the command starts
 // maps the C shim alone. (The shim's lazy load on an event loop: UnmodifiedLoopTests, as a child.)
+import Foundation
+import StallwatchCore
 import StallwatchTestSupport
 import Testing
 

@@ -1,9 +1,9 @@
-import Foundation
-import Stallwatch
-import StallwatchCore
 // The remedy samples prove their remedies: each fixed variant records less stall time and drops
 // fewer frames than its blocking variant, BlockingMain blocks in all four categories, and the
 // demo stalls at least five times, in every category, on every run.
+import Foundation
+import Stallwatch
+import StallwatchCore
 import StallwatchTestSupport
 import Testing
 

@@ -1,9 +1,9 @@
-import Foundation
-import StallwatchCore
 // `--rules` changes what the CLI says about a real recording: BlockingMain's photo hashing (a
 // compute stall in SampleSupport's PhotoLibrary, linked into the BlockingMain executable) is a
 // database stall under a rule for that module and type, and a bad rules file is one error line
 // that names the file and line.
+import Foundation
+import StallwatchCore
 import StallwatchTestSupport
 import Testing
 

@@ -1,8 +1,8 @@
-import Foundation
-import StallwatchCore
 // The loop thread samples itself on time (a perf task-clock tick counting its user-mode CPU time):
 // a late watchdog no longer delays detection or the first stack, a sleeping callout is never cut
 // short, and an idle loop takes no ticks.
+import Foundation
+import StallwatchCore
 import StallwatchTestSupport
 import Testing
 

@@ -1,9 +1,9 @@
-import Foundation
-import StallwatchCore
 // A sample taken while the loop thread (an executor's thread) is inside one long read() or write()
 // — where the sampling signal waits for the syscall to return — still carries a stack with the
 // culprit, and says where it came from: perf when the perf path runs, else the /proc scan or the
 // stall's last stack.
+import Foundation
+import StallwatchCore
 import StallwatchTestSupport
 import Testing
 

@@ -1,9 +1,9 @@
-import Foundation
-import StallwatchCore
 // The concurrency sample: eight tasks that block in a synchronous read starve Swift
 // Concurrency's pool (a new task waits for them), and the pool monitor records it, the blocking
 // function on the stack; the fixed variant (the reads on serial dispatch queues) leaves the pool
 // free and records no starvation in them.
+import Foundation
+import StallwatchCore
 import StallwatchTestSupport
 import Testing
 

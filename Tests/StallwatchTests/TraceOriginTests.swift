@@ -1,8 +1,8 @@
-import Foundation
-import StallwatchCore
 // A recorded trace says where it comes from: a random trace id, this host, this executable and
 // its GNU build id (as readelf reads it from the file), and the app version given or set in
 // STALLWATCH_APP_VERSION.
+import Foundation
+import StallwatchCore
 import StallwatchTestSupport
 import Testing
 
