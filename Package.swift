@@ -111,16 +111,30 @@ let package = Package(
             name: "StallwatchCoreTests", dependencies: ["StallwatchCore", "StallwatchTestSupport"],
             // Stored traces the tests read by path.
             exclude: ["Fixtures"]),
-        // StallwatchReport: analysis, rendering, exporters and gate, mostly through the CLI run
-        // in-process.
+        // Running the `stallwatch` command line in-process (`CLIRun`), for the CLI's and the
+        // report's tests. Not in StallwatchTestSupport: it calls into the executable's module, which
+        // SwiftPM links only into tests, and the benchmark links StallwatchTestSupport.
+        .target(
+            name: "StallwatchCLITestSupport", dependencies: ["stallwatch"], path: "Tests/StallwatchCLITestSupport"),
+        // StallwatchReport: analysis, rendering, exporters and gate, mostly through the commands
+        // that show them, run in-process.
         .testTarget(
             name: "StallwatchReportTests",
             dependencies: [
-                "StallwatchReport", "StallwatchCore", "stallwatch", "StallwatchTestSupport",
+                "StallwatchReport", "StallwatchCore", "stallwatch", "StallwatchTestSupport", "StallwatchCLITestSupport",
                 // Records real traces for the export tests, as a subprocess.
                 "StallwatchTestHost",
                 // Recorded by the HTML report's browser test, as a subprocess.
                 "Demo",
+            ]),
+        // The `stallwatch` CLI: its argument parser, command declarations, help and messages,
+        // inputs and exit codes, the built binary as a subprocess, and `record`.
+        .testTarget(
+            name: "StallwatchCLITests",
+            dependencies: [
+                "stallwatch", "StallwatchReport", "StallwatchCore", "StallwatchTestSupport", "StallwatchCLITestSupport",
+                // Recorded as a process tree, as a subprocess.
+                "StallwatchTestHost",
             ]),
         // StallwatchRemedies: each remedy on a real loop.
         .testTarget(

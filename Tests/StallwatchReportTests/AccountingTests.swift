@@ -2,6 +2,7 @@
 // its per-category times, folded stacks, speedscope and the Chrome export all add up to the
 // same milliseconds.
 import Foundation
+import StallwatchCLITestSupport
 import StallwatchCore
 import StallwatchTestSupport
 import Testing

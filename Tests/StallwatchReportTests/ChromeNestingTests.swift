@@ -2,6 +2,7 @@
 // its callout, each sample inside its stall), an unfinished stall has a visible extent, and a
 // sample whose capture timed out says so.
 import Foundation
+import StallwatchCLITestSupport
 import StallwatchCore
 import StallwatchTestSupport
 import Testing

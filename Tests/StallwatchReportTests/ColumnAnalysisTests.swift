@@ -3,6 +3,7 @@
 // for every kind of sample, and a stall built in code must analyze as its decoded self.
 import Foundation
 import StallwatchCore
+import StallwatchTestSupport
 import Testing
 
 @testable import StallwatchReport

@@ -3,6 +3,7 @@
 // SQL; the OTLP/JSON parses into the official OpenTelemetry messages; go tool pprof reads the
 // pprof profile with its labels, functions and build ids.
 import Foundation
+import StallwatchCLITestSupport
 import StallwatchCore
 import StallwatchTestSupport
 import Testing

@@ -2,6 +2,7 @@
 // each signature over traces, builds and hosts, and decoding on many workers gives the same
 // report as on one.
 import Foundation
+import StallwatchCLITestSupport
 import StallwatchCore
 import StallwatchTestSupport
 import Testing

@@ -192,8 +192,3 @@ struct HTMLBrowserTests {
             .replacingOccurrences(of: ">", with: "&gt;")
     }
 }
-
-extension BinaryRun {
-    /// The directory the built products sit in (`stallwatch`, the samples).
-    static var productDirectory: String { URL(fileURLWithPath: binary).deletingLastPathComponent().path }
-}

@@ -2,6 +2,7 @@
 // function names (not addresses), weighed by time; its share is the confidence, and report,
 // show and the Chrome export all show that same stack.
 import Foundation
+import StallwatchCLITestSupport
 import StallwatchCore
 import StallwatchTestSupport
 import Testing

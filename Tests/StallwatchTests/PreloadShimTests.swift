@@ -8,19 +8,18 @@ import StallwatchTestSupport
 import Testing
 
 @Suite(.serialized) struct PreloadShimTests {
-    static let productDirectory = URL(fileURLWithPath: builtProduct("stallwatch")).deletingLastPathComponent().path
-
     /// Whether `record` preloads here: the preload library is built next to the CLI, and this is
     /// not a sanitizer build (which preloads nothing: docs/sanitizers.md).
     static let preloads =
-        FileManager.default.isReadableFile(atPath: productDirectory + "/" + StallwatchSymbols.preloadLibrary)
+        FileManager.default.isReadableFile(atPath: BinaryRun.productDirectory + "/" + StallwatchSymbols.preloadLibrary)
         && ProcessInfo.processInfo.environment["STALLWATCH_PRELOAD", default: ""].isEmpty
         && !Sanitizer.address && !Sanitizer.thread
 
     /// The shim must be there too: scripts/test.sh builds it; `swift test` alone does not.
     func requireShim(sourceLocation: SourceLocation = #_sourceLocation) throws {
         try #require(
-            FileManager.default.isReadableFile(atPath: Self.productDirectory + "/" + StallwatchSymbols.preloadShim),
+            FileManager.default.isReadableFile(
+                atPath: BinaryRun.productDirectory + "/" + StallwatchSymbols.preloadShim),
             "no \(StallwatchSymbols.preloadShim) next to stallwatch: run scripts/build-preload-shim.sh first",
             sourceLocation: sourceLocation)
     }
@@ -93,7 +92,7 @@ import Testing
     func theSwiftPartExportsWhatTheShimLooksUp() throws {
         let nm = Process()
         nm.executableURL = URL(fileURLWithPath: "/usr/bin/nm")
-        nm.arguments = ["-D", "--defined-only", Self.productDirectory + "/" + StallwatchSymbols.preloadLibrary]
+        nm.arguments = ["-D", "--defined-only", BinaryRun.productDirectory + "/" + StallwatchSymbols.preloadLibrary]
         let (output, error) = try runToEnd(nm)
         #expect(nm.terminationStatus == 0, "\(error)")
         let exported = Set(
