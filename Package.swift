@@ -95,10 +95,11 @@ let package = Package(
         // sampler's own tests drive the C API with.
         .target(
             name: "CStallwatchTestSupport", dependencies: ["CStallwatchSampler"], path: "Tests/CStallwatchTestSupport"),
-        // The one Swift test-support library, in no product: child processes (built products, exit
-        // tests) whose sanitizer reports fail their test, the sanitizer the tests were built with,
-        // the timing-sensitive trait, a loop on a thread of its own and a monitored scenario, and
-        // the trace fuzzer the tests and the benchmark share.
+        // The one Swift test-support library, in no product: child processes (built products, the
+        // `stallwatch` binary, exit tests) whose sanitizer reports fail their test, the sanitizer
+        // the tests were built with, the timing-sensitive trait, a loop on a thread of its own and
+        // a monitored scenario, trace fixtures, and the trace fuzzer the benchmark shares too. No
+        // @testable import: the benchmark's release build compiles it.
         .target(
             name: "StallwatchTestSupport", dependencies: ["Stallwatch", "StallwatchCore", "CStallwatchTestSupport"],
             path: "Tests/StallwatchTestSupport"),
