@@ -433,16 +433,6 @@ func objectName(_ address: UInt) -> String? {
     swt_object_of(address).map { String(cString: $0) }
 }
 
-/// Polls `condition` for up to 5 s.
-func eventually(_ condition: () -> Bool) -> Bool {
-    let giveUp = MonotonicClock.nanos() + 5_000_000_000
-    while !condition() {
-        if MonotonicClock.nanos() > giveUp { return false }
-        usleep(1_000)
-    }
-    return true
-}
-
 enum MonotonicClock {
     static func nanos() -> Int64 {
         var now = timespec()
