@@ -107,17 +107,20 @@ let package = Package(
         // sampler's own tests drive the C API with.
         .target(
             name: "CStallwatchTestSupport", dependencies: ["CStallwatchSampler"], path: "Tests/CStallwatchTestSupport"),
-        // Running built products and exit tests as child processes, a sanitizer report in a
-        // child's standard error failing its test: for every test target.
-        .target(name: "ChildProcessTesting", path: "Tests/ChildProcessTesting"),
+        // The one Swift test-support library, in no product: child processes (built products, the
+        // `stallwatch` binary, exit tests) whose sanitizer reports fail their test, the sanitizer
+        // the tests were built with, the timing-sensitive trait, a loop on a thread of its own and
+        // a monitored scenario, trace fixtures, and the trace fuzzer the benchmark shares too. No
+        // @testable import: the benchmark's release build compiles it.
+        .target(
+            name: "StallwatchTestSupport",
+            dependencies: ["Stallwatch", "StallwatchCore", "StallwatchAnalysis", "CStallwatchTestSupport"],
+            path: "Tests/StallwatchTestSupport"),
         // The sampler's own tests: its C API directly, each test in a fresh child process.
         .testTarget(
             name: "CStallwatchSamplerTests",
-            dependencies: ["CStallwatchSampler", "CStallwatchTestSupport", "ChildProcessTesting"]),
-        // Test support in Swift, in no product: the trace fuzzer the tests and the benchmark share.
-        .target(
-            name: "StallwatchTestSupport", dependencies: ["StallwatchCore", "StallwatchAnalysis"],
-            path: "Tests/StallwatchTestSupport"),
+            dependencies: ["CStallwatchSampler", "CStallwatchTestSupport", "StallwatchTestSupport"]),
+        // StallwatchCore: the data model and the trace encoder.
         .testTarget(
             name: "StallwatchCoreTests", dependencies: ["StallwatchCore", "StallwatchTestSupport"]),
         .testTarget(
@@ -125,22 +128,45 @@ let package = Package(
             dependencies: ["StallwatchAnalysis", "StallwatchCore", "StallwatchTestSupport"],
             // Stored traces the tests read by path.
             exclude: ["Fixtures"]),
+        // Running the `stallwatch` command line in-process (`CLIRun`), for the CLI's and the
+        // report's tests. Not in StallwatchTestSupport: it calls into the executable's module, which
+        // SwiftPM links only into tests, and the benchmark links StallwatchTestSupport.
+        .target(
+            name: "StallwatchCLITestSupport", dependencies: ["stallwatch"], path: "Tests/StallwatchCLITestSupport"),
+        // StallwatchReport: analysis, rendering, exporters and gate, mostly through the commands
+        // that show them, run in-process.
         .testTarget(
             name: "StallwatchReportTests",
             dependencies: [
-                "StallwatchReport", "StallwatchCore", "StallwatchAnalysis", "stallwatch", "CStallwatchTestSupport",
-                "ChildProcessTesting",
+                "StallwatchReport", "StallwatchCore", "StallwatchAnalysis", "stallwatch", "StallwatchTestSupport",
+                "StallwatchCLITestSupport",
                 // Records real traces for the export tests, as a subprocess.
                 "StallwatchTestHost",
                 // Recorded by the HTML report's browser test, as a subprocess.
                 "Demo",
             ]),
+        // The `stallwatch` CLI: its argument parser, command declarations, help and messages,
+        // inputs and exit codes, the built binary as a subprocess, and `record`.
+        .testTarget(
+            name: "StallwatchCLITests",
+            dependencies: [
+                "stallwatch", "StallwatchReport", "StallwatchCore", "StallwatchTestSupport", "StallwatchCLITestSupport",
+                // Recorded as a process tree, as a subprocess.
+                "StallwatchTestHost",
+            ]),
+        // StallwatchRemedies: each remedy on a real loop.
+        .testTarget(
+            name: "StallwatchRemediesTests",
+            dependencies: [
+                "StallwatchRemedies", "Stallwatch", "StallwatchCore", "CStallwatchShims", "StallwatchTestSupport",
+            ]
+        ),
+        // Stallwatch, the runtime: loop, monitors, recorder; and the samples, run as subprocesses.
         .testTarget(
             name: "StallwatchTests",
             dependencies: [
-                "Stallwatch", "StallwatchRemedies", "StallwatchCore", "StallwatchAnalysis", "StallwatchTestSupport",
-                "StallwatchTestHost",
-                "CSQLite", "CStallwatchTestSupport", "ChildProcessTesting",
+                "Stallwatch", "StallwatchCore", "StallwatchAnalysis", "StallwatchTestSupport", "StallwatchTestHost",
+                "CSQLite", "CStallwatchTestSupport",
                 // Built for the sample tests, which run them as subprocesses.
                 "FeedScreen", "BlockingMain", "GalleryScroll", "AsyncRender", "Demo", "DetectStalls",
                 // The heartbeat tests: programs without MainLoop, and the CLI that records them.

@@ -118,7 +118,7 @@ public final class LRUCache<Key: Hashable & Sendable, Value: Sendable>: @uncheck
     public var totalCost: Int { state.withLock { $0.totalCost } }
 
     /// The keys, most recent first (for tests; O(n)). Any thread.
-    package var keysByRecency: [Key] {
+    var keysByRecency: [Key] {
         state.withLock { list in
             var keys: [Key] = []
             keys.reserveCapacity(list.count)

@@ -6,9 +6,9 @@
 // sampler's. Both need perf_event_open (root or paranoid ≤ 2); they say so if it is missing.
 import CStallwatchSampler
 import CStallwatchTestSupport
-import ChildProcessTesting
 import Foundation
 import Glibc
+import StallwatchTestSupport
 import Testing
 
 @Suite struct PerfTests {

@@ -16,8 +16,8 @@
 // checks are its own, whatever runs before it or in parallel.
 import CStallwatchSampler
 import CStallwatchTestSupport
-import ChildProcessTesting
 import Glibc
+import StallwatchTestSupport
 import Testing
 
 @Suite struct SamplerTests {
@@ -384,12 +384,6 @@ func checkUnwinderOwner() {
 
 // MARK: - Helpers
 
-/// The sanitizer this test target was built with (compile time, from the C support target).
-enum Sanitizer {
-    static let address = swt_built_with_address_sanitizer() != 0
-    static let thread = swt_built_with_thread_sanitizer() != 0
-}
-
 /// One sw_sampler_capture call.
 struct Capture {
     var code: Int32
@@ -437,16 +431,6 @@ func samplerStats() -> sw_sampler_stats {
 
 func objectName(_ address: UInt) -> String? {
     swt_object_of(address).map { String(cString: $0) }
-}
-
-/// Polls `condition` for up to 5 s.
-func eventually(_ condition: () -> Bool) -> Bool {
-    let giveUp = MonotonicClock.nanos() + 5_000_000_000
-    while !condition() {
-        if MonotonicClock.nanos() > giveUp { return false }
-        usleep(1_000)
-    }
-    return true
 }
 
 enum MonotonicClock {

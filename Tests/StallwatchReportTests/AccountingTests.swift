@@ -3,7 +3,9 @@
 // same milliseconds.
 import Foundation
 import StallwatchAnalysis
+import StallwatchCLITestSupport
 import StallwatchCore
+import StallwatchTestSupport
 import Testing
 
 @testable import StallwatchReport
@@ -173,7 +175,7 @@ import Testing
 
     /// DuckDB reads the sample lines' `tid` as the fleet's queries would (docs/fleet.md).
     @Test(
-        .disabled(if: ToolSanitizer.active, "checks a format with DuckDB, not memory"),
+        .disabled(if: Sanitizer.any, "checks a format with DuckDB, not memory"),
         .enabled(if: ExternalTools.hasDuckDB, "needs duckdb in the venv (scripts/install-deps.sh)"))
     func duckDBReadsEachSamplesThread() throws {
         let python = try #require(ExternalTools.python)

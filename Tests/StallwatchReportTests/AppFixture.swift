@@ -2,8 +2,7 @@
 // app built under `.build/`, a frame without a symbol, compiler-generated glue, stalls whose
 // samples move between stacks, and congested iterations with their sites.
 import StallwatchCore
-
-@testable import stallwatch
+import StallwatchTestSupport
 
 extension Fixture {
     enum App {

@@ -2,7 +2,9 @@
 // function"), marked ` [async]`; the awaiting callers from the context chain follow the stack's
 // frames innermost first — in `show`, `report`, the page's data and every export.
 import Foundation
+import StallwatchCLITestSupport
 import StallwatchCore
+import StallwatchTestSupport
 import Testing
 
 @testable import StallwatchReport

@@ -1,9 +1,10 @@
 // The Chrome export of a real trace nests exactly on the main thread's track (each stall inside
 // its callout, each sample inside its stall), an unfinished stall has a visible extent, and a
 // sample whose capture timed out says so.
-import ChildProcessTesting
 import Foundation
+import StallwatchCLITestSupport
 import StallwatchCore
+import StallwatchTestSupport
 import Testing
 
 @testable import StallwatchReport

@@ -1,6 +1,8 @@
 // Each export format is well formed for its viewers: Chrome JSON has traceEvents with name/ph/ts/pid/tid (+dur for X), folded lines end in an integer weight, speedscope has its schema's required fields.
 import Foundation
+import StallwatchCLITestSupport
 import StallwatchCore
+import StallwatchTestSupport
 import Testing
 
 @testable import StallwatchReport

@@ -2,13 +2,6 @@
 // opentelemetry-proto in the venv scripts/install-deps.sh makes, and Go's pprof.
 import Foundation
 
-/// Which sanitizer the test binary runs under, read from the runtime (no C target needed):
-/// the format checks are skipped under sanitizers, they check formats, not memory.
-enum ToolSanitizer {
-    static let active =
-        dlsym(nil, "__asan_init") != nil || dlsym(nil, "__tsan_init") != nil
-}
-
 enum ExternalTools {
     /// The repository root (for tools/fleet).
     static let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()

@@ -3,7 +3,9 @@
 // SQL; the OTLP/JSON parses into the official OpenTelemetry messages; go tool pprof reads the
 // pprof profile with its labels, functions and build ids.
 import Foundation
+import StallwatchCLITestSupport
 import StallwatchCore
+import StallwatchTestSupport
 import Testing
 
 @testable import StallwatchReport
@@ -144,14 +146,14 @@ import Testing
     }
 
     @Test(
-        .disabled(if: ToolSanitizer.active, "checks a format with DuckDB, not memory"),
+        .disabled(if: Sanitizer.any, "checks a format with DuckDB, not memory"),
         .enabled(if: ExternalTools.hasDuckDB, "needs duckdb in the venv (scripts/install-deps.sh)"))
     func duckDBRebuildsTheSignatureTable() throws {
         try engineAgreesWithReport("duckdb_signatures.py")
     }
 
     @Test(
-        .disabled(if: ToolSanitizer.active, "checks a format with DuckDB, not memory"),
+        .disabled(if: Sanitizer.any, "checks a format with DuckDB, not memory"),
         .enabled(if: ExternalTools.hasDuckDB, "needs duckdb in the venv (scripts/install-deps.sh)"))
     func duckDBGivesEachBuildTheReportsHangRate() throws {
         let python = try #require(ExternalTools.python)
@@ -191,7 +193,7 @@ import Testing
     ]
 
     @Test(
-        .disabled(if: ToolSanitizer.active, "checks a format with DuckDB, not memory"),
+        .disabled(if: Sanitizer.any, "checks a format with DuckDB, not memory"),
         .enabled(if: ExternalTools.hasDuckDB, "needs duckdb in the venv (scripts/install-deps.sh)"))
     func duckDBReadsTheAppStateAndExpectedColumns() throws {
         let python = try #require(ExternalTools.python)
@@ -236,7 +238,7 @@ import Testing
     }
 
     @Test(
-        .disabled(if: ToolSanitizer.active, "checks a format with opentelemetry-proto, not memory"),
+        .disabled(if: Sanitizer.any, "checks a format with opentelemetry-proto, not memory"),
         .enabled(if: ExternalTools.hasOTLPProto, "needs opentelemetry-proto in the venv (scripts/install-deps.sh)"))
     func otlpAppStateAndExpectedParseIntoTheOfficialMessages() throws {
         let python = try #require(ExternalTools.python)
@@ -279,14 +281,14 @@ import Testing
     }
 
     @Test(
-        .disabled(if: ToolSanitizer.active, "checks a format with ClickHouse, not memory"),
+        .disabled(if: Sanitizer.any, "checks a format with ClickHouse, not memory"),
         .enabled(if: ExternalTools.hasChDB, "needs chdb in the venv (scripts/install-deps.sh)"))
     func clickHouseRebuildsTheSignatureTable() throws {
         try engineAgreesWithReport("clickhouse_signatures.py")
     }
 
     @Test(
-        .disabled(if: ToolSanitizer.active, "checks a format with opentelemetry-proto, not memory"),
+        .disabled(if: Sanitizer.any, "checks a format with opentelemetry-proto, not memory"),
         .enabled(if: ExternalTools.hasOTLPProto, "needs opentelemetry-proto in the venv (scripts/install-deps.sh)"))
     func otlpParsesIntoTheOfficialMessages() throws {
         let python = try #require(ExternalTools.python)
@@ -347,7 +349,7 @@ import Testing
     }
 
     @Test(
-        .disabled(if: ToolSanitizer.active, "checks a format with go tool pprof, not memory"),
+        .disabled(if: Sanitizer.any, "checks a format with go tool pprof, not memory"),
         .enabled(if: ExternalTools.go != nil, "needs Debian's golang-go (scripts/install-deps.sh)"))
     func goToolPprofReadsTheProfile() throws {
         let go = try #require(ExternalTools.go)

@@ -1,6 +1,7 @@
 // A small fleet for the fleet tests: traces from several hosts and builds, with origins.
 import Foundation
 import StallwatchCore
+import StallwatchTestSupport
 
 enum FleetFixture {
     static let second: UInt64 = 1_000_000_000

@@ -3,7 +3,9 @@
 // report as on one.
 import Foundation
 import StallwatchAnalysis
+import StallwatchCLITestSupport
 import StallwatchCore
+import StallwatchTestSupport
 import Testing
 
 @testable import StallwatchReport

@@ -1,5 +1,7 @@
 // `gate` exits 0 when every limit holds and 1 when any fails (each kind of limit, and the baseline regression), and writes one JUnit testcase per limit.
 import Foundation
+import StallwatchCLITestSupport
+import StallwatchTestSupport
 import Testing
 
 @testable import StallwatchReport

@@ -2,9 +2,9 @@
 // trace (at least its five stalls), of hostile names and of ten thousand stalls; the page's
 // script runs without a console message or error, its self-test drives every control, and the
 // DOM holds every stall.
-import ChildProcessTesting
 import Foundation
 import StallwatchCore
+import StallwatchTestSupport
 import Testing
 
 @testable import StallwatchReport
@@ -191,9 +191,4 @@ struct HTMLBrowserTests {
         text.replacingOccurrences(of: "&", with: "&amp;").replacingOccurrences(of: "<", with: "&lt;")
             .replacingOccurrences(of: ">", with: "&gt;")
     }
-}
-
-extension BinaryRun {
-    /// The directory the built products sit in (`stallwatch`, the samples).
-    static var productDirectory: String { URL(fileURLWithPath: binary).deletingLastPathComponent().path }
 }

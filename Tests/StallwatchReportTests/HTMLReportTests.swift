@@ -2,7 +2,9 @@
 // signature of its traces, and keeps every name from a trace as data that cannot run.
 import Foundation
 import FoundationXML
+import StallwatchCLITestSupport
 import StallwatchCore
+import StallwatchTestSupport
 import Testing
 
 @testable import StallwatchReport

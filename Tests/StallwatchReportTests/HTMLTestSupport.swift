@@ -1,9 +1,9 @@
 // What the HTML report tests share: the page's data block decoded, headless Chromium run on a
 // page, and the traces they render (hostile names, ten thousand stalls).
-import ChildProcessTesting
 import Foundation
 import StallwatchCore
 import StallwatchReport
+import StallwatchTestSupport
 
 /// A rendered page and the parts the tests read.
 struct RenderedPage {

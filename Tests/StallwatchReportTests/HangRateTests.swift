@@ -3,6 +3,8 @@
 // gate limit; the hitch ratio is graded as Apple does (under 5 ms/s good, 5 to 10 warning, over
 // 10 bad).
 import Foundation
+import StallwatchCLITestSupport
+import StallwatchTestSupport
 import Testing
 
 @testable import StallwatchReport

@@ -3,7 +3,9 @@
 // intervals, never more than an interval dropped), and `gate --what-if` checks the limits with
 // those stalls left out.
 import Foundation
+import StallwatchCLITestSupport
 import StallwatchCore
+import StallwatchTestSupport
 import Testing
 
 @testable import StallwatchReport

@@ -2,7 +2,9 @@
 // the suite, time on every case, properties, system-out and system-err), also when a trace
 // cannot be read: then the `input` case errs with the reason and the limits are skipped.
 import Foundation
+import StallwatchCLITestSupport
 import StallwatchCore
+import StallwatchTestSupport
 import Testing
 
 @testable import StallwatchReport

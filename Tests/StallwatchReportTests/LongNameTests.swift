@@ -1,7 +1,9 @@
 // A frame's name is cut to `FrameNamer.nameLimit` bytes with a visible mark, in every output: a
 // megabyte-long symbol makes no export, page or report grow with it.
 import Foundation
+import StallwatchCLITestSupport
 import StallwatchCore
+import StallwatchTestSupport
 import Testing
 
 @testable import StallwatchReport

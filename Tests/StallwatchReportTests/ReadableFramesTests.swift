@@ -2,7 +2,9 @@
 // frame without a symbol as module+offset (stable across runs), one path style, no
 // compiler-generated pseudo-file.
 import Foundation
+import StallwatchCLITestSupport
 import StallwatchCore
+import StallwatchTestSupport
 import Testing
 
 @testable import StallwatchReport

@@ -1,5 +1,7 @@
 // `report --json` of a fixed synthetic trace is exactly this document: keys sorted, every key present, milliseconds to the microsecond.
 import Foundation
+import StallwatchCLITestSupport
+import StallwatchTestSupport
 import Testing
 
 @testable import StallwatchReport

@@ -1,6 +1,8 @@
 // `report` adds traces up (read in parallel), groups stalls into signatures by dominant category and app frames, and colours only on a terminal without NO_COLOR.
 import Foundation
+import StallwatchCLITestSupport
 import StallwatchCore
+import StallwatchTestSupport
 import Testing
 
 @testable import StallwatchReport

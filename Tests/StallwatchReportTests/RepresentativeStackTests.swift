@@ -3,7 +3,9 @@
 // show and the Chrome export all show that same stack.
 import Foundation
 import StallwatchAnalysis
+import StallwatchCLITestSupport
 import StallwatchCore
+import StallwatchTestSupport
 import Testing
 
 @testable import StallwatchReport

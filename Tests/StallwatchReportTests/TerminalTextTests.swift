@@ -1,6 +1,8 @@
 // Terminal text fits the width it is given (COLUMNS, the terminal's, else 100): goldens at
 // 80 and 100 columns for report, show and show's list of one app-like trace read from stdin.
 import Foundation
+import StallwatchCLITestSupport
+import StallwatchTestSupport
 import Testing
 
 @testable import StallwatchReport

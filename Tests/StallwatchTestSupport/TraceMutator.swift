@@ -1,3 +1,4 @@
+// A seeded trace fuzzer, for the tests of the trace reader and the benchmark that fuzzes it.
 import StallwatchCore
 
 /// Damages trace bytes the way disks, truncating copies and bugs do — bit flips, changed,

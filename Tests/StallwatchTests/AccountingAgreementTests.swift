@@ -1,10 +1,10 @@
 // One accounting rule: the breakdown an app computes in process from `onStallEnded` is the one
 // `stallwatch show --json` prints for the same stall of the recorded trace, category by
 // category and sample by sample (`StallAccounting`, docs/categories.md).
-import ChildProcessTesting
 import Foundation
 import StallwatchAnalysis
 import StallwatchCore
+import StallwatchTestSupport
 import Testing
 
 @testable import Stallwatch

@@ -1,10 +1,10 @@
 // A program that never heard of Stallwatch, recorded with `stallwatch record`: a @MainActor
 // request handler awaits a service that awaits a repository that computes on the main queue
 // (dispatchMain); the stall's samples name all four, innermost first, the callers marked async.
-import ChildProcessTesting
 import Foundation
 import StallwatchAnalysis
 import StallwatchCore
+import StallwatchTestSupport
 import Testing
 
 @Suite struct AsyncChainRecordTests {

@@ -4,6 +4,7 @@
 // callers marked async and named by their function, with no "partial function" text.
 import Foundation
 import StallwatchCore
+import StallwatchTestSupport
 import Testing
 
 @testable import Stallwatch

@@ -1,6 +1,7 @@
 // The loop publishes each callout (kind, posting site, mode, phase) for a watchdog, and an
 // idle loop shows no callout.
 import Foundation
+import StallwatchTestSupport
 import Testing
 
 @testable import Stallwatch

@@ -5,6 +5,7 @@ import Dispatch
 import Foundation
 import StallwatchAnalysis
 import StallwatchCore
+import StallwatchTestSupport
 import Synchronization
 import Testing
 

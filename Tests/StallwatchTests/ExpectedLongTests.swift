@@ -1,10 +1,10 @@
 // Work the app marks as long on purpose (`expectLong`) is still a stall, recorded with the
 // scope's label as `Stall.expected`; the app's state (`AppState`) at detection goes with every
 // stall; a recorded trace keeps both (record kind 23), and other stalls have neither.
-import ChildProcessTesting
 import Foundation
 import StallwatchAnalysis
 import StallwatchCore
+import StallwatchTestSupport
 import Testing
 
 @testable import Stallwatch

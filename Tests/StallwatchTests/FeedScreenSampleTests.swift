@@ -1,10 +1,10 @@
 // The feed screen's remedy works and the tool proves it: the FeedScreen sample that queries
 // SQLite on the main thread records a database stall; the fixed one records no database stall
 // and no stall of the query's size (100 ms or more).
-import ChildProcessTesting
 import Foundation
 import StallwatchAnalysis
 import StallwatchCore
+import StallwatchTestSupport
 import Testing
 
 @testable import Stallwatch

@@ -1,9 +1,9 @@
 // The flight recorder: the trace writer keeps the loop's last seconds of callouts in memory, in
 // either mode, and each stall's `stallLeadUp` record says what ran just before it.
-import ChildProcessTesting
 import Foundation
 import StallwatchAnalysis
 import StallwatchCore
+import StallwatchTestSupport
 import Testing
 
 @testable import Stallwatch

@@ -1,5 +1,6 @@
 // A frame clock ticks on a fixed grid; frames the loop was too busy for are dropped and counted.
 import Foundation
+import StallwatchTestSupport
 import Testing
 
 @testable import Stallwatch

@@ -1,10 +1,10 @@
 // Programs that do not use MainLoop are watched unmodified: `stallwatch record` preloads the
 // heartbeat library into dispatchMain() and RunLoop.main programs, and a server on its own
 // event loops adopts HeartbeatMonitor; each 60 ms stall is found once, idle loops stay asleep.
-import ChildProcessTesting
 import Foundation
 import StallwatchAnalysis
 import StallwatchCore
+import StallwatchTestSupport
 import Testing
 
 @testable import Stallwatch

@@ -1,5 +1,6 @@
 // One iteration passes its activities in CFRunLoop order, with each kind of work in its phase.
 import Foundation
+import StallwatchTestSupport
 import Testing
 
 @testable import Stallwatch

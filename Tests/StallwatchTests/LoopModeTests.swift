@@ -1,6 +1,7 @@
 // Running in a mode services only that mode's timers, sources and observers; common items
 // belong to every common mode, including ones added later.
 import Foundation
+import StallwatchTestSupport
 import Testing
 
 @testable import Stallwatch

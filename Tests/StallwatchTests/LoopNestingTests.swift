@@ -1,6 +1,7 @@
 // A callout may run the loop again (modal style): observers see the nested entry and exit,
 // and no work runs twice or deadlocks.
 import Foundation
+import StallwatchTestSupport
 import Testing
 
 @testable import Stallwatch

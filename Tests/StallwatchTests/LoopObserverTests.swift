@@ -1,6 +1,7 @@
 // Observers run in their order, one-shot observers once, and any observer may remove itself
 // or another from inside a callback.
 import Foundation
+import StallwatchTestSupport
 import Testing
 
 @testable import Stallwatch

@@ -1,5 +1,6 @@
 // Every posted closure runs exactly once, in order per posting thread, from any thread.
 import Foundation
+import StallwatchTestSupport
 import Testing
 
 @testable import Stallwatch

@@ -1,6 +1,7 @@
 // File-descriptor sources fire while ready, may cancel themselves or others, and a dead or
 // closed descriptor is reported instead of spinning the loop.
 import Foundation
+import StallwatchTestSupport
 import Testing
 
 @testable import Stallwatch

@@ -2,6 +2,7 @@
 // timer stays on its grid: fires the loop was too busy for are skipped and counted. A deadline
 // or timeout already past returns at once.
 import Foundation
+import StallwatchTestSupport
 import Testing
 
 @testable import Stallwatch

@@ -1,10 +1,10 @@
 // A @MainActor async function that blocks MainLoop.main shows its awaiting callers as pool jobs
 // do: the recorded stall's samples name the blocking call, the repository, the service and the
 // request handler, innermost first, the callers marked async, up to the task's root.
-import ChildProcessTesting
 import Foundation
 import StallwatchAnalysis
 import StallwatchCore
+import StallwatchTestSupport
 import Testing
 
 @Suite struct MainActorAsyncChainTests {

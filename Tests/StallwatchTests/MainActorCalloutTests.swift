@@ -2,8 +2,8 @@
 // completions and the remedies' callbacks are main-actor code: the test host uses main-actor
 // state in each with no wrapper (so it compiles only if they are) and each runs on the main
 // thread inside the loop (checked in a subprocess: the test runner does not own the main thread).
-import ChildProcessTesting
 import Foundation
+import StallwatchTestSupport
 import Testing
 
 @Suite struct MainActorCalloutTests {

@@ -1,7 +1,7 @@
 // On MainLoop.main, DispatchQueue.main and @MainActor work runs on the main thread inside the
 // loop (checked in a subprocess: the test runner does not own the main thread).
-import ChildProcessTesting
 import Foundation
+import StallwatchTestSupport
 import Testing
 
 @Suite struct MainQueueTests {

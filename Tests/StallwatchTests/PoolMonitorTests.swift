@@ -4,10 +4,10 @@
 //
 // The test bodies are async and wait with `await` only: a test function runs on the pool, and a
 // body that blocked (usleep, a semaphore) would hold one of its few threads itself.
-import ChildProcessTesting
 import Foundation
 import StallwatchAnalysis
 import StallwatchCore
+import StallwatchTestSupport
 import Testing
 
 @testable import Stallwatch

@@ -2,26 +2,25 @@
 // runtime, libdispatch) only if it needs it: the recorded command and a Swift program at once, a
 // process that runs an event loop when its loop is found; a shell or compiler the command starts
 // maps the C shim alone. (The shim's lazy load on an event loop: UnmodifiedLoopTests, as a child.)
-import ChildProcessTesting
 import Foundation
 import StallwatchAnalysis
 import StallwatchCore
+import StallwatchTestSupport
 import Testing
 
 @Suite(.serialized) struct PreloadShimTests {
-    static let productDirectory = URL(fileURLWithPath: builtProduct("stallwatch")).deletingLastPathComponent().path
-
     /// Whether `record` preloads here: the preload library is built next to the CLI, and this is
     /// not a sanitizer build (which preloads nothing: docs/sanitizers.md).
     static let preloads =
-        FileManager.default.isReadableFile(atPath: productDirectory + "/" + StallwatchSymbols.preloadLibrary)
+        FileManager.default.isReadableFile(atPath: BinaryRun.productDirectory + "/" + StallwatchSymbols.preloadLibrary)
         && ProcessInfo.processInfo.environment["STALLWATCH_PRELOAD", default: ""].isEmpty
         && !Sanitizer.address && !Sanitizer.thread
 
     /// The shim must be there too: scripts/test.sh builds it; `swift test` alone does not.
     func requireShim(sourceLocation: SourceLocation = #_sourceLocation) throws {
         try #require(
-            FileManager.default.isReadableFile(atPath: Self.productDirectory + "/" + StallwatchSymbols.preloadShim),
+            FileManager.default.isReadableFile(
+                atPath: BinaryRun.productDirectory + "/" + StallwatchSymbols.preloadShim),
             "no \(StallwatchSymbols.preloadShim) next to stallwatch: run scripts/build-preload-shim.sh first",
             sourceLocation: sourceLocation)
     }
@@ -94,7 +93,7 @@ import Testing
     func theSwiftPartExportsWhatTheShimLooksUp() throws {
         let nm = Process()
         nm.executableURL = URL(fileURLWithPath: "/usr/bin/nm")
-        nm.arguments = ["-D", "--defined-only", Self.productDirectory + "/" + StallwatchSymbols.preloadLibrary]
+        nm.arguments = ["-D", "--defined-only", BinaryRun.productDirectory + "/" + StallwatchSymbols.preloadLibrary]
         let (output, error) = try runToEnd(nm)
         #expect(nm.terminationStatus == 0, "\(error)")
         let exported = Set(

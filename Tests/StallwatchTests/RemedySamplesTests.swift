@@ -1,11 +1,11 @@
 // The remedy samples prove their remedies: each fixed variant records less stall time and drops
 // fewer frames than its blocking variant, BlockingMain blocks in all four categories, and the
 // demo stalls at least five times, in every category, on every run.
-import ChildProcessTesting
 import Foundation
 import Stallwatch
 import StallwatchAnalysis
 import StallwatchCore
+import StallwatchTestSupport
 import Testing
 
 /// One recorded run of a sample: its trace and what it printed.

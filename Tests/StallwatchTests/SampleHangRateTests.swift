@@ -1,8 +1,8 @@
 // The hang-rate gate tells the feed screen's remedy apart: the blocking FeedScreen (a SQLite
 // query of half a second to a second on the main thread) fails `gate --max-hang-rate 0`, and the fixed
 // one (the query off the loop) passes it.
-import ChildProcessTesting
 import Foundation
+import StallwatchTestSupport
 import Testing
 
 @testable import Stallwatch

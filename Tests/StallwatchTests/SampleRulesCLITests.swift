@@ -2,9 +2,9 @@
 // compute stall in SampleSupport's PhotoLibrary, linked into the BlockingMain executable) is a
 // database stall under a rule for that module and type, and a bad rules file is one error line
 // that names the file and line.
-import ChildProcessTesting
 import Foundation
 import StallwatchCore
+import StallwatchTestSupport
 import Testing
 
 @testable import Stallwatch

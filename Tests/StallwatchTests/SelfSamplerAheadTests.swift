@@ -4,6 +4,7 @@ import CStallwatchSampler
 import CStallwatchShims
 import Foundation
 import StallwatchCore
+import StallwatchTestSupport
 import Testing
 
 @testable import Stallwatch

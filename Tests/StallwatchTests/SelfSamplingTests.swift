@@ -1,9 +1,9 @@
 // The loop thread samples itself on time (a perf task-clock tick counting its user-mode CPU time):
 // a late watchdog no longer delays detection or the first stack, a sleeping callout is never cut
 // short, and an idle loop takes no ticks.
-import ChildProcessTesting
 import Foundation
 import StallwatchCore
+import StallwatchTestSupport
 import Testing
 
 @testable import Stallwatch

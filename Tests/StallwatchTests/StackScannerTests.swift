@@ -8,6 +8,7 @@ import Dispatch
 import Foundation
 import Glibc
 import StallwatchCore
+import StallwatchTestSupport
 import Testing
 
 @testable import Stallwatch

@@ -2,9 +2,9 @@
 // — where the sampling signal waits for the syscall to return — still carries a stack with the
 // culprit, and says where it came from: perf when the perf path runs, else the /proc scan or the
 // stall's last stack.
-import ChildProcessTesting
 import Foundation
 import StallwatchCore
+import StallwatchTestSupport
 import Testing
 
 @testable import Stallwatch

@@ -5,10 +5,10 @@
 // culprit shows up in the symbolicated stack; short or nested work is never a stall.
 import CSQLite
 import CStallwatchSampler
-import ChildProcessTesting
 import Foundation
 import StallwatchAnalysis
 import StallwatchCore
+import StallwatchTestSupport
 import Testing
 
 @testable import Stallwatch
@@ -325,14 +325,18 @@ import Testing
     }
 
     /// Stopping a monitor that never started, or one already stopped, does nothing; a stopped
-    /// monitor leaves the loop unwatched (no watchdog thread, nothing attached, no budget), so
-    /// another monitor can watch the same loop and sees its stalls.
+    /// monitor leaves the loop unwatched (no watchdog thread, nothing attached, no budget) and
+    /// reports nothing more (a 60 ms stall after its stop, and the next monitor's, are not its),
+    /// so another monitor can watch the same loop and sees its stalls.
     @Test func stopStartStopIsClean() async throws {
         let stalls = try await onLoopThreadThrowing { loop -> [Stall] in
             let watchdogsBefore = watchdogThreads()
             let board = loop.board
             let attached = { board.monitorAttached.load(ordering: .acquiring) }
             let monitor = StallMonitor(loop: loop)
+            let reportedToFirst = Locked<[Stall]>([])
+            monitor.onStallBegan = { stall in reportedToFirst.withLock { $0.append(stall) } }
+            monitor.onStallEnded = { stall in reportedToFirst.withLock { $0.append(stall) } }
             monitor.stop()
             #expect(!monitor.isRunning && !attached())
             try monitor.start()
@@ -348,6 +352,9 @@ import Testing
             #expect(budgetCycles == UInt64.max)
             #expect(watching == nil)
             #expect(watchdogThreads(settlingAt: watchdogsBefore) == watchdogsBefore)
+            // A stall while no monitor runs: nobody's.
+            loop.post { spinForStallTest(milliseconds: 60) }
+            loop.runOnce(timeout: .milliseconds(10))
 
             let again = StallMonitor(loop: loop)
             let ended = Locked<[Stall]>([])
@@ -357,6 +364,8 @@ import Testing
             loop.runOnce(timeout: .milliseconds(10))
             again.stop()
             #expect(watchdogThreads(settlingAt: watchdogsBefore) == watchdogsBefore)
+            let first = reportedToFirst.withLock { $0 }
+            #expect(first.isEmpty, "the stopped monitor reported \(first.map(\.durationNanos))")
             return ended.withLock { $0 }
         }
         #expect(stalls.count == 1, "\(stalls.map(\.durationNanos))")

@@ -3,6 +3,7 @@
 import Foundation
 import StallwatchAnalysis
 import StallwatchCore
+import StallwatchTestSupport
 import Testing
 
 @testable import Stallwatch

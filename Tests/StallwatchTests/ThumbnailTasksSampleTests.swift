@@ -2,10 +2,10 @@
 // Concurrency's pool (a new task waits for them), and the pool monitor records it, the blocking
 // function on the stack; the fixed variant (the reads on serial dispatch queues) leaves the pool
 // free and records no starvation in them.
-import ChildProcessTesting
 import Foundation
 import StallwatchAnalysis
 import StallwatchCore
+import StallwatchTestSupport
 import Testing
 
 @testable import Stallwatch

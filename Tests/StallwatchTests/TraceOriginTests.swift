@@ -1,10 +1,10 @@
 // A recorded trace says where it comes from: a random trace id, this host, this executable and
 // its GNU build id (as readelf reads it from the file), and the app version given or set in
 // STALLWATCH_APP_VERSION.
-import ChildProcessTesting
 import Foundation
 import StallwatchAnalysis
 import StallwatchCore
+import StallwatchTestSupport
 import Testing
 
 @testable import Stallwatch

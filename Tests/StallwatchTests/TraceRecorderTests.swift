@@ -1,7 +1,6 @@
 // A recorded trace holds every stall with its samples, symbols and posting site; it survives
 // a SIGKILL mid-hang; recording is enabled from the environment without code; a real trace
 // cut at any byte still decodes up to its last whole record.
-import ChildProcessTesting
 import Foundation
 import StallwatchAnalysis
 import StallwatchCore

@@ -7,6 +7,7 @@ import Dispatch
 import Foundation
 import StallwatchAnalysis
 import StallwatchCore
+import StallwatchTestSupport
 import Testing
 
 @testable import Stallwatch

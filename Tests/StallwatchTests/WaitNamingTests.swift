@@ -2,11 +2,11 @@
 // in every sample that has the syscall, under a CPU hog on every core too, and the facts reach the
 // trace, `show` and `report`. (A page fault's file, from its address: WaitFactTests.)
 import CStallwatchShims
-import ChildProcessTesting
 import Dispatch
 import Foundation
 import StallwatchAnalysis
 import StallwatchCore
+import StallwatchTestSupport
 import Synchronization
 import Testing
 

@@ -2,7 +2,7 @@
 # shown and kept, and say how many tests ran a second time.
 #
 # No test is re-run by a script. A test that times real stalls may carry the
-# `.timingSensitive("why")` trait (Tests/StallwatchTests/TimingSensitive.swift): it runs again
+# `.timingSensitive("why")` trait (Tests/StallwatchTestSupport/TimingSensitive.swift): it runs again
 # once, in the same process, only if its first attempt failed on an expectation, and prints one
 # `RETRIED: <Suite>.<test> — <why> — first attempt: <issues>` line. A second failure fails the
 # test; a thrown error, a crash or a sanitizer report is never retried.

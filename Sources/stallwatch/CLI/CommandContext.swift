@@ -12,7 +12,7 @@ import Synchronization
 ///
 /// Implementations must be safe to call from any thread (the progress bar writes from a
 /// timer thread).
-protocol TextSink: Sendable {
+package protocol TextSink: Sendable {
     /// Writes `text` as it is (no newline added).
     func write(_ text: String)
 }
@@ -52,25 +52,25 @@ struct FileDescriptorSink: TextSink {
 /// A sink that keeps what is written, for tests.
 ///
 /// Use it from any thread.
-final class BufferSink: TextSink {
+package final class BufferSink: TextSink {
     private let storage = Locked("")
 
     /// Creates an empty buffer.
-    init() {}
+    package init() {}
 
     /// Appends `text`.
-    func write(_ text: String) {
+    package func write(_ text: String) {
         storage.withLock { $0 += text }
     }
 
     /// Everything written so far.
-    var text: String { storage.withLock { $0 } }
+    package var text: String { storage.withLock { $0 } }
 }
 
 /// Where a command reads `-` from: the process's standard input, or bytes in tests.
 ///
 /// Use it from any thread (it is read once, from the command's thread).
-struct InputSource: Sendable {
+package struct InputSource: Sendable {
     /// Reads everything; `nil` when reading failed (`errno` says why).
     let read: @Sendable () -> [UInt8]?
 
@@ -112,14 +112,14 @@ struct InputSource: Sendable {
     }
 
     /// `bytes`, for tests.
-    static func bytes(_ bytes: [UInt8]) -> InputSource { InputSource { bytes } }
+    package static func bytes(_ bytes: [UInt8]) -> InputSource { InputSource { bytes } }
 }
 
 /// What a command runs with: its output streams, whether they are terminals and the
 /// environment.
 ///
 /// A plain value; use it on any thread.
-struct CommandContext: Sendable {
+package struct CommandContext: Sendable {
     /// Standard output.
     var standardOutput: any TextSink
     /// Standard error: warnings, errors, the progress bar.
@@ -139,7 +139,7 @@ struct CommandContext: Sendable {
     var exitsAfterCommand = false
 
     /// Creates a context.
-    init(
+    package init(
         standardOutput: any TextSink, standardError: any TextSink, outputIsTerminal: Bool = false,
         errorIsTerminal: Bool = false, environment: [String: String] = [:],
         standardInput: InputSource = .bytes([]), terminalColumns: Int? = nil

@@ -4,7 +4,7 @@ import StallwatchCore
 /// and errors the way swift-argument-parser does, and returns the exit code.
 ///
 /// Call `run(_:context:)` from one thread; it may take a while (it reads traces).
-enum StallwatchCLI {
+package enum StallwatchCLI {
     /// The tool's name in usage lines.
     static let toolName = "stallwatch"
 
@@ -23,7 +23,7 @@ enum StallwatchCLI {
     }
 
     /// Runs the command line `arguments` (without the program name) and returns the exit code.
-    static func run(_ arguments: [String], context: CommandContext) -> ExitCode {
+    package static func run(_ arguments: [String], context: CommandContext) -> ExitCode {
         guard let first = arguments.first else {
             context.standardError.write(rootHelp)
             return .validationFailure

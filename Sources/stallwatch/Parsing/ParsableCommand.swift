@@ -48,12 +48,12 @@ struct CommandConfiguration: Sendable {
 /// A process exit status, as swift-argument-parser's `ExitCode`.
 ///
 /// A plain value; use it on any thread.
-struct ExitCode: RawRepresentable, Hashable, Sendable, CustomStringConvertible {
+package struct ExitCode: RawRepresentable, Hashable, Sendable, CustomStringConvertible {
     /// The status.
-    var rawValue: Int32
+    package var rawValue: Int32
 
     /// Creates an exit code.
-    init(rawValue: Int32) {
+    package init(rawValue: Int32) {
         self.rawValue = rawValue
     }
 
@@ -70,7 +70,7 @@ struct ExitCode: RawRepresentable, Hashable, Sendable, CustomStringConvertible {
     static let validationFailure = ExitCode(2)
 
     /// The number.
-    var description: String { String(rawValue) }
+    package var description: String { String(rawValue) }
 }
 
 /// A mistake on the command line: printed with the command's usage, exit 2.

@@ -1,7 +1,7 @@
 // `stallwatch record` never changes how its command dies: a crash signal is forwarded as 128+N with
 // the program's own crash output only, and a program that forks or crashes does not hang.
-import ChildProcessTesting
 import Foundation
+import StallwatchTestSupport
 import Testing
 
 /// What the tests need outside the package: the C compiler, libdispatch, Python, bash.
@@ -39,7 +39,7 @@ private let swiftCrashReportMarkers = ["Program crashed", "Backtracing", "swift-
     /// Whether `record` preloads its library here (not in a sanitizer build: docs/sanitizers.md).
     static let preloads =
         ProcessInfo.processInfo.environment["STALLWATCH_PRELOAD", default: ""] != ""
-        || (!ToolSanitizer.active
+        || (!Sanitizer.any
             && FileManager.default.isReadableFile(atPath: BinaryRun.productDirectory + "/libStallwatchPreload.so"))
 
     /// `stallwatch record [--no-preload] -o trace -- command…`, killed if it is still running after

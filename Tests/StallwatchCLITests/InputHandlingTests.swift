@@ -1,6 +1,8 @@
 // `-` reads a trace from standard input; a file named twice is counted once, with a warning;
 // `export -o -` writes the same bytes to stdout as to a file; `show` lists, and speaks JSON.
 import Foundation
+import StallwatchCLITestSupport
+import StallwatchTestSupport
 import Testing
 
 @testable import StallwatchReport

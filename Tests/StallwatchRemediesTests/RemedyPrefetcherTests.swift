@@ -1,6 +1,6 @@
 // A prefetcher warms the window ahead in the scroll direction, skips what is cached, and cancels what left the window.
-import ChildProcessTesting
 import Foundation
+import StallwatchTestSupport
 import Testing
 
 @testable import Stallwatch

@@ -1,7 +1,7 @@
 // Idle tasks run only when the loop is about to wait, in order, each given the time until the
 // next timer (or frame tick, or 50 ms); a task whose timeout passes on a busy loop runs anyway.
-import ChildProcessTesting
 import Foundation
+import StallwatchTestSupport
 import Testing
 
 @testable import Stallwatch
@@ -185,7 +185,7 @@ import Testing
         let stall = try #require(run.ended.first)
         #expect(stall.callout.label == "warm cache")
         #expect(stall.callout.line == UInt32(line.value))
-        #expect(stall.callout.file == "StallwatchTests/RemedyIdleTasksTests.swift")
+        #expect(stall.callout.file == "StallwatchRemediesTests/RemedyIdleTasksTests.swift")
     }
 
     @Test func periodsAndTimeoutsPastTheClocksRangeMeanNeverNotNow() async {

@@ -1,5 +1,5 @@
-// An exit test's child that prints a sanitizer report fails its test, and a failed exit test
-// shows what the child wrote to standard error.
+// An exit test's child that prints a sanitizer report fails its test, a failed exit test shows
+// what the child wrote to standard error, and a failed check in the child keeps its message.
 import Foundation
 import Testing
 
@@ -38,4 +38,15 @@ package func sendStandardError(to path: String) {
     guard file >= 0 else { return }
     dup2(file, STDERR_FILENO)
     close(file)
+}
+
+/// In an exit test's child: `#expect(condition, message)` as an issue that keeps its message.
+/// Swift Testing forwards a child's failed `#expect` as a bare "Issue recorded", without its
+/// message or values, but an `Issue.record` with its comment.
+package func childExpect(
+    _ condition: Bool, _ message: @autoclosure () -> String = "", sourceLocation: SourceLocation = #_sourceLocation
+) {
+    guard !condition else { return }
+    let text = message()
+    Issue.record(Comment(rawValue: text.isEmpty ? "expectation failed" : text), sourceLocation: sourceLocation)
 }

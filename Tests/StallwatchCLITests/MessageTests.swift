@@ -1,7 +1,9 @@
 // What the CLI says when it is given something it cannot use, or when what was asked for is
 // not there: the value, the option and the reason, in one line a person reads at 100 columns.
 import Foundation
+import StallwatchCLITestSupport
 import StallwatchCore
+import StallwatchTestSupport
 import Testing
 
 @testable import StallwatchReport

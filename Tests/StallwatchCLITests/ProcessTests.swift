@@ -1,25 +1,7 @@
 // The built `stallwatch` binary, run as a subprocess, exits 0/1/2 as the CLI contract says and `record` forwards its command's status.
-import ChildProcessTesting
 import Foundation
+import StallwatchTestSupport
 import Testing
-
-/// Where the built `stallwatch` is: next to the test bundle.
-enum BinaryRun {
-    static var binary: String { builtProduct("stallwatch") }
-}
-
-/// The built `stallwatch` run with `arguments` (and `environment`, else this process's).
-func runStallwatch(
-    _ arguments: [String], environment: [String: String]? = nil, sourceLocation: SourceLocation = #_sourceLocation
-) throws -> ChildRun {
-    try ChildRun(BinaryRun.binary, arguments, environment: environment, sourceLocation: sourceLocation)
-}
-
-/// Runs `stallwatch arguments` and expects it to exit `code`; shows its standard error if not.
-func expectExit(_ code: Int32, _ arguments: [String], sourceLocation: SourceLocation = #_sourceLocation) throws {
-    let run = try runStallwatch(arguments, sourceLocation: sourceLocation)
-    #expect(run.exitCode == code, "stallwatch \(arguments): \(run)", sourceLocation: sourceLocation)
-}
 
 @Suite(.serialized) struct ProcessTests {
     let directory = TemporaryDirectory()
@@ -72,7 +54,7 @@ func expectExit(_ code: Int32, _ arguments: [String], sourceLocation: SourceLoca
         let none = try runStallwatch(["record", "-o", fresh, "--", "/bin/sh", "-c", "exit 4"])
         let preloads =
             ProcessInfo.processInfo.environment["STALLWATCH_PRELOAD", default: ""] != ""
-            || (!ToolSanitizer.active
+            || (!Sanitizer.any
                 && FileManager.default.isReadableFile(atPath: BinaryRun.productDirectory + "/libStallwatchPreload.so"))
         let hint = preloads ? preloaded : plain
         #expect(none.exitCode == 4, "\(none)")

@@ -1,8 +1,8 @@
 // Chunked work processes every item once, in order, in slices bounded by time (not by count),
 // lets other loop work run between slices, never stalls the loop near what the same work in one
 // callout does, and stops on cancel.
-import ChildProcessTesting
 import Foundation
+import StallwatchTestSupport
 import Testing
 
 @testable import Stallwatch

@@ -1,5 +1,7 @@
 // Unreadable input exits 2 with one line naming the file and byte offset; a truncated trace is read up to its last whole record with a warning.
 import Foundation
+import StallwatchCLITestSupport
+import StallwatchTestSupport
 import Testing
 
 @testable import StallwatchReport

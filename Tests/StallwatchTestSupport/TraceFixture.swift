@@ -1,46 +1,45 @@
-// Synthetic traces for the report tests, written with Core's TraceEncoder.
-import Foundation
+// Synthetic traces for the report and CLI tests, written with Core's TraceEncoder: six stalls
+// of every kind (`Fixture.standard`), many short hitches.
 import StallwatchCore
-import StallwatchReport
-
-@testable import stallwatch
 
 /// Builds trace bytes record by record.
-struct TraceBuilder {
-    var encoder = TraceEncoder()
-    var bytes = TraceEncoder.preamble
+package struct TraceBuilder {
+    package var encoder = TraceEncoder()
+    package var bytes = TraceEncoder.preamble
 
-    mutating func add(_ record: TraceRecord) {
+    package init() {}
+
+    package mutating func add(_ record: TraceRecord) {
         encoder.append(record, to: &bytes)
     }
 
-    mutating func add(_ records: [TraceRecord]) {
+    package mutating func add(_ records: [TraceRecord]) {
         for record in records { add(record) }
     }
 }
 
-enum Fixture {
-    static let second: UInt64 = 1_000_000_000
-    static let millisecond: UInt64 = 1_000_000
-    static let clockBase: UInt64 = 1 * second
-    static let fsync = SyscallTable.number(for: "fsync")!
-    static let futex = SyscallTable.number(for: "futex")!
+package enum Fixture {
+    package static let second: UInt64 = 1_000_000_000
+    package static let millisecond: UInt64 = 1_000_000
+    package static let clockBase: UInt64 = 1 * second
+    package static let fsync = SyscallTable.number(for: "fsync")!
+    package static let futex = SyscallTable.number(for: "futex")!
 
-    enum Address {
-        static let main: UInt64 = 0x1000
-        static let reload: UInt64 = 0x1100
-        static let checksum: UInt64 = 0x1200
-        static let save: UInt64 = 0x1300
-        static let lookup: UInt64 = 0x1400
-        static let fsync: UInt64 = 0x7000_2000
-        static let mutexLock: UInt64 = 0x7000_2200
-        static let sqliteStep: UInt64 = 0x7100_3000
+    package enum Address {
+        package static let main: UInt64 = 0x1000
+        package static let reload: UInt64 = 0x1100
+        package static let checksum: UInt64 = 0x1200
+        package static let save: UInt64 = 0x1300
+        package static let lookup: UInt64 = 0x1400
+        package static let fsync: UInt64 = 0x7000_2000
+        package static let mutexLock: UInt64 = 0x7000_2200
+        package static let sqliteStep: UInt64 = 0x7100_3000
     }
 
     /// Six stalls (compute hang, two io hitches, database micro hang, unfinished lock wait,
     /// compute hitch), two frame-clock summaries and a latency histogram, 6 s of run time.
     /// With `appState`, what the app said of four of them (`stallContext`, as `appStates`).
-    static func standard(
+    package static func standard(
         mode: TraceMode = .stalls, withCallouts: Bool = false, appState: Bool = false, extra: [TraceRecord] = []
     ) -> [UInt8] {
         var builder = TraceBuilder()
@@ -160,7 +159,7 @@ enum Fixture {
 
     /// The app's state at stalls 1 and 4 (`screen=Feed`), 2 (`screen=Settings`) and 3 (the
     /// expected-long `export.pdf` under `modal=true`, `screen=Export`); 5 and 6 have none.
-    static let appStates: [TraceRecord.StallContext] = {
+    package static let appStates: [TraceRecord.StallContext] = {
         func state(_ pairs: KeyValuePairs<String, String>) -> [TraceRecord.StallContext.KeyValue] {
             pairs.map { .init(key: $0.key, value: $0.value) }
         }
@@ -173,7 +172,7 @@ enum Fixture {
     }()
 
     /// A trace with just a header and `count` compute hitches of `duration` at site 1.
-    static func hitches(count: Int, duration: UInt64, runTime: UInt64 = 10 * second) -> [UInt8] {
+    package static func hitches(count: Int, duration: UInt64, runTime: UInt64 = 10 * second) -> [UInt8] {
         var builder = TraceBuilder()
         builder.add(
             .header(.init(processName: "Hitchy", pid: 7, wallClockStart: 0, clockBase: clockBase, mode: .stalls)))
@@ -197,47 +196,5 @@ enum Fixture {
             .frameClock(
                 .init(intervalStart: clockBase, intervalLength: runTime, expected: 600, delivered: 600, dropped: 0)))
         return builder.bytes
-    }
-}
-
-/// A temporary directory, removed with everything in it when the last reference goes.
-final class TemporaryDirectory: Sendable {
-    let path: String
-
-    init() {
-        path = NSTemporaryDirectory() + "stallwatch-report-tests-" + UUID().uuidString
-        try! FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true)
-    }
-
-    func write(_ name: String, _ bytes: [UInt8]) -> String {
-        let file = path + "/" + name
-        _ = FileManager.default.createFile(atPath: file, contents: Data(bytes))
-        return file
-    }
-
-    func read(_ name: String) -> String? {
-        (try? String(contentsOfFile: path + "/" + name, encoding: .utf8))
-    }
-
-    deinit {
-        try? FileManager.default.removeItem(atPath: path)
-    }
-}
-
-/// Runs the CLI in-process with captured streams.
-struct CLIRun {
-    var exitCode: Int32
-    var output: String
-    var error: String
-
-    init(_ arguments: [String], environment: [String: String] = [:], terminal: Bool = false, input: [UInt8] = []) {
-        let output = BufferSink()
-        let error = BufferSink()
-        let context = CommandContext(
-            standardOutput: output, standardError: error, outputIsTerminal: terminal, errorIsTerminal: false,
-            environment: environment, standardInput: .bytes(input))
-        exitCode = StallwatchCLI.run(arguments, context: context).rawValue
-        self.output = output.text
-        self.error = error.text
     }
 }

@@ -1,4 +1,5 @@
 // Every help text, whole, as swift-argument-parser lays it out: OVERVIEW, USAGE, ARGUMENTS, OPTIONS, SUBCOMMANDS.
+import StallwatchCLITestSupport
 import Testing
 
 @testable import stallwatch

@@ -1,6 +1,7 @@
 // A recording is a process tree: every process writes its own trace and none truncates another's,
 // and report, show and gate read the recording's trace as the whole tree, its processes named.
 import Foundation
+import StallwatchTestSupport
 import Testing
 
 @Suite(.serialized) struct ProcessTreeTests {

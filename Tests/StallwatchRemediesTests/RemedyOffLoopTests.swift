@@ -3,6 +3,7 @@
 import Dispatch
 import Foundation
 import StallwatchCore
+import StallwatchTestSupport
 import Testing
 
 @testable import Stallwatch
@@ -98,7 +99,7 @@ import Testing
             loop.offload(label: "apply feed", { 1 }) { _ in usleep(60_000) }
         }
         let stall = try #require(run.ended.first)
-        #expect(stall.callout.file == "StallwatchTests/RemedyOffLoopTests.swift")
+        #expect(stall.callout.file == "StallwatchRemediesTests/RemedyOffLoopTests.swift")
         #expect(stall.callout.line == UInt32(line.value))
         #expect(stall.callout.label == "apply feed")
     }

@@ -1,19 +1,17 @@
-// What the loop tests share: a fresh loop on a thread of its own, a value box, a pipe, and
-// polling until a condition holds.
+// What the loop, monitor and remedy tests share: a fresh loop on a thread of its own, a value
+// box, a pipe, and polling until a condition holds.
 import Foundation
-import Testing
-
-@testable import Stallwatch
+import Stallwatch
 
 /// Runs `body` on a fresh thread that owns a fresh `MainLoop` (the test runner's threads are
 /// shared, and a loop blocks its thread), and returns its result.
-func onLoopThread<T: Sendable>(_ body: @escaping @Sendable (MainLoop) -> T) async -> T {
+package func onLoopThread<T: Sendable>(_ body: @escaping @Sendable (MainLoop) -> T) async -> T {
     // The body cannot throw, so neither can the shared runner.
     try! await onLoopThreadThrowing(body)
 }
 
 /// `onLoopThread` for bodies that throw.
-func onLoopThreadThrowing<T: Sendable>(_ body: @escaping @Sendable (MainLoop) throws -> T) async throws -> T {
+package func onLoopThreadThrowing<T: Sendable>(_ body: @escaping @Sendable (MainLoop) throws -> T) async throws -> T {
     try await withCheckedThrowingContinuation { continuation in
         let thread = Thread {
             let loop = MainLoop()
@@ -25,35 +23,35 @@ func onLoopThreadThrowing<T: Sendable>(_ body: @escaping @Sendable (MainLoop) th
 }
 
 /// A value the loop thread writes and the test reads after the loop has returned.
-final class Box<T>: @unchecked Sendable {
-    var value: T
-    init(_ value: T) { self.value = value }
+package final class Box<T>: @unchecked Sendable {
+    package var value: T
+    package init(_ value: T) { self.value = value }
 }
 
 /// A pipe whose ends close on deinit unless closed earlier.
-final class TestPipe: @unchecked Sendable {
-    let readFD: Int32
-    let writeFD: Int32
+package final class TestPipe: @unchecked Sendable {
+    package let readFD: Int32
+    package let writeFD: Int32
     private var closed: Set<Int32> = []
 
-    init() {
+    package init() {
         var fds: [Int32] = [0, 0]
         precondition(pipe(&fds) == 0)
         readFD = fds[0]
         writeFD = fds[1]
     }
 
-    func write(_ text: String) {
+    package func write(_ text: String) {
         _ = text.withCString { Glibc.write(writeFD, $0, strlen($0)) }
     }
 
-    func read() -> String {
+    package func read() -> String {
         var buffer = [UInt8](repeating: 0, count: 256)
         let n = Glibc.read(readFD, &buffer, buffer.count)
         return n > 0 ? String(decoding: buffer[0..<n], as: UTF8.self) : ""
     }
 
-    func close(_ fd: Int32) {
+    package func close(_ fd: Int32) {
         if closed.insert(fd).inserted { _ = Glibc.close(fd) }
     }
 
@@ -64,7 +62,7 @@ final class TestPipe: @unchecked Sendable {
 }
 
 /// Polls `condition` until it holds or `timeout` passes; returns whether it held.
-func eventually(timeout: Duration = .seconds(5), _ condition: () -> Bool) -> Bool {
+package func eventually(timeout: Duration = .seconds(5), _ condition: () -> Bool) -> Bool {
     let deadline = ContinuousClock.now + timeout
     while ContinuousClock.now < deadline {
         if condition() { return true }

@@ -1,7 +1,7 @@
 // A key is loaded once however many ask, within the concurrency limit, from memory, disk or the loader, and results arrive on the loop.
-import ChildProcessTesting
 import Foundation
 import StallwatchCore
+import StallwatchTestSupport
 import Synchronization
 import Testing
 
@@ -50,15 +50,6 @@ struct Outcome: Sendable, Equatable {
 
     static func value(_ value: Int) -> Outcome { Outcome(.success(value), onLoop: true) }
     static let cancelled = Outcome(.failure(CancellationError()), onLoop: true)
-}
-
-/// Temporary directories, removed at deinit.
-final class TemporaryDirectory {
-    let path: String
-    init() {
-        path = NSTemporaryDirectory() + "stallwatch-\(UUID().uuidString)"
-    }
-    deinit { try? FileManager.default.removeItem(atPath: path) }
 }
 
 private func encodeInt(_ value: Int) -> [UInt8] { Array(String(value).utf8) }

@@ -1,7 +1,7 @@
 // An LRU cache evicts strictly least-recently-used first, within both limits, and calls back outside its lock.
-import ChildProcessTesting
 import Foundation
 import StallwatchCore
+import StallwatchTestSupport
 import Testing
 
 @testable import Stallwatch

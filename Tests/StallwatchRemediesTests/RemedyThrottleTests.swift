@@ -1,7 +1,7 @@
 // A throttle turns many requests into at most one run per frame tick (or interval) and always
 // serves the last request; a debounce runs only the last request of a burst, after a quiet period.
-import ChildProcessTesting
 import Foundation
+import StallwatchTestSupport
 import Testing
 
 @testable import Stallwatch

@@ -3,8 +3,8 @@
 // main loop. Each blocking callback is one stall, timed by the loop's own wait calls (the preload
 // library interposes them), with the category and the function right. The stalls are read back
 // the way a fleet query reads them: `export --format jsonl`.
-import ChildProcessTesting
 import Foundation
+import StallwatchTestSupport
 import Testing
 
 private enum LoopTools {

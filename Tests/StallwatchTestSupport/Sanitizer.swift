@@ -1,3 +1,4 @@
+// Which sanitizer the tests were built with, so a test can skip itself under one.
 import CStallwatchTestSupport
 
 /// The sanitizer this test binary was built with (`swift test --sanitize=…`), for tests that
@@ -5,7 +6,9 @@ import CStallwatchTestSupport
 /// Swift has no `#if` for sanitizers, but SwiftPM compiles the C support target with the same
 /// `-fsanitize=` flag and clang's `__has_feature` says which. CStallwatchSamplerTests checks
 /// that it agrees with the runtime.
-enum Sanitizer {
-    static let address = swt_built_with_address_sanitizer() != 0
-    static let thread = swt_built_with_thread_sanitizer() != 0
+package enum Sanitizer {
+    package static let address = swt_built_with_address_sanitizer() != 0
+    package static let thread = swt_built_with_thread_sanitizer() != 0
+    /// Either of them: for checks of a file format, not of memory or races.
+    package static var any: Bool { address || thread }
 }

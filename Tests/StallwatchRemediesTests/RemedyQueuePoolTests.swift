@@ -1,10 +1,10 @@
 // A pool has a serial queue per active core (≤ 16); each task goes to the least-loaded queue (lowest index on a tie), queues run FIFO, and a task cancelled before it starts never runs.
 import CStallwatchShims
-import ChildProcessTesting
 import Dispatch
 import Foundation
 import Glibc
 import StallwatchCore
+import StallwatchTestSupport
 import Testing
 
 @testable import Stallwatch

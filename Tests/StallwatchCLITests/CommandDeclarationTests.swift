@@ -1,4 +1,5 @@
 // A command's typed properties are its command line: names, kinds and defaults come from the declarations, values arrive typed, and validate() runs before run().
+import StallwatchCLITestSupport
 import StallwatchCore
 import StallwatchReport
 import Testing

@@ -7,8 +7,6 @@ import Foundation
 import StallwatchCore
 import Testing
 
-@testable import Stallwatch
-
 /// Lets a test that times real stalls run again once when its first attempt fails.
 ///
 /// The first attempt runs inside `withKnownIssue(isIntermittent: true)`: its failed
@@ -18,15 +16,17 @@ import Testing
 /// test. A thrown error, a system issue, a misused API, an exceeded time limit or a sanitizer
 /// report is never matched: the test fails on the first attempt. Swift Testing calls the scope
 /// once per test case (arguments) of a test function.
-struct TimingSensitive: TestTrait, SuiteTrait, TestScoping {
+package struct TimingSensitive: TestTrait, SuiteTrait, TestScoping {
     /// Why the test's timing can fail on a loaded machine without the code being wrong.
-    var reason: String
+    package var reason: String
 
-    var isRecursive: Bool { true }
+    package init(reason: String) { self.reason = reason }
 
-    var comments: [Comment] { [Comment(rawValue: "timing-sensitive: \(reason)")] }
+    package var isRecursive: Bool { true }
 
-    func provideScope(
+    package var comments: [Comment] { [Comment(rawValue: "timing-sensitive: \(reason)")] }
+
+    package func provideScope(
         for test: Test, testCase: Test.Case?, performing function: @Sendable () async throws -> Void
     ) async throws {
         let reportsBefore = swt_sanitizer_reports()
@@ -73,5 +73,5 @@ struct TimingSensitive: TestTrait, SuiteTrait, TestScoping {
 extension Trait where Self == TimingSensitive {
     /// Lets this test run again once if its first attempt fails an expectation; `reason` says
     /// which real timing it depends on.
-    static func timingSensitive(_ reason: String) -> Self { TimingSensitive(reason: reason) }
+    package static func timingSensitive(_ reason: String) -> Self { TimingSensitive(reason: reason) }
 }

@@ -1,6 +1,7 @@
 // Run-loop transactions coalesce repeated requests by (target, action) into one run each, in
 // the order first requested, at beforeWaiting and exit, after every other observer.
 import Foundation
+import StallwatchTestSupport
 import Testing
 
 @testable import Stallwatch
