@@ -169,13 +169,17 @@ extension PoolPreloadTests {
         let starvations = poolStalls.filter { $0.callout.mode == HeartbeatMonitor.calloutMode }
         let longJobs = poolStalls.filter { $0.callout.mode == StallwatchSymbols.poolJobsMode }
         let samples = poolStalls.flatMap(\.samples)
-        // Enough samples that the check below means something, of both kinds of pool stall:
-        // starvations sample every pool thread (the path that once chose threads by name), a
-        // long job the thread that runs it.
+        // Enough samples that the check below means something. Starvations sample every pool
+        // thread (the path that once chose threads by name and sampled sourcekitd's threads), a
+        // long job the thread that runs it. A session has both as a rule (4–19 starvations in 18
+        // sessions), but how many starvations depends on the machine's load (one session beside a
+        // release build had 1, with 2 samples): requiring them would fail on load alone, so the
+        // floor is on the pool's samples together, and a session without a starvation checks the
+        // long jobs' threads only.
         let starvationSamples = starvations.flatMap(\.samples).count
         let longJobSamples = longJobs.flatMap(\.samples).count
         #expect(
-            starvationSamples >= 3 && longJobSamples >= 3,
+            starvationSamples + longJobSamples >= 3,
             "\(starvations.count) starvations (\(starvationSamples) samples), \(longJobs.count) long jobs (\(longJobSamples) samples)"
         )
 
