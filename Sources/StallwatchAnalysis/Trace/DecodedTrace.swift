@@ -645,7 +645,7 @@ package struct PendingSample: Sendable {
     /// The thread sampled, 0 when not known.
     package var tid: Int32
     /// The look as the trace stores it: 0 for a look of its own, else the look number + 1.
-    var lookCode: UInt32
+    @usableFromInline var lookCode: UInt32
     package var time: UInt64
     package var cpuTime: UInt64
     /// The annotation's id, 0 for none.
@@ -677,7 +677,8 @@ package struct PendingSample: Sendable {
     }
 
     /// The look it shares with the stall's other samples of that number; nil for its own.
-    package var look: UInt32? { lookCode == 0 ? nil : lookCode - 1 }
+    /// Inlinable: a report reads it for every sample.
+    @inlinable package var look: UInt32? { lookCode == 0 ? nil : lookCode - 1 }
 
     /// `look` as the trace stores it.
     static func lookCode(_ look: UInt32?) -> UInt32 { look.map { $0 &+ 1 } ?? 0 }
