@@ -631,7 +631,8 @@ struct StallAssembler {
     /// The identity of `record`'s callout, from `known` (identities made so far) or made and
     /// added to it.
     private func identity(_ record: TraceRecord.StallBegan, in known: inout CalloutIdentities) -> CalloutIdentity {
-        for index in known.keys.indices where known.keys[index].site == record.site && known.keys[index].mode == record.mode {
+        for index in known.keys.indices
+        where known.keys[index].site == record.site && known.keys[index].mode == record.mode {
             var identity = known.identities[index]
             identity.phase = record.phase
             return identity
