@@ -173,16 +173,25 @@ public struct DecodedTrace: Sendable {
         case .module(let module): modules.append(module)
         case .callout(let callout): add(callout)
         case .congestion(let record):
-            if Self.isNew(record.intervalStart, in: &congestionStarts, counting: &repeatedSummaries) {
+            if Self.isNew(
+                record.intervalStart, after: congestion, { $0.intervalStart }, in: &congestionStarts,
+                counting: &repeatedSummaries)
+            {
                 congestion.append(record)
             }
         case .congestedIteration(let record): congestedIterations.append(record)
         case .frameClock(let record):
-            if Self.isNew(record.intervalStart, in: &frameClockStarts, counting: &repeatedSummaries) {
+            if Self.isNew(
+                record.intervalStart, after: frameClock, { $0.intervalStart }, in: &frameClockStarts,
+                counting: &repeatedSummaries)
+            {
                 frameClock.append(record)
             }
         case .latencyHistogram(let record):
-            if Self.isNew(record.intervalStart, in: &latencyStarts, counting: &repeatedSummaries) {
+            if Self.isNew(
+                record.intervalStart, after: latencyHistograms, { $0.intervalStart }, in: &latencyStarts,
+                counting: &repeatedSummaries)
+            {
                 latencyHistograms.append(record)
             }
         case .lostRecords(let record): lostRecords &+= record.count
@@ -194,10 +203,22 @@ public struct DecodedTrace: Sendable {
         }
     }
 
-    /// Whether no summary of its kind started at `start` before (`starts` holds that kind's
-    /// starts): the recorder writes each kind's intervals back to back, so one that starts
-    /// where another did repeats it, and is counted in `repeats` instead.
-    private static func isNew(_ start: UInt64, in starts: inout Set<UInt64>, counting repeats: inout Int) -> Bool {
+    /// Whether no summary of its kind started at `start` before (`kept` are the ones of that
+    /// kind taken so far, `start` gives their starts, all different): the recorder writes each
+    /// kind's intervals back to back, so one that starts where another did repeats it, and is
+    /// counted in `repeats` instead.
+    ///
+    /// The intervals come in time order: while each starts after the last kept, nothing is
+    /// hashed (`starts` stays empty). The first that does not fills `starts` with the start of
+    /// every one kept; from then on `starts` holds them all.
+    private static func isNew<Summary>(
+        _ start: UInt64, after kept: [Summary], _ startOf: (Summary) -> UInt64, in starts: inout Set<UInt64>,
+        counting repeats: inout Int
+    ) -> Bool {
+        if starts.isEmpty {
+            guard let last = kept.last, start <= startOf(last) else { return true }
+            for summary in kept { starts.insert(startOf(summary)) }
+        }
         if starts.insert(start).inserted { return true }
         repeats += 1
         return false
@@ -778,13 +799,10 @@ struct FrameSymbols: Sendable {
 
     /// The frame at `address`, symbolicated when the trace names it.
     func frame(_ address: UInt64) -> Frame {
-        var frame = Frame(address: address)
-        if let symbol = symbols[address] {
-            frame.symbol = symbol.name
-            frame.module = modulePaths.first { $0.index == symbol.module }?.path
-            frame.file = symbol.file
-            frame.line = symbol.line
-        }
-        return frame
+        // Made in one go (setting its fields one by one copied the frame in and out).
+        guard let symbol = symbols[address] else { return Frame(address: address) }
+        return Frame(
+            address: address, symbol: symbol.name, module: modulePaths.first { $0.index == symbol.module }?.path,
+            file: symbol.file, line: symbol.line)
     }
 }
