@@ -18,7 +18,8 @@ public struct Frame: Sendable, Hashable, Codable {
     /// is shown marked async (docs/async.md).
     public var isAsync: Bool
 
-    /// Creates a frame.
+    /// Creates a frame. Inlinable: the decoder makes one per distinct address of every trace.
+    @inlinable
     public init(
         address: UInt64,
         symbol: String? = nil,

@@ -62,6 +62,7 @@ public struct TierThresholds: Sendable, Hashable, Codable {
     /// The tier of a callout that ran for `duration`, or `nil` if it stayed within budget.
     ///
     /// Exactly the budget is not a stall; exactly a threshold belongs to that tier.
+    @inlinable
     public func tier(for duration: Duration) -> Tier? {
         if duration <= budget { return nil }
         if duration >= severe { return .severe }

@@ -173,16 +173,25 @@ public struct DecodedTrace: Sendable {
         case .module(let module): modules.append(module)
         case .callout(let callout): add(callout)
         case .congestion(let record):
-            if Self.isNew(record.intervalStart, in: &congestionStarts, counting: &repeatedSummaries) {
+            if Self.isNew(
+                record.intervalStart, after: congestion, { $0.intervalStart }, in: &congestionStarts,
+                counting: &repeatedSummaries)
+            {
                 congestion.append(record)
             }
         case .congestedIteration(let record): congestedIterations.append(record)
         case .frameClock(let record):
-            if Self.isNew(record.intervalStart, in: &frameClockStarts, counting: &repeatedSummaries) {
+            if Self.isNew(
+                record.intervalStart, after: frameClock, { $0.intervalStart }, in: &frameClockStarts,
+                counting: &repeatedSummaries)
+            {
                 frameClock.append(record)
             }
         case .latencyHistogram(let record):
-            if Self.isNew(record.intervalStart, in: &latencyStarts, counting: &repeatedSummaries) {
+            if Self.isNew(
+                record.intervalStart, after: latencyHistograms, { $0.intervalStart }, in: &latencyStarts,
+                counting: &repeatedSummaries)
+            {
                 latencyHistograms.append(record)
             }
         case .lostRecords(let record): lostRecords &+= record.count
@@ -194,10 +203,22 @@ public struct DecodedTrace: Sendable {
         }
     }
 
-    /// Whether no summary of its kind started at `start` before (`starts` holds that kind's
-    /// starts): the recorder writes each kind's intervals back to back, so one that starts
-    /// where another did repeats it, and is counted in `repeats` instead.
-    private static func isNew(_ start: UInt64, in starts: inout Set<UInt64>, counting repeats: inout Int) -> Bool {
+    /// Whether no summary of its kind started at `start` before (`kept` are the ones of that
+    /// kind taken so far, `start` gives their starts, all different): the recorder writes each
+    /// kind's intervals back to back, so one that starts where another did repeats it, and is
+    /// counted in `repeats` instead.
+    ///
+    /// The intervals come in time order: while each starts after the last kept, nothing is
+    /// hashed (`starts` stays empty). The first that does not fills `starts` with the start of
+    /// every one kept; from then on `starts` holds them all.
+    private static func isNew<Summary>(
+        _ start: UInt64, after kept: [Summary], _ startOf: (Summary) -> UInt64, in starts: inout Set<UInt64>,
+        counting repeats: inout Int
+    ) -> Bool {
+        if starts.isEmpty {
+            guard let last = kept.last, start <= startOf(last) else { return true }
+            for summary in kept { starts.insert(startOf(summary)) }
+        }
         if starts.insert(start).inserted { return true }
         repeats += 1
         return false
@@ -414,84 +435,98 @@ struct StallAssembler {
         let (ordered, ranges, repeatedSamples) = Self.droppingRepeats(grouped.0, ranges: grouped.1)
         let orphans = grouped.2
 
-        var result: [(stall: Stall, slot: Int)] = []
-        result.reserveCapacity(stallRecords.count)
-        // Each call site and mode's callout identity once: a trace's stalls come from a few.
-        var identities: [(site: UInt64, mode: UInt16, identity: CalloutIdentity)] = []
+        // Each stall's start and end as its records give them, by slot: the stalls are made in
+        // start order straight away (sorting made stalls, with their slots beside them in tuples,
+        // copied every one through the runtime's generic tuple copy).
+        var times: [(start: UInt64, end: UInt64?)] = []
+        times.reserveCapacity(stallRecords.count)
         for (slot, record) in stallRecords.enumerated() {
-            var timedOut = false
-            for index in ranges[slot] where ordered[index].captureTimedOut { timedOut = true }
-            let lastTime = ranges[slot].isEmpty ? nil : ordered[ranges[slot].upperBound - 1].time
-            var flags: StallFlags = [.unfinished]
             var start = record.start
             var end: UInt64?
             if let ended = ends[slot] {
-                flags = ended.flags
                 end = ended.end
                 // The executor's own timing of a stall that ended replaces the monitor's.
                 if !retimed.isEmpty, let retimed = retimed[record.id] { (start, end) = (retimed.start, retimed.end) }
             }
+            times.append((start, end))
+        }
+        var order = Array(stallRecords.indices)
+        order.sort { (times[$0].start, stallRecords[$0].id) < (times[$1].start, stallRecords[$1].id) }
+
+        // The stalls in that order, and each one's slot.
+        var stalls: [Stall] = []
+        stalls.reserveCapacity(stallRecords.count)
+        var stallSlots: [Int] = []
+        stallSlots.reserveCapacity(stallRecords.count)
+        // Each call site and mode's callout identity once: a trace's stalls come from a few.
+        var identities = CalloutIdentities()
+        for slot in order {
+            let record = stallRecords[slot]
+            var timedOut = false
+            for index in ranges[slot] where ordered[index].captureTimedOut { timedOut = true }
+            let lastTime = ranges[slot].isEmpty ? nil : ordered[ranges[slot].upperBound - 1].time
+            var flags: StallFlags = ends[slot]?.flags ?? [.unfinished]
+            let (start, end) = times[slot]
             if timedOut { flags.insert(.captureTimedOut) }
             let reached = end ?? lastTime ?? start
             let elapsed = reached >= start ? reached - start : 0
             let tier = max(
                 record.tier, thresholds.tier(for: .nanoseconds(Int64(clamping: elapsed))) ?? record.tier)
             let context = contexts.isEmpty ? nil : contexts[record.id]
-            result.append(
-                (
-                    Stall(
-                        id: record.id, start: start, end: end, tier: tier,
-                        callout: identity(record, in: &identities), flags: flags,
-                        expected: context?.expected, context: context.map { Self.dictionary($0.state) } ?? [:]),
-                    slot
-                ))
+            stalls.append(
+                Stall(
+                    id: record.id, start: start, end: end, tier: tier,
+                    callout: identity(record, in: &identities), flags: flags,
+                    expected: context?.expected, context: context.map { Self.dictionary($0.state) } ?? [:]))
+            stallSlots.append(slot)
         }
-        result.sort { ($0.stall.start, $0.stall.id) < ($1.stall.start, $1.stall.id) }
         let budget = UInt64(clamping: thresholds.budget.nanoseconds)
-        for index in result.indices where result[index].stall.end == nil {
-            let stall = result[index].stall
-            let range = ranges[result[index].slot]
-            let lastSample = range.isEmpty ? stall.start : max(stall.start, ordered[range.upperBound - 1].time)
+        for index in stalls.indices where stalls[index].end == nil {
+            let start = stalls[index].start
+            let reachedTier = stalls[index].tier
+            let range = ranges[stallSlots[index]]
+            let lastSample = range.isEmpty ? start : max(start, ordered[range.upperBound - 1].time)
             // A later stall means this one's end record was lost: it is known to have run until
             // its last sample. Else it was still running when the trace ends.
-            let laterStall = result[(index + 1)...].contains { $0.stall.start > stall.start }
-            let end =
-                laterStall ? lastSample : max(lastSample, stall.start.saturatingAdding(budget), traceEnd ?? 0)
-            result[index].stall.end = end
-            result[index].stall.tier = max(
-                stall.tier, thresholds.tier(for: .nanoseconds(Int64(clamping: end - stall.start))) ?? stall.tier)
+            let laterStall = stalls[(index + 1)...].contains { $0.start > start }
+            let end = laterStall ? lastSample : max(lastSample, start.saturatingAdding(budget), traceEnd ?? 0)
+            stalls[index].end = end
+            stalls[index].tier = max(
+                reachedTier, thresholds.tier(for: .nanoseconds(Int64(clamping: end - start))) ?? reachedTier)
         }
         var onlyStopped = 0
         if !stopped.isEmpty {
-            for index in result.indices {
-                let stall = result[index].stall
-                let span = stall.start..<max(stall.start, stall.end ?? stall.start)
+            for index in stalls.indices {
+                let start = stalls[index].start
+                let span = start..<max(start, stalls[index].end ?? start)
                 let within = stopped.compactMap { interval -> Range<UInt64>? in
                     let low = max(interval.lowerBound, span.lowerBound)
                     let high = min(interval.upperBound, span.upperBound)
                     return high > low ? low..<high : nil
                 }
                 guard !within.isEmpty else { continue }
-                result[index].stall.stopped = within
-                let duration = StallAccounting.duration(result[index].stall)
+                stalls[index].stopped = within
+                let duration = StallAccounting.duration(stalls[index])
                 if let tier = thresholds.tier(for: .nanoseconds(Int64(clamping: duration))) {
-                    result[index].stall.tier = tier
+                    stalls[index].tier = tier
                 } else {
-                    result[index].slot = -1
+                    stallSlots[index] = -1
                     onlyStopped += 1
                 }
             }
-            result.removeAll { $0.slot < 0 }
+            if onlyStopped > 0 {
+                let kept = stalls.indices.filter { stallSlots[$0] >= 0 }
+                stalls = kept.map { stalls[$0] }
+                stallSlots = kept.map { stallSlots[$0] }
+            }
         }
 
         var table = SampleTable(
             stacks: stackFrames, wchans: wchans.strings, annotations: annotations, sources: sources,
             counters: counters, waits: waits.mapValues { $0.fact(frame: symbolizer.frame) }, asyncEnds: asyncEnds)
         table.rows = ordered
-        table.ranges = result.map { ranges[$0.slot] }
-        return (
-            result.map(\.stall), orphans, table, began.count - stallRecords.count, repeatedSamples, onlyStopped
-        )
+        table.ranges = stallSlots.map { ranges[$0] }
+        return (stalls, orphans, table, began.count - stallRecords.count, repeatedSamples, onlyStopped)
     }
 
     /// A context record's pairs as a dictionary (of a key given twice, the last counts).
@@ -511,9 +546,15 @@ struct StallAssembler {
         func repeats(_ index: Int) -> Bool {
             samples[index].index == samples[index - 1].index && samples[index].time == samples[index - 1].time
         }
-        guard ranges.contains(where: { range in range.dropFirst().contains(where: repeats) }) else {
-            return (samples, ranges, 0)
+        // A plain loop: every sample of every trace is looked at here.
+        var anyRepeat = false
+        search: for range in ranges where range.count > 1 {
+            for index in (range.lowerBound + 1)..<range.upperBound where repeats(index) {
+                anyRepeat = true
+                break search
+            }
         }
+        guard anyRepeat else { return (samples, ranges, 0) }
         var kept: [PendingSample] = []
         kept.reserveCapacity(samples.count)
         var keptRanges = ranges
@@ -610,17 +651,25 @@ struct StallAssembler {
 
     /// The identity of `record`'s callout, from `known` (identities made so far) or made and
     /// added to it.
-    private func identity(
-        _ record: TraceRecord.StallBegan, in known: inout [(site: UInt64, mode: UInt16, identity: CalloutIdentity)]
-    ) -> CalloutIdentity {
-        for index in known.indices where known[index].site == record.site && known[index].mode == record.mode {
-            var identity = known[index].identity
+    private func identity(_ record: TraceRecord.StallBegan, in known: inout CalloutIdentities) -> CalloutIdentity {
+        for index in known.keys.indices
+        where known.keys[index].site == record.site && known.keys[index].mode == record.mode {
+            var identity = known.identities[index]
             identity.phase = record.phase
             return identity
         }
         let identity = identity(record)
-        known.append((record.site, record.mode, identity))
+        known.keys.append((record.site, record.mode))
+        known.identities.append(identity)
         return identity
+    }
+
+    /// The callout identities made so far, by call site and mode (a trace's stalls come from a
+    /// few: searched, not hashed). Keys and identities apart, so that looking a key up copies
+    /// no identity.
+    struct CalloutIdentities {
+        var keys: [(site: UInt64, mode: UInt16)] = []
+        var identities: [CalloutIdentity] = []
     }
 
     private func identity(_ record: TraceRecord.StallBegan) -> CalloutIdentity {
@@ -645,7 +694,7 @@ package struct PendingSample: Sendable {
     /// The thread sampled, 0 when not known.
     package var tid: Int32
     /// The look as the trace stores it: 0 for a look of its own, else the look number + 1.
-    var lookCode: UInt32
+    @usableFromInline var lookCode: UInt32
     package var time: UInt64
     package var cpuTime: UInt64
     /// The annotation's id, 0 for none.
@@ -677,7 +726,8 @@ package struct PendingSample: Sendable {
     }
 
     /// The look it shares with the stall's other samples of that number; nil for its own.
-    package var look: UInt32? { lookCode == 0 ? nil : lookCode - 1 }
+    /// Inlinable: a report reads it for every sample.
+    @inlinable package var look: UInt32? { lookCode == 0 ? nil : lookCode - 1 }
 
     /// `look` as the trace stores it.
     static func lookCode(_ look: UInt32?) -> UInt32 { look.map { $0 &+ 1 } ?? 0 }
@@ -749,13 +799,10 @@ struct FrameSymbols: Sendable {
 
     /// The frame at `address`, symbolicated when the trace names it.
     func frame(_ address: UInt64) -> Frame {
-        var frame = Frame(address: address)
-        if let symbol = symbols[address] {
-            frame.symbol = symbol.name
-            frame.module = modulePaths.first { $0.index == symbol.module }?.path
-            frame.file = symbol.file
-            frame.line = symbol.line
-        }
-        return frame
+        // Made in one go (setting its fields one by one copied the frame in and out).
+        guard let symbol = symbols[address] else { return Frame(address: address) }
+        return Frame(
+            address: address, symbol: symbol.name, module: modulePaths.first { $0.index == symbol.module }?.path,
+            file: symbol.file, line: symbol.line)
     }
 }

@@ -41,7 +41,35 @@ struct TraceByteReader {
             position += 1
             return UInt64(first)
         }
+        // A varint of two to eight bytes (a time, an address) with eight bytes to read, put
+        // together here without a call; anything else (longer, near the end, or corrupt) is
+        // read by `longVarint`.
+        if end &- position >= 8 {
+            let word = UInt64(littleEndian: base.loadUnaligned(fromByteOffset: position, as: UInt64.self))
+            let stops = ~word & 0x8080_8080_8080_8080
+            if stops != 0 {
+                // The last byte's top bit is bit `stop`: keep the bits up to it.
+                let stop = stops.trailingZeroBitCount
+                let kept = word & (stops ^ (stops &- 1))
+                // A final zero byte is corrupt: `longVarint` says so.
+                if kept &>> UInt64(stop &- 7) != 0 {
+                    position &+= (stop &+ 1) &>> 3
+                    return Self.compacted(kept)
+                }
+            }
+        }
         return try longVarint(field)
+    }
+
+    /// The value of a varint of up to eight bytes, `word` holding its bytes (little-endian)
+    /// and zeros above them: each byte's low seven bits, put together.
+    @inline(__always)
+    static func compacted(_ word: UInt64) -> UInt64 {
+        var value = word & 0x7F7F_7F7F_7F7F_7F7F
+        value = (value & 0x007F_007F_007F_007F) | ((value & 0x7F00_7F00_7F00_7F00) &>> 1)
+        value = (value & 0x0000_3FFF_0000_3FFF) | ((value & 0x3FFF_0000_3FFF_0000) &>> 2)
+        value = (value & 0x0000_0000_0FFF_FFFF) | ((value & 0x0FFF_FFFF_0000_0000) &>> 4)
+        return value
     }
 
     mutating func longVarint(_ field: StaticString) throws(TraceFieldError) -> UInt64 {
@@ -55,12 +83,8 @@ struct TraceByteReader {
                 let kept = length == 8 ? word : word & ((1 &<< UInt64(length * 8)) &- 1)
                 // A final zero byte means a longer encoding than needed: never written, so corrupt.
                 if kept >> UInt64(length * 8 - 8) == 0 { throw .badVarint(field) }
-                var value = kept & 0x7F7F_7F7F_7F7F_7F7F
-                value = (value & 0x007F_007F_007F_007F) | ((value & 0x7F00_7F00_7F00_7F00) >> 1)
-                value = (value & 0x0000_3FFF_0000_3FFF) | ((value & 0x3FFF_0000_3FFF_0000) >> 2)
-                value = (value & 0x0000_0000_0FFF_FFFF) | ((value & 0x0FFF_FFFF_0000_0000) >> 4)
                 position += length
-                return value
+                return Self.compacted(kept)
             }
         }
         // Bytes 1...9 carry 7 bits each; a 10th may only hold the top bit.

@@ -162,11 +162,13 @@ struct StallFigures: Sendable {
         var state = TableReading(trace.table)
         // Each made where it lies in the array (appending copied every stall's figures).
         return trace.bareStalls.indices.map { slot in
+            // Taken out of the array once (each time copies it, every string and array of it).
+            let stall = trace.bareStalls[slot]
             let reading = memo.read(
-                trace.bareStalls[slot], slot: slot, of: trace.table, classifier: classifier, names: names,
-                perRow: false, state: &state)
+                stall, slot: slot, of: trace.table, classifier: classifier, names: names, perRow: false,
+                state: &state)
             return StallFigures(
-                trace.bareStalls[slot], tracePath: loaded.path, durationNanos: reading.durationNanos,
+                stall, tracePath: loaded.path, durationNanos: reading.durationNanos,
                 budgetNanos: budget, weighedNanos: reading.total, breakdown: reading.analysis.breakdown,
                 category: reading.analysis.category, key: reading.analysis.key,
                 representativeFrames: reading.analysis.representativeStack < 0
