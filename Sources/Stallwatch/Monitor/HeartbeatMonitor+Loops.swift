@@ -201,7 +201,6 @@ extension HeartbeatMonitor {
         let actions = watch.detector.look(look, now: now)
         // The thread an item runs on: a loop's is fixed, the main queue's items move between
         // threads, and a pool thread's slot passes to another pool thread when its thread exits.
-        // The sampler follows it at a stall's start.
         var generation: UInt64 = 0
         var tid: Int32 = watch.tid
         if loop.slot.pointee.kind == Int32(SW_LOOP_MAIN_QUEUE.rawValue) {
@@ -210,8 +209,12 @@ extension HeartbeatMonitor {
             tid = watch.tid
         }
         let beginning = actions.contains { if case .began = $0 { true } else { false } }
+        // The sampler follows an item's thread at its stall's start, and before that too: at any
+        // look that finds an item running on another thread while nothing stalls, so the item's
+        // own ticks run, and keep a stack, before its deadline.
+        let follows = beginning || (look.sequence & 1 == 1 && watch.detector.stalled == nil)
         let prepared = Self.isLoop(loop.slot) || Self.preparedThreads.withLock { $0.contains(tid) }
-        if watch.sampler == nil || (beginning && (tid != watch.tid || prepared != loop.samplerPrepared)) {
+        if watch.sampler == nil || (follows && (tid != watch.tid || prepared != loop.samplerPrepared)) {
             watch.tid = tid
             loop.samplerPrepared = prepared
             // The thread samples itself: its own ticks read the slot as their callout clock (its
