@@ -64,6 +64,7 @@ let package = Package(
                 "StallwatchNIO", "NIOTestServer", "ReportServer",
                 .product(name: "Stallwatch", package: stallwatchPackage),
                 .product(name: "StallwatchCore", package: stallwatchPackage),
+                .product(name: "StallwatchAnalysis", package: stallwatchPackage),
                 .product(name: "NIOPosix", package: "swift-nio"),
             ]),
     ]

@@ -8,6 +8,7 @@ import Foundation
 import NIOPosix
 import NIOTestServer
 import Stallwatch
+import StallwatchAnalysis
 import StallwatchCore
 import StallwatchNIO
 import Synchronization
