@@ -78,6 +78,8 @@ final class ProcessThreadsPoll: Sendable {
                         }
                     }
                 }
+                // The polling period, not a timing check: a thread's lifetime is known to a
+                // period or two, against the 4 s the oracle allows below a worker's 5 s.
                 Foundation.Thread.sleep(forTimeInterval: interval / .seconds(1))
             }
         }
