@@ -48,6 +48,47 @@ import Testing
         #expect(ours.map(\.expected) == [nil, nil, "whole"], "\(ours.map(\.expected))")
     }
 
+    /// The tally reads the scopes' own start and end, so how late the watchdog looks does not
+    /// matter: a stall first looked at after its scope ended (a watchdog held up by a loaded or
+    /// paused machine) is still expected; a stall that outlives its scope by more than the
+    /// budget is not. Each stall here is timed around a scope that really opens and closes.
+    @Test func theScopesOwnTimesSayWhetherAStallWasExpected() {
+        let ms: UInt64 = 1_000_000
+        let budget = 16 * ms
+        func settled(_ scopes: AnnotationScopes, from start: UInt64, to end: UInt64?) -> String? {
+            var stall = Stall(
+                id: 1, start: start, end: end, tier: .hitch,
+                callout: CalloutIdentity(kind: .post, file: "t", line: 1, phase: .beforeTimers))
+            var tally = ExpectedScopeTally(scopes: scopes)
+            tally.settle(&stall, budget: budget)
+            return stall.expected
+        }
+        // Looked at only once the scope ended.
+        let scopes = AnnotationScopes()
+        let start = MainLoop.monotonicNanos()
+        let token = scopes.push("export.pdf", nil, expected: true)
+        let inner = scopes.push("render", nil, expected: true)
+        scopes.pop(inner)
+        scopes.pop(token)
+        let end = MainLoop.monotonicNanos()
+        #expect(settled(scopes, from: start, to: end) == "export.pdf")
+        // The same scope 100 ms into a stall (or 100 ms before its end) excuses none of it.
+        #expect(settled(scopes, from: start - 100 * ms, to: end) == nil)
+        #expect(settled(scopes, from: start, to: end + 100 * ms) == nil)
+        // A stall that ended before the scope began, or began after it ended, is not in it.
+        #expect(settled(scopes, from: start - 50 * ms, to: start - 40 * ms) == nil)
+        // Within the budget outside it, whichever side, it is excused.
+        #expect(settled(scopes, from: start - 10 * ms, to: end + 5 * ms) == "export.pdf")
+        // A scope still open covers the stall to its end, ended or not.
+        let open = scopes.push("import", nil, expected: true)
+        defer { scopes.pop(open) }
+        let now = MainLoop.monotonicNanos()
+        #expect(settled(scopes, from: now, to: now + 200 * ms) == "import")
+        #expect(settled(scopes, from: now, to: nil) == "import")
+        // Scopes one after the other cover a stall together; it is named by the first.
+        #expect(settled(scopes, from: start - 10 * ms, to: now + 200 * ms) == "export.pdf")
+    }
+
     @Test func aTraceKeepsTheExpectedReasonAndTheState() throws {
         let path = NSTemporaryDirectory() + "expected-\(UUID().uuidString).swtrace"
         defer { try? FileManager.default.removeItem(atPath: path) }

@@ -70,7 +70,16 @@ final class AnnotationScopes: @unchecked Sendable {
     /// 0 when none, else 1 + the index of the category in `StallCategory.allCases`.
     let category = Atomic<UInt8>(0)
     /// Packed `StaticString` of the outermost `expectLong` scope, 0 when none.
-    let expected = Atomic<UInt64>(0)
+    private let expected = Atomic<UInt64>(0)
+    /// When that scope began (`sw_monotonic_ns`), 0 when none.
+    private let expectedSince = Atomic<UInt64>(0)
+    /// The last outermost `expectLong` scope that ended: its packed label, start and end.
+    private let closedLabel = Atomic<UInt64>(0)
+    private let closedSince = Atomic<UInt64>(0)
+    private let closedUntil = Atomic<UInt64>(0)
+    /// Guards the five values above for `expectedSpans()`: odd while the loop thread writes
+    /// them, so a reader that sees it unchanged and even around its reads has a consistent copy.
+    private let spanVersion = Atomic<UInt64>(0)
     /// The SQL statement a registered SQLite connection runs on this thread (`SQLiteStatements`).
     let statement = StatementSlot()
 
@@ -110,17 +119,58 @@ final class AnnotationScopes: @unchecked Sendable {
         publish(expectedChanged: removedExpected)
     }
 
-    /// Publishes the innermost scope, and the outermost expected-long one when an expected-long
-    /// scope came or went (the only way it changes).
+    /// Publishes the innermost scope, and the outermost expected-long one with its start when
+    /// an expected-long scope came or went (the only way it changes); the one it replaces is
+    /// published as the last that ended. Reading the clock here costs an `expectLong` scope
+    /// about 20 ns, and nothing else.
     private func publish(expectedChanged: Bool) {
         let innermost = entries.last
         label.store(innermost?.label ?? 0, ordering: .relaxed)
         category.store(innermost?.category ?? 0, ordering: .relaxed)
-        if expectedChanged { expected.store(entries.first { $0.expected }?.label ?? 0, ordering: .relaxed) }
+        guard expectedChanged else { return }
+        let outermost = entries.first { $0.expected }?.label ?? 0
+        let previous = expected.load(ordering: .relaxed)
+        guard outermost != previous else { return }
+        let now = sw_monotonic_ns()
+        let version = spanVersion.load(ordering: .relaxed)
+        spanVersion.store(version &+ 1, ordering: .relaxed)
+        atomicMemoryFence(ordering: .releasing)
+        if previous != 0 {
+            closedLabel.store(previous, ordering: .relaxed)
+            closedSince.store(expectedSince.load(ordering: .relaxed), ordering: .relaxed)
+            closedUntil.store(now, ordering: .relaxed)
+        }
+        expected.store(outermost, ordering: .relaxed)
+        expectedSince.store(outermost == 0 ? 0 : now, ordering: .relaxed)
+        spanVersion.store(version &+ 2, ordering: .releasing)
     }
 
-    /// Watchdog thread: the label of the expected-long scope the thread is in now, if any.
-    func expectedReason() -> String? { CalloutSite.unpack(expected.load(ordering: .relaxed)) }
+    /// An expected-long scope's time: its packed label, and when it began and ended (for one
+    /// still open, `until` is when it was seen open).
+    struct ExpectedSpan: Equatable {
+        var label: UInt64
+        var since: UInt64
+        var until: UInt64
+    }
+
+    /// Watchdog thread: the outermost expected-long scope the thread is in now (`until` is
+    /// `now`), and the last one that ended; nil if the loop thread kept changing them while
+    /// they were read (this look learns nothing then).
+    func expectedSpans(now: UInt64) -> (open: ExpectedSpan?, closed: ExpectedSpan?)? {
+        for _ in 0..<4 {
+            let before = spanVersion.load(ordering: .acquiring)
+            guard before & 1 == 0 else { continue }
+            let open = ExpectedSpan(
+                label: expected.load(ordering: .relaxed), since: expectedSince.load(ordering: .relaxed), until: now)
+            let closed = ExpectedSpan(
+                label: closedLabel.load(ordering: .relaxed), since: closedSince.load(ordering: .relaxed),
+                until: closedUntil.load(ordering: .relaxed))
+            atomicMemoryFence(ordering: .acquiring)
+            guard spanVersion.load(ordering: .relaxed) == before else { continue }
+            return (open.label == 0 ? nil : open, closed.label == 0 ? nil : closed)
+        }
+        return nil
+    }
 
     /// Watchdog thread: the innermost scope now.
     func innermost() -> Annotation? {

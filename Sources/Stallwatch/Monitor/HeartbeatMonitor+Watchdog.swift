@@ -279,7 +279,7 @@ extension HeartbeatMonitor {
                 watch.stallDue = watch.sentDue
                 watch.itemsSequence = items?.sequence ?? 0
                 watch.probing = nil
-                watch.scopes = ExpectedScopeTally()
+                watch.scopes = ExpectedScopeTally(scopes: watch.sampler?.annotations)
                 watch.sampler?.beginStall(sequence: sequence)
             case .sample:
                 if let sampler = watch.sampler { sampleStall(&watch, [sampler], now: now, budget: budget) }

@@ -143,7 +143,7 @@ extension StallMonitor {
                     flags: watch.sleeper.overslept(during: start...max(start, now)) ? [.suspended] : [],
                     context: AppState.current)
                 watch.nextID += 1
-                watch.scopes = ExpectedScopeTally()
+                watch.scopes = ExpectedScopeTally(scopes: sampler.annotations)
                 sampler.beginStall(sequence: sequence)
             case .sample:
                 guard var stall = watch.stall, stall.samples.count < configuration.maxSamplesPerStall else { break }

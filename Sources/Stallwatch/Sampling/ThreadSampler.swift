@@ -274,45 +274,79 @@ struct ThreadSampler {
     }
 }
 
-/// How much of a stall ran inside an `expectLong` scope, from its samples as they are taken. A
-/// stall is expected only if the samples taken outside such a scope stand for no more than the
-/// budget: a short scope early in a long stall excuses none of it, and a scope the stall
-/// outlives by less than a frame still excuses all of it (sampling cannot tell that tail apart).
-/// The watchdog thread's, one per stall in progress.
+/// How much of a stall ran inside an `expectLong` scope, from the scopes' own start and end
+/// times (`AnnotationScopes.expectedSpans`), read at each sample and once more as the stall
+/// ends. A stall is expected only if its time outside such scopes is at most the budget: a short
+/// scope early in a long stall excuses none of it, and a scope the stall outlives by less than a
+/// frame still excuses all of it. The times are the loop thread's, so a watchdog that first
+/// looks after the scope ended still sees it. The watchdog thread's, one per stall in progress.
 struct ExpectedScopeTally {
-    /// The first expected-long scope seen.
-    private var reason: String?
-    /// The time samples outside any such scope stand for, up to the latest sample.
-    private var outside: UInt64 = 0
-    private var last: (time: UInt64, inside: Bool)?
+    /// The thread's scopes (the sampler's, as the stall's samples are taken).
+    private var scopes: AnnotationScopes?
+    /// The expected-long scopes seen, by start; for one last seen open, `until` is when it was.
+    private var spans: [AnnotationScopes.ExpectedSpan] = []
+    /// Whether `spans.last` was open when last read.
+    private var lastOpen = false
 
-    /// Notes the scope `sampler`'s thread is in at its latest sample, taken at `time`, of a
-    /// stall that began at `start`; sets the stall's `expected` to the scope seen first (what
-    /// a trace keeps if the process dies in the stall).
-    mutating func note(_ sampler: ThreadSampler, _ stall: inout Stall) {
-        guard let time = stall.samples.last?.time else { return }
-        let scope = sampler.annotations?.expectedReason()
-        if let last {
-            if !last.inside { outside &+= time &- min(time, last.time) }
-        } else if scope == nil {
-            outside &+= time &- min(time, stall.start)
-        }
-        if reason == nil { reason = scope }
-        last = (time, scope != nil)
-        stall.expected = reason
+    init(scopes: AnnotationScopes? = nil) {
+        self.scopes = scopes
     }
 
-    /// Settles `stall.expected` once it ended (at `stall.end`, else now): the reason, or nil if
-    /// the time outside the scope passed `budget`.
-    func settle(_ stall: inout Stall, budget: UInt64) {
-        guard let reason else {
+    /// Notes the scopes `sampler`'s thread is in as its latest sample of `stall` was taken;
+    /// sets the stall's `expected` to the first scope seen in the stall (what a trace keeps if
+    /// the process dies in the stall).
+    mutating func note(_ sampler: ThreadSampler, _ stall: inout Stall) {
+        if let annotations = sampler.annotations { scopes = annotations }
+        look(now: sw_monotonic_ns())
+        stall.expected = reason(from: stall.start, to: .max)
+    }
+
+    /// Settles `stall.expected` once it ended (at `stall.end`, else now): the first scope in it,
+    /// or nil if its time outside every scope seen passed `budget`.
+    mutating func settle(_ stall: inout Stall, budget: UInt64) {
+        let now = sw_monotonic_ns()
+        look(now: now)
+        let end = max(stall.end ?? now, stall.start)
+        // A scope still open as the stall ends covers it to its end.
+        if lastOpen { spans[spans.count - 1].until = max(spans[spans.count - 1].until, end) }
+        guard let reason = reason(from: stall.start, to: end) else {
             stall.expected = nil
             return
         }
-        var outside = self.outside
-        let end = stall.end ?? sw_monotonic_ns()
-        if let last, !last.inside, end > last.time { outside &+= end - last.time }
-        stall.expected = outside <= budget ? reason : nil
+        var covered: UInt64 = 0
+        var reached = stall.start
+        for span in spans {
+            let from = max(span.since, reached)
+            let to = min(span.until, end)
+            if to > from { covered += to - from }
+            reached = max(reached, to)
+        }
+        stall.expected = end - stall.start - covered <= budget ? reason : nil
+    }
+
+    /// Reads the scopes now: merges the open scope and the last one that ended into `spans`.
+    private mutating func look(now: UInt64) {
+        guard let read = scopes?.expectedSpans(now: now) else { return }
+        lastOpen = false
+        if let closed = read.closed { merge(closed) }
+        if let open = read.open {
+            merge(open)
+            lastOpen = true
+        }
+    }
+
+    private mutating func merge(_ span: AnnotationScopes.ExpectedSpan) {
+        if let index = spans.lastIndex(where: { $0.since == span.since }) {
+            spans[index].until = max(spans[index].until, span.until)
+        } else {
+            spans.append(span)
+            spans.sort { $0.since < $1.since }
+        }
+    }
+
+    /// The label of the first scope seen that overlaps `start..<end`.
+    private func reason(from start: UInt64, to end: UInt64) -> String? {
+        spans.first { $0.since < end && $0.until > start }.flatMap { CalloutSite.unpack($0.label) }
     }
 }
 
