@@ -111,47 +111,6 @@ struct StallFigures: Sendable {
     /// The executor it blocked, for one that is not `MainLoop` (`ExecutorName`).
     var executor: String?
 
-    /// What `analyzed` adds up.
-    init(_ analyzed: AnalyzedStall) {
-        self.init(
-            analyzed.stall, tracePath: analyzed.tracePath, durationNanos: analyzed.durationNanos,
-            budgetNanos: analyzed.budgetNanos, weighedNanos: analyzed.sampleWeights.reduce(0, +),
-            breakdown: analyzed.breakdown, category: analyzed.category, key: analyzed.key,
-            representativeFrames: analyzed.representativeFrames,
-            confidence: analyzed.representative?.confidence ?? 0, names: TraceNames(analyzed.names),
-            sampleCount: analyzed.stall.samples.count,
-            waits: analyzed.stall.samples.compactMap { $0.wait?.summary })
-    }
-
-    init(
-        _ stall: Stall, tracePath: String, durationNanos: UInt64, budgetNanos: UInt64, weighedNanos: UInt64,
-        breakdown: StallBreakdown, category: StallCategory, key: SignatureKey, representativeFrames: [Frame],
-        confidence: Double, names: TraceNames, sampleCount: Int, waits: [String]
-    ) {
-        self.tracePath = tracePath
-        id = stall.id
-        start = stall.start
-        expected = stall.expected
-        context = stall.context
-        unfinished = stall.flags.contains(.unfinished)
-        tier = stall.tier
-        let site = StallSite(stall.callout, frames: representativeFrames)
-        executor = ExecutorName.of(stall.callout)
-        file = site.file
-        line = site.line
-        self.durationNanos = durationNanos
-        overrunNanos = durationNanos > budgetNanos ? durationNanos - budgetNanos : 0
-        unsampledNanos = durationNanos > weighedNanos ? durationNanos - weighedNanos : 0
-        self.breakdown = breakdown
-        self.category = category
-        self.key = key
-        self.representativeFrames = representativeFrames
-        self.confidence = confidence
-        self.names = names
-        self.sampleCount = sampleCount
-        self.waits = waits
-    }
-
     /// The figures of every stall of `loaded`, each read once off the trace's sample table
     /// (`AppFrameMemo.read`), classified by `classifier` with `memo` (this trace's): what
     /// `StallFigures(_:)` gives of the same stalls analyzed, without building their samples.
@@ -176,6 +135,39 @@ struct StallFigures: Sendable {
                 confidence: reading.analysis.representative?.confidence ?? 0, names: names,
                 sampleCount: trace.table.ranges[slot].count, waits: reading.waits)
         }
+    }
+}
+
+extension StallFigures {
+    /// What `analyzed` adds up.
+    init(_ analyzed: AnalyzedStall) {
+        self.init(
+            analyzed.stall, tracePath: analyzed.tracePath, durationNanos: analyzed.durationNanos,
+            budgetNanos: analyzed.budgetNanos, weighedNanos: analyzed.sampleWeights.reduce(0, +),
+            breakdown: analyzed.breakdown, category: analyzed.category, key: analyzed.key,
+            representativeFrames: analyzed.representativeFrames,
+            confidence: analyzed.representative?.confidence ?? 0, names: TraceNames(analyzed.names),
+            sampleCount: analyzed.stall.samples.count,
+            waits: analyzed.stall.samples.compactMap { $0.wait?.summary })
+    }
+
+    init(
+        _ stall: Stall, tracePath: String, durationNanos: UInt64, budgetNanos: UInt64, weighedNanos: UInt64,
+        breakdown: StallBreakdown, category: StallCategory, key: SignatureKey, representativeFrames: [Frame],
+        confidence: Double, names: TraceNames, sampleCount: Int, waits: [String]
+    ) {
+        let site = StallSite(stall.callout, frames: representativeFrames)
+        // One memberwise call builds the figures in place. Assigned field by field here, they are
+        // built in a temporary and copied out: a retain and a release of every string and array,
+        // per stall.
+        self.init(
+            tracePath: tracePath, id: stall.id, start: stall.start, unfinished: stall.flags.contains(.unfinished),
+            tier: stall.tier, file: site.file, line: site.line, durationNanos: durationNanos,
+            overrunNanos: durationNanos > budgetNanos ? durationNanos - budgetNanos : 0,
+            unsampledNanos: durationNanos > weighedNanos ? durationNanos - weighedNanos : 0, breakdown: breakdown,
+            category: category, key: key, representativeFrames: representativeFrames, confidence: confidence,
+            names: names, sampleCount: sampleCount, waits: waits, expected: stall.expected, context: stall.context,
+            executor: ExecutorName.of(stall.callout))
     }
 }
 

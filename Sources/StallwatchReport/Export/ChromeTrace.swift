@@ -1,5 +1,9 @@
 import StallwatchCore
 
+#if canImport(Glibc)
+    import Glibc
+#endif
+
 /// The Chrome trace event format (JSON object form), which Perfetto UI and chrome://tracing
 /// open: on the main thread's track, in `full` mode every callout is a complete (`X`) event,
 /// each stall is an `X` event inside its callout, and each sample is a thread-scoped instant
@@ -266,9 +270,13 @@ package enum ChromeTraceExporter {
         }
     }
 
-    /// Its share of the stall's samples, with four decimals.
+    /// Its share of the stall's samples, with four decimals: C's `%.4f` (correctly rounded).
     private static func representativeConfidence(_ analyzed: AnalyzedStall) -> String {
-        String(format: "%.4f", analyzed.representative?.confidence ?? 0)
+        let value = analyzed.representative?.confidence ?? 0
+        let length = Int(withVaList([value]) { vsnprintf(nil, 0, "%.4f", $0) })
+        var text = [CChar](repeating: 0, count: length + 1)
+        _ = withVaList([value]) { vsnprintf(&text, text.count, "%.4f", $0) }
+        return String(decoding: text.prefix(length).map { UInt8(bitPattern: $0) }, as: UTF8.self)
     }
 }
 

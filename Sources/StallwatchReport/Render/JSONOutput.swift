@@ -1,4 +1,8 @@
-import Foundation
+#if canImport(FoundationEssentials)
+    import FoundationEssentials
+#else
+    import Foundation
+#endif
 
 /// The JSON of `stallwatch report --json` and `diff --json`: pretty-printed, keys sorted,
 /// slashes unescaped, so the same input always gives the same bytes.

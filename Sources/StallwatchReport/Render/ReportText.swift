@@ -108,7 +108,7 @@ package enum ReportText {
                 let column = shown.map(\.count).max() ?? 0
                 lines.append("  by \(key)")
                 for (group, value) in zip(report.groups, shown) {
-                    let padded = value.padding(toLength: column, withPad: " ", startingAt: 0)
+                    let padded = pad(value, column)
                     lines.append("    \(padded)  \(plural(group.stalls, "stall")), \(format(group.ms, 1)) ms")
                 }
             }
