@@ -50,6 +50,24 @@ import Testing
         #expect(wide.isEmpty, "\(wide)")
     }
 
+    /// The values' column is padded by characters, as every other column: an emoji or a
+    /// decomposed accent (two UTF-16 units, one character) was cut to "�" or lost its letter.
+    @Test func valuesArePaddedByCharacters() {
+        let values = ["😀", "e\u{301}x", "Settings"]
+        let bytes = Fixture.standard(
+            extra: values.enumerated().map { index, value in
+                .stallContext(.init(id: UInt64(index + 1), expected: nil, state: [.init(key: "screen", value: value)]))
+            })
+        let path = directory.write("wide.swtrace", bytes)
+        let run = CLIRun(["report", path, "--by", "screen"], environment: ["COLUMNS": "100"])
+        #expect(run.exitCode == 0, "\(run.error)")
+        let lines = run.output.split(separator: "\n").map(String.init)
+        for value in values {
+            #expect(lines.contains { $0.hasPrefix("    \(value)" + String(repeating: " ", count: 10 - value.count)) }, "\(value)")
+        }
+        #expect(!run.output.contains("\u{FFFD}"), "\(run.output)")
+    }
+
     /// `--what-if` given twice printed its line twice; an unmatched one does not say that the
     /// stalls the app expected are never matched (they are counted apart).
     @Test func whatIfOncePerSignatureAndExpectedStallsNamed() throws {
