@@ -18,61 +18,51 @@ public final class Throttle {
     }
 
     /// The loop it runs on.
-    public let loop: MainLoop
+    public var loop: MainLoop { run.loop }
     /// Requests so far.
-    public private(set) var requests = 0
+    public var requests: Int { run.requests }
     /// Runs so far.
-    public private(set) var executions = 0
+    public var executions: Int { run.executions }
 
     private let pacing: Pacing
-    private let modes: [MainLoop.Mode]
-    private var pending: (() -> Void)?
-    private var timer: MainLoop.Timer?
+    private var run: PendingRun
     private var lastRun: UInt64?
 
     /// At most one run per tick of `frameClock`, in the clock's modes. If the clock is stopped,
     /// runs are paced at its frame interval. Loop thread only.
     public init(frameClock: FrameClock) {
-        loop = frameClock.loop
         pacing = .frames(frameClock)
-        modes = frameClock.modes
+        run = PendingRun(loop: frameClock.loop, modes: frameClock.modes, label: "Throttle")
     }
 
     /// At most one run per `minimumInterval` (positive), in `modes`. Loop thread only.
     public init(loop: MainLoop, minimumInterval: Duration, modes: [MainLoop.Mode] = [.common]) {
         require(
             minimumInterval > .zero, "Throttle minimumInterval must be positive, got \(minimumInterval)")
-        self.loop = loop
         pacing = .interval(minimumInterval.nanoseconds)
-        self.modes = modes
+        run = PendingRun(loop: loop, modes: modes, label: "Throttle")
     }
 
     /// Whether a run is scheduled.
-    public var isPending: Bool { pending != nil }
+    public var isPending: Bool { run.body != nil }
 
     /// Asks for `body` to run at the next slot; replaces a body not yet run. Loop thread only.
     public func request(
         file: StaticString = #fileID, line: UInt = #line, _ body: @escaping () -> Void
     ) {
         require(loop.isCurrent, "Throttle.request must be called on the loop's thread")
-        requests += 1
-        pending = body
-        guard timer == nil else { return }
-        timer = loop.schedule(
-            at: nextSlot(), intervalNanos: nil, toleranceNanos: 0, modes: modes,
-            site: CalloutSite(kind: .timer, label: "Throttle", file: file, line: UInt32(truncatingIfNeeded: line))
-        ) { [unowned self] _ in fire() }
+        run.request(body)
+        guard !run.isScheduled else { return }
+        run.schedule(at: nextSlot(), file: file, line: line) { [unowned self] _ in fire() }
     }
 
     /// Drops the pending body, if any. Loop thread only.
     public func cancel() {
         require(loop.isCurrent, "Throttle.cancel must be called on the loop's thread")
-        pending = nil
-        timer?.cancel()
-        timer = nil
+        run.cancel()
     }
 
-    deinit { timer?.cancel() }
+    deinit { run.cancel() }
 
     private func nextSlot() -> UInt64 {
         let now = sw_monotonic_ns()
@@ -86,10 +76,7 @@ public final class Throttle {
     }
 
     private func fire() {
-        timer = nil
-        guard let body = pending else { return }
-        pending = nil
-        executions += 1
+        guard let body = run.take() else { return }
         lastRun = sw_monotonic_ns()
         body()
     }
@@ -102,42 +89,35 @@ public final class Throttle {
 /// `MainLoop.main`: they may use main-actor state).
 public final class Debounce {
     /// The loop it runs on.
-    public let loop: MainLoop
+    public var loop: MainLoop { run.loop }
     /// How long requests must pause before the last one runs.
     public let quietPeriod: Duration
     /// Requests so far.
-    public private(set) var requests = 0
+    public var requests: Int { run.requests }
     /// Runs so far.
-    public private(set) var executions = 0
+    public var executions: Int { run.executions }
 
-    private let modes: [MainLoop.Mode]
-    private var pending: (() -> Void)?
-    private var timer: MainLoop.Timer?
+    private var run: PendingRun
 
     /// A debouncer on `loop` with a positive `quietPeriod`, firing in `modes`. Loop thread only.
     public init(loop: MainLoop, quietPeriod: Duration, modes: [MainLoop.Mode] = [.common]) {
         require(quietPeriod > .zero, "Debounce quietPeriod must be positive, got \(quietPeriod)")
-        self.loop = loop
         self.quietPeriod = quietPeriod
-        self.modes = modes
+        run = PendingRun(loop: loop, modes: modes, label: "Debounce")
     }
 
     /// Whether a body waits for the quiet period.
-    public var isPending: Bool { pending != nil }
+    public var isPending: Bool { run.body != nil }
 
     /// Replaces the pending body with `body` and restarts the quiet period. Loop thread only.
     public func request(
         file: StaticString = #fileID, line: UInt = #line, _ body: @escaping () -> Void
     ) {
         require(loop.isCurrent, "Debounce.request must be called on the loop's thread")
-        requests += 1
-        pending = body
-        timer?.cancel()
-        timer = loop.schedule(
-            at: sw_monotonic_ns().saturatingAdding(quietPeriod.nanoseconds), intervalNanos: nil, toleranceNanos: 0,
-            modes: modes,
-            site: CalloutSite(kind: .timer, label: "Debounce", file: file, line: UInt32(truncatingIfNeeded: line))
-        ) { [unowned self] _ in fire() }
+        run.request(body)
+        run.schedule(at: sw_monotonic_ns().saturatingAdding(quietPeriod.nanoseconds), file: file, line: line) {
+            [unowned self] _ in fire()
+        }
     }
 
     /// Runs the pending body now, if any, instead of after the quiet period. Loop thread only.
@@ -149,19 +129,67 @@ public final class Debounce {
     /// Drops the pending body, if any. Loop thread only.
     public func cancel() {
         require(loop.isCurrent, "Debounce.cancel must be called on the loop's thread")
-        pending = nil
+        run.cancel()
+    }
+
+    deinit { run.cancel() }
+
+    private func fire() {
+        run.take()?()
+    }
+}
+
+/// What `Throttle` and `Debounce` share: the latest requested body, the one-shot timer that
+/// will run it, and the counts of requests and runs. Loop thread only.
+private struct PendingRun {
+    let loop: MainLoop
+    let modes: [MainLoop.Mode]
+    /// The timer's label, the owner's type.
+    let label: StaticString
+    private(set) var requests = 0
+    private(set) var executions = 0
+    /// The body the next run runs, if any; a request replaces it.
+    private(set) var body: (() -> Void)?
+    private var timer: MainLoop.Timer?
+
+    init(loop: MainLoop, modes: [MainLoop.Mode], label: StaticString) {
+        self.loop = loop
+        self.modes = modes
+        self.label = label
+    }
+
+    var isScheduled: Bool { timer != nil }
+
+    /// Counts a request and makes `body` the one the next run runs.
+    mutating func request(_ body: @escaping () -> Void) {
+        requests += 1
+        self.body = body
+    }
+
+    /// Schedules the run for `deadline` in `modes`, at the requester's `file` and `line`,
+    /// replacing a run scheduled before.
+    mutating func schedule(
+        at deadline: UInt64, file: StaticString, line: UInt, _ fire: @escaping (MainLoop.Timer) -> Void
+    ) {
+        timer?.cancel()
+        timer = loop.schedule(
+            at: deadline, intervalNanos: nil, toleranceNanos: 0, modes: modes,
+            site: CalloutSite(kind: .timer, label: label, file: file, line: UInt32(truncatingIfNeeded: line)),
+            fire)
+    }
+
+    /// Drops the body and the scheduled run.
+    mutating func cancel() {
+        body = nil
         timer?.cancel()
         timer = nil
     }
 
-    deinit { timer?.cancel() }
-
-    private func fire() {
-        timer?.cancel()
-        timer = nil
-        guard let body = pending else { return }
-        pending = nil
-        executions += 1
-        body()
+    /// Ends the wait: the body to run now, counted as a run, or nil when none is pending.
+    mutating func take() -> (() -> Void)? {
+        let body = body
+        cancel()
+        if body != nil { executions += 1 }
+        return body
     }
 }

@@ -51,7 +51,7 @@ enum DispatchQueueProbe {
         let copied = header.withUnsafeMutableBytes { sw_read_memory(address, $0.baseAddress, UInt($0.count)) }
         guard copied == header.count * 8 else { return nil }
         let owner = Int32(header[stateOffset] & ownerMask)
-        guard owner > 0, owner != waiter, isLibdispatch(header[0]), FutexProbe.threadName(owner) != nil else {
+        guard owner > 0, owner != waiter, isLibdispatch(header[0]), ProcFile.threadName(owner) != nil else {
             return nil
         }
         return Queue(address: address, label: string(at: header[labelOffset]), owner: owner)

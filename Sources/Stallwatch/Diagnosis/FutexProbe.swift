@@ -32,22 +32,10 @@ enum FutexProbe {
         } else if wait.contains(command), copied >= 12, words.0 == 1 || words.0 == 2 {
             owner = Int32(bitPattern: words.2)
         }
-        guard let tid = owner, tid > 0, tid != waiter, let name = threadName(tid) else { return fact }
+        guard let tid = owner, tid > 0, tid != waiter, let name = ProcFile.threadName(tid) else { return fact }
         fact.kind = .mutex
         fact.owner = WaitFact.Owner(tid: tid, name: name)
         return fact
     }
 
-    /// `/proc/self/task/<tid>/comm`, nil if no such thread in this process.
-    static func threadName(_ tid: Int32) -> String? {
-        let fd = open("/proc/self/task/\(tid)/comm", O_RDONLY | O_CLOEXEC)
-        guard fd >= 0 else { return nil }
-        defer { close(fd) }
-        var buffer = [UInt8](repeating: 0, count: 64)
-        let n = buffer.withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) }
-        guard n > 0 else { return nil }
-        var name = buffer[0..<n]
-        while name.last == UInt8(ascii: "\n") { name = name.dropLast() }
-        return String(decoding: name, as: UTF8.self)
-    }
 }

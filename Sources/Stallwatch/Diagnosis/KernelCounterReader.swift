@@ -5,21 +5,16 @@ import StallwatchCore
 /// majflt) and /proc/self/task/<tid>/io (rchar, wchar, read_bytes, write_bytes, syscr, syscw).
 /// The files stay open and are re-read with pread (a few µs each). Watchdog thread only.
 final class KernelCounterReader {
-    private let stat: Int32
-    private let io: Int32
+    private let stat: ProcFile
+    private let io: ProcFile
     private let nanosPerTick: UInt64
     private var buffer = [UInt8](repeating: 0, count: 1024)
 
     init(tid: Int32) {
-        let base = "/proc/self/task/\(tid)/"
-        stat = open(base + "stat", O_RDONLY | O_CLOEXEC)
-        io = open(base + "io", O_RDONLY | O_CLOEXEC)
+        stat = ProcFile(tid: tid, "stat")
+        io = ProcFile(tid: tid, "io")
         let ticks = sysconf(Int32(_SC_CLK_TCK))
         nanosPerTick = ticks > 0 ? 1_000_000_000 / UInt64(ticks) : 10_000_000
-    }
-
-    deinit {
-        for fd in [stat, io] where fd >= 0 { close(fd) }
     }
 
     /// The counters now; nil when the stat file cannot be read (the thread exited). A missing
@@ -40,10 +35,8 @@ final class KernelCounterReader {
             }
         }
         guard complete else { return nil }
-        guard io >= 0 else { return counters }
-        buffer.withUnsafeMutableBytes { raw in
-            let bytes = raw.bindMemory(to: UInt8.self)
-            let m = pread(io, bytes.baseAddress, bytes.count, 0)
+        _ = io.read(into: &buffer) { bytes in
+            let m = bytes.count
             // "rchar: N\nwchar: N\nsyscr: N\nsyscw: N\nread_bytes: N\nwrite_bytes: N\n…", in that order.
             var line = 0
             var index = 0

@@ -230,7 +230,7 @@ final class SampleFacts {
             // A blocked DispatchQueue.sync: the queue, and the thread running its block.
             if fact.owner == nil, let stackPointer = reading.stackPointer,
                 let queue = DispatchQueueProbe.probe(futex: arguments.0, stackPointer: stackPointer, waiter: tid),
-                let name = FutexProbe.threadName(queue.owner)
+                let name = ProcFile.threadName(queue.owner)
             {
                 fact.target = queue.label
                 fact.owner = WaitFact.Owner(tid: queue.owner, name: name)

@@ -56,19 +56,12 @@ struct PoolThreads {
         guard let directory = opendir("/proc/self/task") else { return [] }
         defer { closedir(directory) }
         var tids: [Int32] = []
-        var buffer = [UInt8](repeating: 0, count: 32)
         while let entry = readdir(directory) {
             let tid = withUnsafeBytes(of: entry.pointee.d_name) { raw in
                 Int32(String(decoding: raw.prefix { $0 != 0 }, as: UTF8.self))
             }
             guard let tid else { continue }
-            let fd = open("/proc/self/task/\(tid)/comm", O_RDONLY | O_CLOEXEC)
-            guard fd >= 0 else { continue }
-            let count = buffer.withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) }
-            close(fd)
-            guard count > 0 else { continue }
-            let comm = String(decoding: buffer[..<count].prefix { $0 != 0x0A }, as: UTF8.self)
-            if comm == name { tids.append(tid) }
+            if ProcFile.threadName(tid) == name { tids.append(tid) }
         }
         return tids.sorted()
     }

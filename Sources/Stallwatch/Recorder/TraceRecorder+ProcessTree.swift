@@ -92,12 +92,9 @@ enum ProcessTree {
     /// When this process started, in seconds of CLOCK_REALTIME: field 22 of /proc/self/stat
     /// (clock ticks since boot) against CLOCK_BOOTTIME now.
     private static func startedAt() -> Double? {
-        let fd = open("/proc/self/stat", O_RDONLY | O_CLOEXEC)
-        guard fd >= 0 else { return nil }
-        defer { close(fd) }
         var buffer = [UInt8](repeating: 0, count: 1024)
         var ticks = 0.0
-        let complete = ProcStat.read(fd, into: &buffer, through: 22) { field, bytes in
+        let complete = ProcStat.read(ProcFile("/proc/self/stat"), into: &buffer, through: 22) { field, bytes in
             if field == 22 { ticks = Double(ProcStat.decimal(bytes)) }
         }
         guard complete else { return nil }
@@ -112,11 +109,6 @@ enum ProcessTree {
 
     /// The program's short name, as the trace header gives it (/proc/self/comm).
     private static func programName() -> String {
-        let fd = open("/proc/self/comm", O_RDONLY | O_CLOEXEC)
-        guard fd >= 0 else { return "" }
-        defer { close(fd) }
-        var buffer = [UInt8](repeating: 0, count: 32)
-        let count = buffer.withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) }
-        return count > 0 ? String(decoding: buffer[..<count].prefix { $0 != 0x0A }, as: UTF8.self) : ""
+        ProcFile.name("/proc/self/comm") ?? ""
     }
 }

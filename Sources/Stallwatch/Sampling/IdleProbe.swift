@@ -54,16 +54,14 @@ final class IdleProbe {
     }
 
     let tid: Int32
-    private let fd: Int32
+    private let syscall: ProcFile
     private var idle: Set<Signature> = []
     private var buffer = [UInt8](repeating: 0, count: 256)
 
     init(tid: Int32) {
         self.tid = tid
-        fd = open("/proc/self/task/\(tid)/syscall", O_RDONLY | O_CLOEXEC)
+        syscall = ProcFile(tid: tid, "syscall")
     }
-
-    deinit { if fd >= 0 { close(fd) } }
 
     /// Remembers `signature` as the executor's idle wait (its heartbeat ran promptly).
     func learn(_ signature: Signature) {
@@ -74,7 +72,7 @@ final class IdleProbe {
 
     /// One pread and a parse without allocation: this runs for every look at every executor.
     func state() -> State {
-        let (readable, line) = SyscallLine.read(fd, into: &buffer)
+        let (readable, line) = SyscallLine.read(syscall, into: &buffer)
         guard readable else { return .gone }
         guard let line, case .inCall(let call) = line.place, Self.idleCalls.contains(call),
             let stackPointer = line.stackPointer, let programCounter = line.programCounter

@@ -1,5 +1,54 @@
 import Glibc
 
+/// One file of `/proc` (proc(5)), opened once and read from its start with `pread`, as often as
+/// its owner looks: the one owner of such a descriptor (the thread-state and kernel-counter
+/// readers, the stack scanner and the idle probe keep theirs for a thread's life). Closed with
+/// its owner. Any thread; one at a time.
+struct ProcFile: ~Copyable {
+    /// The descriptor; -1 when the file could not be opened (the thread has exited, or the kernel
+    /// has no such file), and then every read fails.
+    private let fd: Int32
+
+    /// Opens `path`.
+    init(_ path: String) {
+        fd = open(path, O_RDONLY | O_CLOEXEC)
+    }
+
+    /// Opens `name` of thread `tid` of this process (`/proc/self/task/<tid>/<name>`).
+    init(tid: Int32, _ name: String) {
+        self.init("/proc/self/task/\(tid)/\(name)")
+    }
+
+    deinit { if fd >= 0 { close(fd) } }
+
+    /// Reads the file from its start into `buffer` (at most its size) and calls `body` with the
+    /// bytes read; nil when nothing could be read (the thread has exited). One `pread`, no
+    /// allocation.
+    func read<Result>(into buffer: inout [UInt8], _ body: (UnsafeRawBufferPointer) -> Result) -> Result? {
+        guard fd >= 0 else { return nil }
+        return buffer.withUnsafeMutableBytes { raw in
+            let count = pread(fd, raw.baseAddress, raw.count, 0)
+            guard count > 0 else { return nil }
+            return body(UnsafeRawBufferPointer(rebasing: raw[..<count]))
+        }
+    }
+
+    /// Thread `tid`'s name (`/proc/self/task/<tid>/comm`), nil if no such thread in this
+    /// process. Any thread.
+    static func threadName(_ tid: Int32) -> String? { name("/proc/self/task/\(tid)/comm") }
+
+    /// The name a `comm` file holds (`/proc/self/comm`, a thread's), without its line break; nil
+    /// when it cannot be read. Any thread.
+    static func name(_ path: String) -> String? {
+        var buffer = [UInt8](repeating: 0, count: 64)
+        return ProcFile(path).read(into: &buffer) { bytes in
+            var name = bytes[...]
+            while name.last == 0x0A { name = name.dropLast() }
+            return String(decoding: name, as: UTF8.self)
+        }
+    }
+}
+
 /// One read of `/proc/<pid>/task/<tid>/syscall` (proc(5)), parsed in place without allocating:
 /// the one reader of that format (the thread-state reader, the stack scanner and the idle probe
 /// all read it through this).
@@ -77,15 +126,10 @@ struct SyscallLine: Equatable {
         programCounter = words.eighth
     }
 
-    /// Reads the file open at `fd` into `buffer` and parses it. `readable` is false when the
-    /// read failed (the thread has exited); then the line is nil too.
-    static func read(_ fd: Int32, into buffer: inout [UInt8]) -> (readable: Bool, line: SyscallLine?) {
-        guard fd >= 0 else { return (false, nil) }
-        return buffer.withUnsafeMutableBytes { raw in
-            let n = pread(fd, raw.baseAddress, raw.count, 0)
-            guard n > 0 else { return (false, nil) }
-            return (true, SyscallLine(UnsafeRawBufferPointer(rebasing: raw[..<n])))
-        }
+    /// Reads `file` into `buffer` and parses it. `readable` is false when the read failed (the
+    /// thread has exited); then the line is nil too.
+    static func read(_ file: borrowing ProcFile, into buffer: inout [UInt8]) -> (readable: Bool, line: SyscallLine?) {
+        file.read(into: &buffer) { (true, SyscallLine($0)) } ?? (false, nil)
     }
 
     static func == (a: SyscallLine, b: SyscallLine) -> Bool {
@@ -135,16 +179,12 @@ enum ProcStat {
         return value
     }
 
-    /// Reads the file open at `fd` into `buffer` and calls `body` with its fields 3 through
-    /// `last`; false when it cannot be read or is too short.
+    /// Reads `file` into `buffer` and calls `body` with its fields 3 through `last`; false when
+    /// it cannot be read or is too short.
     static func read(
-        _ fd: Int32, into buffer: inout [UInt8], through last: Int, _ body: (Int, UnsafeRawBufferPointer) -> Void
+        _ file: borrowing ProcFile, into buffer: inout [UInt8], through last: Int,
+        _ body: (Int, UnsafeRawBufferPointer) -> Void
     ) -> Bool {
-        guard fd >= 0 else { return false }
-        return buffer.withUnsafeMutableBytes { raw in
-            let n = pread(fd, raw.baseAddress, raw.count, 0)
-            guard n > 0 else { return false }
-            return fields(UnsafeRawBufferPointer(rebasing: raw[..<n]), through: last, body)
-        }
+        file.read(into: &buffer) { fields($0, through: last, body) } ?? false
     }
 }

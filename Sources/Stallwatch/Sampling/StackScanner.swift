@@ -40,7 +40,7 @@ package final class StackScanner {
     }
 
     private var mappings: [Mapping] = []
-    private let syscallFD: Int32
+    private let syscall: ProcFile
     /// The unwind's output, allocated once.
     private var frames = [UInt](repeating: 0, count: Int(SW_SAMPLER_MAX_FRAMES))
     /// What the last CFI unwind did (how it learnt RBP, where it stopped), for tests.
@@ -51,11 +51,9 @@ package final class StackScanner {
     package var lastChainDepth: Int { lastChain?.resume.count ?? 0 }
 
     package init(tid: Int32) {
-        syscallFD = open("/proc/self/task/\(tid)/syscall", O_RDONLY | O_CLOEXEC)
+        syscall = ProcFile(tid: tid, "syscall")
         reloadMappings()
     }
-
-    deinit { if syscallFD >= 0 { close(syscallFD) } }
 
     /// How a scan finds the frames above the PC.
     package enum Method: Sendable {
@@ -150,7 +148,7 @@ package final class StackScanner {
     /// outside one (a page fault being read in); nil while it runs.
     private func registers() -> (UInt64, UInt64)? {
         var buffer = [UInt8](repeating: 0, count: 256)
-        guard let line = SyscallLine.read(syscallFD, into: &buffer).line, let sp = line.stackPointer,
+        guard let line = SyscallLine.read(syscall, into: &buffer).line, let sp = line.stackPointer,
             let pc = line.programCounter
         else { return nil }
         return (sp, pc)

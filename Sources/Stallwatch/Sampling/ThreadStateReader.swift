@@ -18,22 +18,17 @@ final class ThreadStateReader {
         var stackPointer: UInt64?
     }
 
-    private let stat: Int32
-    private let syscall: Int32
-    private let wchan: Int32
-    private let schedstat: Int32
+    private let stat: ProcFile
+    private let syscall: ProcFile
+    private let wchan: ProcFile
+    private let schedstat: ProcFile
     private var buffer = [UInt8](repeating: 0, count: 1024)
 
     init(tid: Int32) {
-        let base = "/proc/self/task/\(tid)/"
-        stat = open(base + "stat", O_RDONLY | O_CLOEXEC)
-        syscall = open(base + "syscall", O_RDONLY | O_CLOEXEC)
-        wchan = open(base + "wchan", O_RDONLY | O_CLOEXEC)
-        schedstat = open(base + "schedstat", O_RDONLY | O_CLOEXEC)
-    }
-
-    deinit {
-        for fd in [stat, syscall, wchan, schedstat] where fd >= 0 { close(fd) }
+        stat = ProcFile(tid: tid, "stat")
+        syscall = ProcFile(tid: tid, "syscall")
+        wchan = ProcFile(tid: tid, "wchan")
+        schedstat = ProcFile(tid: tid, "schedstat")
     }
 
     /// The newest reading (`read()` keeps it for the wait facts of the same sample).
@@ -48,11 +43,8 @@ final class ThreadStateReader {
         return reading
     }
 
-    private func contents(_ fd: Int32) -> Substring? {
-        guard fd >= 0 else { return nil }
-        let n = buffer.withUnsafeMutableBytes { pread(fd, $0.baseAddress, $0.count, 0) }
-        guard n > 0 else { return nil }
-        return Substring(String(decoding: buffer[0..<n], as: UTF8.self))
+    private func contents(_ file: borrowing ProcFile) -> Substring? {
+        file.read(into: &buffer) { Substring(String(decoding: $0, as: UTF8.self)) }
     }
 
     private func readState() -> ThreadState {

@@ -2,7 +2,7 @@
 // docs/trace-format.md lists (TraceDecoder+Facts.swift reads them back).
 
 extension TraceEncoder {
-    func writeCounters(_ record: TraceRecord.SampleCounters, to writer: inout TraceByteWriter) {
+    static func writeCounters(_ record: TraceRecord.SampleCounters, to writer: inout TraceByteWriter) {
         writer.varint(record.stall)
         writer.varint(record.sample)
         writer.byte(record.delta == nil ? 0 : 1)
@@ -10,7 +10,7 @@ extension TraceEncoder {
         for value in record.delta?.values ?? [] { writer.varint(value) }
     }
 
-    func writeWait(_ record: TraceRecord.SampleWait, to writer: inout TraceByteWriter) {
+    static func writeWait(_ record: TraceRecord.SampleWait, to writer: inout TraceByteWriter) {
         writer.varint(record.stall)
         writer.varint(record.sample)
         writer.byte(record.kind.rawValue)
@@ -26,16 +26,6 @@ extension TraceEncoder {
         writer.optionalString(record.target)
         writer.optionalString(record.ownerName)
         writer.optionalString(record.statement)
-        let frames = record.ownerFrames.prefix(TraceFormat.maxFrames)
-        writer.varint(UInt64(frames.count))
-        var previous: UInt64 = 0
-        for (index, address) in frames.enumerated() {
-            if index == 0 {
-                writer.varint(address)
-            } else {
-                writer.signedVarint(Int64(bitPattern: address &- previous))
-            }
-            previous = address
-        }
+        writer.addresses(record.ownerFrames.prefix(TraceFormat.maxFrames))
     }
 }

@@ -2,7 +2,7 @@
 // order is the one `docs/trace-format.md` lists.
 
 extension TraceEncoder {
-    func writePayload(of record: TraceRecord, to writer: inout TraceByteWriter) {
+    static func writePayload(of record: TraceRecord, to writer: inout TraceByteWriter) {
         switch record {
         case .header(let header):
             writer.string(header.processName)
@@ -154,7 +154,7 @@ extension TraceEncoder {
     }
 
     /// A count, then three varints per item (a site's count and time, a recent callout).
-    private func writeTriples(_ triples: [(UInt64, UInt64, UInt64)], to writer: inout TraceByteWriter) {
+    private static func writeTriples(_ triples: [(UInt64, UInt64, UInt64)], to writer: inout TraceByteWriter) {
         writer.varint(UInt64(triples.count))
         for (first, second, third) in triples {
             writer.varint(first)

@@ -45,17 +45,15 @@ public struct TraceEncoder: Sendable {
         site: UInt64, mode: UInt16, start: UInt64, duration: UInt64,
         into buffer: UnsafeMutableRawBufferPointer
     ) -> Int {
-        var writer = TraceByteWriter(buffer)
-        let sync = writeSyncIfDue(&writer)
-        let payload = writer.beginRecord(.callout)
-        writer.varint(site)
-        writer.varint(UInt64(mode))
-        writer.signedVarint(Int64(bitPattern: start &- calloutBase))
-        writer.varint(duration)
-        writer.endRecord(payloadStart: payload)
-        guard commit(writer, sync: sync) else { return 0 }
-        calloutBase = start &+ duration
-        return writer.position
+        let delta = Int64(bitPattern: start &- calloutBase)
+        let written = writeRecord(.callout, into: buffer) { writer in
+            writer.varint(site)
+            writer.varint(UInt64(mode))
+            writer.signedVarint(delta)
+            writer.varint(duration)
+        }
+        if written > 0 { calloutBase = start &+ duration }
+        return written
     }
 
     /// Writes one sample record (preceded by a sync record when one is due) at the start of
@@ -71,34 +69,20 @@ public struct TraceEncoder: Sendable {
         captureTimedOut: Bool, frames: UnsafeBufferPointer<UInt64>,
         into buffer: UnsafeMutableRawBufferPointer
     ) -> Int {
-        var writer = TraceByteWriter(buffer)
-        let sync = writeSyncIfDue(&writer)
-        let payload = writer.beginRecord(.sample)
-        writer.varint(stall)
-        writer.varint(index)
-        writer.varint(UInt64(UInt32(bitPattern: tid)))
-        writer.varint(look.map { UInt64($0) + 1 } ?? 0)
-        writer.varint(time)
-        writer.byte(state.rawValue)
-        writer.byte(captureTimedOut ? 1 : 0)
-        writer.varint(syscall.map { zigzag(Int64($0)) + 1 } ?? 0)
-        writer.varint(cpuTime)
-        writer.varint(annotation)
-        writer.optionalBytes(wchan)
-        let count = min(frames.count, TraceFormat.maxFrames)
-        writer.varint(UInt64(count))
-        var previous: UInt64 = 0
-        for index in 0..<count {
-            let address = frames[index]
-            if index == 0 {
-                writer.varint(address)
-            } else {
-                writer.signedVarint(Int64(bitPattern: address &- previous))
-            }
-            previous = address
+        writeRecord(.sample, into: buffer) { writer in
+            writer.varint(stall)
+            writer.varint(index)
+            writer.varint(UInt64(UInt32(bitPattern: tid)))
+            writer.varint(look.map { UInt64($0) + 1 } ?? 0)
+            writer.varint(time)
+            writer.byte(state.rawValue)
+            writer.byte(captureTimedOut ? 1 : 0)
+            writer.varint(syscall.map { zigzag(Int64($0)) + 1 } ?? 0)
+            writer.varint(cpuTime)
+            writer.varint(annotation)
+            writer.optionalBytes(wchan)
+            writer.addresses(frames.prefix(TraceFormat.maxFrames))
         }
-        writer.endRecord(payloadStart: payload)
-        return commit(writer, sync: sync) ? writer.position : 0
     }
 
     /// Writes `record` (preceded by a sync record when one is due) at the start of `buffer`.
@@ -138,12 +122,7 @@ public struct TraceEncoder: Sendable {
             syncDue = false
             return writer.position
         default:
-            var writer = TraceByteWriter(buffer)
-            let sync = writeSyncIfDue(&writer)
-            let payload = writer.beginRecord(record.kind)
-            writePayload(of: record, to: &writer)
-            writer.endRecord(payloadStart: payload)
-            return commit(writer, sync: sync) ? writer.position : 0
+            return writeRecord(record.kind, into: buffer) { Self.writePayload(of: record, to: &$0) }
         }
     }
 
@@ -162,6 +141,24 @@ public struct TraceEncoder: Sendable {
             if written > 0 { return }
             room *= 4
         }
+    }
+
+    /// Writes one record of `kind`, preceded by a sync record when one is due, at the start of
+    /// `buffer`: the framing every kind but `sync` shares, around the payload `writeFields`
+    /// writes. Returns the bytes written, or 0 if they did not fit (then nothing changed).
+    ///
+    /// No allocation of its own (the closure does not escape); the thread that owns the encoder.
+    @inline(__always)
+    private mutating func writeRecord(
+        _ kind: TraceRecordKind, into buffer: UnsafeMutableRawBufferPointer,
+        _ writeFields: (inout TraceByteWriter) -> Void
+    ) -> Int {
+        var writer = TraceByteWriter(buffer)
+        let sync = writeSyncIfDue(&writer)
+        let payload = writer.beginRecord(kind)
+        writeFields(&writer)
+        writer.endRecord(payloadStart: payload)
+        return commit(writer, sync: sync) ? writer.position : 0
     }
 
     /// Whether a sync record was written.

@@ -81,6 +81,23 @@ struct TraceByteWriter {
         bytes(UnsafeRawBufferPointer(rebasing: utf8[..<count]))
     }
 
+    /// Return addresses, innermost first: their count, the first address, then each one as a
+    /// signed delta from the one before (sample frames, a lock owner's frames). Generic so each
+    /// caller's collection is read in place: no allocation.
+    @inline(__always)
+    mutating func addresses<Addresses: Collection<UInt64>>(_ addresses: Addresses) {
+        varint(UInt64(addresses.count))
+        var previous: UInt64?
+        for address in addresses {
+            if let previous {
+                signedVarint(Int64(bitPattern: address &- previous))
+            } else {
+                varint(address)
+            }
+            previous = address
+        }
+    }
+
     /// Starts a record: the kind byte and one byte held for the length.
     @inline(__always)
     mutating func beginRecord(_ kind: TraceRecordKind) -> Int {
