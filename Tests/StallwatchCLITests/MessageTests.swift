@@ -63,7 +63,8 @@ import Testing
         #expect(run.exitCode == 0, "\(run.error)")
         let lines = run.output.split(separator: "\n").map(String.init)
         for value in values {
-            #expect(lines.contains { $0.hasPrefix("    \(value)" + String(repeating: " ", count: 10 - value.count)) }, "\(value)")
+            let padded = "    \(value)" + String(repeating: " ", count: 10 - value.count)
+            #expect(lines.contains { $0.hasPrefix(padded) }, "\(value)")
         }
         #expect(!run.output.contains("\u{FFFD}"), "\(run.output)")
     }

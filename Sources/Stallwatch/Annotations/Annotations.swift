@@ -151,6 +151,9 @@ final class AnnotationScopes: @unchecked Sendable {
         var label: UInt64
         var since: UInt64
         var until: UInt64
+
+        /// The scope's label. Watchdog thread.
+        var name: String? { CalloutSite.unpack(label) }
     }
 
     /// Watchdog thread: the outermost expected-long scope the thread is in now (`until` is

@@ -346,7 +346,7 @@ struct ExpectedScopeTally {
 
     /// The label of the first scope seen that overlaps `start..<end`.
     private func reason(from start: UInt64, to end: UInt64) -> String? {
-        spans.first { $0.since < end && $0.until > start }.flatMap { CalloutSite.unpack($0.label) }
+        spans.first { $0.since < end && $0.until > start }?.name
     }
 }
 
