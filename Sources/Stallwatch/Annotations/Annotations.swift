@@ -172,12 +172,10 @@ final class AnnotationScopes: @unchecked Sendable {
             guard spanVersion.load(ordering: .relaxed) == before else { continue }
             guard open.label != 0 || closed.label != 0 else { return (nil, nil) }
             let time = Timebase.shared.converter()
-            return (
-                open.label == 0 ? nil : ExpectedSpan(label: open.label, since: time.nanos(open.since), until: now),
-                closed.label == 0
-                    ? nil
-                    : ExpectedSpan(label: closed.label, since: time.nanos(closed.since), until: time.nanos(closed.until))
-            )
+            func converted(_ span: ExpectedSpan, until: UInt64) -> ExpectedSpan? {
+                span.label == 0 ? nil : ExpectedSpan(label: span.label, since: time.nanos(span.since), until: until)
+            }
+            return (converted(open, until: now), converted(closed, until: time.nanos(closed.until)))
         }
         return nil
     }
