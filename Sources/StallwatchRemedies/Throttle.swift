@@ -17,11 +17,11 @@ public final class Throttle {
         case interval(UInt64)
     }
 
-    /// The loop it runs on.
+    /// The loop it runs on. Loop thread.
     public var loop: MainLoop { run.loop }
-    /// Requests so far.
+    /// Requests so far. Loop thread.
     public var requests: Int { run.requests }
-    /// Runs so far.
+    /// Runs so far. Loop thread.
     public var executions: Int { run.executions }
 
     private let pacing: Pacing
@@ -43,7 +43,7 @@ public final class Throttle {
         run = PendingRun(loop: loop, modes: modes, label: "Throttle")
     }
 
-    /// Whether a run is scheduled.
+    /// Whether a run is scheduled. Loop thread.
     public var isPending: Bool { run.body != nil }
 
     /// Asks for `body` to run at the next slot; replaces a body not yet run. Loop thread only.
@@ -88,13 +88,13 @@ public final class Throttle {
 /// bodies run there, isolated like the code that requests them (main-actor code on
 /// `MainLoop.main`: they may use main-actor state).
 public final class Debounce {
-    /// The loop it runs on.
+    /// The loop it runs on. Loop thread.
     public var loop: MainLoop { run.loop }
     /// How long requests must pause before the last one runs.
     public let quietPeriod: Duration
-    /// Requests so far.
+    /// Requests so far. Loop thread.
     public var requests: Int { run.requests }
-    /// Runs so far.
+    /// Runs so far. Loop thread.
     public var executions: Int { run.executions }
 
     private var run: PendingRun
@@ -106,7 +106,7 @@ public final class Debounce {
         run = PendingRun(loop: loop, modes: modes, label: "Debounce")
     }
 
-    /// Whether a body waits for the quiet period.
+    /// Whether a body waits for the quiet period. Loop thread.
     public var isPending: Bool { run.body != nil }
 
     /// Replaces the pending body with `body` and restarts the quiet period. Loop thread only.

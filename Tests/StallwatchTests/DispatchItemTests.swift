@@ -252,10 +252,16 @@ import Testing
         let waited = await Task.detached { ContinuousClock.now - queued }.value
         #expect(waited > .milliseconds(100), "the pool was not starved: a job waited \(waited) to start")
         // No stall is expected: with no thread that ran a job, the pool has no thread to sample and
-        // a starvation begins no stall (`stepPool`). The wait is only the time a wrong one (of the
-        // impostor, found by its name) has to be reported: 100 ms is 5 budgets, 20 watchdog looks.
-        // A pass never depends on it; under load a wrong report might come later and be missed.
-        try await Task.sleep(for: .milliseconds(100))
+        // a starvation begins no stall (`stepPool`). A wrong one (of the impostor, found by its
+        // name) would have begun at a look during the starvation; `stop()` delivers a stall still
+        // in progress. The wait is for the watchdog's own progress, not for time: 20 more looks,
+        // or its park once the pool is idle, so a late watchdog is waited for, not missed.
+        let before = monitor.statistics
+        #expect(
+            await Waiter().eventually {
+                let now = monitor.statistics
+                return now.watchdogWakeups >= before.watchdogWakeups + 20 || now.poolParks > before.poolParks
+            })
         monitor.stop()
         let sampled = ended.withLock { $0 }.filter { $0.callout.label == HeartbeatMonitor.poolLabel }
             .flatMap(\.samples).map(\.tid)
